@@ -1,0 +1,1 @@
+"""Configuration: schema (dataclasses), composition (Hydra) and validation."""

@@ -1,0 +1,120 @@
+"""The structured config: dataclasses registered in Hydra's ConfigStore.
+
+Keys that become vLLM arguments carry vLLM's own names, so what a user knows from
+``vllm serve --help`` transfers unchanged. YAML files under ``conf/`` fill these in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+@dataclass
+class TargetConfig:
+    name: str = MISSING
+    model: str = MISSING  # hub id or local directory
+    tokenizer: Optional[str] = None
+    dtype: str = "auto"
+    quantization: Optional[str] = None
+    trust_remote_code: bool = False
+    # Architecture facts used for up-front checks (read from config.json for local models).
+    num_attention_heads: Optional[int] = None
+    num_key_value_heads: Optional[int] = None
+    vocab_size: Optional[int] = None
+    max_position_embeddings: Optional[int] = None
+
+
+@dataclass
+class DraftConfig:
+    name: str = "none"
+    method: Optional[str] = None  # eagle | eagle3 | ngram | None (no speculation)
+    model: Optional[str] = None  # hub id or local directory (eagle, eagle3)
+    max_model_len: Optional[int] = None
+    prompt_lookup_min: Optional[int] = None  # ngram
+    prompt_lookup_max: Optional[int] = None  # ngram
+
+
+@dataclass
+class ParallelConfig:
+    name: str = "tp1"
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    draft_tensor_parallel_size: Optional[int] = None  # None: vLLM's default
+    distributed_executor_backend: Optional[str] = None  # mp | ray | None
+    nnodes: int = 1
+
+
+@dataclass
+class MemoryConfig:
+    name: str = "default"
+    gpu_memory_utilization: Optional[float] = None
+    max_model_len: Optional[int] = None
+    max_num_seqs: Optional[int] = None
+    max_num_batched_tokens: Optional[int] = None
+    kv_cache_dtype: str = "auto"
+    enforce_eager: bool = False
+    # CPU build only: KV cache space in GiB (VLLM_CPU_KVCACHE_SPACE).
+    cpu_kvcache_space_gib: Optional[float] = None
+
+
+@dataclass
+class ServeConfig:
+    host: str = "127.0.0.1"
+    port: int = 8000
+    enable_prefix_caching: Optional[bool] = None  # None: vLLM's default
+    api_key_env: Optional[str] = None  # name of the env var that holds the API key
+    served_model_name: Optional[str] = None
+    extra_args: list[str] = field(default_factory=list)
+    health_timeout_s: float = 900.0
+
+
+@dataclass
+class BenchConfig:
+    dataset_name: str = "hf"  # vllm bench serve --dataset-name
+    dataset_path: Optional[str] = "philschmid/mt-bench"
+    max_concurrency: int = 16
+    num_prompts: int = 80
+    output_len: Optional[int] = None
+    input_len: Optional[int] = None  # random dataset
+    seed: int = 0
+    temperature: float = 0.0
+    request_rate: str = "inf"
+
+
+@dataclass
+class DatasetConfig:
+    name: str = "builtin"  # builtin | mtbench | jsonl
+    path: Optional[str] = None  # jsonl file, or hub dataset id for mtbench
+    num_prompts: int = 4
+    chat_template: bool = False
+
+
+@dataclass
+class GenerationConfig:
+    max_tokens: int = 64
+    temperature: float = 0.0
+    ignore_eos: bool = False
+    seed: int = 0
+
+
+@dataclass
+class Config:
+    target: TargetConfig = field(default_factory=TargetConfig)
+    draft: DraftConfig = field(default_factory=DraftConfig)
+    parallel: ParallelConfig = field(default_factory=ParallelConfig)
+    lookahead: int = 3  # number of speculative tokens
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)
+    bench: BenchConfig = field(default_factory=BenchConfig)
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    generation: GenerationConfig = field(default_factory=GenerationConfig)
+    compare: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def register() -> None:
+    ConfigStore.instance().store(name="llama4spec_schema", node=Config)

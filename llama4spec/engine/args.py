@@ -1,0 +1,99 @@
+"""Pure builders: the engine arguments a config implies (no I/O, no vLLM import)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any
+
+from llama4spec.config.schema import Config
+
+
+def speculative_config(cfg: Config) -> dict[str, Any] | None:
+    """The ``speculative_config`` dict vLLM takes, or None without a draft."""
+    d = cfg.draft
+    if d.method is None:
+        return None
+    spec: dict[str, Any] = {"method": d.method}
+    if d.model:
+        spec["model"] = d.model
+    spec["num_speculative_tokens"] = cfg.lookahead
+    if d.method == "ngram":
+        spec["prompt_lookup_min"] = d.prompt_lookup_min
+        spec["prompt_lookup_max"] = d.prompt_lookup_max
+    elif cfg.parallel.draft_tensor_parallel_size is not None:
+        spec["draft_tensor_parallel_size"] = cfg.parallel.draft_tensor_parallel_size
+    if d.max_model_len is not None:
+        spec["max_model_len"] = d.max_model_len
+    return spec
+
+
+def engine_args(cfg: Config) -> dict[str, Any]:
+    """Engine arguments by vLLM's names, in a stable order; None values are left to vLLM."""
+    t, p, m = cfg.target, cfg.parallel, cfg.memory
+    args: dict[str, Any] = {
+        "model": t.model,
+        "tokenizer": t.tokenizer,
+        "dtype": None if t.dtype == "auto" else t.dtype,
+        "quantization": t.quantization,
+        "trust_remote_code": True if t.trust_remote_code else None,
+        "tensor_parallel_size": p.tensor_parallel_size if p.tensor_parallel_size != 1 else None,
+        "pipeline_parallel_size": p.pipeline_parallel_size if p.pipeline_parallel_size != 1 else None,
+        "distributed_executor_backend": p.distributed_executor_backend,
+        "gpu_memory_utilization": m.gpu_memory_utilization,
+        "max_model_len": m.max_model_len,
+        "max_num_seqs": m.max_num_seqs,
+        "max_num_batched_tokens": m.max_num_batched_tokens,
+        "kv_cache_dtype": None if m.kv_cache_dtype == "auto" else m.kv_cache_dtype,
+        "enforce_eager": True if m.enforce_eager else None,
+        "enable_prefix_caching": cfg.serve.enable_prefix_caching,
+        "speculative_config": speculative_config(cfg),
+    }
+    return {k: v for k, v in args.items() if v is not None}
+
+
+def llm_kwargs(cfg: Config) -> dict[str, Any]:
+    """Keyword arguments for ``vllm.LLM(...)`` (offline)."""
+    kwargs = engine_args(cfg)
+    kwargs["seed"] = cfg.generation.seed
+    kwargs["disable_log_stats"] = False  # acceptance counters come from get_metrics()
+    return kwargs
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def serve_flags(cfg: Config) -> list[str]:
+    """The flags after the model in ``vllm serve MODEL ...``."""
+    s = cfg.serve
+    args = engine_args(cfg)
+    args.pop("model")
+    flags = ["--host", s.host, "--port", str(s.port)]
+    if s.served_model_name:
+        flags += ["--served-model-name", s.served_model_name]
+    for key, value in args.items():
+        if key == "speculative_config":
+            flags += [_flag(key), json.dumps(value, separators=(",", ":"))]
+        elif isinstance(value, bool):
+            flags.append(_flag(key) if value else "--no-" + key.replace("_", "-"))
+        else:
+            flags += [_flag(key), str(value)]
+    return flags + list(s.extra_args)
+
+
+def serve_argv(cfg: Config) -> list[str]:
+    """The ``vllm serve`` command a user could paste (the API key comes from the environment)."""
+    return ["vllm", "serve", cfg.target.model, *serve_flags(cfg)]
+
+
+def shell_line(argv: list[str]) -> str:
+    return shlex.join(argv)
+
+
+def engine_env(cfg: Config) -> dict[str, str]:
+    """Environment variables the engine needs beyond the caller's (CPU build knobs, user env)."""
+    env = dict(cfg.env)
+    if cfg.memory.cpu_kvcache_space_gib is not None:
+        env["VLLM_CPU_KVCACHE_SPACE"] = str(cfg.memory.cpu_kvcache_space_gib)
+    return env

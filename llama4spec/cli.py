@@ -17,6 +17,9 @@ from llama4spec.errors import UserError
 
 OVERRIDES_HELP = "Hydra overrides, e.g. target=llama4_scout draft=eagle_llama4_scout lookahead=5"
 
+# Modules with a ``register(sub, add)`` function adding their subcommands.
+FEATURE_COMMANDS: list[str] = []
+
 out = Console()
 err = Console(stderr=True)
 
@@ -85,6 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("offline", cmd_offline, "run offline inference with vLLM's LLM and print acceptance statistics")
     p.add_argument("overrides", nargs="*", help=OVERRIDES_HELP)
     p.add_argument("--json", type=Path, metavar="PATH", help="write a run record (config, versions, stats) here")
+
+    # Feature areas register their own subcommands (each module keeps vllm/torch imports lazy).
+    for module in FEATURE_COMMANDS:
+        import importlib
+
+        importlib.import_module(module).register(sub, add)
     return parser
 
 

@@ -1,0 +1,24 @@
+"""Shared test set-up: an isolated tiny-model cache and session-scoped engines.
+
+Engine starts cost about 45 s here, so every real engine or server is shared across tests
+through session-scoped fixtures.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+# Every test (and every CLI subprocess it starts) uses a fresh tiny-model cache.
+os.environ.setdefault("LLAMA4SPEC_TINY_DIR", str(Path(tempfile.mkdtemp(prefix="llama4spec-tiny-")) / "tiny"))
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def tiny_dir() -> Path:
+    from llama4spec.tiny.build import ensure_built
+
+    return ensure_built()

@@ -1,0 +1,1 @@
+"""Declarative runbooks: load (schema), plan (pure), render (dry run), execute (processes, records)."""

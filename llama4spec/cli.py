@@ -18,7 +18,7 @@ from llama4spec.errors import UserError
 OVERRIDES_HELP = "Hydra overrides, e.g. target=llama4_scout draft=eagle_llama4_scout lookahead=5"
 
 # Modules with a ``register(sub, add)`` function adding their subcommands.
-FEATURE_COMMANDS: list[str] = ["llama4spec.serving"]
+FEATURE_COMMANDS: list[str] = ["llama4spec.serving", "llama4spec.preflight.cli"]
 
 out = Console()
 err = Console(stderr=True)

@@ -102,6 +102,18 @@ class GenerationConfig:
 
 
 @dataclass
+class HardwareConfig:
+    """One accelerator type, for memory planning (memory per device as the runtime reports it)."""
+
+    name: str = "cpu"
+    device: str = "cpu"  # cuda | cpu
+    memory_gib: Optional[float] = None  # per device; None on cpu: read NUMA node 0's memory
+    runtime_overhead_gib: float = 1.5  # context, communication buffers, graphs: outside weights and KV
+    devices_per_node: int = 1
+    fp8: bool = False  # native FP8 support (weights and KV cache)
+
+
+@dataclass
 class Config:
     target: TargetConfig = field(default_factory=TargetConfig)
     draft: DraftConfig = field(default_factory=DraftConfig)
@@ -112,6 +124,7 @@ class Config:
     bench: BenchConfig = field(default_factory=BenchConfig)
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     generation: GenerationConfig = field(default_factory=GenerationConfig)
+    hardware: HardwareConfig = field(default_factory=HardwareConfig)
     compare: bool = False
     env: dict[str, str] = field(default_factory=dict)
 

@@ -1,0 +1,338 @@
+"""Pairing doctor: small pure rules over the config and both models' ``config.json``.
+
+Each rule takes a :class:`Pairing` and returns findings (severity, what, why, fix). The facts
+about vLLM are those of the pinned version (0.32): its registered draft classes, the keys its
+Llama 4 EAGLE head asserts on, and the flags it removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from llama4spec.config.schema import Config
+from llama4spec.preflight import count
+from llama4spec.preflight.sources import ModelConfig
+
+ERROR, WARNING, INFO = "error", "warning", "info"
+
+# vLLM 0.32 model registry, _SPECULATIVE_DECODING_MODELS: the classes an eagle/eagle3 draft can load as.
+EAGLE_DRAFT_CLASSES = frozenset({
+    "EagleCohereForCausalLM", "EagleLlamaForCausalLM", "EagleLlama4ForCausalLM", "EagleMiniCPMForCausalLM",
+    "EagleMistralForCausalLM", "EagleMistralLarge3ForCausalLM", "EagleDeepSeekMTPModel",
+})
+EAGLE3_DRAFT_CLASSES = frozenset({
+    "Eagle3LlamaForCausalLM", "Eagle3MiniMaxM2ForCausalLM", "LlamaForCausalLMEagle3",
+    "Eagle3Qwen2_5vlForCausalLM", "Eagle3Qwen3vlForCausalLM", "Eagle3Qwen3ForCausalLM",
+    "Eagle3DeepseekV2ForCausalLM", "Eagle3DeepseekV3ForCausalLM",
+})
+
+# Flags and speculative-config keys of older vLLM releases that 0.32 rejects, and what replaced them.
+REMOVED_FLAGS = {
+    "--num-lookahead-slots": "nothing: lookahead slots follow num_speculative_tokens (lookahead=K)",
+    "--speculative-model": "--speculative-config '{\"model\": ...}' (draft.model=...)",
+    "--num-speculative-tokens": "--speculative-config '{\"num_speculative_tokens\": K}' (lookahead=K)",
+    "--speculative-draft-tensor-parallel-size": "draft_tensor_parallel_size in --speculative-config (parallel.draft_tensor_parallel_size=N)",
+    "--speculative-max-model-len": "max_model_len in --speculative-config (draft.max_model_len=N)",
+    "--ngram-prompt-lookup-max": "prompt_lookup_max in --speculative-config (draft=ngram)",
+    "--ngram-prompt-lookup-min": "prompt_lookup_min in --speculative-config (draft=ngram)",
+    "--spec-decoding-acceptance-method": "nothing: rejection sampling is the only acceptance method",
+    "--use-v2-block-manager": "nothing: the V1 engine has one KV cache manager",
+}
+REMOVED_SPEC_KEYS = {
+    "prefill_token_shift": "nothing: drop the key",
+    "tensor_parallel_size": "draft_tensor_parallel_size",
+    "speculative_draft_tensor_parallel_size": "draft_tensor_parallel_size",
+    "acceptance_method": "nothing: drop the key",
+    "disable_mqa_scorer": "nothing: drop the key",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    severity: str  # error | warning | info
+    what: str
+    why: str
+    fix: str
+
+    def line(self) -> str:
+        return f"{self.what}: {self.why}; fix: {self.fix}"
+
+
+@dataclass
+class Pairing:
+    cfg: Config
+    target: ModelConfig
+    draft: ModelConfig | None  # None without a draft model (no speculation, ngram)
+
+    @property
+    def t(self) -> dict[str, Any]:
+        return self.target.text
+
+    @property
+    def d(self) -> dict[str, Any]:
+        return self.draft.text if self.draft else {}
+
+    @property
+    def eagle(self) -> bool:
+        return self.cfg.draft.method in ("eagle", "eagle3") and self.draft is not None
+
+    @property
+    def llama4_target(self) -> bool:
+        return self.t.get("model_type") == "llama4_text" or self.target.config.get("model_type") == "llama4"
+
+    @property
+    def llama4_eagle(self) -> bool:
+        return self.eagle and self.cfg.draft.method == "eagle" and self.d.get("model_type") == "llama4_text"
+
+
+Rule = Callable[[Pairing], list[Finding]]
+
+
+def draft_class(p: Pairing) -> list[Finding]:
+    if not p.eagle:
+        return []
+    method = p.cfg.draft.method
+    archs = p.draft.config.get("architectures") or []
+    if method == "eagle":
+        names, known = [a if a.startswith("Eagle") else f"Eagle{a}" for a in archs], EAGLE_DRAFT_CLASSES
+    else:
+        names = [a if a.startswith("Eagle3") or a.endswith("Eagle3") else f"Eagle3{a}" for a in archs]
+        known = EAGLE3_DRAFT_CLASSES
+    if any(n in known for n in names):
+        return []
+    return [Finding(
+        "draft-class", ERROR,
+        f"draft architectures {archs or '(none)'} load as {names or '(nothing)'} under method {method}",
+        f"vLLM registers no such {method} draft class, so the engine fails at start",
+        f"use a draft built for {method} (for a Llama 4 EAGLE head: architectures [\"Llama4ForCausalLM\"]), "
+        f"or set draft.method to the method the draft was trained for",
+    )]
+
+
+def yoco_keys(p: Pairing) -> list[Finding]:
+    if not p.llama4_eagle:
+        return []
+    out = []
+    for key in ("yoco_global_kv_layer", "yoco_local_kv_layer"):
+        if key not in p.d:
+            out.append(Finding("yoco-keys", ERROR, f"draft config.json has no '{key}'",
+                               "vLLM's Llama 4 EAGLE head reads it while loading (AttributeError)",
+                               f"add \"{key}\": null to the draft's config.json"))
+        elif p.d[key] is not None:
+            out.append(Finding("yoco-keys", ERROR, f"draft config.json sets {key}={p.d[key]!r}",
+                               "vLLM's Llama 4 EAGLE head supports no YOCO KV sharing (assertion at load)",
+                               f"set \"{key}\": null in the draft's config.json"))
+    return out
+
+
+def draft_vocab(p: Pairing) -> list[Finding]:
+    if not p.llama4_eagle:
+        return []
+    size = p.d.get("draft_vocab_size")
+    if size is None:
+        return [Finding("draft-vocab", ERROR, "draft config.json has no 'draft_vocab_size'",
+                        "vLLM sizes the Llama 4 EAGLE lm_head from it (AttributeError at load)",
+                        f"add \"draft_vocab_size\": {p.d.get('vocab_size', 'VOCAB')} to the draft's config.json")]
+    if size > p.d.get("vocab_size", size):
+        return [Finding("draft-vocab", ERROR, f"draft_vocab_size {size} exceeds the draft's vocab_size {p.d['vocab_size']}",
+                        "the draft's lm_head cannot predict tokens outside the vocabulary",
+                        "set draft_vocab_size to at most vocab_size")]
+    return []
+
+
+def draft_moe(p: Pairing) -> list[Finding]:
+    if not p.llama4_eagle:
+        return []
+    # transformers derives moe_layers from the step when absent; vLLM builds MoE blocks from the step.
+    step, given = p.d.get("interleave_moe_layer_step", 1), p.d.get("moe_layers")
+    if given is not None:
+        layers = list(given)
+    else:
+        layers = list(range(step - 1, p.d.get("num_hidden_layers", 0), step)) if step else []
+    if not layers and step == 0:
+        return []
+    return [Finding("draft-moe", ERROR,
+                    f"draft has MoE layers (moe_layers={p.d.get('moe_layers', 'absent')}, interleave_moe_layer_step={step})",
+                    "vLLM's Llama 4 EAGLE head asserts a dense draft (len(moe_layers) == 0)",
+                    "set \"moe_layers\": [] and \"interleave_moe_layer_step\": 0 in the draft's config.json")]
+
+
+def no_rope(p: Pairing) -> list[Finding]:
+    if not p.llama4_eagle:
+        return []
+    given, n = p.d.get("no_rope_layers"), p.d.get("num_hidden_layers")
+    if isinstance(given, list) and len(given) == n:
+        return []
+    return [Finding("no-rope-layers", ERROR,
+                    f"draft no_rope_layers={given!r} for {n} draft layer(s)",
+                    "vLLM appends it behind the target's layers and indexes it per draft layer: "
+                    "a wrong length fails at load or gives a layer the wrong positional scheme",
+                    f"give exactly one entry per draft layer, e.g. \"no_rope_layers\": {[1] * (n or 1)}")]
+
+
+def compatible(p: Pairing) -> list[Finding]:
+    if not p.eagle:
+        return []
+    out = []
+    th, dh = p.t.get("hidden_size"), p.d.get("hidden_size")
+    if th != dh:
+        out.append(Finding("compatible", ERROR, f"draft hidden_size {dh} differs from the target's {th}",
+                           "an EAGLE head consumes the target's hidden states (fc maps 2 x hidden to hidden)",
+                           "use a draft trained for this target"))
+    tv, dv = p.t.get("vocab_size"), p.d.get("vocab_size")
+    if tv != dv:
+        out.append(Finding("compatible", ERROR, f"draft vocab_size {dv} differs from the target's {tv}",
+                           "the draft shares the target's token embedding and proposes token ids of its vocabulary",
+                           "use a draft trained with the target's tokenizer"))
+    tt, dt = _tokenizer_digest(p.target), _tokenizer_digest(p.draft)
+    if tt and dt and tt != dt:
+        out.append(Finding("compatible", WARNING, "draft and target ship different tokenizer vocabularies",
+                           "token ids proposed by the draft mean other tokens to the target: nothing is accepted",
+                           "use a draft trained with the target's tokenizer, or remove the draft's tokenizer files"))
+    for key in ("bos_token_id", "eos_token_id"):
+        if key in p.t and key in p.d and p.t[key] != p.d[key]:
+            out.append(Finding("compatible", WARNING, f"draft {key} {p.d[key]} differs from the target's {p.t[key]}",
+                               "the two models were likely trained with different tokenizers",
+                               "check that the draft was trained for this target"))
+    return out
+
+
+def _tokenizer_digest(model: ModelConfig | None) -> str | None:
+    directory = model.directory if model else None
+    path = directory / "tokenizer.json" if directory else None
+    if not path or not path.is_file():
+        return None
+    try:
+        vocab = json.loads(path.read_text()).get("model", {}).get("vocab")
+    except (OSError, ValueError):
+        return None
+    return hashlib.sha256(json.dumps(vocab, sort_keys=True).encode()).hexdigest() if vocab else None
+
+
+def parallel(p: Pairing) -> list[Finding]:
+    out = []
+    tp, dtp = p.cfg.parallel.tensor_parallel_size, p.cfg.parallel.draft_tensor_parallel_size
+    if p.eagle and dtp is not None and dtp not in (1, tp):
+        out.append(Finding("parallel", ERROR, f"draft_tensor_parallel_size={dtp} with tensor_parallel_size={tp}",
+                           "vLLM accepts a draft TP of 1 or the target's TP only",
+                           f"set parallel.draft_tensor_parallel_size=1 or ={tp}"))
+    models = [("target", p.t, tp)] + ([("draft", p.d, dtp or tp)] if p.eagle else [])
+    for name, text, size in models:
+        if size <= 1:
+            continue
+        heads, kv = text.get("num_attention_heads"), text.get("num_key_value_heads")
+        if heads and heads % size:
+            out.append(Finding("parallel", ERROR, f"TP {size} does not divide the {name}'s {heads} attention heads",
+                               "vLLM shards attention heads evenly and refuses to start",
+                               f"pick a TP that divides {heads}"))
+        if kv and kv % size and size % kv:
+            out.append(Finding("parallel", ERROR, f"TP {size} and the {name}'s {kv} KV heads do not divide each other",
+                               "vLLM splits KV heads across ranks, or replicates them when TP is a multiple",
+                               f"pick a TP that divides {kv} or is a multiple of it"))
+        elif kv and size > kv:
+            out.append(Finding("parallel", INFO, f"TP {size} exceeds the {name}'s {kv} KV heads",
+                               "each rank keeps a replica of a KV head, so KV cache per token does not shrink further",
+                               "expected for large TP; counted in `llama4spec plan`"))
+        vocab = text.get("draft_vocab_size") if name == "draft" else text.get("vocab_size")
+        if vocab and (-(-vocab // 64) * 64) % size:
+            out.append(Finding("parallel", ERROR, f"TP {size} does not divide the {name}'s vocabulary ({vocab}, padded to 64)",
+                               "vLLM shards the embedding and lm_head evenly over TP ranks",
+                               "pick a power-of-two TP"))
+    return out
+
+
+def prefix_caching(p: Pairing) -> list[Finding]:
+    if not (p.eagle and p.llama4_target and p.t.get("attention_chunk_size")):
+        return []
+    setting = p.cfg.serve.enable_prefix_caching
+    if setting is False:
+        return []
+    how = "is on" if setting else "is left to vLLM, which turns it on"
+    return [Finding("prefix-caching", ERROR, f"prefix caching {how} for a Llama 4 target with an EAGLE draft",
+                    "chunked local attention + EAGLE fails at the first request "
+                    "(\"Hybrid KV cache is not supported for eagle + chunked local attention\")",
+                    "set serve.enable_prefix_caching=false (--no-enable-prefix-caching)")]
+
+
+def removed_flags(p: Pairing) -> list[Finding]:
+    out = []
+    args = list(p.cfg.serve.extra_args)
+    for i, arg in enumerate(args):
+        flag = arg.split("=", 1)[0]
+        if flag in REMOVED_FLAGS:
+            out.append(Finding("removed-flags", ERROR, f"serve.extra_args has {flag}",
+                               "vLLM 0.32 no longer accepts it (unrecognized argument)",
+                               f"remove it; replaced by {REMOVED_FLAGS[flag]}"))
+        if flag == "--speculative-config":
+            value = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "{}")
+            try:
+                spec = json.loads(value)
+            except ValueError:
+                spec = {}
+            for key in spec if isinstance(spec, dict) else {}:
+                if key in REMOVED_SPEC_KEYS:
+                    out.append(Finding("removed-flags", ERROR, f"--speculative-config has '{key}'",
+                                       "vLLM 0.32 rejects unknown speculative-config keys",
+                                       f"replace it by {REMOVED_SPEC_KEYS[key]}"))
+    return out
+
+
+def max_model_len(p: Pairing) -> list[Finding]:
+    out = []
+    length, draft_len = p.cfg.memory.max_model_len, p.cfg.draft.max_model_len
+    limit = p.t.get("max_position_embeddings")
+    if length and limit and length > limit:
+        out.append(Finding("max-model-len", ERROR, f"memory.max_model_len={length} exceeds the target's {limit} positions",
+                           "vLLM refuses a max_model_len beyond the model's limit",
+                           f"set memory.max_model_len to at most {limit}"))
+    if not length and limit and limit > 131072:
+        out.append(Finding("max-model-len", WARNING, f"memory.max_model_len is unset: vLLM uses the target's {limit} positions",
+                           "the KV cache for one sequence that long rarely fits; vLLM then refuses to start",
+                           "set memory.max_model_len (see `llama4spec plan`)"))
+    if p.eagle and draft_len:
+        dlimit = p.d.get("max_position_embeddings")
+        if dlimit and draft_len > dlimit:
+            out.append(Finding("max-model-len", ERROR, f"draft.max_model_len={draft_len} exceeds the draft's {dlimit} positions",
+                               "vLLM rejects a speculative max_model_len beyond the draft's limit",
+                               f"set draft.max_model_len to at most {dlimit}"))
+        if length and draft_len > length:
+            out.append(Finding("max-model-len", ERROR, f"draft.max_model_len={draft_len} exceeds memory.max_model_len={length}",
+                               "vLLM rejects a speculative max_model_len beyond the target's",
+                               f"set draft.max_model_len to at most {length}, or leave it unset"))
+    return out
+
+
+def trust_remote_code(p: Pairing) -> list[Finding]:
+    if not p.cfg.target.trust_remote_code:
+        return []
+    if "auto_map" in p.target.config or (p.draft and "auto_map" in p.draft.config):
+        return []
+    return [Finding("trust-remote-code", WARNING, "target.trust_remote_code=true but neither config.json has an auto_map",
+                    "both models load with vLLM's own classes; trusting remote code only widens what a download may run",
+                    "set target.trust_remote_code=false")]
+
+
+RULES: dict[str, Rule] = {
+    "draft-class": draft_class,
+    "yoco-keys": yoco_keys,
+    "draft-vocab": draft_vocab,
+    "draft-moe": draft_moe,
+    "no-rope-layers": no_rope,
+    "compatible": compatible,
+    "parallel": parallel,
+    "prefix-caching": prefix_caching,
+    "removed-flags": removed_flags,
+    "max-model-len": max_model_len,
+    "trust-remote-code": trust_remote_code,
+}
+ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
+
+
+def examine(p: Pairing) -> list[Finding]:
+    """Every rule's findings, errors first."""
+    found = [f for rule in RULES.values() for f in rule(p)]
+    return sorted(found, key=lambda f: ORDER[f.severity])

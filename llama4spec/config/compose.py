@@ -16,8 +16,6 @@ from llama4spec.config.schema import Config, register
 from llama4spec.errors import UserError
 from llama4spec.tiny.paths import tiny_path
 
-GROUPS = ("target", "draft", "parallel", "memory", "serve", "bench", "dataset", "experiment")
-
 
 class ConfigError(UserError):
     """A user mistake in an override or config file; the message names the problem and the fix."""
@@ -102,7 +100,7 @@ def compose_config(overrides: Sequence[str] = ()) -> Composed:
             choices = {
                 k: v
                 for k, v in OmegaConf.to_container(cfg.hydra.runtime.choices).items()
-                if k in GROUPS and v is not None
+                if not k.startswith("hydra") and v is not None
             }
             with_hydra = cfg
             OmegaConf.set_struct(with_hydra, False)

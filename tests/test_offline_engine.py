@@ -1,0 +1,185 @@
+"""Offline runs on a real vLLM (CPU build) with the tiny Llama 4 pair.
+
+Expected acceptance is computed here from the successor maps by simulating greedy EAGLE
+verification, not copied from an earlier run. End-of-sequence effects are allowed for
+explicitly: a request's last verification step may be cut short by max_tokens, so each
+counter may differ from the simulation by at most one step per prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from llama4spec.prompts import builtin_prompts
+from llama4spec.tiny.build import draft_successor, successor
+from tests.helpers import run_cli
+
+pytestmark = pytest.mark.engine
+
+K = 3
+MAX_TOKENS = 64
+PROMPTS = 4
+
+
+def simulate(last_token: int, max_tokens: int, k: int, draft_next) -> tuple[int, list[int]]:
+    """Greedy EAGLE on the tiny pair: (verification steps, accepted count per position)."""
+    out = [successor(last_token)]  # the prefill step's token
+    steps, per_pos = 0, [0] * k
+    while len(out) < max_tokens:
+        proposals, x = [], out[-1]
+        for _ in range(k):
+            x = draft_next(x)
+            proposals.append(x)
+        accepted, x = 0, out[-1]
+        while accepted < k and proposals[accepted] == successor(x):
+            x = proposals[accepted]
+            accepted += 1
+        steps += 1
+        for j in range(accepted):
+            per_pos[j] += 1
+        for _ in range(accepted + 1):  # accepted drafts plus the target's own token
+            out.append(successor(out[-1]))
+    return steps, per_pos
+
+
+def expected_counts(draft_next) -> tuple[int, list[int]]:
+    steps, per_pos = 0, [0] * K
+    for prompt in builtin_prompts(PROMPTS):
+        last = int(prompt.split()[-1][1:])
+        s, p = simulate(last, MAX_TOKENS, K, draft_next)
+        steps += s
+        per_pos = [a + b for a, b in zip(per_pos, p)]
+    return steps, per_pos
+
+
+def _offline(tmp_path_factory, name: str, *overrides: str):
+    path = tmp_path_factory.mktemp(name) / "run.json"
+    result = run_cli("offline", f"lookahead={K}", f"generation.max_tokens={MAX_TOKENS}",
+                     f"dataset.num_prompts={PROMPTS}", *overrides, "--json", str(path))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout, json.loads(path.read_text())
+
+
+@pytest.fixture(scope="session")
+def perfect(tmp_path_factory):
+    """The perfect pair, compared in the same command with a run without a draft."""
+    return _offline(tmp_path_factory, "perfect", "draft=tiny_eagle", "compare=true")
+
+
+@pytest.fixture(scope="session")
+def imperfect(tmp_path_factory):
+    return _offline(tmp_path_factory, "imperfect", "draft=tiny_eagle_imperfect")
+
+
+@pytest.fixture(scope="session")
+def ngram(tmp_path_factory):
+    return _offline(tmp_path_factory, "ngram", "draft=ngram")
+
+
+def _assert_close_to_simulation(stats: dict, steps: int, per_pos: list[int]) -> None:
+    slack = PROMPTS  # one possibly cut-short step per request
+    drafts = stats["num_drafts"]
+    assert abs(drafts - steps) <= slack, (drafts, steps)
+    measured = [round(r * drafts) for r in stats["acceptance_rate_per_position"]]
+    for j in range(K):
+        assert abs(measured[j] - per_pos[j]) <= slack, (j, measured, per_pos)
+        assert abs(stats["acceptance_rate_per_position"][j] - per_pos[j] / steps) <= 2 * slack / steps
+
+
+def test_engine_starts_with_eagle_and_greedy_output_is_the_successor_chain(perfect):
+    _, record = perfect
+    for prompt, output in zip(builtin_prompts(PROMPTS), record["outputs"]):
+        chain, x = [], int(prompt.split()[-1][1:])
+        for _ in range(MAX_TOKENS):
+            x = successor(x)
+            chain.append(x)
+        assert output["token_ids"] == chain
+    assert record["stats"]["num_drafts"] > 0 and record["stats"]["num_accepted_tokens"] > 0
+
+
+def test_perfect_draft_accepts_every_position(perfect):
+    _, record = perfect
+    stats = record["stats"]
+    steps, per_pos = expected_counts(successor)
+    assert per_pos == [steps] * K  # the simulation itself: every draft accepted
+    _assert_close_to_simulation(stats, steps, per_pos)
+    drafts = stats["num_drafts"]
+    for rate in stats["acceptance_rate_per_position"]:
+        assert rate >= 1.0 - PROMPTS / drafts
+    assert stats["mean_acceptance_length"] == pytest.approx(K + 1, abs=K * PROMPTS / drafts)
+    assert stats["num_draft_tokens"] == K * drafts
+    assert stats["total_num_output_tokens"] == PROMPTS * MAX_TOKENS
+
+
+def test_imperfect_draft_matches_the_successor_maps(imperfect):
+    _, record = imperfect
+    steps, per_pos = expected_counts(lambda i: draft_successor(i, imperfect=True))
+    assert per_pos[0] < steps  # the imperfect draft really is imperfect
+    _assert_close_to_simulation(record["stats"], steps, per_pos)
+    assert max(record["stats"]["acceptance_rate_per_position"]) < 1.0
+
+
+def test_greedy_outputs_identical_with_and_without_speculation(perfect):
+    stdout, record = perfect
+    assert record["outputs_identical"] is True
+    spec = [o["token_ids"] for o in record["outputs"]]
+    base = [o["token_ids"] for o in record["baseline"]["outputs"]]
+    assert spec == base
+    assert "greedy outputs identical" in stdout
+    assert "speedup" in stdout
+
+
+def test_no_draft_has_no_acceptance(perfect):
+    _, record = perfect
+    base = record["baseline"]["stats"]
+    assert base["total_num_output_tokens"] == PROMPTS * MAX_TOKENS
+    assert all(base[k] is None for k in ("num_drafts", "num_draft_tokens", "num_accepted_tokens",
+                                         "mean_acceptance_length", "acceptance_rate_per_position"))
+
+
+def test_ngram_on_repetitive_prompts_accepts_tokens(ngram):
+    _, record = ngram
+    assert record["config"]["draft"]["method"] == "ngram"
+    assert record["stats"]["num_accepted_tokens"] > 0
+
+
+def _table_value(stdout: str, label: str) -> str:
+    m = re.search(rf"│ {re.escape(label)}\s+│\s+([\d.,]+) │", stdout)
+    assert m, f"no row '{label}' in output"
+    return m.group(1).replace(",", "")
+
+
+def test_json_record_matches_printed_table(imperfect):
+    stdout, record = imperfect
+    stats = record["stats"]
+    assert set(stats) == {"total_num_output_tokens", "num_drafts", "num_draft_tokens", "num_accepted_tokens",
+                          "mean_acceptance_length", "acceptance_rate_per_position"}
+    assert int(_table_value(stdout, "total output tokens")) == stats["total_num_output_tokens"]
+    assert int(_table_value(stdout, "drafts")) == stats["num_drafts"]
+    assert int(_table_value(stdout, "draft tokens")) == stats["num_draft_tokens"]
+    assert int(_table_value(stdout, "accepted tokens")) == stats["num_accepted_tokens"]
+    assert float(_table_value(stdout, "mean acceptance length")) == pytest.approx(stats["mean_acceptance_length"], abs=5e-4)
+    rows = re.findall(r"│\s+(\d+) │\s+(\d+) │ ([\d.]+) │", stdout)
+    assert [float(r[2]) for r in rows] == pytest.approx(stats["acceptance_rate_per_position"], abs=5e-4)
+    assert len(stats["acceptance_rate_per_position"]) == K
+    assert record["versions"]["vllm"] and record["versions"]["llama4spec"]
+    assert record["prompts"]["kind"] == "builtin"
+    assert record["timings"]["generate_s"] > 0
+
+
+def test_bad_jsonl_line_fails_before_engine_start(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "w1"}\nnot json\n')
+    result = run_cli("offline", "dataset=jsonl", f"dataset.path={bad}", timeout=120)
+    assert result.returncode == 2
+    assert f"{bad}:2: not valid JSON" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_model_directory_fails_before_engine_start(tmp_path):
+    result = run_cli("offline", f"target.model={tmp_path / 'nope'}", timeout=120)
+    assert result.returncode == 2
+    assert "does not exist" in result.stderr and "Traceback" not in result.stderr

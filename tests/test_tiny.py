@@ -1,0 +1,64 @@
+"""The tiny Llama 4 pair: deterministic files, a round-tripping tokenizer, known maps."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from llama4spec.tiny import build as tiny
+from tests.helpers import run_cli
+
+
+def _digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_build_is_deterministic(tmp_path):
+    a, b = tiny.build(tmp_path / "a"), tiny.build(tmp_path / "b")
+    assert _digest(a) == _digest(b)
+    assert {"target/config.json", "draft/model.safetensors", "draft_imperfect/config.json"} <= set(_digest(a))
+
+
+def test_cli_builds_into_a_directory(tmp_path):
+    result = run_cli("tiny-models", str(tmp_path / "pair"))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "pair" / "target" / "model.safetensors").is_file()
+
+
+def test_every_word_round_trips(tiny_dir):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_dir / "target"))
+    for i in tiny.WORDS:
+        ids = tok.encode(tiny.word(i), add_special_tokens=False)
+        assert ids == [i]
+        assert tok.decode(ids) == tiny.word(i)
+    text = " ".join(tiny.word(i) for i in tiny.WORDS)
+    assert tok.decode(tok.encode(text, add_special_tokens=False)) == text
+    assert tok.encode("w10 w11")[0] == tiny.BOS
+
+
+def test_draft_config_has_what_vllm_needs(tiny_dir):
+    cfg = json.loads((tiny_dir / "draft" / "config.json").read_text())
+    assert cfg["architectures"] == ["Llama4ForCausalLM"] and cfg["model_type"] == "llama4_text"
+    assert "yoco_global_kv_layer" in cfg and "yoco_local_kv_layer" in cfg
+    assert cfg["moe_layers"] == [] and cfg["interleave_moe_layer_step"] == 0
+    assert len(cfg["no_rope_layers"]) == cfg["num_hidden_layers"]
+    assert cfg["draft_vocab_size"] == cfg["vocab_size"]
+
+
+def test_weights_encode_the_successor_maps(tiny_dir):
+    from safetensors.numpy import load_file
+
+    target = load_file(str(tiny_dir / "target" / "model.safetensors"))
+    perfect = load_file(str(tiny_dir / "draft" / "model.safetensors"))
+    imperfect = load_file(str(tiny_dir / "draft_imperfect" / "model.safetensors"))
+    assert not any(k.startswith("model.") for k in perfect)
+    for i in range(tiny.VOCAB):
+        assert target["lm_head.weight"][:, i].argmax() == tiny.successor(i)
+        assert perfect["lm_head.weight"][:, i].argmax() == tiny.successor(i)
+        assert imperfect["lm_head.weight"][:, i].argmax() == tiny.draft_successor(i, imperfect=True)
+    wrong = [i for i in tiny.WORDS if tiny.draft_successor(i, True) != tiny.successor(i)]
+    assert wrong == sorted(tiny.WRONG_TOKENS) and 0 < len(wrong) < len(tiny.WORDS)
+    assert all(tiny.successor(i) >= tiny.FIRST_WORD for i in range(tiny.VOCAB))  # never EOS

@@ -43,6 +43,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     composed = _composed(args.overrides, check=False)
     config_tree(out, composed.raw, composed.choices)
     engine_args_panel(out, llm_kwargs(composed.cfg), shell_line(serve_argv(composed.cfg)), engine_env(composed.cfg))
+    from llama4spec.config.validate import validate
+
+    for problem in validate(composed.cfg):
+        out.print(f"[yellow]warning:[/yellow] {problem} (see `llama4spec validate`)", highlight=False)
     return 0
 
 

@@ -153,7 +153,7 @@ def test_validate_cli_exit_code_and_no_traceback():
     assert "Traceback" not in result.stderr + result.stdout
 
 
-@pytest.mark.parametrize("args", [["show", "draft=nope"], ["validate", "bogus_key=1"], ["show", "target.model=/x y"]])
+@pytest.mark.parametrize("args", [["show", "draft=nope"], ["validate", "bogus_key=1"], ["show", "target.model=/x", "y"]])
 def test_bad_overrides_exit_2_with_one_line(args):
     result = run_cli(*args)
     assert result.returncode == 2

@@ -1,0 +1,176 @@
+"""Every doctor rule fires on its broken fixture and stays silent on the good tiny pair."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llama4spec.config.compose import compose_config
+from llama4spec.preflight import gate, pairing
+from llama4spec.preflight.doctor import ERROR, RULES, WARNING, examine
+from llama4spec.errors import UserError
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch, tmp_path_factory):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path_factory.mktemp("hf")))
+
+
+def edited(src: Path, dst: Path, **changes) -> Path:
+    """A copy of a tiny model directory with config.json keys changed (DROP removes a key)."""
+    shutil.copytree(src, dst)
+    config = json.loads((dst / "config.json").read_text())
+    for key, value in changes.items():
+        if value is DROP:
+            config.pop(key, None)
+        else:
+            config[key] = value
+    (dst / "config.json").write_text(json.dumps(config))
+    return dst
+
+
+DROP = object()
+
+
+def draft(tmp_path: Path, tiny_dir: Path, **changes) -> list[str]:
+    return [f"draft.model={edited(tiny_dir / 'draft', tmp_path / 'draft', **changes)}"]
+
+
+def target(tmp_path: Path, tiny_dir: Path, **changes) -> list[str]:
+    return [f"target.model={edited(tiny_dir / 'target', tmp_path / 'target', **changes)}"]
+
+
+# rule -> (severity expected, how to break the pair)
+BROKEN = {
+    "draft-class": (ERROR, lambda tmp, tiny: draft(tmp, tiny, architectures=["Qwen2ForCausalLM"])),
+    "yoco-keys": (ERROR, lambda tmp, tiny: draft(tmp, tiny, yoco_global_kv_layer=DROP)),
+    "draft-vocab": (ERROR, lambda tmp, tiny: draft(tmp, tiny, draft_vocab_size=DROP)),
+    "draft-moe": (ERROR, lambda tmp, tiny: draft(tmp, tiny, moe_layers=[0], interleave_moe_layer_step=1)),
+    "no-rope-layers": (ERROR, lambda tmp, tiny: draft(tmp, tiny, no_rope_layers=[1, 0])),
+    "compatible": (ERROR, lambda tmp, tiny: draft(tmp, tiny, hidden_size=512)),
+    "parallel": (ERROR, lambda tmp, tiny: ["parallel=tp4", "parallel.draft_tensor_parallel_size=2"]),
+    "prefix-caching": (ERROR, lambda tmp, tiny: ["serve.enable_prefix_caching=true"]),
+    "removed-flags": (ERROR, lambda tmp, tiny: ['serve.extra_args=["--num-lookahead-slots=3"]']),
+    "max-model-len": (ERROR, lambda tmp, tiny: ["memory.max_model_len=4096"]),
+    "trust-remote-code": (WARNING, lambda tmp, tiny: ["target.trust_remote_code=true"]),
+}
+
+
+def test_every_rule_has_a_fixture():
+    assert set(BROKEN) == set(RULES)
+
+
+def test_good_pair_is_silent(tiny_dir):
+    assert examine(pairing(compose_config([]).cfg)) == []
+
+
+@pytest.mark.parametrize("rule", sorted(BROKEN))
+def test_rule_fires_on_its_fixture(rule, tiny_dir, tmp_path):
+    severity, broken = BROKEN[rule]
+    p = pairing(compose_config(broken(tmp_path, tiny_dir)).cfg)
+    fired = RULES[rule](p)
+    assert fired and fired[0].severity == severity
+    assert all(f.what and f.why and f.fix for f in fired)
+    good = pairing(compose_config([]).cfg)
+    assert RULES[rule](good) == []
+
+
+def test_removed_speculative_config_key(tiny_dir):
+    cfg = compose_config(["serve.extra_args=[--speculative-config,'{\"prefill_token_shift\": false}']"]).cfg
+    found = RULES["removed-flags"](pairing(cfg))
+    assert [f.what for f in found] == ["--speculative-config has 'prefill_token_shift'"]
+
+
+def test_prefix_caching_left_to_vllm_is_an_error(tiny_dir):
+    found = RULES["prefix-caching"](pairing(compose_config(["serve.enable_prefix_caching=null"]).cfg))
+    assert found and "left to vLLM" in found[0].what
+
+
+def test_tokenizer_mismatch(tiny_dir, tmp_path):
+    d = edited(tiny_dir / "draft", tmp_path / "draft")
+    tok = json.loads((d / "tokenizer.json").read_text())
+    vocab = tok["model"]["vocab"]
+    vocab["w4"], vocab["w5"] = vocab["w5"], vocab["w4"]
+    (d / "tokenizer.json").write_text(json.dumps(tok))
+    found = RULES["compatible"](pairing(compose_config([f"draft.model={d}"]).cfg))
+    assert [f.severity for f in found] == [WARNING]
+
+
+def test_reference_scout_pair_is_clean():
+    cfg = compose_config(["experiment=scout_eagle_reference"]).cfg
+    found = examine(pairing(cfg))
+    assert [f for f in found if f.severity == ERROR] == []
+
+
+def test_gate_refuses_on_error_unless_forced(tiny_dir):
+    from rich.console import Console
+
+    cfg = compose_config(["serve.enable_prefix_caching=true"]).cfg
+    console = Console(record=True, width=200)
+    with pytest.raises(UserError) as err:
+        gate(cfg, console)
+    assert any("prefix" in line for line in err.value.problems)
+    found = gate(cfg, console, force=True)
+    assert any(f.rule == "prefix-caching" for f in found)
+    assert "--force" in console.export_text()
+    assert gate(compose_config([]).cfg, console) == []
+
+
+def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-m", "llama4spec", *args], capture_output=True, text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}, timeout=120,
+    )
+
+
+def one_error_line(run: subprocess.CompletedProcess, *words: str) -> None:
+    assert run.returncode == 2, run.stdout + run.stderr
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert "Traceback" not in run.stderr
+    assert lines[0].startswith("error:") and all(w in run.stderr for w in words), run.stderr
+
+
+@pytest.mark.parametrize("content, words", [
+    (None, ["no config.json"]),
+    ("{not json", ["not valid JSON", "line 1"]),
+    ("[1, 2]", ["not an object"]),
+])
+def test_bad_config_file(tiny_dir, tmp_path, content, words):
+    d = tmp_path / "target"
+    shutil.copytree(tiny_dir / "target", d)
+    (d / "config.json").unlink()
+    if content is not None:
+        (d / "config.json").write_text(content)
+    for command in ("doctor", "plan"):
+        one_error_line(cli(command, f"target.model={d}"), *words)
+
+
+def test_unreadable_config_file(tiny_dir, tmp_path):
+    d = tmp_path / "target"
+    shutil.copytree(tiny_dir / "target", d)
+    (d / "config.json").unlink()
+    (d / "config.json").mkdir()  # a directory where the file should be: unreadable as text
+    one_error_line(cli("doctor", f"target.model={d}"), "cannot read")
+
+
+def test_unknown_model_offline(tmp_path):
+    run = cli("doctor", "target.model=nobody/no-such-model", env={"HF_HOME": str(tmp_path)})
+    one_error_line(run, "nobody/no-such-model", "offline", "hf download")
+
+
+def test_unknown_hardware_preset():
+    one_error_line(cli("plan", "hardware=h900"), "unknown hardware option 'h900'", "h100_80gb")
+
+
+def test_doctor_exit_codes(tiny_dir):
+    assert cli("doctor").returncode == 0
+    run = cli("doctor", "serve.enable_prefix_caching=true")
+    assert run.returncode == 1 and "prefix-caching" in run.stdout

@@ -67,7 +67,7 @@ def cmd_tiny_models(args: argparse.Namespace) -> int:
 def cmd_offline(args: argparse.Namespace) -> int:
     from llama4spec.offline import run_offline
 
-    return run_offline(_composed(args.overrides), json_path=args.json, console=out)
+    return run_offline(_composed(args.overrides), json_path=args.json, console=out, force=args.force)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -92,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("offline", cmd_offline, "run offline inference with vLLM's LLM and print acceptance statistics")
     p.add_argument("overrides", nargs="*", help=OVERRIDES_HELP)
     p.add_argument("--json", type=Path, metavar="PATH", help="write a run record (config, versions, stats) here")
+    p.add_argument("--force", action="store_true", help="start even when the pre-flight doctor finds errors")
 
     # Feature areas register their own subcommands (each module keeps vllm/torch imports lazy).
     for module in FEATURE_COMMANDS:

@@ -163,14 +163,19 @@ def _run_record(composed: Composed, prompts: Prompts, runs: list[EngineRun], ide
     return record
 
 
-def run_offline(composed: Composed, json_path: Path | None = None, console: Console | None = None) -> int:
+def run_offline(
+    composed: Composed, json_path: Path | None = None, console: Console | None = None, force: bool = False
+) -> int:
+    """Run the offline job; ``force`` starts the engine despite doctor errors."""
     from llama4spec import report
+    from llama4spec.preflight import gate
 
     console = console or Console()
     cfg = composed.cfg
     if any(is_tiny_path(m) for m in (cfg.target.model, cfg.draft.model)):
         ensure_built()
     prompts = load_prompts(cfg.dataset)  # bad input fails before any engine starts
+    gate(cfg, console, force=force)
     if json_path is not None:
         json_path = Path(json_path)
         if json_path.is_dir():

@@ -14,6 +14,8 @@ import pytest
 
 # Every test (and every CLI subprocess it starts) uses a fresh tiny-model cache.
 os.environ.setdefault("LLAMA4SPEC_TINY_DIR", str(Path(tempfile.mkdtemp(prefix="llama4spec-tiny-")) / "tiny"))
+# No test reaches the model hub: configs come from local directories or bundled copies.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -58,7 +58,7 @@ class MemoryConfig:
     kv_cache_dtype: str = "auto"
     enforce_eager: bool = False
     # CPU build only: KV cache space in GiB (VLLM_CPU_KVCACHE_SPACE).
-    cpu_kvcache_space_gib: Optional[float] = None
+    cpu_kvcache_space_gib: Optional[int] = None
 
 
 @dataclass

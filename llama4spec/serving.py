@@ -19,17 +19,16 @@ out = Console()
 RUNS_DIR = Path("runs")
 
 
-def preflight_gate(composed: Composed, purpose: str) -> None:
-    """The doctor's gate, called before ``serve`` or ``run`` starts anything.
+def preflight_gate(composed: Composed, purpose: str, force: bool = False) -> None:
+    """The doctor's gate, called before ``serve`` or a runbook's serve/offline steps start anything.
 
-    It defers to ``llama4spec.preflight.gate(composed, purpose)`` when that exists; the gate
-    raises UserError to refuse a config that cannot work.
+    Prints the doctor's findings; raises UserError on an error unless ``force``.
     """
-    try:
-        from llama4spec.preflight import gate  # type: ignore[attr-defined]
-    except ImportError:
-        return
-    gate(composed, purpose)
+    from llama4spec.preflight import gate
+
+    if purpose != "serve":
+        out.print(f"[dim]doctor, {purpose}:[/dim]")
+    gate(composed.cfg, out, force=force)
 
 
 def _composed(overrides: list[str]) -> Composed:
@@ -55,7 +54,7 @@ def _ensure_tiny(composed: Composed) -> None:
 
 def _print_tail(lines: list[str]) -> None:
     for line in lines:
-        out.print(f"  | {line}", markup=False, highlight=False)
+        out.print(f"  | {line}", markup=False, highlight=False, soft_wrap=True)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -73,7 +72,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         out.print("env: " + " ".join(f"{k}={v}" for k, v in env.items()), markup=False, highlight=False)
     if args.dry_run:
         return 0
-    preflight_gate(composed, "serve")
+    preflight_gate(composed, "serve", args.force)
     check_port_free(cfg.serve.host, cfg.serve.port)
     _ensure_tiny(composed)
     if cfg.serve.api_key_env:
@@ -126,17 +125,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from llama4spec.runbook import execute
-    from llama4spec.runbook.plan import make_plan
+    from llama4spec.runbook.plan import plan_file
     from llama4spec.runbook.record import new_run_dir
     from llama4spec.runbook.render import plan_text
-    from llama4spec.runbook.schema import load_or_raise
 
-    runbook = load_or_raise(args.runbook)
-    plan = make_plan(runbook, new_run_dir(args.runs_dir, runbook.name), args.overrides)
+    plan = plan_file(args.runbook, lambda name: new_run_dir(args.runs_dir, name), args.overrides)
     if args.dry_run:
         plan_text(out, plan)
         return 0
-    return execute.run(plan, out, gate=preflight_gate)
+    return execute.run(plan, out, gate=lambda composed, step: preflight_gate(composed, f"step '{step}'", args.force))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -156,6 +153,7 @@ def register(sub, add) -> None:
     p = add("serve", cmd_serve, "start vLLM's OpenAI-compatible server from the config (Ctrl-C stops it)")
     p.add_argument("overrides", nargs="*", help=OVERRIDES_HELP)
     p.add_argument("--dry-run", action="store_true", help="print the command and start nothing")
+    p.add_argument("--force", action="store_true", help="start even when the doctor reports an error")
     p.add_argument("--log", type=Path, metavar="PATH", help="server log file (default: runs/serve/<timestamp>.log)")
 
     p = add("bench", cmd_bench, "run vLLM's serving benchmark against a running server")
@@ -168,6 +166,7 @@ def register(sub, add) -> None:
     p.add_argument("runbook", type=Path, help="a runbook file, e.g. runbooks/tiny_cpu_eagle_vs_baseline.yaml")
     p.add_argument("overrides", nargs="*", help="Hydra overrides applied to every step, after the runbook's own")
     p.add_argument("--dry-run", action="store_true", help="print the full plan (argv, env, artifacts) and start nothing")
+    p.add_argument("--force", action="store_true", help="start even when the doctor reports an error")
     p.add_argument("--runs-dir", type=Path, default=RUNS_DIR, metavar="DIR", help="where run records go (default: runs/)")
 
     p = add("compare", cmd_compare, "EAGLE vs baseline table from two saved benchmark JSONs")

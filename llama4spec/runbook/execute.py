@@ -176,7 +176,7 @@ class Run:
                     except StepFailed as err:
                         entry.update(status="failed", error=str(err), seconds=time.monotonic() - started)
                         for line in err.tail:
-                            self.console.print(f"  | {line}", markup=False, highlight=False)
+                            self.console.print(f"  | {line}", markup=False, highlight=False, soft_wrap=True)
                         self.console.print(f"[bold red]error:[/bold red] step '{p.id}' failed: {err}",
                                            highlight=False, soft_wrap=True)
                         failed = True
@@ -218,9 +218,15 @@ def ports_free(plan: Plan) -> None:
 
 def run(plan: Plan, console: Console, gate: Gate | None = None, environ: Mapping[str, str] | None = None) -> int:
     """Check, then execute ``plan``; returns the exit code (0 done, 1 a step failed)."""
+    refused: list[str] = []
     for p in plan.steps:
         if gate is not None and p.composed is not None and p.kind in ("serve", "offline"):
-            gate(p.composed, p.kind)
+            try:
+                gate(p.composed, p.id)
+            except UserError as err:
+                refused += [f"step '{p.id}': {line}" for line in err.problems]
+    if refused:
+        raise UserError(*refused)
     ports_free(plan)
     if any(p.composed and (is_tiny_path(p.composed.cfg.target.model) or is_tiny_path(p.composed.cfg.draft.model))
            for p in plan.steps):

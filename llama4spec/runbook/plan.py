@@ -9,7 +9,7 @@ from __future__ import annotations
 import graphlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from llama4spec.bench import bench_flags, display_argv, exec_argv
 from llama4spec.config.compose import Composed, compose_config
@@ -155,7 +155,7 @@ def make_plan(runbook: Runbook, run_dir: Path, cli_overrides: list[str] | tuple[
     except graphlib.CycleError as err:
         cycle = " -> ".join(err.args[1])
         problems.append(f"{runbook.path}: the steps' needs form a cycle ({cycle}); remove one of these needs")
-        order = [s.id for s in runbook.steps]
+        order = []
 
     # Configs, commands, artifacts.
     planned: dict[str, PlannedStep] = {}
@@ -164,8 +164,8 @@ def make_plan(runbook: Runbook, run_dir: Path, cli_overrides: list[str] | tuple[
         planned[s.id] = p
         if s.kind in ("serve", "offline"):
             p.composed = _compose(runbook, s.overrides, cli, at[s.id], problems)
-        elif s.kind == "bench" and s.server in kinds and kinds[s.server] == "serve":
-            server_step = runbook.step(s.server)
+        elif s.kind == "bench" and kinds.get(s.server) == "serve" and planned.get(s.server, p).composed:
+            server_step = runbook.step(s.server)  # its own problems are reported once, at the serve step
             p.composed = _compose(runbook, [*server_step.overrides, *s.overrides], cli, at[s.id], problems)
 
     for s in runbook.steps:
@@ -207,8 +207,8 @@ def make_plan(runbook: Runbook, run_dir: Path, cli_overrides: list[str] | tuple[
     live: dict[str, str] = {}  # server step id -> url
     for sid in order:
         s, p = runbook.step(sid), planned[sid]
-        if s.kind == "serve" and p.url:
-            clash = [other for other, url in live.items() if url == p.url]
+        if s.kind == "serve":
+            clash = [other for other, url in live.items() if p.url and url == p.url]
             if clash:
                 problems.append(
                     f"{at[sid]}: {p.url} is still taken by server '{clash[0]}'; stop it first "
@@ -224,3 +224,20 @@ def make_plan(runbook: Runbook, run_dir: Path, cli_overrides: list[str] | tuple[
     if problems:
         raise UserError(*problems)
     return Plan(runbook=runbook, run_dir=run_dir, overrides=cli, steps=[planned[sid] for sid in order])
+
+
+def plan_file(path: Path, run_dir_for: Callable[[str], Path], cli_overrides: list[str] | tuple[str, ...] = (),
+              vllm_cli: bool | None = None) -> Plan:
+    """Load and plan a runbook file, reporting the file's and the plan's problems together."""
+    from llama4spec.runbook.schema import load
+
+    runbook, problems = load(path)
+    if runbook is not None:
+        try:
+            return_plan = make_plan(runbook, run_dir_for(runbook.name), cli_overrides, vllm_cli)
+        except UserError as err:
+            problems = [*problems, *err.problems]
+        else:
+            if not problems:
+                return return_plan
+    raise UserError(*problems)

@@ -113,6 +113,7 @@ class Run:
         try:
             server.start()
         except ServerError as err:
+            self._entry(p.id)["result"] = {"pid": server.proc.pid if server.proc else None}
             raise StepFailed(str(err), err.log_tail) from None
         stack.callback(server.stop)
         self.servers[p.id] = server

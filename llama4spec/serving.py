@@ -63,6 +63,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     composed = _composed(args.overrides)
     cfg = composed.cfg
+    from llama4spec.multinode.serve import is_multinode, serve_multinode
+
+    if is_multinode(cfg):  # the leader here, headless followers through the cluster's launcher
+        return serve_multinode(composed, args.dry_run, args.log, out,
+                               gate=lambda c, purpose: preflight_gate(c, purpose, args.force))
     argv = launch_argv(cfg)
     out.print(shell_line(serve_argv(cfg)), markup=False, highlight=False, soft_wrap=True)
     env = engine_env(cfg)

@@ -114,6 +114,29 @@ class HardwareConfig:
 
 
 @dataclass
+class HostConfig:
+    """One machine of a multi-node run."""
+
+    address: str = MISSING  # the address the other nodes reach it at (VLLM_HOST_IP; the master for host 0)
+    interface: Optional[str] = None  # its network interface (GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME)
+    ssh: Optional[str] = None  # ssh destination ([user@]name) when it differs from the address
+    env: dict[str, str] = field(default_factory=dict)  # extra environment on this host only
+
+
+@dataclass
+class ClusterConfig:
+    """The hosts a multi-node layout (parallel.nnodes > 1) runs on; hosts[0] is the leader, here."""
+
+    name: str = "local"
+    hosts: list[HostConfig] = field(default_factory=list)
+    master_port: int = 29500
+    launcher: str = "ssh"  # ssh | prefix
+    prefix: list[str] = field(default_factory=list)  # launcher=prefix: e.g. [srun, -N1, -n1, -w, "{host}"]
+    ssh_options: list[str] = field(default_factory=list)
+    python: Optional[str] = None  # the interpreter on every host (None: the one running llama4spec)
+
+
+@dataclass
 class Config:
     target: TargetConfig = field(default_factory=TargetConfig)
     draft: DraftConfig = field(default_factory=DraftConfig)
@@ -125,6 +148,7 @@ class Config:
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     hardware: HardwareConfig = field(default_factory=HardwareConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
     compare: bool = False
     env: dict[str, str] = field(default_factory=dict)
 

@@ -74,7 +74,9 @@ def _progress(label: str):
     return functools.wraps(rich_tqdm)(make)
 
 
-def run_engine(cfg: Config, prompts: Prompts, label: str, show_progress: bool = True) -> EngineRun:
+def run_engine(
+    cfg: Config, prompts: Prompts, label: str, show_progress: bool = True, console: Console | None = None
+) -> EngineRun:
     """Start one engine, generate, read the counters, shut the engine down."""
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")  # set it to INFO to see the engine's log
     for key, value in engine_env(cfg).items():
@@ -84,7 +86,8 @@ def run_engine(cfg: Config, prompts: Prompts, label: str, show_progress: bool = 
     kwargs = llm_kwargs(cfg)
     start = time.perf_counter()
     try:
-        llm = LLM(**kwargs)
+        with (console or Console(stderr=True)).status(f"starting the vLLM engine ({label})"):
+            llm = LLM(**kwargs)
     except Exception as error:  # engine start failures become one readable line
         raise UserError(f"vLLM could not start the {label} engine: {_first_line(error)}") from None
     engine_start_s = time.perf_counter() - start
@@ -182,9 +185,15 @@ def run_offline(
             raise UserError(f"--json {json_path}: is a directory; give a file path such as run.json")
     speculative = cfg.draft.method is not None
     label = f"{cfg.draft.name} k={cfg.lookahead}" if speculative else "no draft"
-    runs = [run_engine(cfg, prompts, label)]
+    console.print(
+        f"[bold]offline[/bold] target={cfg.target.name} draft={cfg.draft.name}"
+        + (f" lookahead={cfg.lookahead}" if speculative else "")
+        + f" prompts={len(prompts.texts)} ({prompts.source['kind']}) max_tokens={cfg.generation.max_tokens}",
+        highlight=False,
+    )
+    runs = [run_engine(cfg, prompts, label, console=console)]
     if composed.cfg.compare and speculative:
-        runs.append(run_engine(without_draft(cfg), prompts, "no draft"))
+        runs.append(run_engine(without_draft(cfg), prompts, "no draft", console=console))
 
     identical = None
     report.offline_stats(console, runs[0].stats, runs[0].label)

@@ -134,11 +134,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     from llama4spec.runbook.record import new_run_dir
     from llama4spec.runbook.render import plan_text
 
-    plan = plan_file(args.runbook, lambda name: new_run_dir(args.runs_dir, name), args.overrides)
+    if args.resume is not None:  # the same run directory: measure only what is missing
+        from llama4spec.sweep.step import resume_dir
+
+        plan = plan_file(args.runbook, lambda name: resume_dir(args.resume, name), args.overrides)
+    else:
+        plan = plan_file(args.runbook, lambda name: new_run_dir(args.runs_dir, name), args.overrides)
     if args.dry_run:
         plan_text(out, plan)
         return 0
-    return execute.run(plan, out, gate=lambda composed, step: preflight_gate(composed, f"step '{step}'", args.force))
+    return execute.run(plan, out, gate=lambda composed, step: preflight_gate(composed, f"step '{step}'", args.force),
+                       resume=args.resume is not None)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -173,6 +179,8 @@ def register(sub, add) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the full plan (argv, env, artifacts) and start nothing")
     p.add_argument("--force", action="store_true", help="start even when the doctor reports an error")
     p.add_argument("--runs-dir", type=Path, default=RUNS_DIR, metavar="DIR", help="where run records go (default: runs/)")
+    p.add_argument("--resume", type=Path, metavar="DIR",
+                   help="continue the run in DIR (runs/<runbook>/<timestamp>): skip benchmarks already measured there")
 
     p = add("compare", cmd_compare, "EAGLE vs baseline table from two saved benchmark JSONs")
     p.add_argument("baseline", type=Path, help="the baseline result (llama4spec record or vllm bench serve JSON)")

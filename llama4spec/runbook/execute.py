@@ -49,8 +49,10 @@ def _figures(record: dict[str, Any]) -> dict[str, Any]:
 class Run:
     """One execution of a plan and its record."""
 
-    def __init__(self, plan: Plan, console: Console, environ: Mapping[str, str] | None = None):
+    def __init__(self, plan: Plan, console: Console, environ: Mapping[str, str] | None = None,
+                 finished: Mapping[str, dict[str, Any] | None] | None = None):
         self.plan, self.console = plan, console
+        self.finished = dict(finished or {})  # resuming: step id -> its record (benches) or None
         self.environ = dict(os.environ if environ is None else environ)
         self.dir = plan.run_dir
         self.servers: dict[str, Server] = {}
@@ -64,6 +66,8 @@ class Run:
             "steps": [{"id": p.id, "kind": p.kind, "status": "pending"} for p in plan.steps],
             "comparisons": {},
         }
+        if finished is not None:
+            self.summary["resumed"] = True
 
     # -- records -----------------------------------------------------------------------------
     def _secret_values(self) -> tuple[str, ...]:
@@ -156,6 +160,13 @@ class Run:
         self.summary["comparisons"][p.id] = table
         return {label: {"baseline": a, "candidate": b, "speedup": s} for label, a, b, s in compare.rows(base, cand)}
 
+    def sweep(self, p: PlannedStep) -> dict[str, Any]:
+        from llama4spec.sweep.step import run_report
+
+        text, record = run_report(self.plan, p, self.console)
+        self.summary["comparisons"][p.id] = text
+        return record
+
     # -- the run -----------------------------------------------------------------------------
     def execute(self) -> int:
         total = len(self.plan.steps)
@@ -167,6 +178,11 @@ class Run:
                 for n, p in enumerate(self.plan.steps, 1):
                     entry = self._entry(p.id)
                     self.console.print(f"[bold][{n}/{total}] {p.id}[/bold]: {p.kind}", highlight=False)
+                    if p.id in self.finished:  # resuming: measured earlier by the same command
+                        record = self.finished[p.id]
+                        entry.update(status="done", resumed=True, result=_figures(record) if record else {})
+                        self.console.print("      already measured in this run directory; skipped", highlight=False)
+                        continue
                     entry["status"] = "running"
                     started = time.monotonic()
                     try:
@@ -204,11 +220,11 @@ class Run:
         return 1 if failed else 0
 
 
-def ports_free(plan: Plan) -> None:
+def ports_free(plan: Plan, skip: Mapping[str, Any] = {}) -> None:
     """Every serve step's port must be free before anything starts."""
     taken = []
     for p in plan.steps:
-        if p.kind == "serve" and p.composed:
+        if p.kind == "serve" and p.composed and p.id not in skip:
             s = p.composed.cfg.serve
             if port_in_use(s.host, s.port):
                 taken.append(f"step '{p.id}': port {s.port} on {s.host} is already in use; stop what listens "
@@ -217,10 +233,22 @@ def ports_free(plan: Plan) -> None:
         raise UserError(*taken)
 
 
-def run(plan: Plan, console: Console, gate: Gate | None = None, environ: Mapping[str, str] | None = None) -> int:
-    """Check, then execute ``plan``; returns the exit code (0 done, 1 a step failed)."""
+def run(plan: Plan, console: Console, gate: Gate | None = None, environ: Mapping[str, str] | None = None,
+        resume: bool = False) -> int:
+    """Check, then execute ``plan``; returns the exit code (0 done, 1 a step failed).
+
+    ``resume``: ``plan.run_dir`` holds an earlier run of the same runbook; benchmarks it already
+    measured with the same command are skipped, and so are servers with nothing left to measure.
+    """
+    finished = None
+    if resume:
+        from llama4spec.sweep.step import finished_steps
+
+        finished = finished_steps(plan)
     refused: list[str] = []
     for p in plan.steps:
+        if finished and p.id in finished:
+            continue
         if gate is not None and p.composed is not None and p.kind in ("serve", "offline"):
             try:
                 gate(p.composed, p.id)
@@ -228,10 +256,10 @@ def run(plan: Plan, console: Console, gate: Gate | None = None, environ: Mapping
                 refused += [f"step '{p.id}': {line}" for line in err.problems]
     if refused:
         raise UserError(*refused)
-    ports_free(plan)
+    ports_free(plan, finished or {})
     if any(p.composed and (is_tiny_path(p.composed.cfg.target.model) or is_tiny_path(p.composed.cfg.draft.model))
            for p in plan.steps):
         from llama4spec.tiny.build import ensure_built
 
         ensure_built()
-    return Run(plan, console, environ).execute()
+    return Run(plan, console, environ, finished).execute()

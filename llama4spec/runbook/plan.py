@@ -18,6 +18,8 @@ from llama4spec.engine.args import engine_env, serve_argv
 from llama4spec.errors import UserError
 from llama4spec.runbook.schema import Runbook, Step
 from llama4spec.server import base_url, launch_argv
+from llama4spec.sweep.matrix import expand as expand_sweeps
+from llama4spec.sweep.step import artifacts as sweep_artifacts
 
 
 @dataclass
@@ -121,6 +123,7 @@ def make_plan(runbook: Runbook, run_dir: Path, cli_overrides: list[str] | tuple[
     """Plan every step; raise UserError listing every problem found, all at once."""
     cli = list(cli_overrides)
     problems: list[str] = []
+    runbook = expand_sweeps(runbook, cli, problems)  # a sweep step becomes serve/bench/stop steps + its report
     kinds = {s.id: s.kind for s in runbook.steps}
     at = {s.id: f"{runbook.path}: step '{s.id}'" for s in runbook.steps}
 
@@ -202,6 +205,8 @@ def make_plan(runbook: Runbook, run_dir: Path, cli_overrides: list[str] | tuple[
                 elif ref:
                     p.inputs[role] = _input_file(ref, runbook) or Path(ref)
             p.artifacts = {"table": run_dir / f"{s.id}.md"}
+        elif s.kind == "sweep":
+            p.artifacts = sweep_artifacts(run_dir, s.id)
 
     # Servers over time: a bench needs its server up; two live servers cannot share a port.
     live: dict[str, str] = {}  # server step id -> url

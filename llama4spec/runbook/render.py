@@ -37,6 +37,9 @@ def plan_text(console: Console, plan: Plan) -> None:
             say("    config: " + " ".join(f"{g}={o}" for g, o in step.composed.choices.items()))
             if step.composed.overrides:
                 say("    overrides: " + " ".join(step.composed.overrides))
+        if step.kind == "sweep" and step.step.matrix:
+            say("    matrix: " + " x ".join(f"{k} [{', '.join(v)}]" for k, v in step.step.matrix.items()))
+            say(f"    report over {len(step.step.points)} points (speedup, efficiency, best lookahead, plots)")
         if step.kind == "stop":
             say(f"    stop server '{step.step.server}' (its whole process group)")
         if step.url:

@@ -16,7 +16,7 @@ import yaml
 
 from llama4spec.errors import UserError
 
-KINDS = ("serve", "bench", "stop", "offline", "compare")
+KINDS = ("serve", "bench", "stop", "offline", "compare", "sweep")
 COMMON_KEYS = {"id", "kind", "needs", "description"}
 STEP_KEYS: dict[str, set[str]] = {
     "serve": {"overrides"},
@@ -24,6 +24,7 @@ STEP_KEYS: dict[str, set[str]] = {
     "stop": {"server"},
     "offline": {"overrides"},
     "compare": {"baseline", "candidate"},
+    "sweep": {"matrix", "overrides", "extra_args"},
 }
 REQUIRED: dict[str, tuple[str, ...]] = {
     "serve": (),
@@ -31,6 +32,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "stop": ("server",),
     "offline": (),
     "compare": ("baseline", "candidate"),
+    "sweep": (),
 }
 TOP_KEYS = {"name", "description", "env", "overrides", "steps"}
 STEP_ID = re.compile(r"^[A-Za-z][\w-]*$")
@@ -48,6 +50,8 @@ class Step:
     extra_args: list[str] = field(default_factory=list)  # bench: more `vllm bench serve` flags
     baseline: str | None = None  # compare: a bench step id or a saved JSON file
     candidate: str | None = None
+    matrix: dict[str, list[str]] | None = None  # sweep: config key -> values (llama4spec.sweep)
+    points: list[str] = field(default_factory=list)  # sweep: the bench steps it expands to
 
 
 @dataclass
@@ -126,6 +130,12 @@ def parse(data: Any, path: Path) -> tuple[Runbook | None, list[str]]:
         for key in raw:
             if key not in allowed:
                 problems.append(f"{at}: unknown key '{key}' for a {kind} step; {_close(str(key), allowed)}")
+        matrix = None
+        if kind == "sweep":
+            from llama4spec.sweep.matrix import check_matrix
+
+            matrix, found = check_matrix(raw.get("matrix"), at)
+            problems.extend(found)
         for key in REQUIRED[kind]:
             if not isinstance(raw.get(key), str) or not raw.get(key):
                 problems.append(f"{at}: a {kind} step needs '{key}'")
@@ -140,6 +150,7 @@ def parse(data: Any, path: Path) -> tuple[Runbook | None, list[str]]:
             extra_args=_str_list(raw.get("extra_args"), f"{at}: extra_args", problems),
             baseline=raw.get("baseline") if isinstance(raw.get("baseline"), str) else None,
             candidate=raw.get("candidate") if isinstance(raw.get("candidate"), str) else None,
+            matrix=matrix,
         ))
     return runbook, problems
 

@@ -1,0 +1,198 @@
+"""The speedup model: what the measured acceptance allows, and what drafting costs.
+
+With ``a_i`` the measured probability that draft position ``i`` is accepted (vLLM's per-position
+rate: accepted at ``i`` / verification steps), one verification step with lookahead ``k``
+yields ``E(k) = 1 + sum_{i<k} a_i`` tokens on average. If drafting cost nothing, speculation
+would be ``E(k)`` times faster than decoding one token per target step: that is the upper bound
+(the mean acceptance length). Drafting and verifying ``k`` tokens do cost something; with ``c``
+the cost of one speculative token relative to one target step,
+
+    speedup(k) = E(k) / (1 + c * k).
+
+``c`` is fitted to the measured speedups by least squares on ``E(k) / speedup(k) - 1 = c * k``
+(closed form: ``c = sum k (E/S - 1) / sum k^2``), and the model then predicts the lookahead that
+should win. All speedups compare output throughput with no speculation at the same concurrency.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+
+def expected_tokens(rates: Sequence[float], k: int) -> float:
+    """Tokens per verification step at lookahead ``k`` (``k`` <= the positions measured)."""
+    if k < 0 or k > len(rates):
+        raise ValueError(f"lookahead {k} needs {k} measured positions; {len(rates)} measured")
+    return 1.0 + sum(rates[:k])
+
+
+def speedup_bound(rates: Sequence[float]) -> float:
+    """The speedup if drafting were free: the mean acceptance length at the measured lookahead."""
+    return expected_tokens(rates, len(rates))
+
+
+def efficiency(measured_speedup: float | None, bound: float | None) -> float | None:
+    if measured_speedup is None or not bound:
+        return None
+    return measured_speedup / bound
+
+
+def fit_draft_cost(samples: Iterable[tuple[int, float, float]]) -> float | None:
+    """Least-squares ``c`` from (lookahead k, tokens per step E, measured speedup S) samples.
+
+    Minimises ``sum (E/S - 1 - c k)^2``; a negative fit (speculation better than free) is
+    clipped to 0. None without a usable sample.
+    """
+    num = den = 0.0
+    for k, e, s in samples:
+        if k > 0 and s and s > 0 and e:
+            num += k * (e / s - 1.0)
+            den += k * k
+    if den == 0:
+        return None
+    return max(0.0, num / den)
+
+
+def predicted_speedup(rates: Sequence[float], k: int, draft_cost: float) -> float:
+    return expected_tokens(rates, k) / (1.0 + draft_cost * k)
+
+
+def predicted_curve(rates: Sequence[float], draft_cost: float) -> list[tuple[int, float]]:
+    """(k, predicted speedup) for every lookahead up to the positions measured."""
+    return [(k, predicted_speedup(rates, k, draft_cost)) for k in range(1, len(rates) + 1)]
+
+
+def predicted_best(rates: Sequence[float], draft_cost: float) -> tuple[int, float] | None:
+    """The lookahead with the highest predicted speedup (the smaller one on a tie)."""
+    curve = predicted_curve(rates, draft_cost)
+    if not curve:
+        return None
+    return max(curve, key=lambda kv: (kv[1], -kv[0]))
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured point of a sweep (one benchmark)."""
+
+    id: str
+    draft: str  # the draft's name; 'none' without speculation
+    lookahead: int | None  # None without speculation
+    concurrency: int
+    output_throughput: float | None = None  # tokens/s
+    mean_tpot_ms: float | None = None
+    mean_ttft_ms: float | None = None
+    acceptance_length: float | None = None
+    rates: tuple[float, ...] = ()  # P(position i accepted), i < lookahead
+    num_drafts: int = 0
+    accepted_per_pos: tuple[int, ...] = ()
+
+    @property
+    def speculative(self) -> bool:
+        return self.lookahead is not None
+
+    @property
+    def name(self) -> str:
+        return f"{self.draft} k={self.lookahead}" if self.speculative else "no speculation"
+
+
+@dataclass
+class Row:
+    point: Point
+    speedup: float | None  # measured: output throughput / no speculation's
+    bound: float | None  # the mean acceptance length: the speedup with free drafting
+    efficiency: float | None  # speedup / bound
+    predicted: float | None  # the fitted model's speedup
+
+
+@dataclass
+class Fit:
+    """The model for one draft at one concurrency."""
+
+    draft: str
+    rates: tuple[float, ...]  # from the measured point with the largest lookahead
+    draft_cost: float | None
+    curve: list[tuple[int, float]] = field(default_factory=list)
+    best: tuple[int, float] | None = None
+
+
+@dataclass
+class AtConcurrency:
+    concurrency: int
+    baseline: Point | None
+    rows: list[Row]  # speculative points, by draft then lookahead
+    best: Point | None  # the highest output throughput, no speculation included
+    best_by_acceptance: Point | None
+    fits: dict[str, Fit]
+
+    @property
+    def best_speedup(self) -> float | None:
+        speedups = [r.speedup for r in self.rows if r.speedup is not None]
+        return max(speedups) if speedups else None
+
+
+@dataclass
+class Analysis:
+    at: list[AtConcurrency]  # by concurrency, ascending
+    pays_up_to: int | None  # the largest concurrency at which some lookahead beats no speculation
+    stops_paying_at: int | None  # the smallest concurrency from which none does, at every larger one
+
+    def verdict(self) -> str:
+        if not self.at or all(a.best_speedup is None for a in self.at):
+            return "no speedup measured (a sweep needs points with and without a draft at the same concurrency)"
+        if self.pays_up_to is None:
+            return "speculation does not pay at any measured concurrency"
+        if self.stops_paying_at is None:
+            return f"speculation pays at every measured concurrency (up to {self.at[-1].concurrency})"
+        return (f"speculation pays up to concurrency {self.pays_up_to}; from concurrency "
+                f"{self.stops_paying_at} on, no lookahead beats no speculation")
+
+
+def _throughput(p: Point | None) -> float:
+    return p.output_throughput if p is not None and p.output_throughput is not None else float("-inf")
+
+
+def analyse_concurrency(concurrency: int, points: list[Point]) -> AtConcurrency:
+    base = next((p for p in points if not p.speculative), None)
+    spec = sorted((p for p in points if p.speculative), key=lambda p: (p.draft, p.lookahead))
+    fits: dict[str, Fit] = {}
+    rows: list[Row] = []
+    for p in spec:
+        speedup = (p.output_throughput / base.output_throughput
+                   if base and base.output_throughput and p.output_throughput is not None else None)
+        bound = p.acceptance_length if p.acceptance_length is not None else (
+            speedup_bound(p.rates) if p.rates else None)
+        rows.append(Row(p, speedup, bound, efficiency(speedup, bound), None))
+    for draft in dict.fromkeys(p.draft for p in spec):
+        mine = [r for r in rows if r.point.draft == draft]
+        widest = max((r.point for r in mine if r.point.rates), key=lambda p: len(p.rates), default=None)
+        cost = fit_draft_cost((r.point.lookahead, r.bound, r.speedup) for r in mine
+                              if r.bound is not None and r.speedup is not None)
+        fit = Fit(draft, widest.rates if widest else (), cost)
+        if widest is not None and cost is not None:
+            fit.curve = predicted_curve(widest.rates, cost)
+            fit.best = predicted_best(widest.rates, cost)
+            for r in mine:
+                if r.point.lookahead <= len(widest.rates):
+                    r.predicted = predicted_speedup(widest.rates, r.point.lookahead, cost)
+        fits[draft] = fit
+    measured = [p for p in points if p.output_throughput is not None]
+    best = max(measured, key=_throughput, default=None)
+    by_acc = max((p for p in spec if p.acceptance_length is not None),
+                 key=lambda p: p.acceptance_length, default=None)
+    return AtConcurrency(concurrency, base, rows, best, by_acc, fits)
+
+
+def analyse(points: Iterable[Point]) -> Analysis:
+    """Group by concurrency, compare with no speculation, fit the model, find where speculation stops paying."""
+    by_c: dict[int, list[Point]] = {}
+    for p in points:
+        by_c.setdefault(p.concurrency, []).append(p)
+    at = [analyse_concurrency(c, by_c[c]) for c in sorted(by_c)]
+    paying = [a.concurrency for a in at if a.best_speedup is not None and a.best_speedup > 1.0]
+    pays_up_to = max(paying) if paying else None
+    stops = None
+    if pays_up_to is not None:
+        later = [a for a in at if a.concurrency > pays_up_to and a.best_speedup is not None]
+        stops = later[0].concurrency if later else None
+    return Analysis(at, pays_up_to, stops)

@@ -1,0 +1,121 @@
+"""PNG plots of a sweep (matplotlib, Agg backend: no display needed).
+
+Each function writes one file and returns the labels of the series it drew; the same labels
+are stored in the PNG's text metadata under ``Series`` (JSON), so a reader can tell what a
+picture holds without looking at it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from llama4spec.sweep.model import Analysis, Point
+
+SERIES_KEY = "Series"
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, ax, path: Path, title: str) -> list[str]:
+    handles, labels = ax.get_legend_handles_labels()
+    if labels:
+        ax.legend(fontsize=8)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png", dpi=100, metadata={"Title": title, SERIES_KEY: json.dumps(labels)})
+    _pyplot().close(fig)
+    return labels
+
+
+def acceptance_by_position(points: list[Point], path: Path) -> list[str]:
+    """P(position i accepted) per draft and lookahead, pooled over every concurrency."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    pooled: dict[tuple[str, int], tuple[int, list[int]]] = {}
+    for p in points:
+        if p.speculative and p.num_drafts:
+            drafts, counts = pooled.get((p.draft, p.lookahead), (0, [0] * p.lookahead))
+            per_pos = (list(p.accepted_per_pos) + [0] * p.lookahead)[:p.lookahead]
+            pooled[(p.draft, p.lookahead)] = (drafts + p.num_drafts, [a + b for a, b in zip(counts, per_pos)])
+    for (draft, k), (drafts, counts) in sorted(pooled.items()):
+        ax.plot(range(1, k + 1), [c / drafts for c in counts], marker="o", label=f"{draft} k={k}")
+    ax.set_xlabel("draft position")
+    ax.set_ylabel("acceptance rate")
+    ax.set_ylim(0, 1.05)
+    return _save(fig, ax, path, "Acceptance by position")
+
+
+def throughput_vs_concurrency(points: list[Point], path: Path) -> list[str]:
+    """Output throughput against concurrency, one line per lookahead (and no speculation)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    lines: dict[str, list[tuple[int, float]]] = {}
+    for p in sorted(points, key=lambda p: (p.speculative, p.draft, p.lookahead or 0, p.concurrency)):
+        if p.output_throughput is not None:
+            lines.setdefault(p.name, []).append((p.concurrency, p.output_throughput))
+    for name, xy in lines.items():
+        ax.plot([x for x, _ in xy], [y for _, y in xy], marker="o", label=name,
+                linestyle="--" if name == "no speculation" else "-")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("max concurrency")
+    ax.set_ylabel("output tokens/s")
+    return _save(fig, ax, path, "Throughput vs concurrency")
+
+
+def speedup_measured_vs_predicted(analysis: Analysis, path: Path) -> list[str]:
+    """Measured speedup (markers) against the fitted model (lines) by lookahead, per concurrency."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    n = 0
+    for a in analysis.at:
+        for draft, fit in a.fits.items():
+            measured = [(r.point.lookahead, r.speedup) for r in a.rows if r.point.draft == draft and r.speedup]
+            if not measured:
+                continue
+            colour = colours[n % len(colours)]
+            n += 1
+            tag = f"c={a.concurrency}" + (f" {draft}" if len(a.fits) > 1 else "")
+            ax.scatter([k for k, _ in measured], [s for _, s in measured], color=colour, label=f"measured {tag}")
+            if fit.curve:
+                ax.plot([k for k, _ in fit.curve], [s for _, s in fit.curve], color=colour, label=f"predicted {tag}")
+    ax.axhline(1.0, color="grey", linewidth=0.8)
+    ax.set_xlabel("lookahead (speculative tokens)")
+    ax.set_ylabel("speedup over no speculation")
+    return _save(fig, ax, path, "Speedup: measured vs predicted")
+
+
+def png_series(path: Path) -> list[str] | None:
+    """The series labels stored in a PNG written here (None if absent); checks the PNG signature."""
+    import struct
+    import zlib
+
+    data = Path(path).read_bytes()
+    if not data.startswith(b"\x89PNG\r\n\x1a\n"):
+        raise ValueError(f"{path} is not a PNG file")
+    pos = 8
+    while pos + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind in (b"tEXt", b"zTXt", b"iTXt"):
+            key, _, rest = body.partition(b"\0")
+            if key.decode("latin-1") == SERIES_KEY:
+                if kind == b"zTXt":
+                    rest = zlib.decompress(rest[1:])
+                elif kind == b"iTXt":
+                    flag, rest = rest[0], rest[2:]
+                    rest = rest.split(b"\0", 2)[2]
+                    rest = zlib.decompress(rest) if flag else rest
+                return json.loads(rest.decode("utf-8" if kind == b"iTXt" else "latin-1"))
+        pos += 12 + length
+    return None

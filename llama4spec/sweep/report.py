@@ -1,0 +1,136 @@
+"""The sweep report: a table per concurrency, the model beside it, and compact terminal bars.
+
+Renderers take a Console and return nothing; ``markdown`` returns text for ``summary.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from llama4spec.sweep.model import Analysis, AtConcurrency, Point
+
+COLUMNS = ("setting", "output tok/s", "TPOT ms", "TTFT ms", "accept len", "speedup", "bound", "efficiency",
+           "predicted")
+
+
+def _f(value: float | None, fmt: str = ".2f", suffix: str = "") -> str:
+    return "-" if value is None else f"{value:{fmt}}{suffix}"
+
+
+def lookahead_label(p: Point | None) -> str:
+    if p is None:
+        return "-"
+    return str(p.lookahead) if p.speculative else "none (no speculation)"
+
+
+def rows(a: AtConcurrency) -> list[list[str]]:
+    """The table of one concurrency as text cells: no speculation first, then by draft and lookahead."""
+    out = []
+    if a.baseline is not None:
+        b = a.baseline
+        out.append([b.name, _f(b.output_throughput, ".1f"), _f(b.mean_tpot_ms), _f(b.mean_ttft_ms), "1.00",
+                    "1.00x", "-", "-", "-"])
+    for r in a.rows:
+        p = r.point
+        out.append([p.name, _f(p.output_throughput, ".1f"), _f(p.mean_tpot_ms), _f(p.mean_ttft_ms),
+                    _f(p.acceptance_length), _f(r.speedup, ".2f", "x"), _f(r.bound, ".2f", "x"),
+                    _f(None if r.efficiency is None else 100 * r.efficiency, ".0f", "%"),
+                    _f(r.predicted, ".2f", "x")])
+    return out
+
+
+def findings(a: AtConcurrency) -> list[str]:
+    """What one concurrency's table says, in sentences."""
+    lines = []
+    if a.best is not None:
+        lines.append(f"best lookahead by output throughput: {lookahead_label(a.best)} "
+                     f"({a.best.output_throughput:.1f} tok/s)")
+    if a.best_by_acceptance is not None and a.best is not None and a.best_by_acceptance.id != a.best.id:
+        lines.append(f"the longest acceptance ({a.best_by_acceptance.acceptance_length:.2f}, lookahead "
+                     f"{a.best_by_acceptance.lookahead}) is not the fastest")
+    for fit in a.fits.values():
+        if fit.draft_cost is None or fit.best is None:
+            continue
+        lines.append(f"model ({fit.draft}): fitted draft cost c = {fit.draft_cost:.3f} target steps per "
+                     f"speculative token; predicted best lookahead {fit.best[0]} ({fit.best[1]:.2f}x)")
+    return lines
+
+
+def markdown(analysis: Analysis, images: dict[str, str] | None = None) -> str:
+    lines = [f"**{analysis.verdict()}**", "",
+             "speedup: output throughput over no speculation at the same concurrency; bound: the mean "
+             "acceptance length (the speedup if drafting cost nothing); efficiency = speedup / bound; "
+             "predicted: E(k) / (1 + c k) with the fitted draft cost c.", ""]
+    for a in analysis.at:
+        lines += [f"### concurrency {a.concurrency}", "", "| " + " | ".join(COLUMNS) + " |",
+                  "|---|" + "---:|" * (len(COLUMNS) - 1)]
+        lines += ["| " + " | ".join(cells) + " |" for cells in rows(a)]
+        lines += [""] + [f"- {line}" for line in findings(a)] + [""]
+    for title, path in (images or {}).items():
+        lines += [f"![{title}]({path})", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _bar(value: float, top: float, width: int = 28) -> str:
+    filled = round(width * max(0.0, value) / top) if top > 0 else 0
+    return "█" * filled + "·" * (width - filled)
+
+
+def render(console: Console, analysis: Analysis) -> None:
+    """Tables per concurrency with throughput bars, then the verdict."""
+    for a in analysis.at:
+        table = Table(title=f"concurrency {a.concurrency}", title_justify="left")
+        for i, col in enumerate(COLUMNS):
+            table.add_column(col, justify="left" if i == 0 else "right")
+        for cells in rows(a):
+            table.add_row(*cells)
+        console.print(table)
+        points = ([a.baseline] if a.baseline else []) + [r.point for r in a.rows]
+        top = max((p.output_throughput or 0.0 for p in points), default=0.0)
+        width = max((len(p.name) for p in points), default=0)
+        for p in points:
+            value = p.output_throughput or 0.0
+            mark = " <- best" if a.best is not None and p.id == a.best.id else ""
+            console.print(f"  {p.name:<{width}} {_bar(value, top)} {value:8.1f} tok/s{mark}",
+                          markup=False, highlight=False)
+        for line in findings(a):
+            console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+        console.print()
+    console.print(f"[bold]{analysis.verdict()}[/bold]", highlight=False, soft_wrap=True)
+
+
+def to_record(analysis: Analysis) -> dict[str, Any]:
+    """The analysis as JSON-able data (the sweep's ``.json`` and the summary)."""
+    return {
+        "verdict": analysis.verdict(),
+        "pays_up_to": analysis.pays_up_to,
+        "stops_paying_at": analysis.stops_paying_at,
+        "concurrency": [
+            {
+                "concurrency": a.concurrency,
+                "best": a.best.id if a.best else None,
+                "best_lookahead": (a.best.lookahead if a.best and a.best.speculative else None),
+                "best_by_acceptance": a.best_by_acceptance.id if a.best_by_acceptance else None,
+                "baseline": a.baseline.id if a.baseline else None,
+                "baseline_output_throughput": a.baseline.output_throughput if a.baseline else None,
+                "rows": [
+                    {"id": r.point.id, "draft": r.point.draft, "lookahead": r.point.lookahead,
+                     "output_throughput": r.point.output_throughput, "mean_tpot_ms": r.point.mean_tpot_ms,
+                     "mean_ttft_ms": r.point.mean_ttft_ms, "acceptance_length": r.point.acceptance_length,
+                     "acceptance_rate_per_position": list(r.point.rates), "speedup": r.speedup,
+                     "bound": r.bound, "efficiency": r.efficiency, "predicted_speedup": r.predicted}
+                    for r in a.rows
+                ],
+                "model": {
+                    draft: {"draft_cost": f.draft_cost, "rates": list(f.rates),
+                            "predicted": [{"lookahead": k, "speedup": s} for k, s in f.curve],
+                            "predicted_best_lookahead": f.best[0] if f.best else None}
+                    for draft, f in a.fits.items()
+                },
+            }
+            for a in analysis.at
+        ],
+    }

@@ -1,0 +1,107 @@
+"""The speedup model against cases computed by hand, and the sweep analysis built on it."""
+
+from __future__ import annotations
+
+import pytest
+
+from llama4spec.sweep.model import (
+    Point,
+    analyse,
+    efficiency,
+    expected_tokens,
+    fit_draft_cost,
+    predicted_best,
+    predicted_curve,
+    predicted_speedup,
+    speedup_bound,
+)
+
+RATES = (0.8, 0.6, 0.3)  # P(position 0, 1, 2 accepted)
+
+
+def test_expected_tokens_per_verification_step() -> None:
+    assert expected_tokens(RATES, 0) == 1.0
+    assert expected_tokens(RATES, 1) == pytest.approx(1.8)
+    assert expected_tokens(RATES, 2) == pytest.approx(2.4)
+    assert expected_tokens(RATES, 3) == pytest.approx(2.7)
+    with pytest.raises(ValueError, match="lookahead 4 needs 4 measured positions; 3 measured"):
+        expected_tokens(RATES, 4)
+
+
+def test_bound_is_the_mean_acceptance_length_and_efficiency_divides_by_it() -> None:
+    assert speedup_bound(RATES) == pytest.approx(2.7)
+    assert speedup_bound((1.0, 1.0, 1.0)) == 4.0  # the perfect pair at k=3: k+1
+    assert efficiency(1.5, 2.7) == pytest.approx(0.5555556)
+    assert efficiency(None, 2.7) is None and efficiency(1.5, None) is None
+
+
+def test_draft_cost_fit_by_hand() -> None:
+    # E/S - 1 = 0.2, 0.5, 0.8 at k = 1, 2, 3: c = (1*0.2 + 2*0.5 + 3*0.8) / (1 + 4 + 9) = 3.6 / 14
+    samples = [(1, 1.8, 1.5), (2, 2.4, 1.6), (3, 2.7, 1.5)]
+    assert fit_draft_cost(samples) == pytest.approx(3.6 / 14)
+
+
+def test_fit_recovers_the_cost_that_generated_the_speedups() -> None:
+    perfect = (1.0,) * 5
+    samples = [(k, k + 1.0, (k + 1.0) / (1 + 0.5 * k)) for k in (1, 2, 3, 5)]
+    assert fit_draft_cost(samples) == pytest.approx(0.5)
+    assert predicted_speedup(perfect, 3, 0.5) == pytest.approx(1.6)
+
+
+def test_fit_clips_below_zero_and_needs_a_sample() -> None:
+    assert fit_draft_cost([(2, 2.0, 3.0)]) == 0.0  # faster than the free-drafting bound: cost 0
+    assert fit_draft_cost([]) is None
+    assert fit_draft_cost([(1, 2.0, None)]) is None
+
+
+def test_predicted_best_lookahead_by_hand() -> None:
+    # c = 0.25: 1.8/1.25 = 1.44, 2.4/1.5 = 1.6, 2.7/1.75 = 1.542857
+    curve = predicted_curve(RATES, 0.25)
+    assert [k for k, _ in curve] == [1, 2, 3]
+    assert [s for _, s in curve] == pytest.approx([1.44, 1.6, 2.7 / 1.75])
+    assert predicted_best(RATES, 0.25) == (2, pytest.approx(1.6))
+    # free drafting: the longest lookahead wins; a costly draft: the shortest
+    assert predicted_best(RATES, 0.0)[0] == 3
+    assert predicted_best(RATES, 2.0)[0] == 1
+    assert predicted_best((), 0.1) is None
+
+
+def _p(draft: str, k: int | None, c: int, tput: float, rates: tuple[float, ...] = ()) -> Point:
+    acc = 1 + sum(rates) if k else None
+    return Point(id=f"{draft}-k{k}-c{c}", draft=draft, lookahead=k, concurrency=c, output_throughput=tput,
+                 mean_tpot_ms=1000 / tput, mean_ttft_ms=10.0, acceptance_length=acc, rates=rates,
+                 num_drafts=100 if k else 0, accepted_per_pos=tuple(round(100 * r) for r in rates))
+
+
+def test_analysis_picks_best_by_throughput_not_acceptance_and_finds_where_speculation_stops_paying() -> None:
+    points = [
+        _p("none", None, 1, 100.0), _p("eagle", 1, 1, 150.0, (0.8,)), _p("eagle", 3, 1, 160.0, RATES),
+        _p("none", None, 4, 300.0), _p("eagle", 1, 4, 330.0, (0.8,)), _p("eagle", 3, 4, 310.0, RATES),
+        _p("none", None, 16, 800.0), _p("eagle", 1, 16, 700.0, (0.8,)), _p("eagle", 3, 16, 500.0, RATES),
+    ]
+    a = analyse(points)
+    assert [x.concurrency for x in a.at] == [1, 4, 16]
+    c1, c4, c16 = a.at
+    assert c1.best.lookahead == 3 and c4.best.lookahead == 1  # at 4, k=3 accepts more but k=1 is faster
+    assert c4.best_by_acceptance.lookahead == 3
+    assert c16.best.id == "none-kNone-c16"
+    row = next(r for r in c1.rows if r.point.lookahead == 3)
+    assert row.speedup == pytest.approx(1.6) and row.bound == pytest.approx(2.7)
+    assert row.efficiency == pytest.approx(1.6 / 2.7)
+    # c at concurrency 1: k=1: E/S-1 = 1.8/1.5-1 = 0.2; k=3: 2.7/1.6-1 = 0.6875 -> (0.2 + 3*0.6875) / 10
+    fit = c1.fits["eagle"]
+    assert fit.draft_cost == pytest.approx((0.2 + 3 * 0.6875) / 10)
+    assert fit.rates == RATES and fit.best == predicted_best(RATES, fit.draft_cost)
+    assert row.predicted == pytest.approx(2.7 / (1 + 3 * fit.draft_cost))
+    assert a.pays_up_to == 4 and a.stops_paying_at == 16
+    assert a.verdict() == ("speculation pays up to concurrency 4; from concurrency 16 on, "
+                           "no lookahead beats no speculation")
+
+
+def test_verdicts_when_it_always_or_never_pays() -> None:
+    always = analyse([_p("none", None, 1, 100.0), _p("eagle", 2, 1, 180.0, (0.9, 0.8))])
+    assert always.stops_paying_at is None and "pays at every measured concurrency (up to 1)" in always.verdict()
+    never = analyse([_p("none", None, 1, 100.0), _p("eagle", 2, 1, 90.0, (0.1, 0.0))])
+    assert never.pays_up_to is None and never.verdict() == "speculation does not pay at any measured concurrency"
+    alone = analyse([_p("eagle", 2, 1, 90.0, (0.1, 0.0))])
+    assert alone.at[0].rows[0].speedup is None and alone.verdict().startswith("no speedup measured")

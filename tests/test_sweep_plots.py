@@ -1,0 +1,77 @@
+"""Every sweep plot is a valid PNG holding the expected series; the report links each one."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from llama4spec.sweep import report
+from llama4spec.sweep.model import Point, analyse
+from llama4spec.sweep.plots import png_series
+from llama4spec.sweep.step import artifacts, write
+
+RATES = {1: (0.9,), 3: (0.9, 0.7, 0.4)}
+
+
+def _points() -> list[Point]:
+    out = []
+    for c in (1, 4, 16):
+        out.append(Point(f"none-c{c}", "none", None, c, 50.0 * c ** 0.9, 20.0, 30.0))
+        for k in (1, 3):
+            rates = RATES[k]
+            out.append(Point(f"eagle-k{k}-c{c}", "eagle", k, c, 50.0 * c ** 0.9 * (1 + sum(rates)) / (1 + 0.2 * k * c),
+                             15.0, 35.0, 1 + sum(rates), rates, 200, tuple(round(200 * r) for r in rates)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory) -> tuple[dict[str, Path], dict[str, list[str]]]:
+    files = artifacts(tmp_path_factory.mktemp("sweep"), "sweep")
+    points = _points()
+    return files, write(analyse(points), points, files)
+
+
+def test_every_plot_is_a_png_with_the_expected_series(written) -> None:
+    files, series = written
+    expected = {
+        "acceptance_by_position": ["eagle k=1", "eagle k=3"],
+        "throughput_vs_concurrency": ["no speculation", "eagle k=1", "eagle k=3"],
+        "speedup": [f"{kind} c={c}" for c in (1, 4, 16) for kind in ("measured", "predicted")],
+    }
+    for stem, labels in expected.items():
+        data = files[stem].read_bytes()
+        assert data.startswith(b"\x89PNG\r\n\x1a\n") and data[12:16] == b"IHDR" and len(data) > 5000
+        assert sorted(png_series(files[stem])) == sorted(labels)
+        assert sorted(series[stem]) == sorted(labels)
+
+
+def test_png_series_refuses_a_file_that_is_not_png(tmp_path: Path) -> None:
+    fake = tmp_path / "fake.png"
+    fake.write_bytes(b"GIF89a not a png")
+    with pytest.raises(ValueError, match="is not a PNG file"):
+        png_series(fake)
+
+
+def test_report_links_the_plots_and_states_the_verdict(written) -> None:
+    files, _ = written
+    text = files["report"].read_text()
+    for stem in ("acceptance_by_position", "throughput_vs_concurrency", "speedup"):
+        assert f"]({files[stem].name})" in text
+    a = analyse(_points())
+    assert a.verdict() in text and f"### concurrency {a.at[0].concurrency}" in text
+    best = a.at[0].best
+    assert f"best lookahead by output throughput: {best.lookahead} ({best.output_throughput:.1f} tok/s)" in text
+
+
+def test_terminal_report_has_a_bar_per_setting_marking_the_best() -> None:
+    a = analyse(_points())
+    console = Console(record=True, width=140, file=io.StringIO())
+    report.render(console, a)
+    text = console.export_text()
+    bars = [line for line in text.splitlines() if "█" in line or "·" * 5 in line]
+    assert len(bars) == 9 and sum("<- best" in line for line in bars) == 3
+    top = max(_points(), key=lambda p: p.output_throughput)
+    assert any(line.strip().startswith(top.name) and "█" * 28 in line for line in bars)

@@ -45,7 +45,10 @@ def main(argv: list[str]) -> int:
     done = threading.Event()
 
     def watch_stdin() -> None:
-        while sys.stdin.buffer.read1(4096):
+        try:
+            while os.read(0, 4096):  # unbuffered: no lock left held at interpreter shutdown
+                pass
+        except OSError:
             pass
         done.set()
 

@@ -26,9 +26,13 @@ def preflight_gate(composed: Composed, purpose: str, force: bool = False) -> Non
     """
     from llama4spec.preflight import gate
 
-    if purpose != "serve":
-        out.print(f"[dim]doctor, {purpose}:[/dim]")
-    gate(composed.cfg, out, force=force)
+    with out.capture() as captured:
+        gate(composed.cfg, out, force=force)
+    findings = captured.get()
+    if findings.strip():
+        if purpose != "serve":
+            out.print(f"doctor, {purpose}:", style="dim", highlight=False)
+        out.file.write(findings)
 
 
 def _composed(overrides: list[str]) -> Composed:

@@ -14,6 +14,7 @@ from llama4spec.sweep.model import Analysis, AtConcurrency, Point
 
 COLUMNS = ("setting", "output tok/s", "TPOT ms", "TTFT ms", "accept len", "speedup", "bound", "efficiency",
            "predicted")
+SHORT_COLUMNS = ("setting", "tok/s", "TPOT", "TTFT", "acc len", "speedup", "bound", "eff", "model")
 
 
 def _f(value: float | None, fmt: str = ".2f", suffix: str = "") -> str:
@@ -26,16 +27,24 @@ def lookahead_label(p: Point | None) -> str:
     return str(p.lookahead) if p.speculative else "none (no speculation)"
 
 
-def rows(a: AtConcurrency) -> list[list[str]]:
+def short_name(p: Point, a: AtConcurrency) -> str:
+    """'k=3' where one draft is swept, 'none' for no speculation (narrow terminals)."""
+    if not p.speculative:
+        return "none"
+    return f"k={p.lookahead}" if len(a.fits) <= 1 else p.name
+
+
+def rows(a: AtConcurrency, short: bool = False) -> list[list[str]]:
     """The table of one concurrency as text cells: no speculation first, then by draft and lookahead."""
     out = []
+    name = (lambda p: short_name(p, a)) if short else (lambda p: p.name)
     if a.baseline is not None:
         b = a.baseline
-        out.append([b.name, _f(b.output_throughput, ".1f"), _f(b.mean_tpot_ms), _f(b.mean_ttft_ms), "1.00",
+        out.append([name(b), _f(b.output_throughput, ".1f"), _f(b.mean_tpot_ms), _f(b.mean_ttft_ms), "1.00",
                     "1.00x", "-", "-", "-"])
     for r in a.rows:
         p = r.point
-        out.append([p.name, _f(p.output_throughput, ".1f"), _f(p.mean_tpot_ms), _f(p.mean_ttft_ms),
+        out.append([name(p), _f(p.output_throughput, ".1f"), _f(p.mean_tpot_ms), _f(p.mean_ttft_ms),
                     _f(p.acceptance_length), _f(r.speedup, ".2f", "x"), _f(r.bound, ".2f", "x"),
                     _f(None if r.efficiency is None else 100 * r.efficiency, ".0f", "%"),
                     _f(r.predicted, ".2f", "x")])
@@ -82,19 +91,22 @@ def _bar(value: float, top: float, width: int = 28) -> str:
 def render(console: Console, analysis: Analysis) -> None:
     """Tables per concurrency with throughput bars, then the verdict."""
     for a in analysis.at:
-        table = Table(title=f"concurrency {a.concurrency}", title_justify="left")
-        for i, col in enumerate(COLUMNS):
-            table.add_column(col, justify="left" if i == 0 else "right")
-        for cells in rows(a):
+        drafts = ", ".join(a.fits)
+        title = f"concurrency {a.concurrency}" + (f", draft {drafts}" if len(a.fits) == 1 else "")
+        table = Table(title=f"{title} (TPOT, TTFT: mean ms; model: predicted speedup)",
+                      title_justify="left", padding=(0, 1))
+        for i, col in enumerate(SHORT_COLUMNS):
+            table.add_column(col, justify="left" if i == 0 else "right", no_wrap=True)
+        for cells in rows(a, short=True):
             table.add_row(*cells)
         console.print(table)
         points = ([a.baseline] if a.baseline else []) + [r.point for r in a.rows]
         top = max((p.output_throughput or 0.0 for p in points), default=0.0)
-        width = max((len(p.name) for p in points), default=0)
+        width = max((len(short_name(p, a)) for p in points), default=0)
         for p in points:
             value = p.output_throughput or 0.0
             mark = " <- best" if a.best is not None and p.id == a.best.id else ""
-            console.print(f"  {p.name:<{width}} {_bar(value, top)} {value:8.1f} tok/s{mark}",
+            console.print(f"  {short_name(p, a):<{width}} {_bar(value, top)} {value:8.1f} tok/s{mark}",
                           markup=False, highlight=False)
         for line in findings(a):
             console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)

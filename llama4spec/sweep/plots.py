@@ -49,6 +49,7 @@ def acceptance_by_position(points: list[Point], path: Path) -> list[str]:
             pooled[(p.draft, p.lookahead)] = (drafts + p.num_drafts, [a + b for a, b in zip(counts, per_pos)])
     for (draft, k), (drafts, counts) in sorted(pooled.items()):
         ax.plot(range(1, k + 1), [c / drafts for c in counts], marker="o", label=f"{draft} k={k}")
+    ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel("draft position")
     ax.set_ylabel("acceptance rate")
     ax.set_ylim(0, 1.05)
@@ -67,6 +68,8 @@ def throughput_vs_concurrency(points: list[Point], path: Path) -> list[str]:
         ax.plot([x for x, _ in xy], [y for _, y in xy], marker="o", label=name,
                 linestyle="--" if name == "no speculation" else "-")
     ax.set_xscale("log", base=2)
+    ticks = sorted({x for xy in lines.values() for x, _ in xy})
+    ax.set_xticks(ticks, [str(t) for t in ticks])
     ax.set_xlabel("max concurrency")
     ax.set_ylabel("output tokens/s")
     return _save(fig, ax, path, "Throughput vs concurrency")
@@ -90,6 +93,7 @@ def speedup_measured_vs_predicted(analysis: Analysis, path: Path) -> list[str]:
             if fit.curve:
                 ax.plot([k for k, _ in fit.curve], [s for _, s in fit.curve], color=colour, label=f"predicted {tag}")
     ax.axhline(1.0, color="grey", linewidth=0.8)
+    ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel("lookahead (speculative tokens)")
     ax.set_ylabel("speedup over no speculation")
     return _save(fig, ax, path, "Speedup: measured vs predicted")

@@ -63,8 +63,10 @@ def findings(a: AtConcurrency) -> list[str]:
     for fit in a.fits.values():
         if fit.draft_cost is None or fit.best is None:
             continue
+        verdict = (f"predicted best lookahead {fit.best[0]} ({fit.best[1]:.2f}x)" if fit.best[1] > 1.0 else
+                   f"predicted: no lookahead beats no speculation (best {fit.best[0]} at {fit.best[1]:.2f}x)")
         lines.append(f"model ({fit.draft}): fitted draft cost c = {fit.draft_cost:.3f} target steps per "
-                     f"speculative token; predicted best lookahead {fit.best[0]} ({fit.best[1]:.2f}x)")
+                     f"speculative token; {verdict}")
     return lines
 
 

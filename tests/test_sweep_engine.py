@@ -1,0 +1,97 @@
+"""The tiny CPU sweep end to end with real vLLM servers (the perfect pair), then resumed.
+
+Three servers start one after the other (about a minute each on two shared cores), each
+measured at concurrency 1 and 4 with a few short prompts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from llama4spec.sweep.plots import png_series
+from tests.helpers import run_cli
+
+pytestmark = pytest.mark.engine
+
+
+def _table(md: str, concurrency: int) -> tuple[dict[str, list[str]], list[str]]:
+    """The rows (setting -> cells) and findings of one concurrency's section of summary.md."""
+    section = md.split(f"### concurrency {concurrency}\n", 1)[1].split("###", 1)[0].split("![", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        if line.startswith("| ") and not line.startswith("| setting"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            rows[cells[0]] = cells[1:]
+    return rows, [line[2:] for line in section.splitlines() if line.startswith("- ")]
+
+
+@pytest.fixture(scope="module")
+def sweep_run(tmp_path_factory, tiny_dir) -> tuple[Path, float]:
+    runs = tmp_path_factory.mktemp("runs")
+    started = time.monotonic()
+    done = run_cli("run", "runbooks/tiny_cpu_sweep.yaml", "--runs-dir", str(runs), timeout=1500)
+    wall = time.monotonic() - started
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (run_dir,) = (runs / "tiny_cpu_sweep").iterdir()
+    print(f"\ntiny CPU sweep: {wall:.0f} s wall, record {run_dir}")
+    return run_dir, wall
+
+
+def test_tiny_sweep_reports_efficiency_and_best_lookahead_consistent_with_its_table(sweep_run) -> None:
+    run_dir, _ = sweep_run
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "done"
+    servers = [s for s in summary["steps"] if s["kind"] == "serve"]
+    assert [s["id"] for s in servers] == ["sweep-none", "sweep-tiny_eagle-k1", "sweep-tiny_eagle-k3"]
+    md = (run_dir / "summary.md").read_text()
+    analysis = json.loads((run_dir / "sweep.json").read_text())
+    for at in analysis["concurrency"]:
+        c = at["concurrency"]
+        rows, findings = _table(md, c)
+        assert set(rows) == {"no speculation", "tiny_eagle k=1", "tiny_eagle k=3"}
+        tput = {name: float(cells[0].replace(",", "")) for name, cells in rows.items()}
+        for r in at["rows"]:
+            k = r["lookahead"]
+            # the perfect pair: every draft token accepted, so the bound is k+1
+            assert r["acceptance_length"] == pytest.approx(k + 1) and r["bound"] == pytest.approx(k + 1)
+            assert r["acceptance_rate_per_position"] == pytest.approx([1.0] * k)
+            assert r["speedup"] == pytest.approx(r["output_throughput"] / at["baseline_output_throughput"])
+            assert r["efficiency"] == pytest.approx(r["speedup"] / r["bound"])
+            cells = rows[f"tiny_eagle k={k}"]
+            speedup, bound, eff = float(cells[4].rstrip("x")), float(cells[5].rstrip("x")), float(cells[6].rstrip("%"))
+            assert eff == pytest.approx(100 * speedup / bound, abs=1.0)  # the table agrees with itself
+            assert cells[4] == f"{r['speedup']:.2f}x" and cells[6] == f"{100 * r['efficiency']:.0f}%"
+        fastest = max(tput, key=tput.get)
+        best = f"{at['best_lookahead']}" if at["best_lookahead"] is not None else "none (no speculation)"
+        assert fastest == ("no speculation" if at["best_lookahead"] is None else f"tiny_eagle k={at['best_lookahead']}")
+        assert any(f.startswith(f"best lookahead by output throughput: {best} ") for f in findings)
+        model = at["model"]["tiny_eagle"]
+        assert model["draft_cost"] is not None and model["draft_cost"] >= 0
+        k_model = model["predicted_best_lookahead"]
+        assert any(f"predicted best lookahead {k_model} " in f or f"(best {k_model} at " in f for f in findings)
+    assert analysis["verdict"] in md
+    for png in ("sweep.acceptance_by_position.png", "sweep.throughput_vs_concurrency.png", "sweep.speedup.png"):
+        assert f"]({png})" in md and png_series(run_dir / png)
+    assert png_series(run_dir / "sweep.acceptance_by_position.png") == ["tiny_eagle k=1", "tiny_eagle k=3"]
+    assert "## compare" in md
+
+
+def test_resuming_the_finished_sweep_starts_no_server_and_reports_the_same(sweep_run) -> None:
+    run_dir, wall = sweep_run
+    before = json.loads((run_dir / "sweep.json").read_text())
+    started = time.monotonic()
+    done = run_cli("run", "runbooks/tiny_cpu_sweep.yaml", "--resume", str(run_dir), timeout=600)
+    again = time.monotonic() - started
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.stdout.count("already measured in this run directory; skipped") == 12
+    assert again < wall / 2
+    after = json.loads((run_dir / "sweep.json").read_text())
+    assert after["concurrency"] == before["concurrency"]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["resumed"] is True and summary["status"] == "done"
+    assert re.search(r"best lookahead by output throughput", done.stdout)

@@ -29,7 +29,9 @@ if __name__ == "__main__":
 
 def timed(argv: list[str]) -> float:
     start = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        sys.exit(f"{argv[1]} failed (exit {done.returncode}):\n" + "\n".join(done.stderr.splitlines()[-15:]))
     return time.perf_counter() - start
 
 

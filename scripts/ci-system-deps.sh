@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# System packages the engine tests use beyond Python: iproute2 (network namespaces) and
+# openssh-server (the two-host test's sshd). Installed with apt-get when missing and root;
+# elsewhere the tests that need them skip with the reason.
+set -euo pipefail
+missing=()
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+[[ -x /usr/sbin/sshd ]] || missing+=(openssh-server)
+command -v ssh-keygen >/dev/null 2>&1 || missing+=(openssh-client)
+if (( ${#missing[@]} )) && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    echo "ci: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

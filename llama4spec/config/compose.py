@@ -97,11 +97,9 @@ def compose_config(overrides: Sequence[str] = ()) -> Composed:
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
             cfg = compose(config_name="config", overrides=overrides, return_hydra_config=True)
-            choices = {
-                k: v
-                for k, v in OmegaConf.to_container(cfg.hydra.runtime.choices).items()
-                if not k.startswith("hydra") and v is not None
-            }
+            picked = OmegaConf.to_container(cfg.hydra.runtime.choices).items()
+            # Hydra lists choices last-first; keep the defaults list's order (target, draft, ...).
+            choices = {k: v for k, v in reversed(list(picked)) if not k.startswith("hydra") and v is not None}
             with_hydra = cfg
             OmegaConf.set_struct(with_hydra, False)
             del with_hydra["hydra"]

@@ -156,3 +156,37 @@ def test_cli_dry_run_prints_every_node():
     assert done.returncode == 0, done.stderr
     assert "node 0 (leader) on 10.0.0.1 (here):" in done.stdout and "node 1 (follower) on 10.0.0.2:" in done.stdout
     assert "--node-rank 1 --master-addr 10.0.0.1 --master-port 29500 --headless" in done.stdout
+
+
+RUNBOOK = """name: two_hosts
+description: the tiny pair across two hosts
+overrides: [cluster=tiny_two_host, parallel=tiny_two_host_tp2]
+steps:
+  - {id: eagle, kind: serve}
+  - {id: bench, kind: bench, server: eagle}
+  - {id: stop, kind: stop, server: eagle}
+"""
+
+
+def test_runbook_serve_step_plans_every_node(tmp_path):
+    from llama4spec.runbook.plan import plan_file
+
+    path = tmp_path / "two_hosts.yaml"
+    path.write_text(RUNBOOK)
+    plan = plan_file(path, lambda name: tmp_path / "runs" / name, [], vllm_cli=False)
+    serve = plan.get("eagle")
+    assert [n.rank for n in serve.nodes] == [0, 1]
+    assert serve.exec_argv == serve.nodes[0].exec_argv and serve.env["VLLM_HOST_IP"] == "10.77.0.1"
+    assert serve.artifacts["log"].name == "eagle.node0.log" and serve.artifacts["log_node1"].name == "eagle.node1.log"
+    assert plan.to_record()[0]["nodes"][1]["argv"][-1] == "--headless"
+    done = run_cli("run", str(path), "--dry-run", "--runs-dir", str(tmp_path / "runs"), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "node 1 (follower) on 10.77.0.2: vllm serve" in done.stdout
+
+
+def test_runbook_refuses_a_bad_layout_when_planning(tmp_path):
+    path = tmp_path / "two_hosts.yaml"
+    path.write_text(RUNBOOK.replace("cluster=tiny_two_host, ", ""))
+    done = run_cli("run", str(path), "--dry-run", "--runs-dir", str(tmp_path / "runs"), timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "step 'eagle': parallel.nnodes=2 needs 2 hosts but cluster 'local' lists 0" in done.stderr

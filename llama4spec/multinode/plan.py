@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 import sys
 from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 from llama4spec.config.schema import Config, HostConfig
 from llama4spec.engine.args import engine_env, serve_argv, serve_flags
@@ -84,8 +85,8 @@ def node_flags(cfg: Config, rank: int) -> list[str]:
     return flags + (["--headless"] if rank else [])
 
 
-def node_env(cfg: Config, host: HostConfig) -> dict[str, str]:
-    env = {**engine_env(cfg), "VLLM_HOST_IP": host.address}
+def node_env(cfg: Config, host: HostConfig, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {**(extra or {}), **engine_env(cfg), "VLLM_HOST_IP": host.address}
     if host.interface:
         env["GLOO_SOCKET_IFNAME"] = host.interface
         env["NCCL_SOCKET_IFNAME"] = host.interface
@@ -101,14 +102,16 @@ def launcher_argv(cfg: Config, host: HostConfig, remote: list[str]) -> list[str]
     return [part.replace("{host}", name).replace("{address}", host.address) for part in c.prefix] + remote
 
 
-def plan_nodes(cfg: Config, vllm_cli: bool, python: str | None = None) -> list[NodeCommand]:
-    """Leader first. ``vllm_cli``: the GPU build's ``vllm serve`` works (the CPU build's does not)."""
+def plan_nodes(cfg: Config, vllm_cli: bool, python: str | None = None,
+               extra_env: Mapping[str, str] | None = None) -> list[NodeCommand]:
+    """Leader first. ``vllm_cli``: the GPU build's ``vllm serve`` works (the CPU build's does not).
+    ``extra_env`` (a runbook's environment) goes to every node, under the config's own."""
     python = cfg.cluster.python or python or sys.executable
     nodes = []
     for rank, host in enumerate(cfg.cluster.hosts[: cfg.parallel.nnodes]):
         flags = [*serve_flags(cfg), *node_flags(cfg, rank)]
         argv = [*serve_argv(cfg)[:3], *flags]
-        env = node_env(cfg, host)
+        env = node_env(cfg, host, extra_env)
         if rank == 0:
             exec_argv = argv if vllm_cli else [python, "-m", API_SERVER_MODULE, "--model", cfg.target.model, *flags]
             nodes.append(NodeCommand(rank, host, argv, env, exec_argv))
@@ -132,3 +135,9 @@ def dry_run_lines(cfg: Config, nodes: list[NodeCommand]) -> list[str]:
         if node.exec_argv != node.argv:
             lines.append(f"  runs as: {shlex.join(node.exec_argv)}")
     return lines
+
+
+def node_records(nodes: list[NodeCommand]) -> list[dict[str, Any]]:
+    """Every node's command for a run record (plan.json)."""
+    return [{"rank": n.rank, "address": n.host.address, "argv": n.argv, "exec_argv": n.exec_argv, "env": n.env}
+            for n in nodes]

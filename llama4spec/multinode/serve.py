@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 import time
 from pathlib import Path
 from typing import Callable, Mapping
@@ -15,7 +14,7 @@ from llama4spec.config.schema import Config
 from llama4spec.errors import UserError
 from llama4spec.multinode.plan import NodeCommand, dry_run_lines, is_multinode, plan_nodes, problems
 
-__all__ = ["is_multinode", "prepare", "start_nodes", "log_paths", "serve_multinode"]
+__all__ = ["is_multinode", "prepare", "start_nodes", "log_paths", "serve_multinode", "plan_serve_step", "step_logs"]
 
 
 def prepare(cfg: Config, vllm_cli: bool | None = None) -> list[NodeCommand]:
@@ -30,6 +29,26 @@ def prepare(cfg: Config, vllm_cli: bool | None = None) -> list[NodeCommand]:
 
 def log_paths(log_dir: Path, nodes: list[NodeCommand], prefix: str = "") -> list[Path]:
     return [log_dir / f"{prefix}node{n.rank}.log" for n in nodes]
+
+
+def plan_serve_step(step, env: Mapping[str, str], run_dir: Path, vllm_cli: bool | None = None) -> list[str]:
+    """Fill a runbook serve step (``runbook.plan.PlannedStep``) for a multi-node layout: every
+    node's command, the leader's as the step's own, a log per node. Returns the layout's problems."""
+    from llama4spec.server import has_vllm_cli
+
+    cfg = step.composed.cfg
+    found = problems(cfg)
+    if found:
+        return found
+    step.nodes = plan_nodes(cfg, has_vllm_cli() if vllm_cli is None else vllm_cli, extra_env=env)
+    step.argv, step.exec_argv, step.env = step.nodes[0].argv, step.nodes[0].exec_argv, step.nodes[0].env
+    logs = log_paths(run_dir, step.nodes, prefix=f"{step.id}.")
+    step.artifacts.update({"log": logs[0], **{f"log_node{n.rank}": log for n, log in zip(step.nodes[1:], logs[1:])}})
+    return []
+
+
+def step_logs(step) -> list[Path]:
+    return [step.artifacts["log"], *(step.artifacts[f"log_node{n.rank}"] for n in step.nodes[1:])]
 
 
 def start_nodes(cfg: Config, nodes: list[NodeCommand], logs: list[Path], secret_env: Mapping[str, str] | None = None,
@@ -95,7 +114,3 @@ def serve_multinode(composed: Composed, dry_run: bool, log: Path | None, console
         finally:
             server.stop()
             console.print(f"stopped {len(nodes)} nodes; logs kept in {log_dir}", highlight=False)
-
-
-def pasteable(nodes: list[NodeCommand]) -> list[str]:
-    return [shlex.join(n.argv) for n in nodes]

@@ -111,9 +111,14 @@ class Run:
     # -- steps -------------------------------------------------------------------------------
     def serve(self, p: PlannedStep, stack: contextlib.ExitStack) -> dict[str, Any]:
         cfg = p.composed.cfg
-        server = Server(p.exec_argv, host=cfg.serve.host, port=cfg.serve.port, log_path=p.artifacts["log"],
-                        env={**p.env, **_secrets(p, self.environ)}, health_timeout_s=cfg.serve.health_timeout_s,
-                        name=f"server '{p.id}'")
+        if p.nodes:  # every node started, watched and stopped together; a log per node
+            from llama4spec.multinode.serve import start_nodes, step_logs
+
+            server = start_nodes(cfg, p.nodes, step_logs(p), _secrets(p, self.environ), name=f"server '{p.id}'")
+        else:
+            server = Server(p.exec_argv, host=cfg.serve.host, port=cfg.serve.port, log_path=p.artifacts["log"],
+                            env={**p.env, **_secrets(p, self.environ)}, health_timeout_s=cfg.serve.health_timeout_s,
+                            name=f"server '{p.id}'")
         try:
             server.start()
         except ServerError as err:
@@ -257,6 +262,12 @@ def run(plan: Plan, console: Console, gate: Gate | None = None, environ: Mapping
     if refused:
         raise UserError(*refused)
     ports_free(plan, finished or {})
+    if any(p.nodes for p in plan.steps):  # hosts reachable, master ports free: before anything starts
+        from llama4spec.multinode.checks import host_problems
+
+        found = [f"step '{p.id}': {x}" for p in plan.steps if p.nodes for x in host_problems(p.composed.cfg, p.nodes)]
+        if found:
+            raise UserError(*found)
     if any(p.composed and (is_tiny_path(p.composed.cfg.target.model) or is_tiny_path(p.composed.cfg.draft.model))
            for p in plan.steps):
         from llama4spec.tiny.build import ensure_built

@@ -17,6 +17,8 @@ from llama4spec.config.validate import validate
 from llama4spec.engine.args import engine_env, serve_argv
 from llama4spec.errors import UserError
 from llama4spec.runbook.schema import Runbook, Step
+from llama4spec.multinode.plan import NodeCommand, is_multinode, node_records
+from llama4spec.multinode.serve import plan_serve_step
 from llama4spec.server import base_url, launch_argv
 from llama4spec.sweep.matrix import expand as expand_sweeps
 from llama4spec.sweep.step import artifacts as sweep_artifacts
@@ -34,6 +36,7 @@ class PlannedStep:
     artifacts: dict[str, Path] = field(default_factory=dict)
     url: str | None = None
     inputs: dict[str, Path] = field(default_factory=dict)  # compare: baseline / candidate files
+    nodes: list[NodeCommand] = field(default_factory=list)  # serve across nodes: every node, leader first
 
     @property
     def id(self) -> str:
@@ -69,6 +72,7 @@ class Plan:
                 "inputs": {k: str(v) for k, v in p.inputs.items()},
                 "choices": p.composed.choices if p.composed else None,
                 "overrides": p.composed.overrides if p.composed else None,
+                **({"nodes": node_records(p.nodes)} if p.nodes else {}),
             }
             for p in self.steps
         ]
@@ -180,6 +184,8 @@ def make_plan(runbook: Runbook, run_dir: Path, cli_overrides: list[str] | tuple[
             p.env, p.secret_env = _serve_env(p.composed, runbook)
             p.url = base_url(cfg.serve.host, cfg.serve.port)
             p.artifacts = {"log": run_dir / f"{s.id}.log", "config_file": run_dir / f"{s.id}.config.yaml"}
+            if is_multinode(cfg):  # the leader here, headless followers through the cluster's launcher
+                problems.extend(f"{at[s.id]}: {x}" for x in plan_serve_step(p, runbook.env, run_dir, vllm_cli))
         elif s.kind == "bench" and cfg:
             server = planned[s.server]
             p.url = server.url or base_url(cfg.serve.host, cfg.serve.port)

@@ -48,6 +48,9 @@ def plan_text(console: Console, plan: Plan) -> None:
             say(f"    command: {shell_line(step.argv)}")
         if step.exec_argv and step.exec_argv != step.argv:
             say(f"    runs as: {shell_line(step.exec_argv)}")
+        for node in step.nodes[1:]:  # multi-node: the command above is the leader's, run here
+            say(f"    {node.label}: {shell_line(node.argv)}")
+            say(f"      runs as: {shell_line(node.exec_argv)}")
         if step.kind in ("serve", "bench", "offline"):
             say(f"    env: {_env_line(step)}")
         for role, path in step.inputs.items():

@@ -9,7 +9,6 @@ import subprocess
 
 from llama4spec.config.schema import Config
 from llama4spec.multinode.plan import NodeCommand, launcher_argv
-from llama4spec.server import port_in_use
 
 PROBE_TIMEOUT_S = 30.0
 
@@ -22,6 +21,19 @@ def is_local_address(address: str) -> bool:
         except OSError:
             return False
     return True
+
+
+def port_taken(address: str, port: int) -> bool:
+    """Something listens on (address, port). SO_REUSEADDR as torch's store uses it: connections
+    of an earlier run still in TIME_WAIT do not count."""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((address, port))
+        except OSError:
+            return True
+    return False
 
 
 def probe_host(cfg: Config, node: NodeCommand) -> str | None:
@@ -50,7 +62,7 @@ def host_problems(cfg: Config, nodes: list[NodeCommand]) -> list[str]:
     if not is_local_address(leader):
         found.append(f"cluster.hosts.0.address {leader} is not an address of this machine; the leader (host 0) "
                      f"runs where llama4spec runs, so run it there or list this machine first")
-    elif port_in_use(leader, cfg.cluster.master_port):
+    elif port_taken(leader, cfg.cluster.master_port):
         found.append(f"master port {cfg.cluster.master_port} on {leader} is already in use; stop what listens there "
                      f"or pick another with cluster.master_port=N")
     for node in nodes[1:]:

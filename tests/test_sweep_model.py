@@ -98,6 +98,15 @@ def test_analysis_picks_best_by_throughput_not_acceptance_and_finds_where_specul
                            "no lookahead beats no speculation")
 
 
+def test_a_speedup_above_its_bound_is_flagged_as_noise() -> None:
+    from llama4spec.sweep.report import findings
+
+    a = analyse([_p("none", None, 4, 100.0), _p("eagle", 1, 4, 210.0, (1.0,)), _p("eagle", 3, 4, 300.0, (1.0,) * 3)])
+    lines = findings(a.at[0])
+    assert [line.split(" measured")[0] for line in lines if "above its bound" in line] == ["eagle k=1"]
+    assert "efficiency 105%" in lines[1]
+
+
 def test_verdicts_when_it_always_or_never_pays() -> None:
     always = analyse([_p("none", None, 1, 100.0), _p("eagle", 2, 1, 180.0, (0.9, 0.8))])
     assert always.stops_paying_at is None and "pays at every measured concurrency (up to 1)" in always.verdict()

@@ -96,6 +96,7 @@ def test_resumed_run_with_every_point_measured_starts_no_server_and_reports(tmp_
     assert by_c[1]["best_lookahead"] == 3 and by_c[4]["best_lookahead"] is None  # the shape of _throughput
     assert analysis["pays_up_to"] == 1 and analysis["stops_paying_at"] == 4
     md = (run_dir / "summary.md").read_text()
+    assert "| sweep-none-c4 | bench | done (earlier run) |" in md and "| sweep | sweep | done |" in md
     for png in ("sweep.acceptance_by_position.png", "sweep.throughput_vs_concurrency.png", "sweep.speedup.png"):
         assert f"]({png})" in md and (run_dir / png).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     text = console.export_text()

@@ -97,7 +97,8 @@ class Run:
                  "| step | kind | status | seconds |", "|---|---|---|---:|"]
         for st in s["steps"]:
             secs = st.get("seconds")
-            lines.append(f"| {st['id']} | {st['kind']} | {st['status']} | {'' if secs is None else f'{secs:.1f}'} |")
+            status = st["status"] + (" (earlier run)" if st.get("resumed") else "")
+            lines.append(f"| {st['id']} | {st['kind']} | {status} | {'' if secs is None else f'{secs:.1f}'} |")
         for st in s["steps"]:
             if st.get("error"):
                 lines += ["", f"{st['id']} failed: {st['error']}"]

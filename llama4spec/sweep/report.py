@@ -60,6 +60,10 @@ def findings(a: AtConcurrency) -> list[str]:
     if a.best_by_acceptance is not None and a.best is not None and a.best_by_acceptance.id != a.best.id:
         lines.append(f"the longest acceptance ({a.best_by_acceptance.acceptance_length:.2f}, lookahead "
                      f"{a.best_by_acceptance.lookahead}) is not the fastest")
+    for r in a.rows:
+        if r.efficiency is not None and r.efficiency > 1.0:
+            lines.append(f"{r.point.name} measured above its bound (efficiency {100 * r.efficiency:.0f}%): a noisy "
+                         f"measurement; measure again with more prompts before trusting this concurrency")
     for fit in a.fits.values():
         if fit.draft_cost is None or fit.best is None:
             continue

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 
 from rich.console import Console
@@ -102,6 +103,15 @@ def test_resumed_run_with_every_point_measured_starts_no_server_and_reports(tmp_
     text = console.export_text()
     assert text.count("already measured in this run directory; skipped") == 12  # 6 benches, 3 serve, 3 stop
     assert "█" in text and "<- best" in text
+
+
+def test_the_run_directory_may_be_named_relatively_or_absolutely(tmp_path: Path) -> None:
+    relative = Path(os.path.relpath(tmp_path))
+    assert not relative.is_absolute()
+    for p in _plan(relative).steps:
+        if p.kind == "bench":
+            write_record(p, *_point(p))
+    assert len(finished_steps(_plan(tmp_path.resolve()))) == 12
 
 
 def test_resumed_run_changed_by_an_override_measures_again(tmp_path: Path) -> None:

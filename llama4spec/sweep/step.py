@@ -35,10 +35,23 @@ def read_record(path: Path) -> dict[str, Any] | None:
         return None
 
 
+def _command(argv: Any) -> list[str] | None:
+    """A bench command with its result directory left out: the record lies in that directory, and
+    the same directory may be named relatively or absolutely."""
+    if not isinstance(argv, list):
+        return None
+    out = list(argv)
+    if "--result-dir" in out[:-1]:
+        i = out.index("--result-dir")
+        del out[i:i + 2]
+    return out
+
+
 def finished_record(planned) -> dict[str, Any] | None:
     """The record of a bench step already measured with the same command, else None."""
     record = read_record(planned.artifacts["record"])
-    if record and record.get("returncode") == 0 and "result" in record and record.get("argv") == planned.argv:
+    if record and record.get("returncode") == 0 and "result" in record and \
+            _command(record.get("argv")) == _command(planned.argv):
         return record
     return None
 

@@ -17,7 +17,7 @@ import sys
 import time
 from collections import deque
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from llama4spec.config.schema import Config
 from llama4spec.engine.args import serve_argv, serve_flags
@@ -141,6 +141,37 @@ def run_to_completion(argv: Sequence[str], env: Mapping[str, str], log_path: Pat
             stop_group(proc, grace_s=5.0)
 
 
+def wait_healthy(
+    url: str,
+    name: str,
+    timeout_s: float,
+    exited: Callable[[], tuple[str, int, Path] | None],
+    log_path: Path,
+) -> None:
+    """Poll ``url/health`` until it answers 200; fail at once when ``exited()`` names a process
+    that ended (who, exit code, its log), or when ``timeout_s`` passes."""
+    import requests
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        gone = exited()
+        if gone:
+            who, code, log = gone
+            raise ServerError(f"{who} exited with code {code} during start-up; full log: {log}", log_tail(log))
+        try:
+            if requests.get(f"{url}/health", timeout=2).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        if time.monotonic() > deadline:
+            raise ServerError(
+                f"{name} did not answer {url}/health within {timeout_s:.0f} s; "
+                f"raise serve.health_timeout_s or read the log: {log_path}",
+                log_tail(log_path),
+            )
+        time.sleep(0.5)
+
+
 class Server:
     """A vLLM OpenAI-compatible server owned by this process (a context manager).
 
@@ -185,29 +216,14 @@ class Server:
         return self
 
     def _wait_ready(self) -> None:
-        import requests
-
         assert self.proc is not None
-        deadline = time.monotonic() + self.health_timeout_s
-        while True:
-            code = self.proc.poll()
-            if code is not None:
-                raise ServerError(
-                    f"{self.name} exited with code {code} during start-up; full log: {self.log_path}",
-                    log_tail(self.log_path),
-                )
-            try:
-                if requests.get(f"{self.url}/health", timeout=2).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            if time.monotonic() > deadline:
-                raise ServerError(
-                    f"{self.name} did not answer {self.url}/health within {self.health_timeout_s:.0f} s; "
-                    f"raise serve.health_timeout_s or read the log: {self.log_path}",
-                    log_tail(self.log_path),
-                )
-            time.sleep(0.5)
+        proc = self.proc
+
+        def exited() -> tuple[str, int, Path] | None:
+            code = proc.poll()
+            return None if code is None else (self.name, code, self.log_path)
+
+        wait_healthy(self.url, self.name, self.health_timeout_s, exited, self.log_path)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

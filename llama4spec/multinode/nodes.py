@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from llama4spec.multinode.plan import NodeCommand
-from llama4spec.server import ServerError, _group_alive, base_url, log_tail, spawn, stop_group
+from llama4spec.server import _group_alive, base_url, spawn, stop_group, wait_healthy
 
 STOP_WAIT_S = 30.0  # a follower's lifeline gives its group 15 s after SIGTERM, then kills it
 
@@ -84,25 +84,11 @@ class Nodes:
         return None
 
     def _wait_ready(self) -> None:
-        import requests
-
-        deadline = time.monotonic() + self.health_timeout_s
-        while True:
+        def exited() -> tuple[str, int, Path] | None:
             gone = self.exited()
-            if gone:
-                node, code, log = gone
-                raise ServerError(f"{self.name}: {node.label} exited with code {code} during start-up; "
-                                  f"its log: {log}", log_tail(log))
-            try:
-                if requests.get(f"{self.url}/health", timeout=2).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            if time.monotonic() > deadline:
-                raise ServerError(f"{self.name} did not answer {self.url}/health within {self.health_timeout_s:.0f} s; "
-                                  f"raise serve.health_timeout_s or read the logs in {self.log_path.parent}",
-                                  log_tail(self.log_path))
-            time.sleep(0.5)
+            return None if gone is None else (f"{self.name}: {gone[0].label}", gone[1], gone[2])
+
+        wait_healthy(self.url, self.name, self.health_timeout_s, exited, self.log_path)
 
     def alive(self) -> bool:
         return bool(self.procs) and self.exited() is None

@@ -177,5 +177,8 @@ def test_tiny_weights_match_safetensors(tiny_dir):
     plan = make_plan(cfg, p.target.config, p.draft.config, device_memory_gib(cfg))
     assert plan.target_weights == tensor_bytes(tiny_dir / "target" / "model.safetensors")
     assert plan.draft_weights == tensor_bytes(tiny_dir / "draft" / "model.safetensors")
-    # 3 attention layers (2 target, 1 draft) x K and V x 2 KV heads x 64 x 4 bytes (float32)
-    assert plan.kv_per_token_target + plan.kv_per_token_draft == 3 * 2 * 2 * 64 * 4
+    from llama4spec.tiny import build as tiny
+
+    # every attention layer (the target's and the draft's one) x K and V x KV heads x head dim x 4 bytes
+    assert plan.kv_per_token_target == tiny.LAYERS * 2 * tiny.KV_HEADS * tiny.HEAD_DIM * 4
+    assert plan.kv_per_token_draft == 1 * 2 * tiny.KV_HEADS * tiny.HEAD_DIM * 4

@@ -2,7 +2,7 @@
 
 Weights are set by hand so that greedy acceptance is known exactly:
 
-* target: every attention ``o_proj`` and MLP/expert ``down_proj`` is zero, so the residual
+* target (8 layers, every second one MoE): every attention ``o_proj`` and MLP/expert ``down_proj`` is zero, so the residual
   stream stays the token embedding; the embedding is the identity and
   ``lm_head[succ(i), i] = 1``. Greedy output is the successor chain ``succ``.
 * draft: one dense layer with the same zero outputs, ``fc = [I | 0]`` (passes the token
@@ -32,6 +32,7 @@ HEAD_DIM = 64
 MLP = 128  # dense intermediate size
 EXPERT = 64  # MoE expert intermediate size
 EXPERTS = 2
+LAYERS = 8  # target decoder layers; every second one is MoE, every fourth uses no RoPE (as in Llama 4)
 SPECIALS = ["<s>", "</s>", "<pad>", "<unk>"]  # no substring of any word
 BOS, EOS, PAD, UNK = range(4)
 FIRST_WORD = len(SPECIALS)
@@ -122,11 +123,11 @@ def _text_config(**changes) -> dict:
         "intermediate_size": EXPERT,
         "intermediate_size_mlp": MLP,
         "max_position_embeddings": 2048,
-        "moe_layers": [1],
-        "no_rope_layers": [1, 0],
+        "moe_layers": [i for i in range(LAYERS) if i % 2 == 1],
+        "no_rope_layers": [0 if i % 4 == 3 else 1 for i in range(LAYERS)],
         "num_attention_heads": HEADS,
         "num_experts_per_tok": 1,
-        "num_hidden_layers": 2,
+        "num_hidden_layers": LAYERS,
         "num_key_value_heads": KV_HEADS,
         "num_local_experts": EXPERTS,
         "rms_norm_eps": 1e-05,
@@ -142,8 +143,9 @@ def _text_config(**changes) -> dict:
 
 def target_files() -> tuple[dict, dict[str, np.ndarray]]:
     tensors = {"model.embed_tokens.weight": np.eye(VOCAB, HIDDEN, dtype=np.float32)}
-    tensors |= _attention("model.layers.0") | _dense_mlp("model.layers.0")
-    tensors |= _attention("model.layers.1") | _moe("model.layers.1")
+    for i in range(LAYERS):
+        prefix = f"model.layers.{i}"
+        tensors |= _attention(prefix) | (_moe(prefix) if i % 2 == 1 else _dense_mlp(prefix))
     tensors["model.norm.weight"] = np.ones(HIDDEN, np.float32)
     tensors["lm_head.weight"] = _lm_head(successor)
     return _text_config(), tensors

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-TINY_VERSION = "v1"
+TINY_VERSION = "v2"
 KINDS = ("target", "draft", "draft_imperfect")
 
 

@@ -25,15 +25,9 @@ err = Console(stderr=True)
 
 
 def _composed(overrides: Sequence[str], check: bool = True):
-    from llama4spec.config.compose import compose_config
-    from llama4spec.config.validate import validate
+    from llama4spec.config.compose import compose_config, compose_valid
 
-    composed = compose_config(overrides)
-    if check:
-        found = validate(composed.cfg)
-        if found:
-            raise UserError(*found)
-    return composed
+    return compose_valid(overrides) if check else compose_config(overrides)
 
 
 def cmd_show(args: argparse.Namespace) -> int:

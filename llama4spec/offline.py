@@ -20,10 +20,9 @@ from llama4spec.config.compose import Composed
 from llama4spec.config.schema import Config
 from llama4spec.engine.args import engine_env, llm_kwargs
 from llama4spec.errors import UserError
-from llama4spec.metrics import AcceptanceCounters, RunStats, from_offline_metrics
+from llama4spec.metrics import RunStats, from_offline_metrics
 from llama4spec.prompts import Prompts, load_prompts
-from llama4spec.tiny.build import ensure_built
-from llama4spec.tiny.paths import is_tiny_path
+from llama4spec.tiny.build import ensure_for
 
 
 @dataclass
@@ -175,8 +174,7 @@ def run_offline(
 
     console = console or Console()
     cfg = composed.cfg
-    if any(is_tiny_path(m) for m in (cfg.target.model, cfg.draft.model)):
-        ensure_built()
+    ensure_for(cfg)
     prompts = load_prompts(cfg.dataset)  # bad input fails before any engine starts
     gate(cfg, console, force=force)
     if json_path is not None:

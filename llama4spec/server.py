@@ -56,6 +56,12 @@ def launch_argv(cfg: Config, vllm_cli: bool | None = None) -> list[str]:
     return [sys.executable, "-m", API_SERVER_MODULE, "--model", cfg.target.model, *serve_flags(cfg)]
 
 
+def api_key_env(cfg: Config, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """``VLLM_API_KEY`` for the server, from the variable ``serve.api_key_env`` names (never on argv)."""
+    name = cfg.serve.api_key_env
+    return {"VLLM_API_KEY": environ[name]} if name and environ.get(name) else {}
+
+
 def base_url(host: str, port: int) -> str:
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}"

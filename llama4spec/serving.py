@@ -13,7 +13,6 @@ from pathlib import Path
 from rich.console import Console
 
 from llama4spec.config.compose import Composed
-from llama4spec.errors import UserError
 
 out = Console()
 RUNS_DIR = Path("runs")
@@ -36,24 +35,9 @@ def preflight_gate(composed: Composed, purpose: str, force: bool = False) -> Non
 
 
 def _composed(overrides: list[str]) -> Composed:
-    from llama4spec.config.compose import compose_config
-    from llama4spec.config.validate import validate
+    from llama4spec.config.compose import compose_valid
 
-    composed = compose_config(overrides)
-    problems = validate(composed.cfg)
-    if problems:
-        raise UserError(*problems)
-    return composed
-
-
-def _ensure_tiny(composed: Composed) -> None:
-    from llama4spec.tiny.paths import is_tiny_path
-
-    cfg = composed.cfg
-    if is_tiny_path(cfg.target.model) or is_tiny_path(cfg.draft.model):
-        from llama4spec.tiny.build import ensure_built
-
-        ensure_built()
+    return compose_valid(overrides)
 
 
 def _print_tail(lines: list[str]) -> None:
@@ -63,7 +47,10 @@ def _print_tail(lines: list[str]) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from llama4spec.engine.args import engine_env, serve_argv, shell_line
-    from llama4spec.server import Server, ServerError, check_port_free, launch_argv, log_tail, sigterm_unwinds
+    from llama4spec.server import (
+        Server, ServerError, api_key_env, check_port_free, launch_argv, log_tail, sigterm_unwinds,
+    )
+    from llama4spec.tiny.build import ensure_for
 
     composed = _composed(args.overrides)
     cfg = composed.cfg
@@ -83,12 +70,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 0
     preflight_gate(composed, "serve", args.force)
     check_port_free(cfg.serve.host, cfg.serve.port)
-    _ensure_tiny(composed)
-    if cfg.serve.api_key_env:
-        import os
-
-        if os.environ.get(cfg.serve.api_key_env):
-            env["VLLM_API_KEY"] = os.environ[cfg.serve.api_key_env]
+    ensure_for(cfg)
+    env.update(api_key_env(cfg))
     log = args.log or RUNS_DIR / "serve" / f"{time.strftime('%Y%m%d-%H%M%S')}.log"
     server = Server(argv, host=cfg.serve.host, port=cfg.serve.port, log_path=log, env=env,
                     health_timeout_s=cfg.serve.health_timeout_s)

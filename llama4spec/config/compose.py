@@ -85,6 +85,17 @@ def _friendly(err: Exception, overrides: Sequence[str]) -> str:
     return msg.splitlines()[0]
 
 
+def compose_valid(overrides: Sequence[str] = ()) -> Composed:
+    """Compose, then validate: every problem at once as one UserError."""
+    from llama4spec.config.validate import validate
+
+    composed = compose_config(overrides)
+    problems = validate(composed.cfg)
+    if problems:
+        raise UserError(*problems)
+    return composed
+
+
 def compose_config(overrides: Sequence[str] = ()) -> Composed:
     """Compose ``conf/config.yaml`` with ``overrides``; raise ConfigError on a user mistake."""
     from hydra.errors import HydraException

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Callable, Mapping
@@ -75,8 +74,7 @@ def _tail(console: Console, lines: list[str]) -> None:
 def serve_multinode(composed: Composed, dry_run: bool, log: Path | None, console: Console,
                     gate: Callable[[Composed, str], None] | None = None) -> int:
     """Print every node's command; unless ``dry_run``, start them all and serve until Ctrl-C."""
-    from llama4spec.server import ServerError, log_tail, sigterm_unwinds
-    from llama4spec.tiny.paths import is_tiny_path
+    from llama4spec.server import ServerError, api_key_env, log_tail, sigterm_unwinds
 
     cfg = composed.cfg
     nodes = prepare(cfg)
@@ -87,14 +85,10 @@ def serve_multinode(composed: Composed, dry_run: bool, log: Path | None, console
     if gate is not None:
         gate(composed, "serve")
     log_dir = log.with_suffix("") if log else Path("runs") / "serve" / time.strftime("%Y%m%d-%H%M%S")
-    secret = {}
-    if cfg.serve.api_key_env and os.environ.get(cfg.serve.api_key_env):
-        secret["VLLM_API_KEY"] = os.environ[cfg.serve.api_key_env]
-    server = start_nodes(cfg, nodes, log_paths(log_dir, nodes), secret)
-    if is_tiny_path(cfg.target.model) or is_tiny_path(cfg.draft.model):
-        from llama4spec.tiny.build import ensure_built
+    server = start_nodes(cfg, nodes, log_paths(log_dir, nodes), api_key_env(cfg))
+    from llama4spec.tiny.build import ensure_for
 
-        ensure_built()
+    ensure_for(cfg)
     console.print(f"starting {len(nodes)} nodes; logs: [bold]{log_dir}[/bold]")
     with sigterm_unwinds():
         try:

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from llama4spec.config.schema import Config
-from llama4spec.preflight import count
 from llama4spec.preflight.sources import ModelConfig
 
 ERROR, WARNING, INFO = "error", "warning", "info"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from omegaconf import OmegaConf
@@ -19,7 +18,6 @@ from llama4spec.errors import UserError
 from llama4spec.runbook.plan import Plan, PlannedStep
 from llama4spec.runbook.record import host, redact_env, versions, write_json
 from llama4spec.server import Server, ServerError, log_tail, port_in_use, sigterm_unwinds
-from llama4spec.tiny.paths import is_tiny_path
 
 Gate = Callable[[Composed, str], None]
 
@@ -269,9 +267,9 @@ def run(plan: Plan, console: Console, gate: Gate | None = None, environ: Mapping
         found = [f"step '{p.id}': {x}" for p in plan.steps if p.nodes for x in host_problems(p.composed.cfg, p.nodes)]
         if found:
             raise UserError(*found)
-    if any(p.composed and (is_tiny_path(p.composed.cfg.target.model) or is_tiny_path(p.composed.cfg.draft.model))
-           for p in plan.steps):
-        from llama4spec.tiny.build import ensure_built
+    from llama4spec.tiny.build import ensure_for
 
-        ensure_built()
+    for p in plan.steps:
+        if p.composed:
+            ensure_for(p.composed.cfg)
     return Run(plan, console, environ, finished).execute()

@@ -223,6 +223,14 @@ def build(root: Path) -> Path:
     return root
 
 
+def ensure_for(cfg) -> None:
+    """Build the tiny pair (once) when ``cfg``'s target or draft is one of its models."""
+    from llama4spec.tiny.paths import is_tiny_path
+
+    if is_tiny_path(cfg.target.model) or is_tiny_path(cfg.draft.model):
+        ensure_built()
+
+
 def ensure_built(root: Path | None = None) -> Path:
     """Build the tiny pair once (cached); an interrupted build never leaves a half-written cache."""
     root = root or tiny_root()

@@ -56,22 +56,27 @@ def load_jsonl(path: str | Path, n: int) -> list[str]:
 
 
 def load_mtbench(dataset_id: str, n: int) -> list[str]:
-    """First turn of each mt-bench question, fetched with huggingface-hub (cached)."""
-    from huggingface_hub import hf_hub_download, list_repo_files
-    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+    """First turn of each mt-bench question, fetched with huggingface-hub (the local cache offline)."""
+    from huggingface_hub import snapshot_download
 
+    from llama4spec.preflight.sources import hub_offline, hub_reachable
+
+    offline = hub_offline() or not hub_reachable()
     try:
-        files = [f for f in list_repo_files(dataset_id, repo_type="dataset") if f.endswith((".jsonl", ".json"))]
-        if not files:
-            raise UserError(f"dataset {dataset_id}: no JSONL file in the dataset repository")
-        local = hf_hub_download(dataset_id, files[0], repo_type="dataset")
-    except (HfHubHTTPError, LocalEntryNotFoundError, OSError) as error:
+        local = Path(snapshot_download(
+            dataset_id, repo_type="dataset", allow_patterns=["*.jsonl", "*.json"], local_files_only=offline
+        ))
+    except Exception as error:  # any hub or network failure: one line, with the way out
+        where = "is not in the local cache and the hub cannot be reached" if offline else "could not be fetched"
         raise UserError(
-            f"cannot fetch {dataset_id} from the Hugging Face hub ({type(error).__name__}); "
-            f"connect to the hub, or use dataset=jsonl dataset.path=FILE"
+            f"mt-bench ({dataset_id}) {where} ({type(error).__name__}); "
+            f"connect to the Hugging Face hub once, or use dataset=jsonl dataset.path=FILE"
         ) from None
+    files = sorted(local.rglob("*.jsonl"))
+    if not files:
+        raise UserError(f"dataset {dataset_id}: no JSONL file in the dataset repository")
     prompts = []
-    for line in Path(local).read_text(encoding="utf-8").splitlines():
+    for line in files[0].read_text(encoding="utf-8").splitlines():
         if line.strip():
             item = json.loads(line)
             turns = item.get("turns") or [item.get("prompt", "")]

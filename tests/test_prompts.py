@@ -38,3 +38,11 @@ def test_jsonl_bad_lines_name_their_line(tmp_path, content, expected):
     with pytest.raises(UserError) as info:
         load_jsonl(f, 10)
     assert expected in str(info.value)
+
+
+def test_mtbench_without_hub_or_cache_is_one_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    with pytest.raises(UserError) as info:
+        load_prompts(DatasetConfig(name="mtbench", path="philschmid/mt-bench", num_prompts=1))
+    assert "not in the local cache" in str(info.value) and "dataset=jsonl" in str(info.value)

@@ -78,7 +78,7 @@ def read_config(path: Path, ref: str) -> dict[str, Any]:
     return data
 
 
-def _offline() -> bool:
+def hub_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
@@ -89,7 +89,7 @@ def _from_cache(model_id: str) -> Path | None:
     return Path(found) if isinstance(found, str) else None
 
 
-def _hub_reachable(timeout: float = 2.0) -> bool:
+def hub_reachable(timeout: float = 2.0) -> bool:
     """One quick connection to the hub's host: huggingface_hub itself retries for ~20 s when it is down."""
     import socket
     from urllib.parse import urlsplit
@@ -109,7 +109,7 @@ def _from_hub(model_id: str) -> Path | None:
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
-    if not _hub_reachable():
+    if not hub_reachable():
         return None
     try:
         return Path(hf_hub_download(model_id, "config.json", etag_timeout=5))
@@ -132,14 +132,14 @@ def load(ref: str, key: str = "model") -> ModelConfig:
     cached = _from_cache(ref)
     if cached is not None:
         return ModelConfig(ref, read_config(cached, key), "cache", cached)
-    if not _offline():
+    if not hub_offline():
         fetched = _from_hub(ref)
         if fetched is not None:
             return ModelConfig(ref, read_config(fetched, key), "hub", fetched)
     copy = bundled(ref)
     if copy is not None:
         return ModelConfig(ref, read_config(copy, key), "bundled", copy)
-    how = "offline (HF_HUB_OFFLINE is set)" if _offline() else "the hub could not be reached"
+    how = "offline (HF_HUB_OFFLINE is set)" if hub_offline() else "the hub could not be reached"
     raise UserError(
         f"{key}: no config.json for '{ref}': it is not in the local Hugging Face cache and {how}; "
         f"fetch it once with `hf download {ref} config.json`, or point {key} at a local directory"

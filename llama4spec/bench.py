@@ -114,7 +114,15 @@ class BenchOutcome:
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and "result" in self.record
+        return self.returncode == 0 and self.record.get("result", {}).get("completed", 0) > 0
+
+    @property
+    def failure(self) -> str:
+        """Why the benchmark does not count, in one line."""
+        if self.returncode != 0:
+            return f"the benchmark exited with code {self.returncode}; its log: {self.log_path}"
+        failed = self.record.get("result", {}).get("failed", "?")
+        return f"the benchmark completed no request ({failed} failed); its log: {self.log_path}"
 
 
 def run_bench(cfg: Config, url: str, out_dir: Path, name: str, *, label: str | None = None,

@@ -147,6 +147,16 @@ def run_to_completion(argv: Sequence[str], env: Mapping[str, str], log_path: Pat
             stop_group(proc, grace_s=5.0)
 
 
+def is_healthy(url: str, timeout_s: float = 5.0) -> bool:
+    """Whether ``url/health`` answers 200 now."""
+    import requests
+
+    try:
+        return requests.get(f"{url}/health", timeout=timeout_s).status_code == 200
+    except requests.RequestException:
+        return False
+
+
 def wait_healthy(
     url: str,
     name: str,
@@ -156,7 +166,6 @@ def wait_healthy(
 ) -> None:
     """Poll ``url/health`` until it answers 200; fail at once when ``exited()`` names a process
     that ended (who, exit code, its log), or when ``timeout_s`` passes."""
-    import requests
 
     deadline = time.monotonic() + timeout_s
     while True:
@@ -164,11 +173,8 @@ def wait_healthy(
         if gone:
             who, code, log = gone
             raise ServerError(f"{who} exited with code {code} during start-up; full log: {log}", log_tail(log))
-        try:
-            if requests.get(f"{url}/health", timeout=2).status_code == 200:
-                return
-        except requests.RequestException:
-            pass
+        if is_healthy(url, timeout_s=2):
+            return
         if time.monotonic() > deadline:
             raise ServerError(
                 f"{name} did not answer {url}/health within {timeout_s:.0f} s; "

@@ -13,6 +13,7 @@ from pathlib import Path
 from rich.console import Console
 
 from llama4spec.config.compose import Composed
+from llama4spec.errors import UserError
 
 out = Console()
 RUNS_DIR = Path("runs")
@@ -96,19 +97,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from llama4spec import compare
     from llama4spec.bench import run_bench
-    from llama4spec.server import log_tail, sigterm_unwinds
+    from llama4spec.server import is_healthy, log_tail, sigterm_unwinds
 
     composed = _composed(args.overrides)
     url = args.url.rstrip("/")
     out_dir = args.out or RUNS_DIR / "bench" / time.strftime("%Y%m%d-%H%M%S")
     label = args.label or (composed.cfg.draft.name if composed.cfg.draft.method else "baseline")
+    if not is_healthy(url):
+        raise UserError(f"no server answers at {url}/health; start one with `llama4spec serve` or fix --url")
     out.print(f"benchmarking {url}; results in [bold]{out_dir}[/bold]")
     with sigterm_unwinds():
         outcome = run_bench(composed.cfg, url, Path(out_dir), "bench", label=label)
     if not outcome.ok:
         _print_tail(log_tail(outcome.log_path, 15))
-        out.print(f"[bold red]error:[/bold red] the benchmark exited with code {outcome.returncode}; "
-                  f"log: {outcome.log_path}", highlight=False)
+        out.print(f"[bold red]error:[/bold red] {outcome.failure}", highlight=False)
         return 1
     compare.render_single(out, compare.from_json(outcome.record, label))
     out.print(f"record: [bold]{outcome.record_path}[/bold]  vLLM result: {outcome.result_path}")

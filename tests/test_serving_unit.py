@@ -143,3 +143,26 @@ def test_cli_serve_dry_run_prints_the_pasteable_command() -> None:
     assert res.returncode == 0, res.stderr
     first = res.stdout.splitlines()[0]
     assert first.startswith("vllm serve ") and "--port 8124" in first and "--speculative-config" in first
+
+
+def test_a_benchmark_that_completed_no_request_does_not_count(tmp_path) -> None:
+    from llama4spec.bench import BenchOutcome
+
+    def outcome(code, result):
+        return BenchOutcome(code, tmp_path / "r.json", tmp_path / "b.json", tmp_path / "b.log",
+                            {"result": result} if result is not None else {})
+
+    assert outcome(0, {"completed": 16, "failed": 0}).ok
+    nothing = outcome(0, {"completed": 0, "failed": 16})
+    assert not nothing.ok and "completed no request (16 failed)" in nothing.failure
+    assert not outcome(1, None).ok and "exited with code 1" in outcome(1, None).failure
+
+
+def test_bench_against_a_url_where_no_server_answers_is_one_clear_error() -> None:
+    from tests.helpers import run_cli
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    res = run_cli("bench", "--url", f"http://127.0.0.1:{port}", timeout=60)
+    assert res.returncode == 2 and "no server answers" in res.stderr and "Traceback" not in res.stderr

@@ -141,8 +141,7 @@ class Run:
         out = run_bench(p.composed.cfg, p.url, self.dir, p.id, label=p.step.label or p.id,
                         extra_args=p.step.extra_args, environ=self.environ)
         if not out.ok:
-            raise StepFailed(f"the benchmark exited with code {out.returncode}; its log: {out.log_path}",
-                             log_tail(out.log_path, 15))
+            raise StepFailed(out.failure, log_tail(out.log_path, 15))
         return _figures(out.record)
 
     def offline(self, p: PlannedStep) -> dict[str, Any]:

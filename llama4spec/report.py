@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from rich.console import Console
 from rich.panel import Panel
 from rich.syntax import Syntax
@@ -24,8 +24,10 @@ def _add(tree: Tree, value: Any) -> None:
 
 def config_tree(console: Console, raw: DictConfig, choices: dict[str, str]) -> None:
     title = "config  " + "  ".join(f"[cyan]{g}[/cyan]={o}" for g, o in choices.items())
+    from llama4spec.runbook.record import public_config
+
     tree = Tree(title)
-    _add(tree, OmegaConf.to_container(raw, resolve=True))
+    _add(tree, public_config(raw))
     console.print(tree)
 
 
@@ -35,7 +37,10 @@ def engine_args_panel(console: Console, llm_kwargs: dict[str, Any], serve_line: 
     console.print("[bold]server:[/bold] vllm serve")
     console.print(serve_line, soft_wrap=True, highlight=False, markup=False)
     if env:
-        console.print(Panel("\n".join(f"{k}={v}" for k, v in env.items()), title="environment", expand=False))
+        from llama4spec.runbook.record import redact_env
+
+        shown = redact_env(env)
+        console.print(Panel("\n".join(f"{k}={v}" for k, v in shown.items()), title="environment", expand=False))
 
 
 def problems(console: Console, items: list[str]) -> None:

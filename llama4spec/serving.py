@@ -66,7 +66,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if argv != serve_argv(cfg):
         out.print(f"runs as: {shell_line(argv)}", markup=False, highlight=False, soft_wrap=True, style="dim")
     if env:
-        out.print("env: " + " ".join(f"{k}={v}" for k, v in env.items()), markup=False, highlight=False)
+        from llama4spec.runbook.record import redact_env
+
+        out.print("env: " + " ".join(f"{k}={v}" for k, v in redact_env(env).items()), markup=False, highlight=False)
     if args.dry_run:
         return 0
     preflight_gate(composed, "serve", args.force)

@@ -187,3 +187,10 @@ def test_module_entry_point_and_console_script():
     script = REPO / ".venv" / "bin" / "llama4spec"
     if script.exists():
         assert subprocess.run([str(script), "--help"], capture_output=True, text=True).returncode == 0
+
+
+def test_secret_looking_env_values_are_never_shown(tmp_path):
+    result = run_cli("show", "+env.HF_TOKEN=hf_secretvalue123", "+env.OMP_NUM_THREADS=2")
+    assert result.returncode == 0, result.stderr
+    assert "hf_secretvalue123" not in result.stdout
+    assert "OMP_NUM_THREADS: 2" in result.stdout

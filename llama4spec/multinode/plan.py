@@ -14,6 +14,7 @@ from typing import Any, Mapping
 
 from llama4spec.config.schema import Config, HostConfig
 from llama4spec.engine.args import engine_env, serve_argv, serve_flags
+from llama4spec.runbook.record import redact_env
 from llama4spec.server import API_SERVER_MODULE
 
 FOLLOWER_MODULE = "llama4spec.multinode.follower"
@@ -131,7 +132,7 @@ def dry_run_lines(cfg: Config, nodes: list[NodeCommand]) -> list[str]:
              f"followers started with {how}"]
     for node in nodes:
         lines += ["", f"{node.label}{' (here)' if node.leader else ''}:", f"  {shlex.join(node.argv)}",
-                  "  env: " + " ".join(f"{k}={shlex.quote(v)}" for k, v in node.env.items())]
+                  "  env: " + " ".join(f"{k}={shlex.quote(v)}" for k, v in redact_env(node.env).items())]
         if node.exec_argv != node.argv:
             lines.append(f"  runs as: {shlex.join(node.exec_argv)}")
     return lines

@@ -16,7 +16,7 @@ from llama4spec import compare
 from llama4spec.config.compose import Composed
 from llama4spec.errors import UserError
 from llama4spec.runbook.plan import Plan, PlannedStep
-from llama4spec.runbook.record import host, redact_env, versions, write_json
+from llama4spec.runbook.record import host, public_config, redact_env, versions, write_json
 from llama4spec.server import Server, ServerError, log_tail, port_in_use, sigterm_unwinds
 
 Gate = Callable[[Composed, str], None]
@@ -81,7 +81,7 @@ class Run:
         write_json(self.dir / "host.json", {"versions": versions(), "host": host()})
         for p in self.plan.steps:
             if p.composed is not None and "config_file" in p.artifacts:
-                p.artifacts["config_file"].write_text(OmegaConf.to_yaml(p.composed.raw))
+                p.artifacts["config_file"].write_text(OmegaConf.to_yaml(public_config(p.composed.raw)))
         self.write_summary()
 
     def write_summary(self) -> None:

@@ -40,6 +40,16 @@ def redact_env(env: Mapping[str, str], secrets: tuple[str, ...] = ()) -> dict[st
     return {k: REDACTED if SECRET_NAME.search(k) or v in known else v for k, v in sorted(env.items())}
 
 
+def public_config(raw: Any) -> dict[str, Any]:
+    """A composed config as plain data, with secret-looking ``env`` values redacted."""
+    from omegaconf import OmegaConf
+
+    data = OmegaConf.to_container(raw, resolve=True)
+    if isinstance(data.get("env"), dict):
+        data["env"] = redact_env(data["env"])
+    return data
+
+
 def redact_text(text: str, secrets: tuple[str, ...]) -> str:
     for s in secrets:
         if s and len(s) >= 4:

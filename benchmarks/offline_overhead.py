@@ -1,6 +1,6 @@
 """Wall time of `llama4spec offline` against a bare script making the same LLM(...) call.
 
-Both run in one invocation of this script, on the same prompts and the same engine arguments,
+Both run in one invocation of this script, on the same prompts, engine arguments and environment,
 each in a fresh process (engine start included, as a user would see it). Prints the ratio.
 
     .venv/bin/python benchmarks/offline_overhead.py [OVERRIDES...] [--repeat N]
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -27,9 +28,9 @@ if __name__ == "__main__":
 """
 
 
-def timed(argv: list[str]) -> float:
+def timed(argv: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
-    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ, **env})
     if done.returncode != 0:
         sys.exit(f"{argv[1]} failed (exit {done.returncode}):\n" + "\n".join(done.stderr.splitlines()[-15:]))
     return time.perf_counter() - start
@@ -42,7 +43,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from llama4spec.config.compose import compose_config
-    from llama4spec.engine.args import llm_kwargs
+    from llama4spec.engine.args import engine_env, llm_kwargs
     from llama4spec.prompts import load_prompts
     from llama4spec.tiny.build import ensure_built
 
@@ -60,8 +61,9 @@ def main() -> None:
         bare_path.write_text(BARE)
         tool, bare = [], []
         for _ in range(args.repeat):
-            bare.append(timed([sys.executable, str(bare_path), str(spec_path)]))
-            tool.append(timed([sys.executable, "-m", "llama4spec", "offline", *args.overrides]))
+            # The same engine environment for both (e.g. VLLM_CPU_KVCACHE_SPACE from memory=cpu).
+            bare.append(timed([sys.executable, str(bare_path), str(spec_path)], engine_env(cfg)))
+            tool.append(timed([sys.executable, "-m", "llama4spec", "offline", *args.overrides], {}))
     t, b = min(tool), min(bare)
     print(f"bare LLM script : {b:7.2f} s (best of {args.repeat})")
     print(f"llama4spec      : {t:7.2f} s (best of {args.repeat})")

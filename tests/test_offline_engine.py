@@ -75,6 +75,11 @@ def imperfect(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def no_draft(tmp_path_factory):
+    return _offline(tmp_path_factory, "no_draft", "draft=none")
+
+
+@pytest.fixture(scope="session")
 def ngram(tmp_path_factory):
     return _offline(tmp_path_factory, "ngram", "draft=ngram")
 
@@ -132,12 +137,19 @@ def test_greedy_outputs_identical_with_and_without_speculation(perfect):
     assert "speedup" in stdout
 
 
-def test_no_draft_has_no_acceptance(perfect):
-    _, record = perfect
-    base = record["baseline"]["stats"]
+NULL_WITHOUT_DRAFT = ("num_drafts", "num_draft_tokens", "num_accepted_tokens",
+                      "mean_acceptance_length", "acceptance_rate_per_position")
+
+
+def test_no_draft_has_no_acceptance(perfect, no_draft):
+    stdout, record = no_draft
+    assert "total output tokens" in stdout
+    assert "acceptance by draft position" not in stdout and "drafts" not in stdout
+    assert record["stats"]["total_num_output_tokens"] == PROMPTS * MAX_TOKENS
+    assert all(record["stats"][k] is None for k in NULL_WITHOUT_DRAFT)
+    base = perfect[1]["baseline"]["stats"]  # the baseline half of compare=true
     assert base["total_num_output_tokens"] == PROMPTS * MAX_TOKENS
-    assert all(base[k] is None for k in ("num_drafts", "num_draft_tokens", "num_accepted_tokens",
-                                         "mean_acceptance_length", "acceptance_rate_per_position"))
+    assert all(base[k] is None for k in NULL_WITHOUT_DRAFT)
 
 
 def test_ngram_on_repetitive_prompts_accepts_tokens(ngram):

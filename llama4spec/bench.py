@@ -104,6 +104,11 @@ def acceptance_record(delta: AcceptanceCounters | None, k: int | None) -> dict[s
     }
 
 
+def counts(record: Mapping[str, Any]) -> bool:
+    """Whether a bench record counts: the benchmark exited 0 and completed at least one request."""
+    return record.get("returncode") == 0 and (record.get("result") or {}).get("completed", 0) > 0
+
+
 @dataclass
 class BenchOutcome:
     returncode: int
@@ -114,7 +119,7 @@ class BenchOutcome:
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and self.record.get("result", {}).get("completed", 0) > 0
+        return counts(self.record)
 
     @property
     def failure(self) -> str:

@@ -149,8 +149,8 @@ def test_a_benchmark_that_completed_no_request_does_not_count(tmp_path) -> None:
     from llama4spec.bench import BenchOutcome
 
     def outcome(code, result):
-        return BenchOutcome(code, tmp_path / "r.json", tmp_path / "b.json", tmp_path / "b.log",
-                            {"result": result} if result is not None else {})
+        record = {"returncode": code, **({"result": result} if result is not None else {})}  # as run_bench writes it
+        return BenchOutcome(code, tmp_path / "r.json", tmp_path / "b.json", tmp_path / "b.log", record)
 
     assert outcome(0, {"completed": 16, "failed": 0}).ok
     nothing = outcome(0, {"completed": 0, "failed": 16})

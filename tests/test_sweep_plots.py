@@ -31,7 +31,8 @@ def _points() -> list[Point]:
 def written(tmp_path_factory) -> tuple[dict[str, Path], dict[str, list[str]]]:
     files = artifacts(tmp_path_factory.mktemp("sweep"), "sweep")
     points = _points()
-    return files, write(analyse(points), points, files)
+    series, _ = write(analyse(points), points, files)
+    return files, series
 
 
 def test_every_plot_is_a_png_with_the_expected_series(written) -> None:

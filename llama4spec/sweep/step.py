@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.console import Console
 
+from llama4spec.bench import counts
 from llama4spec.sweep import plots, report
 from llama4spec.sweep.model import Analysis, Point, analyse
 
@@ -50,8 +51,7 @@ def _command(argv: Any) -> list[str] | None:
 def finished_record(planned) -> dict[str, Any] | None:
     """The record of a bench step already measured with the same command, else None."""
     record = read_record(planned.artifacts["record"])
-    if record and record.get("returncode") == 0 and "result" in record and \
-            _command(record.get("argv")) == _command(planned.argv):
+    if record and counts(record) and _command(record.get("argv")) == _command(planned.argv):
         return record
     return None
 
@@ -102,15 +102,15 @@ def collect(plan, step) -> tuple[list[Point], list[str]]:
     for pid in step.points:
         p = plan.get(pid)
         record = read_record(p.artifacts["record"])
-        if record is None or "result" not in record:
+        if record is None or not counts(record):
             missing.append(pid)
         else:
             points.append(point(pid, p.composed.cfg, record))
     return points, missing
 
 
-def write(analysis: Analysis, points: list[Point], files: dict[str, Path]) -> dict[str, list[str]]:
-    """The PNGs, the analysis JSON and the Markdown report; returns each PNG's series."""
+def write(analysis: Analysis, points: list[Point], files: dict[str, Path]) -> tuple[dict[str, list[str]], str]:
+    """The PNGs, the analysis JSON and the Markdown report; returns each PNG's series and the report."""
     series = {
         "acceptance_by_position": plots.acceptance_by_position(points, files["acceptance_by_position"]),
         "throughput_vs_concurrency": plots.throughput_vs_concurrency(points, files["throughput_vs_concurrency"]),
@@ -120,16 +120,15 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path]) -> di
     text = report.markdown(analysis, images)
     files["report"].write_text(text)
     files["analysis"].write_text(json.dumps({**report.to_record(analysis), "plots": series}, indent=2) + "\n")
-    return series
+    return series, text
 
 
 def run_report(plan, planned, console: Console) -> tuple[str, dict[str, Any]]:
     """Analyse a sweep step's points, write its files, print it; returns (markdown, record)."""
     points, missing = collect(plan, planned.step)
     analysis = analyse(points)
-    write(analysis, points, planned.artifacts)
+    _, text = write(analysis, points, planned.artifacts)
     report.render(console, analysis)
-    text = planned.artifacts["report"].read_text()
     if missing:
         text += f"\nnot measured: {', '.join(missing)}\n"
     return text, {**report.to_record(analysis), "missing": missing}

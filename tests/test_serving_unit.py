@@ -166,3 +166,13 @@ def test_bench_against_a_url_where_no_server_answers_is_one_clear_error() -> Non
         port = s.getsockname()[1]
     res = run_cli("bench", "--url", f"http://127.0.0.1:{port}", timeout=60)
     assert res.returncode == 2 and "no server answers" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_in_process_steps_get_their_environment_and_give_it_back(monkeypatch) -> None:
+    from llama4spec.runbook.execute import _environment
+
+    monkeypatch.setenv("L4S_KEPT", "before")
+    monkeypatch.delenv("L4S_NEW", raising=False)
+    with _environment({"L4S_KEPT": "during", "L4S_NEW": "during"}):
+        assert os.environ["L4S_KEPT"] == "during" and os.environ["L4S_NEW"] == "during"
+    assert os.environ["L4S_KEPT"] == "before" and "L4S_NEW" not in os.environ

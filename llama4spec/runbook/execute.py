@@ -32,6 +32,21 @@ def _secrets(step: PlannedStep, environ: Mapping[str, str]) -> dict[str, str]:
     return {name: environ[src] for name, src in step.secret_env.items() if environ.get(src)}
 
 
+@contextlib.contextmanager
+def _environment(env: Mapping[str, str]):
+    """Set ``env`` in this process for the duration of an in-process step, then restore it."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def _figures(record: dict[str, Any]) -> dict[str, Any]:
     result = record.get("result") or {}
     acc = record.get("acceptance") or {}
@@ -147,7 +162,8 @@ class Run:
     def offline(self, p: PlannedStep) -> dict[str, Any]:
         from llama4spec.offline import run_offline
 
-        code = run_offline(p.composed, json_path=p.artifacts["record"], console=self.console)
+        with _environment(p.env):  # the step's planned environment (runbook env + engine env), as shown
+            code = run_offline(p.composed, json_path=p.artifacts["record"], console=self.console)
         if code != 0:
             raise StepFailed(f"offline run exited with code {code}")
         return {}

@@ -8,7 +8,7 @@ import socket
 import subprocess
 
 from llama4spec.config.schema import Config
-from llama4spec.multinode.plan import NodeCommand, launcher_argv
+from llama4spec.multinode.plan import NodeCommand, launcher_argv, value_problems
 
 PROBE_TIMEOUT_S = 30.0
 
@@ -37,7 +37,10 @@ def port_taken(address: str, port: int) -> bool:
 
 
 def probe_host(cfg: Config, node: NodeCommand) -> str | None:
-    """None when the host runs llama4spec's Python through the launcher; else the problem."""
+    """None when the host runs llama4spec's Python through the launcher; else the problem.
+
+    The probe runs ``launcher_argv``: for ssh that is ``ssh [options] -- DEST 'python -c ...'``, the
+    destination after ``--`` so that it is never read as an option, the remote command quoted."""
     python = node.remote_argv[node.remote_argv.index("-m") - 1]
     argv = launcher_argv(cfg, node.host, [python, "-c", "import llama4spec.multinode.lifeline"])
     where = f"cluster.hosts.{node.rank} ({node.host.ssh or node.host.address})"
@@ -56,8 +59,12 @@ def probe_host(cfg: Config, node: NodeCommand) -> str | None:
 
 
 def host_problems(cfg: Config, nodes: list[NodeCommand]) -> list[str]:
-    """Every problem with the hosts, found before any node starts."""
-    found = []
+    """Every problem with the hosts, found before any node starts. Malformed cluster values (an ssh
+    destination or address that starts with '-', an ssh option that runs a command, ...) are
+    reported without running anything: no launcher starts with a value that failed validation."""
+    found = value_problems(cfg)
+    if found:
+        return found
     leader = nodes[0].host.address
     if not is_local_address(leader):
         found.append(f"cluster.hosts.0.address {leader} is not an address of this machine; the leader (host 0) "

@@ -7,6 +7,8 @@ follower runs under ``lifeline``, which stops it when the launcher's connection 
 
 from __future__ import annotations
 
+import ipaddress
+import re
 import shlex
 import sys
 from dataclasses import dataclass, field
@@ -14,6 +16,7 @@ from typing import Any, Mapping
 
 from llama4spec.config.schema import Config, HostConfig
 from llama4spec.engine.args import engine_env, serve_argv, serve_flags
+from llama4spec.errors import UserError
 from llama4spec.runbook.record import redact_env
 from llama4spec.server import API_SERVER_MODULE
 
@@ -59,6 +62,107 @@ def problems(cfg: Config) -> list[str]:
         found.append(f"cluster.launcher '{c.launcher}' is not supported; use ssh or prefix (with cluster.prefix)")
     elif c.launcher == "prefix" and not c.prefix:
         found.append("cluster.launcher=prefix needs cluster.prefix, e.g. [srun, --nodes=1, --ntasks=1, --nodelist={host}]")
+    return found + value_problems(cfg)
+
+
+# Values from the config end up in argv the tool runs here (ssh, the prefix launcher) and in the
+# command a remote shell runs. A value that starts with '-' would be read as an option there
+# (ssh -oProxyCommand=... runs a local command), so host values must look like what they name.
+HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                      r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$")
+SSH_USER = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+INTERFACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$")  # Linux IFNAMSIZ: 15 characters
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# ssh's own option letters (OpenSSH ssh.c): those that take a value, and plain flags.
+SSH_VALUE_FLAGS = set("bceilmopBDEFIJLOPQRSwW")
+SSH_PLAIN_FLAGS = set("1246afgknqstvxACGKMNTVXYy")
+# ssh -o keywords that run a command or load code here (or replace the remote command).
+SSH_COMMAND_KEYWORDS = {"proxycommand", "proxyjump", "localcommand", "permitlocalcommand", "knownhostscommand",
+                        "pkcs11provider", "securitykeyprovider", "remotecommand"}
+# -F (a config file of the user's own, as tests/test_multinode_engine.py passes) stays allowed.
+SSH_COMMAND_FLAGS = {"J": "ProxyJump", "I": "PKCS11Provider"}
+
+
+def is_host(value: str) -> bool:
+    """An IPv4/IPv6 literal or a DNS-style host name; never anything that starts with '-'."""
+    try:
+        ip = ipaddress.ip_address(value)
+    except ValueError:
+        return bool(HOSTNAME.match(value))
+    scope = getattr(ip, "scope_id", None)  # fe80::1%eth0: the zone must be an interface name
+    return scope is None or bool(INTERFACE.match(scope))
+
+
+def is_ssh_destination(value: str) -> bool:
+    """``[user@]host``: no leading '-', no spaces, no shell metacharacters."""
+    user, at, host = value.rpartition("@")
+    return (not at or bool(SSH_USER.match(user))) and is_host(host)
+
+
+def ssh_option_problems(options: list[str]) -> list[str]:
+    """Read ``cluster.ssh_options`` the way ssh's getopt does; refuse every option that makes ssh run
+    a command here (ProxyCommand, LocalCommand, ProxyJump, ...) in any spelling (-oX=v, -o X=v,
+    -o 'X v', -vo X=v), and anything that is not an option (ssh would read it as the destination)."""
+    found: list[str] = []
+    i = 0
+    while i < len(options):
+        at, item = i, options[i]
+        i += 1
+        where = f"cluster.ssh_options.{at} {item!r}"
+        if not item.startswith("-") or item in ("-", "--"):
+            found.append(f"{where}: not an ssh option; list options only, e.g. [-p, '2222', -o, 'ConnectTimeout=5']")
+            continue
+        for k, flag in enumerate(item[1:], start=1):
+            if flag in SSH_PLAIN_FLAGS:
+                continue
+            if flag not in SSH_VALUE_FLAGS:
+                found.append(f"{where}: -{flag} is not an ssh option")
+                break
+            value = item[k + 1:]
+            if not value:
+                if i >= len(options):
+                    found.append(f"{where}: -{flag} needs a value")
+                    break
+                value, i = options[i], i + 1
+            if flag in SSH_COMMAND_FLAGS:
+                found.append(f"{where}: -{flag} ({SSH_COMMAND_FLAGS[flag]}) can run commands on this machine; "
+                             f"not allowed in cluster.ssh_options (set it in ~/.ssh/config if you need it)")
+            elif flag == "o":
+                # ssh's keyword: up to whitespace or '=', quotes dropped, any case.
+                keyword = re.split(r"[\s=]", value.strip().replace('"', ""), maxsplit=1)[0]
+                if keyword.lower() in SSH_COMMAND_KEYWORDS:
+                    found.append(f"{where}: -o {keyword} can run commands on this machine; not allowed in "
+                                 f"cluster.ssh_options (set it in ~/.ssh/config if you need it)")
+            break  # the value ends this element
+    return found
+
+
+def host_value_problems(index: int, host: HostConfig) -> list[str]:
+    """Every malformed value of one host, each a line naming cluster.hosts.<index>.<key>."""
+    found: list[str] = []
+    at = f"cluster.hosts.{index}"
+    if not is_host(str(host.address)):
+        found.append(f"{at}.address {host.address!r}: not an IP address or host name "
+                     f"(letters, digits, '-', '.'; no leading '-' or '.')")
+    if host.ssh is not None and not is_ssh_destination(str(host.ssh)):
+        found.append(f"{at}.ssh {host.ssh!r}: not an ssh destination ([user@]host, no leading '-')")
+    if host.interface is not None and not INTERFACE.match(str(host.interface)):
+        found.append(f"{at}.interface {host.interface!r}: not a network interface name "
+                     f"(1-15 letters, digits, '_', '.', ':', '-'; no leading '-')")
+    found += [f"{at}.env.{name}: not an environment variable name (letters, digits, '_')"
+              for name in host.env if not ENV_NAME.match(str(name))]
+    return found
+
+
+def value_problems(cfg: Config) -> list[str]:
+    """Every malformed cluster value (hosts, ssh options, env names, interpreter), all at once."""
+    c = cfg.cluster
+    found = [line for i, host in enumerate(c.hosts) for line in host_value_problems(i, host)]
+    found += ssh_option_problems([str(o) for o in c.ssh_options])
+    found += [f"env.{name}: not an environment variable name (letters, digits, '_'); every node gets it"
+              for name in cfg.env if not ENV_NAME.match(str(name))]
+    if c.python is not None and (not str(c.python).strip() or str(c.python).startswith("-")):
+        found.append(f"cluster.python {c.python!r}: not an interpreter path (e.g. /opt/venv/bin/python)")
     return found
 
 
@@ -94,13 +198,38 @@ def node_env(cfg: Config, host: HostConfig, extra: Mapping[str, str] | None = No
     return {**env, **host.env}
 
 
+PLACEHOLDER = re.compile(r"\{(host|address)\}")
+
+
+def is_shell_script_flag(part: str) -> bool:
+    """``-c`` or a cluster of short flags ending in it (``-lc``, ``-ec``): the next element is a script."""
+    return bool(re.fullmatch(r"-[A-Za-z]*c", part))
+
+
 def launcher_argv(cfg: Config, host: HostConfig, remote: list[str]) -> list[str]:
-    """The argv that runs ``remote`` on ``host``: ssh hands the remote shell one quoted string."""
+    """The argv that runs ``remote`` on ``host``.
+
+    ssh: ``ssh [defaults] [cluster.ssh_options] -- DEST 'REMOTE'``. The ``--`` ends ssh's options, so
+    the destination is never read as one; ssh hands the remote shell one string, so every element
+    of ``remote`` is quoted (``shlex.join``) and the remote shell gets back exactly ``remote``.
+
+    prefix: ``cluster.prefix`` with ``{host}`` (the host's ssh name, else its address) and
+    ``{address}`` filled in, then ``remote`` as further elements. No shell runs here, so a
+    substituted value stays one argument. The values are the validated ones (``problems``: no
+    leading '-', no spaces or shell metacharacters). An element right after ``-c`` (or ``-lc``,
+    ``-ec``: ``bash -c SCRIPT``, ``sh -c SCRIPT``) is a shell script, so there each value is
+    inserted ``shlex.quote``-d; write the placeholder bare there, not inside quotes of your own.
+    """
     c = cfg.cluster
+    dest = host.ssh or host.address
     if c.launcher == "ssh":
-        return ["ssh", *SSH_DEFAULTS, *c.ssh_options, host.ssh or host.address, shlex.join(remote)]
-    name = host.ssh or host.address
-    return [part.replace("{host}", name).replace("{address}", host.address) for part in c.prefix] + remote
+        return ["ssh", *SSH_DEFAULTS, *c.ssh_options, "--", dest, shlex.join(remote)]
+    values = {"host": dest, "address": host.address}
+    argv = []
+    for k, part in enumerate(c.prefix):
+        quote = shlex.quote if k and is_shell_script_flag(c.prefix[k - 1]) else str
+        argv.append(PLACEHOLDER.sub(lambda m: quote(values[m[1]]), part))
+    return argv + remote
 
 
 def plan_nodes(cfg: Config, vllm_cli: bool, python: str | None = None,
@@ -119,6 +248,9 @@ def plan_nodes(cfg: Config, vllm_cli: bool, python: str | None = None,
             continue
         # The follower goes through vLLM's serve command on both builds (its --headless path).
         follower = [python, "-m", FOLLOWER_MODULE, "--model", cfg.target.model, *flags]
+        bad = [name for name in env if not ENV_NAME.match(name)]
+        if bad:  # `env` on the host would read a name such as --split-string=... as its own option
+            raise UserError(*(f"environment variable name {name!r}: use letters, digits and '_' only" for name in bad))
         remote = ["env", *(f"{k}={v}" for k, v in env.items()), python, "-m", LIFELINE_MODULE, "--", *follower]
         nodes.append(NodeCommand(rank, host, argv, env, launcher_argv(cfg, host, remote), remote))
     return nodes

@@ -10,19 +10,27 @@ Weights are set by hand so that greedy acceptance is known exactly:
   The perfect draft uses ``succ``; the imperfect one is wrong on ``WRONG_TOKENS``.
 
 Only numpy, safetensors and tokenizers are needed: no torch, no network, same bytes every time.
+
+Safety: llama4spec only ever deletes or changes files it wrote. Every build leaves a marker
+(``MARKER``) recording the version and the SHA-256 of each file it wrote; only files the marker
+proves (same path, same bytes) are ever replaced or removed. A directory holding anything else
+is refused with one line (``UserError``) and left exactly as it was.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from llama4spec.tiny.paths import TINY_VERSION, tiny_root
+from llama4spec.errors import UserError
+from llama4spec.tiny.paths import KINDS, TINY_VERSION, describe_root, tiny_root
 
 VOCAB = 256
 HIDDEN = 256
@@ -199,28 +207,218 @@ def tokenizer_config() -> dict:
     }
 
 
-def _write_model(directory: Path, config: dict, tensors: dict[str, np.ndarray], tokenizer: bool) -> None:
-    from safetensors.numpy import save_file
+MARKER = ".llama4spec-tiny"  # JSON: who wrote the directory, the version and {path: sha256} of each file
+MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "generation_config.json")
+REQUIRED = tuple(f"{kind}/{name}" for kind in KINDS for name in MODEL_FILES) + ("VERSION",)
 
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-    save_file(tensors, str(directory / "model.safetensors"), metadata={"format": "pt"})
-    if tokenizer:
-        (directory / "tokenizer.json").write_text(tokenizer_json() + "\n")
-        (directory / "tokenizer_config.json").write_text(json.dumps(tokenizer_config(), indent=2) + "\n")
-        (directory / "generation_config.json").write_text(
+
+def _json_bytes(obj) -> bytes:
+    return (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode()
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def pair_files() -> dict[str, bytes]:
+    """Every file a build writes (except ``MARKER``): path relative to the root -> bytes."""
+    from safetensors.numpy import save
+
+    tokenizer = {
+        "tokenizer.json": (tokenizer_json() + "\n").encode(),
+        "tokenizer_config.json": (json.dumps(tokenizer_config(), indent=2) + "\n").encode(),
+        "generation_config.json": (
             json.dumps({"bos_token_id": BOS, "eos_token_id": EOS, "pad_token_id": PAD}, indent=2) + "\n"
-        )
+        ).encode(),
+    }
+    files: dict[str, bytes] = {}
+    models = {"target": target_files(), "draft": draft_files(False), "draft_imperfect": draft_files(True)}
+    for kind, (config, tensors) in models.items():
+        files[f"{kind}/config.json"] = _json_bytes(config)
+        files[f"{kind}/model.safetensors"] = save(tensors, metadata={"format": "pt"})
+        files |= {f"{kind}/{name}": data for name, data in tokenizer.items()}
+    files["VERSION"] = (TINY_VERSION + "\n").encode()
+    return files
 
 
-def build(root: Path) -> Path:
-    """Write the tiny pair into ``root`` (target/, draft/, draft_imperfect/)."""
-    root.mkdir(parents=True, exist_ok=True)
-    _write_model(root / "target", *target_files(), tokenizer=True)
-    _write_model(root / "draft", *draft_files(imperfect=False), tokenizer=True)
-    _write_model(root / "draft_imperfect", *draft_files(imperfect=True), tokenizer=True)
-    (root / "VERSION").write_text(TINY_VERSION + "\n")
+def _marker_bytes(hashes: dict[str, str]) -> bytes:
+    return _json_bytes({"written_by": "llama4spec", "contents": "tiny Llama 4 pair", "version": TINY_VERSION, "files": hashes})
+
+
+def _safe_rel(rel) -> bool:
+    parts = rel.split("/") if isinstance(rel, str) else []
+    return bool(parts) and not rel.startswith("/") and all(p not in ("", ".", "..") for p in parts) and rel != MARKER
+
+
+def _read_marker(root: Path) -> dict | None:
+    """The marker llama4spec wrote into ``root``, or None (absent, a symlink, or not one of ours)."""
+    path = root / MARKER
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("written_by") != "llama4spec" or not isinstance(data.get("version"), str):
+        return None
+    files = data.get("files")
+    if not isinstance(files, dict) or not all(_safe_rel(k) and isinstance(v, str) for k, v in files.items()):
+        return None
+    return data
+
+
+def _parents(rels) -> set[str]:
+    """Every directory (relative path) that holds one of ``rels``."""
+    out = set()
+    for rel in rels:
+        parts = rel.split("/")[:-1]
+        out |= {"/".join(parts[: i + 1]) for i in range(len(parts))}
+    return out
+
+
+def _walk(root: Path, into: set[str]):
+    """``(relative path, kind)`` under ``root`` without following symlinks; kind is dir, file or other.
+
+    Only descends into directories named in ``into`` (never into a user's own trees)."""
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        with os.scandir(root / rel if rel else root) as entries:
+            for entry in entries:
+                sub = f"{rel}/{entry.name}" if rel else entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    yield sub, "dir"
+                    if sub in into:
+                        stack.append(sub)
+                elif entry.is_file(follow_symlinks=False):
+                    yield sub, "file"
+                else:
+                    yield sub, "other"
+
+
+def _proven(root: Path, marker: dict | None, rel: str) -> bool:
+    """True when ``root/rel`` is a regular file whose bytes are what the marker says llama4spec wrote."""
+    if marker is None or rel not in marker["files"]:
+        return False
+    path = root / rel
+    try:
+        return not path.is_symlink() and path.is_file() and _sha256(path.read_bytes()) == marker["files"][rel]
+    except OSError:
+        return False
+
+
+def _first_foreign(root: Path, marker: dict | None) -> str | None:
+    """The first entry of ``root`` llama4spec did not write (per its marker), or None if all are its own."""
+    if marker is None:
+        with os.scandir(root) as entries:
+            return next((e.name for e in entries), None)
+    dirs = _parents(marker["files"])
+    for rel, kind in _walk(root, into=dirs):
+        if rel == MARKER or (kind == "dir" and rel in dirs):
+            continue
+        if kind != "file" or not _proven(root, marker, rel):
+            return rel
+    return None
+
+
+def is_complete(root: Path) -> bool:
+    """True when ``root`` holds a complete tiny pair of this version (marked, or an unmarked v2-era build)."""
+    try:
+        if not root.is_dir():
+            return False
+        marker = _read_marker(root)
+        if marker is not None:
+            if marker["version"] != TINY_VERSION:
+                return False
+        elif (root / "VERSION").read_bytes() != (TINY_VERSION + "\n").encode():
+            return False
+        return all((root / rel).is_file() for rel in REQUIRED)
+    except OSError:
+        return False
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write ``path`` through a fresh temporary file beside it (honours the umask; never half-written)."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _write_files(root: Path, files: dict[str, bytes], keep: dict[str, str]) -> None:
+    """Write ``files`` into ``root`` (skipping identical ones), then the marker (listing them and ``keep``)."""
+    hashes = dict(keep)
+    for rel, data in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        hashes[rel] = _sha256(data)
+        if not path.is_symlink() and path.is_file() and path.read_bytes() == data:
+            continue
+        _write_atomic(path, data)
+    _write_atomic(root / MARKER, _marker_bytes(hashes))
+
+
+def build_into(root: Path, force: bool = False) -> Path:
+    """Write the tiny pair into ``root`` (target/, draft/, draft_imperfect/, VERSION, MARKER).
+
+    ``root`` may be new, empty, or hold an earlier build. If it holds anything else, it is refused
+    unless ``force``; even then only llama4spec's own files are written: a file at one of its paths
+    that it did not write (per the marker, or byte-identical) is refused, and nothing is ever deleted.
+    Raises ``UserError`` with one line.
+    """
+    root = Path(root)
+    if root.is_symlink() and not root.exists():
+        raise UserError(f"{root} is a broken symbolic link; pick an empty or new directory")
+    if root.exists() and not root.is_dir():
+        raise UserError(f"{root} is a file, not a directory; pick an empty or new directory")
+    files = pair_files()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        marker = _read_marker(root)
+        ours = _parents(files) | (_parents(marker["files"]) if marker else set())
+        foreign, clashes = [], []
+        for rel, kind in _walk(root, into=ours):
+            if rel == MARKER:
+                if marker is None:
+                    clashes.append(rel)
+            elif rel in files:
+                if kind != "file" or not (_proven(root, marker, rel) or (root / rel).read_bytes() == files[rel]):
+                    clashes.append(rel)
+            elif rel in ours:
+                if kind != "dir":
+                    clashes.append(rel)
+            elif not _proven(root, marker, rel):
+                foreign.append(rel)
+        if clashes:
+            raise UserError(
+                f"{root / clashes[0]} exists and was not written by llama4spec; pick an empty or new directory "
+                "(llama4spec never deletes or changes files it did not write)"
+            )
+        if foreign and not force:
+            raise UserError(
+                f"{root} has other files (e.g. {foreign[0]}); pick an empty directory or pass --force "
+                "(llama4spec never deletes files it did not write)"
+            )
+        # Files an earlier build wrote that this one does not: still ours, left in place and listed.
+        keep = {rel: marker["files"][rel] for rel in (marker or {}).get("files", {}) if rel not in files and _proven(root, marker, rel)}
+        _write_files(root, files, keep)
+    except OSError as err:
+        raise UserError(f"cannot write the tiny pair into {root}: {_why(err, root)}") from None
     return root
+
+
+def build(root: Path, force: bool = False) -> Path:
+    """Same as ``build_into`` (kept for callers of the old name)."""
+    return build_into(root, force=force)
+
+
+def _why(err: OSError, fallback: Path) -> str:
+    return f"{err.filename or fallback}: {err.strerror or err}"
 
 
 def ensure_for(cfg) -> None:
@@ -232,20 +430,132 @@ def ensure_for(cfg) -> None:
 
 
 def ensure_built(root: Path | None = None) -> Path:
-    """Build the tiny pair once (cached); an interrupted build never leaves a half-written cache."""
-    root = root or tiny_root()
-    if (root / "VERSION").is_file():
+    """Build the tiny pair once (cached); an interrupted build never leaves a half-written cache.
+
+    ``root`` (default ``tiny_root()``) may be missing, an empty directory, or a cache llama4spec
+    wrote (an older or damaged one is replaced only when its marker proves every file in it).
+    Anything else raises ``UserError`` with one line and is left untouched: this function never
+    deletes a directory or file it did not create.
+    """
+    root = Path(root) if root is not None else tiny_root()
+    if is_complete(root):
         return root
-    root.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tiny-", dir=root.parent))
-    try:
-        build(tmp)
+    where, pick = describe_root(root)
+    fix = f"{pick}, or move that one away yourself"
+    if root.is_symlink():
+        if not root.exists():
+            raise UserError(f"{where}: that path is a broken symbolic link; {fix}")
+        root = root.resolve()
+    if root.exists() and not root.is_dir():
+        raise UserError(f"{where}: that path is a file, not a directory; {fix}")
+    marker = None
+    if root.is_dir():
         try:
-            os.replace(tmp, root)
-        except OSError:  # another process won the race, or root exists without VERSION
-            if not (root / "VERSION").is_file():
-                shutil.rmtree(root, ignore_errors=True)
-                os.replace(tmp, root)
+            marker = _read_marker(root)
+            foreign = _first_foreign(root, marker)
+        except OSError as err:
+            raise UserError(f"{where}: cannot read that directory ({_why(err, root)}); {fix}") from None
+        if foreign is not None:
+            if marker is None and _looks_like_old_cache(root):
+                what = "it looks like an older tiny-model cache but has no llama4spec marker proving who wrote it"
+            elif marker is None:
+                what = f"that directory exists and is not a tiny-model cache (it holds {foreign})"
+            else:
+                what = f"that tiny-model cache also holds files llama4spec did not write (e.g. {foreign})"
+            raise UserError(f"{where}: {what}; {fix} (llama4spec never deletes files it did not write)")
+    # Empty or missing: build; marked and holding only llama4spec's own files: replace.
+    return _install(root, where, pick, replace_old=marker is not None)
+
+
+def _looks_like_old_cache(root: Path) -> bool:
+    """An unmarked directory shaped like an earlier build (VERSION says vN, a model directory beside it)."""
+    try:
+        version = (root / "VERSION").read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return version[:1] == "v" and version[1:].isdigit() and any((root / kind).is_dir() for kind in KINDS)
+
+
+def _install(root: Path, where: str, pick: str, replace_old: bool) -> Path:
+    """Build beside ``root`` in a fresh temporary directory, then rename it into place."""
+    fix = f"{pick} you can write to"
+    parent = root.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        tmp: Path | None = Path(tempfile.mkdtemp(prefix=".tiny-", dir=parent))
+    except OSError as err:
+        raise UserError(f"{where}: cannot create a directory there ({_why(err, parent)}); {fix}") from None
+    old: Path | None = None
+    try:
+        try:
+            _write_files(tmp, pair_files(), keep={})
+        except OSError as err:
+            raise UserError(f"{where}: cannot write the tiny pair beside it ({_why(err, tmp)}); {fix}") from None
+        if replace_old:
+            old = _move_aside(root, where, fix)
+        try:
+            os.replace(tmp, root)  # also takes the place of an empty directory
+            tmp = None
+        except OSError as err:
+            if not is_complete(root):  # else another process finished first: fine
+                raise UserError(f"{where}: cannot put the tiny pair there ({_why(err, root)}); {fix}") from None
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)  # created by this call
+        if old is not None:
+            _remove_own(old)
     return root
+
+
+def _move_aside(root: Path, where: str, fix: str) -> Path | None:
+    """Rename llama4spec's old cache at ``root`` into a private directory; None if it is already gone.
+
+    Its contents are checked again once private (nothing can change them there): if anything in it
+    is not proven llama4spec's own, it is put back (or, if that fails, left where the message says)."""
+    try:
+        aside = Path(tempfile.mkdtemp(prefix=".tiny-old-", dir=root.parent))
+    except OSError as err:
+        raise UserError(f"{where}: cannot replace the old tiny-model cache ({_why(err, root.parent)}); {fix}") from None
+    old = aside / "old"
+    try:
+        os.rename(root, old)
+    except FileNotFoundError:
+        aside.rmdir()
+        return None
+    except OSError as err:
+        aside.rmdir()
+        raise UserError(f"{where}: cannot replace the old tiny-model cache ({_why(err, root)}); {fix}") from None
+    try:
+        clean = _first_foreign(old, _read_marker(old)) is None
+    except OSError:
+        clean = False
+    if clean:
+        return old
+    try:
+        os.rename(old, root)
+    except OSError:
+        raise UserError(
+            f"{where}: files appeared in it while llama4spec was replacing its old cache; they are untouched in {old}"
+        ) from None
+    try:
+        aside.rmdir()
+    except OSError:
+        pass
+    raise UserError(f"{where}: files appeared in it while llama4spec was replacing its old cache; {fix}")
+
+
+def _remove_own(old: Path) -> None:
+    """Remove llama4spec's moved-aside cache: only files its marker proves, then the emptied directories."""
+    marker = _read_marker(old)
+    files = (marker or {}).get("files", {})
+    doomed = [old / rel for rel in files if _proven(old, marker, rel)] + ([old / MARKER] if marker else [])
+    for path in doomed:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+    for path in [old / rel for rel in sorted(_parents(files), key=lambda r: -r.count("/"))] + [old, old.parent]:
+        try:
+            path.rmdir()  # only if now empty
+        except OSError:
+            pass

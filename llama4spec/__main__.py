@@ -1,4 +1,4 @@
-from llama4spec.cli import main
+from llama4spec.cli.main import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

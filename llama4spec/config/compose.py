@@ -1,14 +1,15 @@
-"""Compose the config from ``conf/`` with Hydra and turn Hydra's errors into one clear line."""
+"""Compose the config with Hydra from the package's ``llama4spec.conf`` (the repository's top-level
+``conf/``, carried in the wheel as package data) plus the user's own config directories named by
+``hydra.searchpath``; turn Hydra's errors into one clear line."""
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from hydra import compose, initialize_config_dir
+from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, OmegaConf
 
@@ -17,15 +18,28 @@ from llama4spec.errors import UserError
 from llama4spec.tiny.paths import tiny_path
 
 
+_GROUPS = ("target", "draft", "parallel", "memory", "serve", "bench", "dataset", "hardware", "cluster", "experiment")
+
+
+def _example(group: str) -> str:
+    return {"target": "llama4_scout", "draft": "none", "parallel": "tp4", "memory": "default"}.get(group, "...")
+
+
 class ConfigError(UserError):
     """A user mistake in an override or config file; the message names the problem and the fix."""
 
 
+CONF_MODULE = "llama4spec.conf"
+SEARCHPATH = "hydra.searchpath"
+# Targets whose defaults for other groups live in <group>/for/<target>.yaml.
+TARGET_DEFAULTS = ("draft", "memory", "bench", "dataset", "hardware")
+
+
 def conf_dir() -> Path:
-    env = os.environ.get("LLAMA4SPEC_CONF")
-    if env:
-        return Path(env).resolve()
-    return Path(__file__).resolve().parents[2] / "conf"
+    """The shipped config directory (inside the installed package, or the checkout's ``conf/``)."""
+    import importlib.resources
+
+    return Path(str(importlib.resources.files(CONF_MODULE)))
 
 
 def _register_resolvers() -> None:
@@ -33,8 +47,45 @@ def _register_resolvers() -> None:
         OmegaConf.register_new_resolver("tiny_dir", lambda which: str(tiny_path(which)))
 
 
-def group_options(group: str) -> list[str]:
-    return sorted(p.stem for p in (conf_dir() / group).glob("*.yaml"))
+def _searchpath_dirs(overrides: Sequence[str]) -> list[Path]:
+    dirs: list[Path] = []
+    for o in overrides:
+        if o.startswith(SEARCHPATH + "="):
+            for item in o.split("=", 1)[1].strip("[]").split(","):
+                item = item.strip().strip("'\"")
+                if item.startswith("file://"):
+                    dirs.append(Path(item.removeprefix("file://")))
+    return dirs
+
+
+def group_options(group: str, overrides: Sequence[str] = ()) -> list[str]:
+    """The options of a config group: shipped ones and those in ``hydra.searchpath`` directories."""
+    found = {p.stem for d in (conf_dir(), *_searchpath_dirs(overrides)) for p in (d / group).glob("*.yaml")}
+    return sorted(found)
+
+
+def split_overrides(overrides: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(overrides, problems): ``hydra.searchpath`` is the one ``hydra.*`` override accepted; others
+    would be silently ignored by this tool, so they are refused with what to use instead."""
+    kept, problems = [], []
+    for o in overrides:
+        key = o.split("=", 1)[0].lstrip("+~")
+        if key == SEARCHPATH:
+            value = o.split("=", 1)[1] if "=" in o else ""
+            items = [i.strip().strip("'\"") for i in value.strip("[]").split(",") if i.strip()]
+            bad = [i for i in items if not i.startswith(("file://", "pkg://"))]
+            if bad or not items:
+                problems.append(f"{o}: hydra.searchpath takes a list of config directories, "
+                                f"e.g. hydra.searchpath=[file:///path/to/my_conf]")
+            else:
+                kept.append(o)
+        elif key == "hydra" or key.startswith("hydra."):
+            problems.append(f"'{o}': llama4spec does not use Hydra's {key} setting; the only hydra override it "
+                            f"takes is hydra.searchpath=[file://DIR] (your own config groups); run directories "
+                            f"are set with --runs-dir or --json")
+        else:
+            kept.append(o)
+    return kept, problems
 
 
 @dataclass
@@ -51,12 +102,17 @@ def _friendly(err: Exception, overrides: Sequence[str]) -> str:
         override = msg.removeprefix("Error merging override").strip()
         cause = str(err.__cause__).strip().splitlines()[0]
         return f"cannot apply override '{override}': {cause}"
+    m = re.search(r"Could not find '([\w/]+)/for/([^']+)'", msg)
+    if m:
+        group, target = m.group(1).split("/")[-1], m.group(2)
+        return (f"target={target} brings no default {group}: name one ({group}=OPTION; options: "
+                f"{', '.join(group_options(group, overrides))}) or add {group}/for/{target}.yaml to your config directory")
     m = re.search(r"Could not find '([\w/]+)/([^']+)'", msg) or re.search(
         r"In '[^']*': Could not find '([\w/]+)/([^']+)'", msg
     )
     if m:
         group, option = m.group(1).split("/")[-1], m.group(2)
-        valid = ", ".join(group_options(group)) or "(none)"
+        valid = ", ".join(group_options(group, overrides)) or "(none)"
         return f"unknown {group} option '{option}'; valid options: {valid}"
     m = re.search(r"Key '([^']+)' (?:is not in struct|not in '?(\w+)'?)", msg)
     if m or "not in struct" in msg:
@@ -104,13 +160,28 @@ def compose_config(overrides: Sequence[str] = ()) -> Composed:
     register()
     _register_resolvers()
     overrides = list(overrides)
+    kept, problems = split_overrides(overrides)
+    for o in kept:
+        group, _, option = o.partition("=")
+        if group.lstrip("+~") in _GROUPS and ("/" in option or ".." in option or option.startswith("~")):
+            problems.append(f"'{o}': a {group} option is a name such as {group}={_example(group)}, not a path; "
+                            f"your own options go in a directory named by hydra.searchpath=[file://DIR]")
+    if problems:
+        raise ConfigError(*problems)
     GlobalHydra.instance().clear()
     try:
-        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-            cfg = compose(config_name="config", overrides=overrides, return_hydra_config=True)
+        with initialize_config_module(config_module=CONF_MODULE, version_base="1.3"):
+            cfg = compose(config_name="config", overrides=kept, return_hydra_config=True)
             picked = OmegaConf.to_container(cfg.hydra.runtime.choices).items()
             # Hydra lists choices last-first; keep the defaults list's order (target, draft, ...).
+            # A group left to the target's default shows the option it resolved to.
             choices = {k: v for k, v in reversed(list(picked)) if not k.startswith("hydra") and v is not None}
+            for group, option in choices.items():
+                if option.startswith("for/"):
+                    name = OmegaConf.select(cfg, f"{group}.name")
+                    choices[group] = str(name) if name else option
+            order = {g: i for i, g in enumerate(_GROUPS)}
+            choices = dict(sorted(choices.items(), key=lambda kv: order.get(kv[0], len(order))))
             with_hydra = cfg
             OmegaConf.set_struct(with_hydra, False)
             del with_hydra["hydra"]

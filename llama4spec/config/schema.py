@@ -20,12 +20,7 @@ class TargetConfig:
     tokenizer: Optional[str] = None
     dtype: str = "auto"
     quantization: Optional[str] = None
-    trust_remote_code: bool = False
-    # Architecture facts used for up-front checks (read from config.json for local models).
-    num_attention_heads: Optional[int] = None
-    num_key_value_heads: Optional[int] = None
-    vocab_size: Optional[int] = None
-    max_position_embeddings: Optional[int] = None
+    trust_remote_code: bool = False  # only when asked for: runs the model repository's own code
 
 
 @dataclass
@@ -102,6 +97,11 @@ class GenerationConfig:
 
 
 @dataclass
+class OfflineConfig:
+    baseline: bool = False  # also run the same prompts without a draft and compare
+
+
+@dataclass
 class HardwareConfig:
     """One accelerator type, for memory planning (memory per device as the runtime reports it)."""
 
@@ -149,7 +149,7 @@ class Config:
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     hardware: HardwareConfig = field(default_factory=HardwareConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
-    compare: bool = False
+    offline: OfflineConfig = field(default_factory=OfflineConfig)
     env: dict[str, str] = field(default_factory=dict)
 
 

@@ -1,10 +1,15 @@
-"""One validation pass over a composed config: every problem at once, in the user's words."""
+"""One validation pass over a composed config: every problem at once, in the user's words.
+
+The one place for config rules that need no model file; ``validate``, ``serve``, ``offline``,
+``run``, ``doctor`` and ``memory`` all go through it."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
+from llama4spec.config.layout import layout_problems
 from llama4spec.config.schema import Config
 from llama4spec.tiny.paths import is_tiny_path
 
@@ -33,7 +38,76 @@ def _check_model(key: str, model: str | None, problems: list[str]) -> None:
             problems.append(f"{key}: '{model}' has no config.json; point it at a model directory")
 
 
+# vLLM 0.32's accepted values (vllm/config/model.py ModelDType, vllm/config/cache.py CacheDType).
+DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
+KV_CACHE_DTYPES = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla",
+                   "nvfp4_ds_mla", "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc",
+                   "ultraquant_4bit", "int4_per_token_head", "int8_per_token_head", "fp8_per_token_head", "nvfp4",
+                   "nvfp4_4over6")
+MAX_LOOKAHEAD = 32
+# Flags the tool sets itself from the config; repeating them in extra_args would contradict it.
+OWN_SERVE_FLAGS = ("--host", "--port", "--model", "--speculative-config", "--api-key")
+
+
+def _at_least(problems: list[str], key: str, value, low: float = 1, optional: bool = True) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < low or value != value:
+        problems.append(f"{key}={value}: must be at least {low:g}")
+
+
+def _values(cfg: Config, problems: list[str]) -> None:
+    """Every number and name that vLLM would reject, or that would make a run meaningless."""
+    s, b, m, g, d = cfg.serve, cfg.bench, cfg.memory, cfg.generation, cfg.draft
+    if not 1 <= s.port <= 65535:
+        problems.append(f"serve.port={s.port}: must be a port number (1-65535)")
+    if not s.host or any(c.isspace() for c in s.host) or s.host.startswith("-"):
+        problems.append(f"serve.host '{s.host}': must be an address or host name, e.g. 127.0.0.1")
+    _at_least(problems, "serve.health_timeout_s", s.health_timeout_s, 1, optional=False)
+    for arg in s.extra_args:
+        flag = arg.split("=", 1)[0]
+        if flag in OWN_SERVE_FLAGS:
+            problems.append(f"serve.extra_args repeats {flag}, which llama4spec sets from the config; "
+                            f"use {_own_flag_hint(flag)} instead")
+    if s.api_key_env is not None and not os.environ.get(s.api_key_env):
+        problems.append(f"serve.api_key_env={s.api_key_env}: that variable is unset or empty, so the server "
+                        f"would start without its API key; export {s.api_key_env} or drop serve.api_key_env")
+    if not 0 <= cfg.lookahead <= MAX_LOOKAHEAD:
+        problems.append(f"lookahead={cfg.lookahead}: must be between 1 and {MAX_LOOKAHEAD}")
+    if cfg.target.dtype not in DTYPES:
+        problems.append(f"target.dtype '{cfg.target.dtype}' is not one of vLLM's: {', '.join(DTYPES)}")
+    if m.kv_cache_dtype not in KV_CACHE_DTYPES:
+        problems.append(f"memory.kv_cache_dtype '{m.kv_cache_dtype}' is not one of vLLM's: {', '.join(KV_CACHE_DTYPES)}")
+    for key in ("max_model_len", "max_num_seqs", "max_num_batched_tokens", "cpu_kvcache_space_gib"):
+        _at_least(problems, f"memory.{key}", getattr(m, key))
+    _at_least(problems, "draft.max_model_len", d.max_model_len)
+    _at_least(problems, "bench.max_concurrency", b.max_concurrency, optional=False)
+    _at_least(problems, "bench.num_prompts", b.num_prompts, optional=False)
+    _at_least(problems, "bench.input_len", b.input_len)
+    _at_least(problems, "bench.output_len", b.output_len)
+    if b.temperature < 0 or g.temperature < 0:
+        problems.append("temperature must be 0 (greedy) or positive (bench.temperature, generation.temperature)")
+    if str(b.request_rate) != "inf":
+        try:
+            rate = float(b.request_rate)
+        except ValueError:
+            rate = -1.0
+        if not rate > 0 or rate != rate:
+            problems.append(f"bench.request_rate={b.request_rate}: give requests per second (> 0) or inf")
+    for key, value in cfg.env.items():
+        if not isinstance(value, str):
+            problems.append(f"env.{key}: values must be strings (got {value!r}); quote it")
+
+
+def _own_flag_hint(flag: str) -> str:
+    return {"--host": "serve.host=ADDR", "--port": "serve.port=N", "--model": "target.model=...",
+            "--speculative-config": "draft=... and lookahead=N",
+            "--api-key": "serve.api_key_env=VAR (the key is read from that variable, never put on argv)"}[flag]
+
+
 def validate(cfg: Config) -> list[str]:
+    """The config rules that need no model: every problem at once. Rules that read a model's
+    config.json (heads, vocabulary, positions, chunked attention) live in the doctor."""
     problems: list[str] = []
     d, p, t = cfg.draft, cfg.parallel, cfg.target
     _check_model("target.model", t.model, problems)
@@ -62,23 +136,11 @@ def validate(cfg: Config) -> list[str]:
             f"parallel.draft_tensor_parallel_size={p.draft_tensor_parallel_size}: vLLM needs 1 or the "
             f"target's tensor_parallel_size ({tp})"
         )
-    if tp >= 1 and t.num_attention_heads and t.num_attention_heads % tp:
-        problems.append(
-            f"parallel.tensor_parallel_size={tp} does not divide the target's {t.num_attention_heads} "
-            f"attention heads; pick a divisor of {t.num_attention_heads}"
-        )
-    if d.method in ("eagle", "eagle3") and cfg.serve.enable_prefix_caching:
-        problems.append(
-            "serve.enable_prefix_caching=true with an EAGLE draft on Llama 4 fails at the first request "
-            "(chunked local attention); set serve.enable_prefix_caching=false"
-        )
     m = cfg.memory
     if m.gpu_memory_utilization is not None and not 0 < m.gpu_memory_utilization <= 1:
         problems.append(f"memory.gpu_memory_utilization={m.gpu_memory_utilization}: must be in (0, 1]")
-    if m.max_model_len is not None and t.max_position_embeddings and m.max_model_len > t.max_position_embeddings:
-        problems.append(
-            f"memory.max_model_len={m.max_model_len} exceeds the target's {t.max_position_embeddings} positions"
-        )
+    _values(cfg, problems)
+    problems.extend(layout_problems(cfg))
     if cfg.dataset.name == "jsonl" and cfg.dataset.path in (None, "???"):
         problems.append("dataset=jsonl needs a file: add dataset.path=FILE (one {\"prompt\": ...} per line)")
     elif cfg.dataset.name == "jsonl" and not Path(cfg.dataset.path).is_file():

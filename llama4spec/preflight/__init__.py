@@ -18,12 +18,12 @@ from llama4spec.preflight.sources import load
 __all__ = ["gate", "pairing", "device_memory_gib", "examine", "Finding", "Pairing"]
 
 
-def pairing(cfg: Config) -> Pairing:
+def pairing(cfg: Config, network: bool = True) -> Pairing:
     """Both models' config.json for ``cfg`` (the draft only for eagle/eagle3); UserError if unreadable."""
-    target = load(cfg.target.model, "target.model")
+    target = load(cfg.target.model, "target.model", network)
     draft = None
     if cfg.draft.method in ("eagle", "eagle3") and cfg.draft.model:
-        draft = load(cfg.draft.model, "draft.model")
+        draft = load(cfg.draft.model, "draft.model", network)
     return Pairing(cfg, target, draft)
 
 

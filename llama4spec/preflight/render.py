@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from llama4spec.preflight.doctor import ERROR, WARNING, Finding
-from llama4spec.preflight.plan import GIB, Plan
+from llama4spec.preflight.memory import GIB, MemoryPlan
 from llama4spec.preflight.sources import ModelConfig
 
 STYLE = {ERROR: "bold red", WARNING: "yellow", "info": "cyan"}
@@ -39,7 +39,7 @@ def _gib(n: float) -> str:
     return f"{n / GIB:,.2f} GiB"
 
 
-def plan(console: Console, p: Plan) -> None:
+def memory_plan(console: Console, p: MemoryPlan) -> None:
     per_node = -(-p.devices // p.nnodes)
     title = (f"memory plan per device: {p.hardware} ({_gib(p.device_memory)}), {p.devices} device(s)"
              + (f" over {p.nnodes} nodes ({per_node} per node)" if p.nnodes > 1 else ""))

@@ -117,8 +117,9 @@ def _from_hub(model_id: str) -> Path | None:
         return None
 
 
-def load(ref: str, key: str = "model") -> ModelConfig:
-    """The config.json of ``ref`` (hub id or directory); raises UserError when there is none."""
+def load(ref: str, key: str = "model", network: bool = True) -> ModelConfig:
+    """The config.json of ``ref`` (hub id or directory); raises UserError when there is none.
+    Without ``network`` only local directories, the local cache and bundled copies are read."""
     if is_tiny_path(ref) and not Path(ref, "config.json").is_file():
         from llama4spec.tiny.build import ensure_built
 
@@ -132,14 +133,15 @@ def load(ref: str, key: str = "model") -> ModelConfig:
     cached = _from_cache(ref)
     if cached is not None:
         return ModelConfig(ref, read_config(cached, key), "cache", cached)
-    if not hub_offline():
+    if network and not hub_offline():
         fetched = _from_hub(ref)
         if fetched is not None:
             return ModelConfig(ref, read_config(fetched, key), "hub", fetched)
     copy = bundled(ref)
     if copy is not None:
         return ModelConfig(ref, read_config(copy, key), "bundled", copy)
-    how = "offline (HF_HUB_OFFLINE is set)" if hub_offline() else "the hub could not be reached"
+    how = ("offline (HF_HUB_OFFLINE is set)" if hub_offline() else
+           "the hub was not asked" if not network else "the hub could not be reached")
     raise UserError(
         f"{key}: no config.json for '{ref}': it is not in the local Hugging Face cache and {how}; "
         f"fetch it once with `hf download {ref} config.json`, or point {key} at a local directory"

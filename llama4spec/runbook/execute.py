@@ -1,5 +1,9 @@
-"""Executing a plan: servers in an ExitStack (teardown registered the moment each starts),
-progress step by step, and a run record updated after every step.
+"""The one executor: runbooks and one-step CLI commands alike.
+
+Before anything starts it runs the doctor once per engine step, checks every port and host
+once, and builds the tiny models if a step uses them. Servers live in one ExitStack (teardown
+registered the moment each starts, so this is teardown's one owner); the run's status is
+rewritten after every step, so a later failure loses nothing.
 """
 
 from __future__ import annotations
@@ -11,64 +15,36 @@ from typing import Any, Callable, Mapping
 
 from omegaconf import OmegaConf
 from rich.console import Console
+from rich.markup import escape
 
-from llama4spec import compare
 from llama4spec.config.compose import Composed
+from llama4spec.engine.secrets import redact_env
 from llama4spec.errors import UserError
+from llama4spec.results.bench import BenchRecord
+from llama4spec.results.provenance import host, public_config, versions, write_json
+from llama4spec.runbook import steps as step_kinds
 from llama4spec.runbook.plan import Plan, PlannedStep
-from llama4spec.runbook.record import host, public_config, redact_env, versions, write_json
-from llama4spec.server import Server, ServerError, log_tail, port_in_use, sigterm_unwinds
+from llama4spec.runbook.rundir import STATUS
+from llama4spec.runbook.steps import StepFailed
+from llama4spec.serving.process import log_tail, port_in_use, sigterm_unwinds
 
 Gate = Callable[[Composed, str], None]
-
-
-class StepFailed(Exception):
-    def __init__(self, message: str, tail: list[str] | None = None):
-        super().__init__(message)
-        self.tail = tail or []
-
-
-def _secrets(step: PlannedStep, environ: Mapping[str, str]) -> dict[str, str]:
-    return {name: environ[src] for name, src in step.secret_env.items() if environ.get(src)}
-
-
-@contextlib.contextmanager
-def _environment(env: Mapping[str, str]):
-    """Set ``env`` in this process for the duration of an in-process step, then restore it."""
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-def _figures(record: dict[str, Any]) -> dict[str, Any]:
-    result = record.get("result") or {}
-    acc = record.get("acceptance") or {}
-    keys = ("request_throughput", "output_throughput", "total_token_throughput", "mean_ttft_ms",
-            "median_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms",
-            "mean_itl_ms", "median_itl_ms", "p99_itl_ms", "completed", "failed")
-    figures = {k: result.get(k) for k in keys if k in result}
-    figures["mean_acceptance_length"] = acc.get("mean_acceptance_length")
-    figures["acceptance_rate_per_position"] = acc.get("acceptance_rate_per_position")
-    return figures
+ENGINE_KINDS = ("serve", "offline")
 
 
 class Run:
     """One execution of a plan and its record."""
 
     def __init__(self, plan: Plan, console: Console, environ: Mapping[str, str] | None = None,
-                 finished: Mapping[str, dict[str, Any] | None] | None = None):
+                 finished: Mapping[str, BenchRecord | None] | None = None):
         self.plan, self.console = plan, console
         self.finished = dict(finished or {})  # resuming: step id -> its record (benches) or None
         self.environ = dict(os.environ if environ is None else environ)
         self.dir = plan.run_dir
-        self.servers: dict[str, Server] = {}
+        self.servers: dict[str, Any] = {}
+        self.results: dict[str, BenchRecord] = {}
+        self.comparisons: dict[str, str] = {}
+        self.stack = contextlib.ExitStack()
         self.summary: dict[str, Any] = {
             "runbook": plan.runbook.name,
             "runbook_path": str(plan.runbook.path),
@@ -77,10 +53,17 @@ class Run:
             "status": "running",
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "steps": [{"id": p.id, "kind": p.kind, "status": "pending"} for p in plan.steps],
-            "comparisons": {},
+            "comparisons": self.comparisons,
         }
         if finished is not None:
             self.summary["resumed"] = True
+
+    def say(self, text: str) -> None:
+        self.console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    def secrets(self, p: PlannedStep) -> dict[str, str]:
+        """The step's secret environment, read from the variables named in the plan."""
+        return {name: self.environ[src] for name, src in p.secret_env.items() if self.environ.get(src)}
 
     # -- records -----------------------------------------------------------------------------
     def _secret_values(self) -> tuple[str, ...]:
@@ -88,19 +71,25 @@ class Run:
         return tuple(self.environ[n] for n in names if self.environ.get(n))
 
     def write_start(self) -> None:
+        if not self.plan.record:
+            return
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / "runbook.yaml").write_text(self.plan.runbook.path.read_text())
         write_json(self.dir / "plan.json", self.plan.to_record())
         env = {**self.environ, **self.plan.runbook.env}
         write_json(self.dir / "environment.json", redact_env(env, self._secret_values()))
         write_json(self.dir / "host.json", {"versions": versions(), "host": host()})
-        for p in self.plan.steps:
-            if p.composed is not None and "config_file" in p.artifacts:
-                p.artifacts["config_file"].write_text(OmegaConf.to_yaml(public_config(p.composed.raw)))
         self.write_summary()
 
+    def write_config(self, p: PlannedStep) -> None:
+        if self.plan.record and p.composed is not None and "config_file" in p.artifacts:
+            p.artifacts["config_file"].parent.mkdir(parents=True, exist_ok=True)
+            p.artifacts["config_file"].write_text(OmegaConf.to_yaml(public_config(p.composed.raw)))
+
     def write_summary(self) -> None:
-        write_json(self.dir / "summary.json", self.summary)
+        if not self.plan.record:
+            return
+        write_json(self.dir / STATUS, self.summary)
         (self.dir / "summary.md").write_text(self.markdown())
 
     def markdown(self) -> str:
@@ -115,111 +104,69 @@ class Run:
         for st in s["steps"]:
             if st.get("error"):
                 lines += ["", f"{st['id']} failed: {st['error']}"]
-        for step_id, table in s["comparisons"].items():
+        for step_id, table in self.comparisons.items():
             lines += ["", f"## {step_id}", "", table]
         return "\n".join(lines) + "\n"
 
     def _entry(self, step_id: str) -> dict[str, Any]:
         return next(e for e in self.summary["steps"] if e["id"] == step_id)
 
-    # -- steps -------------------------------------------------------------------------------
-    def serve(self, p: PlannedStep, stack: contextlib.ExitStack) -> dict[str, Any]:
-        cfg = p.composed.cfg
-        if p.nodes:  # every node started, watched and stopped together; a log per node
-            from llama4spec.multinode.serve import start_nodes, step_logs
-
-            server = start_nodes(cfg, p.nodes, step_logs(p), _secrets(p, self.environ), name=f"server '{p.id}'")
-        else:
-            server = Server(p.exec_argv, host=cfg.serve.host, port=cfg.serve.port, log_path=p.artifacts["log"],
-                            env={**p.env, **_secrets(p, self.environ)}, health_timeout_s=cfg.serve.health_timeout_s,
-                            name=f"server '{p.id}'")
-        try:
-            server.start()
-        except ServerError as err:
-            self._entry(p.id)["result"] = {"pid": server.proc.pid if server.proc else None}
-            raise StepFailed(str(err), err.log_tail) from None
-        stack.callback(server.stop)
-        self.servers[p.id] = server
-        return {"url": server.url, "ready_after_s": server.ready_after_s, "pid": server.proc.pid}
-
-    def stop(self, p: PlannedStep) -> dict[str, Any]:
-        self.servers[p.step.server].stop()
-        return {}
-
-    def bench(self, p: PlannedStep) -> dict[str, Any]:
-        from llama4spec.bench import run_bench
-
-        server = self.servers[p.step.server]
-        if not server.alive():
-            raise StepFailed(f"server '{p.step.server}' is no longer running; its log: {server.log_path}",
-                             log_tail(server.log_path))
-        out = run_bench(p.composed.cfg, p.url, self.dir, p.id, label=p.step.label or p.id,
-                        extra_args=p.step.extra_args, environ=self.environ)
-        if not out.ok:
-            raise StepFailed(out.failure, log_tail(out.log_path, 15))
-        return _figures(out.record)
-
-    def offline(self, p: PlannedStep) -> dict[str, Any]:
-        from llama4spec.offline import run_offline
-
-        with _environment(p.env):  # the step's planned environment (runbook env + engine env), as shown
-            code = run_offline(p.composed, json_path=p.artifacts["record"], console=self.console)
-        if code != 0:
-            raise StepFailed(f"offline run exited with code {code}")
-        return {}
-
-    def compare(self, p: PlannedStep) -> dict[str, Any]:
-        try:
-            base, cand = compare.load(p.inputs["baseline"]), compare.load(p.inputs["candidate"])
-        except UserError as err:
-            raise StepFailed("; ".join(err.problems)) from None
-        compare.render(self.console, base, cand)
-        table = compare.markdown(base, cand)
-        p.artifacts["table"].write_text(table)
-        self.summary["comparisons"][p.id] = table
-        return {label: {"baseline": a, "candidate": b, "speedup": s} for label, a, b, s in compare.rows(base, cand)}
-
-    def sweep(self, p: PlannedStep) -> dict[str, Any]:
-        from llama4spec.sweep.step import run_report
-
-        text, record = run_report(self.plan, p, self.console)
-        self.summary["comparisons"][p.id] = text
-        return record
-
     # -- the run -----------------------------------------------------------------------------
+    def _step(self, n: int, p: PlannedStep) -> bool:
+        """Run one step; False when it failed."""
+        total, entry = len(self.plan.steps), self._entry(p.id)
+        if self.plan.record or total > 1:
+            self.say(f"[{n}/{total}] {p.id}: {p.kind}")
+        if p.id in self.finished:  # resuming: measured earlier by the same command
+            record = self.finished[p.id]
+            entry.update(status="done", resumed=True, result=record.figures() if record else {})
+            self.say("      already measured in this run directory; skipped")
+            return True
+        entry["status"] = "running"
+        started = time.monotonic()
+        self.write_config(p)
+        try:
+            entry["result"] = step_kinds.module(p.kind).execute(self, p)
+        except StepFailed as err:
+            entry.update(status="failed", error=str(err), seconds=time.monotonic() - started)
+            for line in err.tail:
+                self.say(f"  | {line}")
+            self.console.print(f"[bold red]error:[/bold red] step '{escape(p.id)}' failed: {escape(str(err))}",
+                               highlight=False, soft_wrap=True)
+            return False
+        entry.update(status="done", seconds=time.monotonic() - started)
+        if self.plan.record or total > 1:
+            self.say(f"      done in {entry['seconds']:.1f} s")
+        self.write_summary()
+        return True
+
+    def hold(self) -> int:
+        """Keep serving until Ctrl-C (or a server exits: then its log tail and exit 1)."""
+        self.console.print("[green]serving[/green]; Ctrl-C stops it", highlight=False)
+        while all(server.alive() for server in self.servers.values()):
+            time.sleep(1)
+        for server in self.servers.values():
+            gone = server.exit_status()
+            if gone:
+                who, code, log = gone
+                self.say(f"{who} exited with code {code}; log: {log}")
+                for line in log_tail(log):
+                    self.say(f"  | {line}")
+        return 1
+
     def execute(self) -> int:
-        total = len(self.plan.steps)
         self.write_start()
-        self.console.print(f"run record: [bold]{self.dir}[/bold]")
+        if self.plan.record:
+            self.console.print(f"run record: [bold]{escape(str(self.dir))}[/bold]")
         failed = False
         try:
-            with sigterm_unwinds(), contextlib.ExitStack() as stack:
+            with sigterm_unwinds(), self.stack:
                 for n, p in enumerate(self.plan.steps, 1):
-                    entry = self._entry(p.id)
-                    self.console.print(f"[bold][{n}/{total}] {p.id}[/bold]: {p.kind}", highlight=False)
-                    if p.id in self.finished:  # resuming: measured earlier by the same command
-                        record = self.finished[p.id]
-                        entry.update(status="done", resumed=True, result=_figures(record) if record else {})
-                        self.console.print("      already measured in this run directory; skipped", highlight=False)
-                        continue
-                    entry["status"] = "running"
-                    started = time.monotonic()
-                    try:
-                        if p.kind == "serve":
-                            entry["result"] = self.serve(p, stack)
-                        else:
-                            entry["result"] = getattr(self, p.kind)(p)
-                    except StepFailed as err:
-                        entry.update(status="failed", error=str(err), seconds=time.monotonic() - started)
-                        for line in err.tail:
-                            self.console.print(f"  | {line}", markup=False, highlight=False, soft_wrap=True)
-                        self.console.print(f"[bold red]error:[/bold red] step '{p.id}' failed: {err}",
-                                           highlight=False, soft_wrap=True)
+                    if not self._step(n, p):
                         failed = True
                         break
-                    entry.update(status="done", seconds=time.monotonic() - started)
-                    self.console.print(f"      done in {entry['seconds']:.1f} s", highlight=False)
-                    self.write_summary()
+                if self.plan.hold and not failed:
+                    failed = self.hold() != 0
                 self.summary["status"] = "stopping servers"
         except BaseException:
             self.summary["status"] = "interrupted"
@@ -235,7 +182,8 @@ class Run:
                 self.summary["status"] = "failed" if failed else "done"
             self.summary["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
             self.write_summary()
-            self.console.print(f"summary: [bold]{self.dir / 'summary.md'}[/bold]")
+            if self.plan.record:
+                self.console.print(f"summary: [bold]{escape(str(self.dir / 'summary.md'))}[/bold]")
         return 1 if failed else 0
 
 
@@ -252,30 +200,25 @@ def ports_free(plan: Plan, skip: Mapping[str, Any] = {}) -> None:
         raise UserError(*taken)
 
 
-def run(plan: Plan, console: Console, gate: Gate | None = None, environ: Mapping[str, str] | None = None,
-        resume: bool = False) -> int:
-    """Check, then execute ``plan``; returns the exit code (0 done, 1 a step failed).
-
-    ``resume``: ``plan.run_dir`` holds an earlier run of the same runbook; benchmarks it already
-    measured with the same command are skipped, and so are servers with nothing left to measure.
-    """
-    finished = None
-    if resume:
-        from llama4spec.sweep.step import finished_steps
-
-        finished = finished_steps(plan)
+def preflight(plan: Plan, gate: Gate | None, skip: Mapping[str, Any]) -> None:
+    """The checks before anything starts, once each: the doctor for every engine step, ports,
+    hosts, the tiny models."""
     refused: list[str] = []
     for p in plan.steps:
-        if finished and p.id in finished:
+        if p.id in skip or gate is None or p.composed is None or p.kind not in ENGINE_KINDS:
             continue
-        if gate is not None and p.composed is not None and p.kind in ("serve", "offline"):
-            try:
-                gate(p.composed, p.id)
-            except UserError as err:
-                refused += [f"step '{p.id}': {line}" for line in err.problems]
+        try:
+            gate(p.composed, p.id)
+        except UserError as err:
+            refused += [line if len(plan.steps) == 1 else f"step '{p.id}': {line}" for line in err.problems]
     if refused:
         raise UserError(*refused)
-    ports_free(plan, finished or {})
+    ports_free(plan, skip)
+    from llama4spec.serving.process import is_healthy
+
+    for p in plan.steps:  # a bench against a server that runs already: it must answer now
+        if p.kind == "bench" and p.step.url and p.id not in skip and p.url and not is_healthy(p.url):
+            raise UserError(f"no server answers at {p.url}/health; start one with `llama4spec serve` or fix --url")
     if any(p.nodes for p in plan.steps):  # hosts reachable, master ports free: before anything starts
         from llama4spec.multinode.checks import host_problems
 
@@ -285,6 +228,21 @@ def run(plan: Plan, console: Console, gate: Gate | None = None, environ: Mapping
     from llama4spec.tiny.build import ensure_for
 
     for p in plan.steps:
-        if p.composed:
+        if p.composed and p.id not in skip:
             ensure_for(p.composed.cfg)
+
+
+def run(plan: Plan, console: Console, gate: Gate | None = None, environ: Mapping[str, str] | None = None,
+        resume: bool = False) -> int:
+    """Check, then execute ``plan``; returns the exit code (0 done, 1 a step failed).
+
+    ``resume``: ``plan.run_dir`` holds an earlier run of the same runbook; benchmarks it already
+    measured with the same command are skipped, and so are servers with nothing left to measure.
+    """
+    finished = None
+    if resume:
+        from llama4spec.runbook.resume import finished_steps
+
+        finished = finished_steps(plan)
+    preflight(plan, gate, finished or {})
     return Run(plan, console, environ, finished).execute()

@@ -5,8 +5,10 @@ from __future__ import annotations
 from rich.console import Console
 
 from llama4spec.engine.args import shell_line
+from llama4spec.engine.secrets import redact_env
+from llama4spec.runbook import steps as step_kinds
 from llama4spec.runbook.plan import Plan, PlannedStep
-from llama4spec.runbook.record import redact_env
+from llama4spec.runbook.rundir import STATUS
 
 
 def _env_line(step: PlannedStep) -> str:
@@ -37,20 +39,16 @@ def plan_text(console: Console, plan: Plan) -> None:
             say("    config: " + " ".join(f"{g}={o}" for g, o in step.composed.choices.items()))
             if step.composed.overrides:
                 say("    overrides: " + " ".join(step.composed.overrides))
-        if step.kind == "sweep" and step.step.matrix:
-            say("    matrix: " + " x ".join(f"{k} [{', '.join(v)}]" for k, v in step.step.matrix.items()))
-            say(f"    report over {len(step.step.points)} points (speedup, efficiency, best lookahead, plots)")
-        if step.kind == "stop":
-            say(f"    stop server '{step.step.server}' (its whole process group)")
+        if step.kind in ("sweep", "stop"):
+            step_kinds.module(step.kind).describe(step, say)
         if step.url:
             say(f"    url: {step.url}")
         if step.argv:
             say(f"    command: {shell_line(step.argv)}")
         if step.exec_argv and step.exec_argv != step.argv:
             say(f"    runs as: {shell_line(step.exec_argv)}")
-        for node in step.nodes[1:]:  # multi-node: the command above is the leader's, run here
-            say(f"    {node.label}: {shell_line(node.argv)}")
-            say(f"      runs as: {shell_line(node.exec_argv)}")
+        if step.kind == "serve":
+            step_kinds.module(step.kind).describe(step, say)
         if step.kind in ("serve", "bench", "offline"):
             say(f"    env: {_env_line(step)}")
         for role, path in step.inputs.items():
@@ -58,5 +56,5 @@ def plan_text(console: Console, plan: Plan) -> None:
         for name, path in step.artifacts.items():
             say(f"    {name}: {path}")
     say()
-    say(f"records: {plan.run_dir / 'summary.json'}, {plan.run_dir / 'summary.md'}, "
+    say(f"records: {plan.run_dir / STATUS}, {plan.run_dir / 'summary.md'}, "
         f"{plan.run_dir / 'plan.json'}, {plan.run_dir / 'environment.json'}, {plan.run_dir / 'host.json'}")

@@ -7,6 +7,8 @@ the kind (see ``STEP_KEYS``).
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,13 +16,15 @@ from typing import Any
 
 import yaml
 
+from llama4spec.config.compose import group_options
+from llama4spec.config.schema import Config
 from llama4spec.errors import UserError
+from llama4spec.runbook.steps import KINDS
 
-KINDS = ("serve", "bench", "stop", "offline", "compare", "sweep")
 COMMON_KEYS = {"id", "kind", "needs", "description"}
 STEP_KEYS: dict[str, set[str]] = {
     "serve": {"overrides"},
-    "bench": {"server", "overrides", "label", "extra_args"},
+    "bench": {"server", "url", "overrides", "label", "extra_args"},
     "stop": {"server"},
     "offline": {"overrides"},
     "compare": {"baseline", "candidate"},
@@ -28,7 +32,7 @@ STEP_KEYS: dict[str, set[str]] = {
 }
 REQUIRED: dict[str, tuple[str, ...]] = {
     "serve": (),
-    "bench": ("server",),
+    "bench": (),
     "stop": ("server",),
     "offline": (),
     "compare": ("baseline", "candidate"),
@@ -46,6 +50,7 @@ class Step:
     description: str = ""
     overrides: list[str] = field(default_factory=list)
     server: str | None = None  # bench, stop: the id of a serve step
+    url: str | None = None  # bench: a server that runs already (instead of a serve step)
     label: str | None = None  # bench: the name in tables (default: the step id)
     extra_args: list[str] = field(default_factory=list)  # bench: more `vllm bench serve` flags
     baseline: str | None = None  # compare: a bench step id or a saved JSON file
@@ -65,6 +70,62 @@ class Runbook:
 
     def step(self, step_id: str) -> Step:
         return next(s for s in self.steps if s.id == step_id)
+
+
+GROUPS_WITHOUT_FIELD = ("experiment",)
+
+
+def config_keys() -> tuple[set[str], set[str]]:
+    """(groups, settable keys): groups take an option name, keys a value."""
+    groups, keys = set(GROUPS_WITHOUT_FIELD), set()
+    for f in dataclasses.fields(Config):
+        sub = f.default_factory() if f.default_factory is not dataclasses.MISSING else None  # type: ignore[misc]
+        if dataclasses.is_dataclass(sub):
+            groups.add(f.name)
+            keys.update(f"{f.name}.{g.name}" for g in dataclasses.fields(sub))
+        else:
+            keys.add(f.name)
+    return groups, keys
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return "null" if v is None else str(v)
+
+
+def check_matrix(raw: Any, at: str) -> tuple[dict[str, list[str]], list[str]]:
+    """The matrix as {axis: [override values]} and every problem found in it."""
+    example = "e.g. matrix: {lookahead: [1, 3], bench.max_concurrency: [1, 4], draft: [none, tiny_eagle]}"
+    if not isinstance(raw, dict) or not raw:
+        return {}, [f"{at}: a sweep step needs 'matrix', a mapping of config key to a list of values; {example}"]
+    groups, keys = config_keys()
+    problems: list[str] = []
+    matrix: dict[str, list[str]] = {}
+    for key, values in raw.items():
+        key = str(key)
+        if key not in groups and key not in keys:
+            close = difflib.get_close_matches(key, sorted(groups | keys), n=1)
+            hint = f"did you mean '{close[0]}'?" if close else "use a config key such as lookahead or bench.max_concurrency"
+            problems.append(f"{at}: matrix key '{key}' is not a config key; {hint}")
+            continue
+        if not isinstance(values, list) or not values or \
+                not all(isinstance(v, (str, int, float, bool)) for v in values):
+            problems.append(f"{at}: matrix '{key}' must be a non-empty list of values, e.g. {key}: [1, 3]")
+            continue
+        shown = [_value(v) for v in values]
+        if len(set(shown)) != len(shown):
+            problems.append(f"{at}: matrix '{key}' lists a value twice; list each value once")
+            continue
+        if key in groups:
+            options = group_options(key)
+            unknown = [v for v in shown if v not in options and v != "null"]
+            if unknown:
+                problems.append(f"{at}: matrix '{key}': unknown option '{unknown[0]}'; "
+                                f"valid options: {', '.join(options)}")
+                continue
+        matrix[key] = shown
+    return matrix, problems
 
 
 def _str_list(value: Any, where: str, problems: list[str]) -> list[str]:
@@ -132,8 +193,6 @@ def parse(data: Any, path: Path) -> tuple[Runbook | None, list[str]]:
                 problems.append(f"{at}: unknown key '{key}' for a {kind} step; {_close(str(key), allowed)}")
         matrix = None
         if kind == "sweep":
-            from llama4spec.sweep.matrix import check_matrix
-
             matrix, found = check_matrix(raw.get("matrix"), at)
             problems.extend(found)
         for key in REQUIRED[kind]:
@@ -146,6 +205,7 @@ def parse(data: Any, path: Path) -> tuple[Runbook | None, list[str]]:
             description=str(raw.get("description") or ""),
             overrides=_str_list(raw.get("overrides"), f"{at}: overrides", problems),
             server=raw.get("server") if isinstance(raw.get("server"), str) else None,
+            url=raw.get("url") if isinstance(raw.get("url"), str) else None,
             label=str(raw["label"]) if raw.get("label") is not None else None,
             extra_args=_str_list(raw.get("extra_args"), f"{at}: extra_args", problems),
             baseline=raw.get("baseline") if isinstance(raw.get("baseline"), str) else None,

@@ -1,0 +1,1 @@
+"""The ``llama4spec`` command line: one module per command family, loaded lazily."""

@@ -1,0 +1,84 @@
+"""What every command shares: the consoles, the overrides argument, composing, the doctor gate,
+printing log tails. Only the CLI layer and renderers print."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from rich.console import Console
+from rich.markup import escape
+
+out = Console()
+err = Console(stderr=True)
+RUNS_DIR = Path("runs")
+OVERRIDES_HELP = ("Hydra overrides (group=option or key=value), e.g. target=llama4_scout draft=eagle_llama4_scout "
+                  "lookahead=5; your own config directories: hydra.searchpath=[file://DIR]")
+
+
+@dataclass
+class Command:
+    """One subcommand: its arguments, a validate step (checks that start nothing), a run step."""
+
+    name: str
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+    validate: Callable[[argparse.Namespace], None] = lambda args: None
+    examples: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
+
+    @property
+    def epilog(self) -> str:
+        return "examples:\n" + "\n".join(f"  {e}" for e in self.examples) if self.examples else ""
+
+
+def groups_help() -> str:
+    """Every config group and its options, for the help of commands that take overrides."""
+    from llama4spec.config.compose import TARGET_DEFAULTS, group_options
+
+    lines = ["config groups (group=option):"]
+    for group in ("target", "draft", "parallel", "memory", "serve", "bench", "dataset", "hardware", "cluster",
+                  "experiment"):
+        default = " (default: the target's own)" if group in TARGET_DEFAULTS else ""
+        lines.append(f"  {group}: {', '.join(group_options(group))}{default}")
+    return "\n".join(lines)
+
+
+def add_overrides(p: argparse.ArgumentParser, help: str = OVERRIDES_HELP) -> None:
+    p.add_argument("overrides", nargs="*", help=help)
+
+
+def compose(overrides: Sequence[str], check: bool = True):
+    """The composed config; with ``check`` every validation problem at once as one UserError."""
+    from llama4spec.config.compose import compose_config, compose_valid
+
+    return compose_valid(overrides) if check else compose_config(overrides)
+
+
+def gate(force: bool) -> Callable:
+    """The doctor's gate for the executor: run before an engine step starts, once per step."""
+
+    def check(composed, step: str) -> None:
+        from llama4spec.preflight import gate as doctor_gate
+
+        with out.capture() as captured:
+            doctor_gate(composed.cfg, out, force=force)
+        findings = captured.get()
+        if findings.strip():
+            out.file.write(findings)
+
+    return check
+
+
+def print_tail(lines: Sequence[str]) -> None:
+    for line in lines:
+        out.print(f"  | {line}", markup=False, highlight=False, soft_wrap=True)
+
+
+def say(text: str, style: str | None = None) -> None:
+    """Print text that may hold user input (paths, names): never read as markup."""
+    out.print(escape(text) if style is None else f"[{style}]{escape(text)}[/{style}]", highlight=False,
+              soft_wrap=True)

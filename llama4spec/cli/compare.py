@@ -1,0 +1,29 @@
+"""``compare``: EAGLE vs baseline from two saved benchmark results."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from llama4spec.cli.common import Command, out
+
+
+def _arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("baseline", type=Path, help="the baseline result (llama4spec record or vllm bench serve JSON)")
+    p.add_argument("candidate", type=Path, help="the speculative result, compared against the baseline")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table instead")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from llama4spec.results import compare
+
+    base, cand = compare.load_pair(args.baseline, args.candidate)
+    if args.markdown:
+        out.print(compare.markdown(base, cand), markup=False, highlight=False, soft_wrap=True)
+    else:
+        compare.render(out, base, cand)
+    return 0
+
+
+COMMANDS = [Command("compare", "EAGLE vs baseline table from two saved benchmark JSONs", _arguments, _run,
+                    examples=["llama4spec compare runs/RUN/bench_baseline/record.json runs/RUN/bench_eagle/record.json"])]

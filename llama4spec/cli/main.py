@@ -1,0 +1,64 @@
+"""The ``llama4spec`` command: a plain list of commands, each module loaded when the parser is
+built; heavy imports (vllm, torch) happen only inside the commands that run an engine."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from llama4spec import __version__
+from llama4spec.errors import UserError
+
+# The command modules, in the order `--help` lists them; each has COMMANDS (a list of Command).
+MODULES = ["show", "offline", "serving", "run", "compare", "preflight"]
+TAKES_OVERRIDES = ("show", "validate", "offline", "serve", "bench", "run", "doctor", "memory")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line and exit 2, like every other user mistake
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from llama4spec.cli.common import groups_help
+
+    parser = _Parser(prog="llama4spec", description="Run and measure EAGLE speculative decoding for Llama 4 on vLLM.")
+    parser.add_argument("--version", action="version", version=f"llama4spec {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in MODULES:
+        for command in importlib.import_module(f"llama4spec.cli.{name}").COMMANDS:
+            epilog = command.epilog
+            if command.name in TAKES_OVERRIDES:
+                epilog = f"{epilog}\n\n{groups_help()}" if epilog else groups_help()
+            p = sub.add_parser(command.name, help=command.help, description=command.help, epilog=epilog,
+                               aliases=command.aliases, formatter_class=argparse.RawDescriptionHelpFormatter)
+            command.arguments(p)
+            p.set_defaults(command_obj=command)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from llama4spec.cli.common import err
+    from llama4spec.cli.render import problems
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    command = getattr(args, "command_obj", None)
+    if command is None:
+        parser.print_help()
+        return 2
+    try:
+        command.validate(args)
+        return command.run(args)
+    except UserError as error:
+        problems(err, error.problems)
+        return 2
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted[/yellow]")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""``serve`` and ``bench``: a vLLM server from the config, and vLLM's serving benchmark against one.
+Each is a one-step plan run by the same executor as runbooks."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from llama4spec.cli.common import Command, RUNS_DIR, add_overrides, gate, out, say
+from llama4spec.cli.paths import check_output_dir, check_output_file
+
+
+def _serve_arguments(p: argparse.ArgumentParser) -> None:
+    add_overrides(p)
+    p.add_argument("--dry-run", action="store_true", help="print the command and start nothing")
+    p.add_argument("--force", action="store_true", help="start even when the doctor reports an error")
+    p.add_argument("--log", type=Path, metavar="PATH", help="server log file (default: runs/serve/<timestamp>/server.log)")
+
+
+def _serve_validate(args: argparse.Namespace) -> None:
+    if args.log is not None and not args.dry_run:
+        check_output_file(args.log, "--log")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from llama4spec.engine.args import shell_line
+    from llama4spec.engine.secrets import redact_env
+    from llama4spec.multinode.plan import dry_run_lines
+    from llama4spec.runbook import execute
+    from llama4spec.runbook.plan import one_step_plan
+    from llama4spec.runbook.rundir import new_run_dir
+    from llama4spec.runbook.schema import Step
+
+    step = Step(id="serve", kind="serve", overrides=list(args.overrides))
+    run_dir = new_run_dir(RUNS_DIR, "serve")
+    plan = one_step_plan(step, run_dir, list(args.overrides), hold=True)
+    p = plan.steps[0]
+    if p.nodes:  # the leader here, headless followers through the cluster's launcher
+        for line in dry_run_lines(p.composed.cfg, p.nodes):
+            say(line)
+        if args.log is not None:
+            for key in list(p.artifacts):
+                if key.startswith("log"):
+                    p.artifacts[key] = args.log.with_suffix("") / p.artifacts[key].name
+    else:
+        say(shell_line(p.argv))
+        if p.exec_argv != p.argv:
+            out.print(f"runs as: {shell_line(p.exec_argv)}", markup=False, highlight=False, soft_wrap=True,
+                      style="dim")
+        if p.env:
+            say("env: " + " ".join(f"{k}={v}" for k, v in redact_env(p.env).items()))
+        if args.log is not None:
+            p.artifacts["log"] = args.log
+    if args.dry_run:
+        return 0
+    return execute.run(plan, out, gate=gate(args.force))
+
+
+def _bench_arguments(p: argparse.ArgumentParser) -> None:
+    add_overrides(p)
+    p.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:8000")
+    p.add_argument("--out", type=Path, metavar="DIR", help="where results go (default: runs/bench/<timestamp>/)")
+    p.add_argument("--label", help="name of this result in tables (default: the draft's name or baseline)")
+
+
+def _bench_validate(args: argparse.Namespace) -> None:
+    from urllib.parse import urlsplit
+
+    from llama4spec.errors import UserError
+
+    try:
+        url = urlsplit(args.url)
+        url.port  # noqa: B018  (raises on a bad port)
+    except ValueError:
+        url = None
+    if url is None or url.scheme not in ("http", "https") or not url.hostname:
+        raise UserError(f"--url {args.url}: not a server URL; give one such as http://127.0.0.1:8000")
+    if args.out is not None:
+        check_output_dir(args.out, "--out")
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from llama4spec.runbook import execute
+    from llama4spec.runbook.plan import one_step_plan
+    from llama4spec.runbook.rundir import new_run_dir
+    from llama4spec.runbook.schema import Step
+
+    overrides = list(args.overrides)
+    label = args.label
+    if label is None:
+        from llama4spec.config.compose import compose_valid
+
+        cfg = compose_valid(overrides).cfg
+        label = cfg.draft.name if cfg.draft.method else "baseline"
+    step = Step(id="bench", kind="bench", url=args.url, label=label, overrides=overrides)
+    out_dir = args.out or new_run_dir(RUNS_DIR, "bench")
+    plan = one_step_plan(step, out_dir, overrides)
+    say(f"benchmarking {args.url}; results in {out_dir}")
+    return execute.run(plan, out)
+
+
+COMMANDS = [
+    Command("serve", "start vLLM's OpenAI-compatible server from the config (Ctrl-C stops it)", _serve_arguments,
+            _serve, _serve_validate,
+            examples=["llama4spec serve",
+                      "llama4spec serve experiment=scout_eagle_reference --dry-run",
+                      "llama4spec serve target=llama4_maverick parallel=two_nodes_tp8_pp2 cluster=two_nodes_ssh --dry-run"]),
+    Command("bench", "run vLLM's serving benchmark against a running server", _bench_arguments, _bench,
+            _bench_validate, examples=["llama4spec bench --url http://127.0.0.1:8000 bench.max_concurrency=16"]),
+]

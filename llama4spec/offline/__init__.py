@@ -1,0 +1,1 @@
+"""Offline runs: vLLM's ``LLM`` on a composed config, prompts, and their tables."""

@@ -1,0 +1,250 @@
+"""The memory plan per device, from config dicts alone: pure arithmetic, no I/O.
+
+Mirrors how vLLM 0.32 sizes memory: the budget is ``gpu_memory_utilization`` x device memory;
+weights, the profiled working memory and runtime overhead come off it; the rest is KV cache, shared
+by the target's and the draft's attention layers. With an EAGLE draft on a Llama 4 target vLLM
+turns the hybrid KV cache manager off, so chunked-attention layers then keep every token; only
+without EAGLE (on GPUs) are they capped at their chunk plus the tokens in flight.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from llama4spec.config.schema import Config
+from llama4spec.preflight import count
+
+GIB = 1024**3
+DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2, "fp8": 1, "float8": 1}
+FP8_METHODS = ("fp8", "fbgemm_fp8", "modelopt", "compressed-tensors", "ptpc_fp8")
+INT4_METHODS = ("awq", "gptq", "awq_marlin", "gptq_marlin", "bitsandbytes")
+DEFAULT_BATCHED_TOKENS = 8192  # vLLM's usual default on GPUs
+DEFAULT_NUM_SEQS = 256
+EAGLE_METHODS = ("eagle", "eagle3")
+
+
+def dtype_bytes(cfg: Config, target: dict[str, Any]) -> int:
+    dtype = cfg.target.dtype
+    if dtype == "auto":
+        text = target.get("text_config") or {}
+        dtype = target.get("torch_dtype") or text.get("torch_dtype") or "bfloat16"
+    return DTYPE_BYTES.get(str(dtype).replace("torch.", ""), 2)
+
+
+def linear_bytes(quant: str | None, model_bytes: int) -> float:
+    """Bytes per parameter of the decoder's linear layers under a quantization method."""
+    if not quant:
+        return model_bytes
+    if quant in FP8_METHODS or quant.startswith("fp8"):
+        return 1
+    if quant in INT4_METHODS:
+        return 0.5
+    return model_bytes
+
+
+def quantization(override: str | None, config: dict[str, Any]) -> str | None:
+    qc = config.get("quantization_config") or (config.get("text_config") or {}).get("quantization_config")
+    return override or (qc.get("quant_method") if isinstance(qc, dict) else None)
+
+
+def weight_bytes(p: count.Params, quant: str | None, model_bytes: int) -> int:
+    return int(p.linear * linear_bytes(quant, model_bytes) + p.other * model_bytes)
+
+
+def kv_heads_per_rank(kv_heads: int, tp: int) -> int:
+    """KV heads one rank stores: split when TP divides them, else replicated (one per rank)."""
+    return kv_heads // tp if kv_heads >= tp else 1
+
+
+@dataclass
+class KvLayers:
+    """Attention layers on one device: per-token bytes of full layers and of chunked ones."""
+
+    full: int = 0  # bytes per token over layers that keep every token
+    chunked: int = 0  # bytes per token over chunked-attention layers
+    chunk: int = 0  # their chunk size (0: none)
+
+    @property
+    def per_token(self) -> int:
+        return self.full + self.chunked
+
+    def per_sequence(self, length: int, in_flight: int, capped: bool) -> int:
+        held = min(self.chunk + in_flight, length) if (capped and self.chunk) else length
+        return self.full * length + self.chunked * held
+
+
+def kv_layers(text: dict[str, Any], tp: int, pp: int, kv_bytes: int) -> KvLayers:
+    """The attention layers of one pipeline stage, sharded over ``tp`` ranks."""
+    per_layer = 2 * kv_heads_per_rank(text["num_key_value_heads"], tp) * count.head_dim(text) * kv_bytes
+    stage = math.ceil(text["num_hidden_layers"] / pp)
+    chunked = min(math.ceil(len(count.chunked_layers(text)) / pp), stage)
+    return KvLayers(full=(stage - chunked) * per_layer, chunked=chunked * per_layer, chunk=text.get("attention_chunk_size") or 0)
+
+
+@dataclass
+class MemoryPlan:
+    hardware: str
+    device: str
+    devices: int  # tensor x pipeline parallel
+    nnodes: int
+    device_memory: int  # bytes per device
+    utilization: float
+    max_model_len: int
+    max_num_seqs: int
+    target_params: count.Params
+    draft_params: count.Params | None
+    target_weights: int  # bytes, whole model
+    draft_weights: int
+    weights_per_device: int
+    kv_per_token_target: int  # bytes per token per device, every token kept
+    kv_per_token_draft: int
+    kv_per_sequence: int  # bytes per device for one sequence at max_model_len
+    chunk_capped: bool
+    activation: int  # profiled forward pass of max_num_batched_tokens (estimate)
+    verify: int  # logits and probabilities of lookahead+1 tokens for max_num_seqs sequences
+    overhead: int
+    kv_budget: int  # bytes per device left for the KV cache
+    kv_explicit: bool  # the KV cache size was given (CPU build), not derived
+    kv_tokens: int  # as vLLM reports at start-up: concurrency x max_model_len
+    concurrency: float  # sequences at max_model_len that fit
+    problems: list[str] = field(default_factory=list)
+    suggestions: list[tuple[str, int]] = field(default_factory=list)  # (overrides, kv tokens after)
+
+    @property
+    def fits(self) -> bool:
+        return not self.problems
+
+
+def _text(config: dict[str, Any]) -> dict[str, Any]:
+    return config.get("text_config") or config
+
+
+def memory_plan(cfg: Config, target: dict[str, Any], draft: dict[str, Any] | None, device_memory_gib: float) -> MemoryPlan:
+    """The plan for ``cfg`` on ``cfg.hardware`` with ``device_memory_gib`` per device."""
+    t, m, par, hw = _text(target), cfg.memory, cfg.parallel, cfg.hardware
+    tp, pp = par.tensor_parallel_size, par.pipeline_parallel_size
+    method = cfg.draft.method
+    eagle = method in EAGLE_METHODS and draft is not None
+    dtp = par.draft_tensor_parallel_size or tp
+    model_bytes = dtype_bytes(cfg, target)
+    kv_bytes = 1 if m.kv_cache_dtype.startswith("fp8") else model_bytes
+
+    tparams = count.model(target)
+    twb = weight_bytes(tparams, quantization(cfg.target.quantization, target), model_bytes)
+    dparams = count.eagle_draft(draft) if eagle else None
+    dwb = weight_bytes(dparams, quantization(None, draft), model_bytes) if dparams else 0
+    per_device = math.ceil(twb / (tp * pp)) + (math.ceil(dwb / dtp) if dwb else 0)
+
+    length = m.max_model_len or t.get("max_position_embeddings") or 8192
+    seqs = m.max_num_seqs or DEFAULT_NUM_SEQS
+    batched = m.max_num_batched_tokens or max(DEFAULT_BATCHED_TOKENS, 0)
+    capped = hw.device == "cuda" and not eagle
+    tkv = kv_layers(t, tp, pp, kv_bytes)
+    dkv = kv_layers(_text(draft), dtp, 1, kv_bytes) if eagle else KvLayers()
+    per_seq = tkv.per_sequence(length, batched, capped) + dkv.per_sequence(length, batched, capped)
+
+    h = t["hidden_size"]
+    ff = (t.get("intermediate_size_mlp") or t["intermediate_size"]) if not count.moe_layers(t) else 2 * t["intermediate_size"]
+    activation = batched * model_bytes * (6 * h + 3 * ff // tp)
+    vocab = t["vocab_size"]
+    k = cfg.lookahead if method else 0
+    verify = seqs * (k + 1) * vocab * 4 * 2
+    if eagle:
+        verify += seqs * (_text(draft).get("draft_vocab_size") or vocab) * 4
+    overhead = int(hw.runtime_overhead_gib * GIB)
+    memory = int(device_memory_gib * GIB)
+    util = m.gpu_memory_utilization if m.gpu_memory_utilization is not None else 0.92
+
+    explicit = hw.device == "cpu" and m.cpu_kvcache_space_gib is not None
+    if explicit:
+        kv_budget = int(m.cpu_kvcache_space_gib * GIB)
+    else:
+        kv_budget = int(util * memory) - per_device - activation - verify - overhead
+    concurrency = max(kv_budget, 0) / per_seq if per_seq else 0.0
+    plan = MemoryPlan(
+        hardware=hw.name, device=hw.device, devices=tp * pp, nnodes=par.nnodes, device_memory=memory,
+        utilization=util, max_model_len=length, max_num_seqs=seqs, target_params=tparams,
+        draft_params=dparams, target_weights=twb, draft_weights=dwb, weights_per_device=per_device,
+        kv_per_token_target=tkv.per_token, kv_per_token_draft=dkv.per_token, kv_per_sequence=per_seq,
+        chunk_capped=capped and bool(tkv.chunk), activation=activation, verify=verify, overhead=overhead,
+        kv_budget=kv_budget, kv_explicit=explicit, kv_tokens=int(concurrency * length), concurrency=concurrency,
+    )
+    _verdict(plan, cfg)
+    return plan
+
+
+def _verdict(plan: MemoryPlan, cfg: Config) -> None:
+    hw = cfg.hardware
+    gib = lambda b: f"{b / GIB:.1f} GiB"  # noqa: E731
+    available = hw.devices_per_node * plan.nnodes
+    if hw.device == "cuda" and plan.devices > available:
+        plan.problems.append(
+            f"needs {plan.devices} GPUs (TP x PP) but {plan.nnodes} node(s) of {hw.devices_per_node} have {available}"
+        )
+    if plan.kv_explicit:
+        if plan.weights_per_device + plan.kv_budget > plan.device_memory:
+            plan.problems.append(
+                f"weights {gib(plan.weights_per_device)} + KV cache {gib(plan.kv_budget)} exceed the node's {gib(plan.device_memory)}"
+            )
+    elif plan.kv_budget <= 0:
+        plan.problems.append(
+            f"weights {gib(plan.weights_per_device)} + working memory {gib(plan.activation + plan.verify + plan.overhead)} "
+            f"exceed {plan.utilization:g} x {gib(plan.device_memory)} per device: out of memory"
+        )
+    if plan.kv_budget > 0 and plan.concurrency < 1:
+        plan.problems.append(
+            f"one sequence at max_model_len={plan.max_model_len} needs {gib(plan.kv_per_sequence)} of KV cache, "
+            f"{gib(plan.kv_budget)} is left: vLLM refuses to start"
+        )
+
+
+def suggest(cfg: Config, target: dict[str, Any], draft: dict[str, Any] | None, device_memory_gib: float) -> MemoryPlan:
+    """The plan plus, when it does not fit, single changes that make it fit (least disruptive first)."""
+    plan = memory_plan(cfg, target, draft, device_memory_gib)
+    if plan.fits:
+        return plan
+
+    def attempt(label: str, change) -> bool:
+        trial = copy.deepcopy(cfg)
+        change(trial)
+        after = memory_plan(trial, target, draft, device_memory_gib)
+        if after.fits:
+            plan.suggestions.append((label, after.kv_tokens))
+        return after.fits
+
+    seqs = plan.max_num_seqs // 2
+    while seqs >= 1:
+        if attempt(f"memory.max_num_seqs={seqs}", lambda c, s=seqs: setattr(c.memory, "max_num_seqs", s)):
+            break
+        seqs //= 2
+    if not cfg.memory.kv_cache_dtype.startswith("fp8") and cfg.hardware.device == "cuda":
+        attempt("memory.kv_cache_dtype=fp8", lambda c: setattr(c.memory, "kv_cache_dtype", "fp8"))
+    lo, hi, best = 1, plan.max_model_len - 1, 0
+    while lo <= hi:  # the longest max_model_len that fits
+        mid = (lo + hi) // 2
+        trial = copy.deepcopy(cfg)
+        trial.memory.max_model_len = mid
+        if memory_plan(trial, target, draft, device_memory_gib).fits:
+            best, lo = mid, mid + 1
+        else:
+            hi = mid - 1
+    if best >= 256:
+        best = best // 256 * 256
+        attempt(f"memory.max_model_len={best}", lambda c: setattr(c.memory, "max_model_len", best))
+    heads = _text(target)["num_attention_heads"]
+    for tp in (2, 4, 8, 16, 32):
+        if tp > cfg.parallel.tensor_parallel_size and heads % tp == 0:
+            if attempt(f"parallel.tensor_parallel_size={tp}", lambda c, n=tp: _set_tp(c, n)):
+                break
+    if cfg.hardware.fp8 and not quantization(cfg.target.quantization, target):
+        attempt("target.quantization=fp8", lambda c: setattr(c.target, "quantization", "fp8"))
+    return plan
+
+
+def _set_tp(cfg: Config, tp: int) -> None:
+    cfg.parallel.tensor_parallel_size = tp
+    if cfg.parallel.draft_tensor_parallel_size not in (None, 1):
+        cfg.parallel.draft_tensor_parallel_size = tp

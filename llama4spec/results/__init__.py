@@ -1,0 +1,1 @@
+"""Typed records (bench, offline, acceptance), metrics, comparison and provenance."""

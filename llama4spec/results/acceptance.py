@@ -1,0 +1,140 @@
+"""Acceptance statistics from vLLM's own counters: offline ``get_metrics()`` or serving ``/metrics``.
+
+Nothing here estimates: every figure is a counter vLLM keeps, or a ratio of two of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+DRAFTS = "vllm:spec_decode_num_drafts"
+DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
+ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
+PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"
+
+
+@dataclass
+class AcceptanceCounters:
+    """Raw speculative decoding counters (cumulative, summed over engines)."""
+
+    num_drafts: int = 0
+    num_draft_tokens: int = 0
+    num_accepted_tokens: int = 0
+    accepted_per_pos: list[int] = field(default_factory=list)
+
+    def __sub__(self, before: "AcceptanceCounters") -> "AcceptanceCounters":
+        width = max(len(self.accepted_per_pos), len(before.accepted_per_pos))
+        after_pos = self.accepted_per_pos + [0] * (width - len(self.accepted_per_pos))
+        before_pos = before.accepted_per_pos + [0] * (width - len(before.accepted_per_pos))
+        return AcceptanceCounters(
+            self.num_drafts - before.num_drafts,
+            self.num_draft_tokens - before.num_draft_tokens,
+            self.num_accepted_tokens - before.num_accepted_tokens,
+            [a - b for a, b in zip(after_pos, before_pos)],
+        )
+
+    @property
+    def mean_acceptance_length(self) -> float | None:
+        """Tokens per verification step: 1 (the target's own) + accepted drafts per step."""
+        return 1 + self.num_accepted_tokens / self.num_drafts if self.num_drafts else None
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        return self.num_accepted_tokens / self.num_draft_tokens if self.num_draft_tokens else None
+
+    def rate_per_position(self, k: int | None = None) -> list[float]:
+        counts = list(self.accepted_per_pos)
+        if k is not None:
+            counts = (counts + [0] * k)[:k]
+        return [c / self.num_drafts if self.num_drafts else 0.0 for c in counts]
+
+    def to_record(self, k: int | None = None) -> dict[str, Any]:
+        """The one serialised shape of acceptance counters (offline and served records alike):
+        the raw counters, then the figures derived from them."""
+        return {
+            "num_drafts": self.num_drafts,
+            "num_draft_tokens": self.num_draft_tokens,
+            "num_accepted_tokens": self.num_accepted_tokens,
+            "accepted_per_pos": list(self.accepted_per_pos),
+            "mean_acceptance_length": self.mean_acceptance_length,
+            "acceptance_rate": self.acceptance_rate,
+            "acceptance_rate_per_position": self.rate_per_position(k),
+        }
+
+    @classmethod
+    def from_record(cls, data: Mapping[str, Any] | None) -> "AcceptanceCounters | None":
+        """Read ``to_record``'s shape back (None for no acceptance). Records written before the
+        raw per-position counts were kept carry only rates: counts are then rates x drafts."""
+        if not isinstance(data, Mapping) or data.get("num_drafts") is None:
+            return None
+        drafts = int(data["num_drafts"])
+        per_pos = data.get("accepted_per_pos")
+        if per_pos is None:
+            per_pos = [round(r * drafts) for r in data.get("acceptance_rate_per_position") or []]
+        return cls(drafts, int(data.get("num_draft_tokens") or 0), int(data.get("num_accepted_tokens") or 0),
+                   [int(x) for x in per_pos])
+
+
+def from_offline_metrics(metrics: Iterable[Any]) -> AcceptanceCounters:
+    """Sum vLLM's ``LLM.get_metrics()`` spec-decode counters over every engine."""
+    c = AcceptanceCounters()
+    for m in metrics:
+        if m.name == DRAFTS:
+            c.num_drafts += int(m.value)
+        elif m.name == DRAFT_TOKENS:
+            c.num_draft_tokens += int(m.value)
+        elif m.name == ACCEPTED:
+            c.num_accepted_tokens += int(m.value)
+        elif m.name == PER_POS:
+            values = [int(v) for v in m.values]
+            width = max(len(values), len(c.accepted_per_pos))
+            a = c.accepted_per_pos + [0] * (width - len(c.accepted_per_pos))
+            c.accepted_per_pos = [x + y for x, y in zip(a, values + [0] * (width - len(values)))]
+    return c
+
+
+def from_prometheus_text(text: str) -> AcceptanceCounters:
+    """Parse a server's ``/metrics`` page (Prometheus text format), summed over engines."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    c = AcceptanceCounters()
+    per_pos: dict[int, int] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            name = sample.name.removesuffix("_total")
+            if name == DRAFTS:
+                c.num_drafts += int(sample.value)
+            elif name == DRAFT_TOKENS:
+                c.num_draft_tokens += int(sample.value)
+            elif name == ACCEPTED:
+                c.num_accepted_tokens += int(sample.value)
+            elif name == PER_POS and "position" in sample.labels:
+                pos = int(sample.labels["position"])
+                per_pos[pos] = per_pos.get(pos, 0) + int(sample.value)
+    c.accepted_per_pos = [per_pos.get(i, 0) for i in range(max(per_pos) + 1)] if per_pos else []
+    return c
+
+
+@dataclass
+class RunStats:
+    """What a run reports: output tokens plus acceptance (None without a draft)."""
+
+    total_num_output_tokens: int
+    counters: AcceptanceCounters | None
+    k: int | None  # number of speculative tokens
+    wall_time_s: float | None = None
+
+    @property
+    def output_tokens_per_s(self) -> float | None:
+        if not self.wall_time_s:
+            return None
+        return self.total_num_output_tokens / self.wall_time_s
+
+    def to_record(self) -> dict[str, Any]:
+        """The ``stats`` object of an offline record: output tokens and the acceptance record
+        (``AcceptanceCounters.to_record``'s shape, None without a draft)."""
+        return {
+            "total_num_output_tokens": self.total_num_output_tokens,
+            "acceptance": self.counters.to_record(self.k) if self.counters else None,
+        }

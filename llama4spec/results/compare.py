@@ -1,0 +1,127 @@
+"""EAGLE vs baseline side by side, from saved results: the tool's bench records or plain
+``vllm bench serve`` result JSON files. Figures are read, never recomputed; the speedup is a
+ratio oriented so that above 1 means the candidate is better.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from llama4spec.errors import UserError
+from llama4spec.results.bench import KIND, BenchRecord
+
+# (label, key in vLLM's result JSON, higher is better)
+THROUGHPUT = [
+    ("request throughput (req/s)", "request_throughput", True),
+    ("output throughput (tok/s)", "output_throughput", True),
+    ("total token throughput (tok/s)", "total_token_throughput", True),
+]
+LATENCY = [
+    (f"{stat} {metric.upper()} (ms)", f"{stat}_{metric}_ms", False)
+    for metric in ("ttft", "tpot", "itl")
+    for stat in ("mean", "median", "p99")
+]
+
+
+def from_json(data: dict[str, Any], fallback_label: str) -> BenchRecord:
+    """A benchmark record (this tool's, or vLLM's own result JSON) that can be compared."""
+    if data.get("kind") != KIND and "output_throughput" not in data:
+        raise UserError(
+            f"{fallback_label}: not a benchmark result (no 'output_throughput'); give a llama4spec bench record "
+            "or a `vllm bench serve --save-result` JSON file"
+        )
+    record = BenchRecord.from_dict(data, fallback_label)
+    if record.result is None:
+        raise UserError(f"{fallback_label}: the benchmark in this record did not finish (no result); rerun it")
+    if not record.counted:
+        raise UserError(f"{fallback_label}: the benchmark completed no request, so it measured nothing; rerun it")
+    if record.figure("output_throughput") is None:
+        raise UserError(f"{fallback_label}: 'output_throughput' is not a finite number; give an intact result file")
+    return record
+
+
+def load(path: Path) -> BenchRecord:
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file; give the path of a saved benchmark JSON") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a directory; give the path of a saved benchmark JSON") from None
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise UserError(f"{path}: cannot read it as JSON ({type(err).__name__}); give a saved benchmark JSON") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a JSON object; give a saved benchmark JSON")
+    return from_json(data, Path(path).stem)
+
+
+def load_pair(baseline: Path, candidate: Path) -> tuple[BenchRecord, BenchRecord]:
+    """Both sides of a comparison; the same file twice compares nothing and is refused."""
+    try:
+        same = Path(baseline).resolve() == Path(candidate).resolve()
+    except OSError:
+        same = False
+    if same:
+        raise UserError(f"{baseline} is given as both baseline and candidate; compare two different results")
+    return load(baseline), load(candidate)
+
+
+def _speedup(base: float | None, cand: float | None, higher_better: bool) -> float | None:
+    if base is None or cand is None or base <= 0 or cand <= 0:
+        return None
+    return cand / base if higher_better else base / cand
+
+
+def rows(baseline: BenchRecord, candidate: BenchRecord) -> list[tuple[str, float | None, float | None, float | None]]:
+    """(metric, baseline, candidate, speedup) for every figure of the comparison."""
+    out = []
+    for label, key, higher in THROUGHPUT + LATENCY:
+        a, b = baseline.figure(key), candidate.figure(key)
+        out.append((label, a, b, _speedup(a, b, higher)))
+    out.append(("acceptance length", baseline.acceptance_length, candidate.acceptance_length, None))
+    base_rates, cand_rates = baseline.acceptance_rates or [], candidate.acceptance_rates or []
+    for i in range(max(len(base_rates), len(cand_rates))):
+        a = base_rates[i] if i < len(base_rates) else None
+        b = cand_rates[i] if i < len(cand_rates) else None
+        out.append((f"acceptance at position {i}", a, b, None))
+    return out
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def render(console: Console, baseline: BenchRecord, candidate: BenchRecord) -> None:
+    table = Table(title=escape(f"{candidate.label} vs {baseline.label}"))
+    table.add_column("metric")
+    table.add_column(escape(baseline.label), justify="right")
+    table.add_column(escape(candidate.label), justify="right")
+    table.add_column("speedup", justify="right")
+    for label, a, b, speed in rows(baseline, candidate):
+        table.add_row(label, _fmt(a), _fmt(b), "-" if speed is None else f"{speed:.2f}x")
+    console.print(table)
+
+
+def markdown(baseline: BenchRecord, candidate: BenchRecord) -> str:
+    lines = [f"| metric | {baseline.label} | {candidate.label} | speedup |", "|---|---:|---:|---:|"]
+    for label, a, b, speed in rows(baseline, candidate):
+        lines.append(f"| {label} | {_fmt(a)} | {_fmt(b)} | {'-' if speed is None else f'{speed:.2f}x'} |")
+    return "\n".join(lines) + "\n"
+
+
+def render_single(console: Console, res: BenchRecord) -> None:
+    """One benchmark's throughput, latency (mean, median, P99) and acceptance."""
+    table = Table(title=escape(res.label))
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for label, key, _ in THROUGHPUT + LATENCY:
+        table.add_row(label, _fmt(res.figure(key)))
+    table.add_row("acceptance length", _fmt(res.acceptance_length))
+    for i, rate in enumerate(res.acceptance_rates or []):
+        table.add_row(f"acceptance at position {i}", _fmt(rate))
+    console.print(table)

@@ -1,0 +1,118 @@
+"""A sweep step's matrix: checking it and expanding it into serve, bench and stop steps.
+
+Axes under ``bench`` (the benchmark client's settings) are client-side; every other axis may
+change the server. Server-side combinations are grouped by the server they imply (its argv and
+environment), so settings that leave the server unchanged, such as the lookahead without a
+draft, share one server. Each server is started once, measured at every client-side setting,
+then stopped before the next one starts (they share a port and the machine).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+from typing import Any
+
+from llama4spec.config.compose import compose_config
+from llama4spec.engine.args import engine_env, serve_argv
+from llama4spec.errors import UserError
+from llama4spec.runbook.schema import Runbook, Step
+
+CLIENT_GROUP = "bench"
+SHORT = {"lookahead": "k", "bench.max_concurrency": "c", "bench.num_prompts": "n"}
+
+
+def is_client_axis(key: str) -> bool:
+    return key == CLIENT_GROUP or key.startswith(CLIENT_GROUP + ".")
+
+
+def file_label(key: str, value: str) -> str:
+    """A short, file-safe name for one axis value: k3, c16, tiny_eagle, parallel-tp4."""
+    if key in SHORT:
+        text = f"{SHORT[key]}{value}"
+    elif key in ("draft", "target"):
+        text = value
+    else:
+        text = f"{key.rsplit('.', 1)[-1]}-{value}"
+    return re.sub(r"[^\w-]", "_", text)
+
+
+@dataclasses.dataclass
+class ServerGroup:
+    """One server of a sweep and the server-side combinations it stands for."""
+
+    overrides: list[str]  # the server-side overrides of its first combination
+    combos: list[dict[str, str]]
+
+    def constant(self, axes: list[str]) -> list[tuple[str, str]]:
+        return [(a, self.combos[0][a]) for a in axes if all(c[a] == self.combos[0][a] for c in self.combos)]
+
+
+def server_groups(runbook: Runbook, step: Step, matrix: dict[str, list[str]], cli: list[str],
+                  problems: list[str]) -> list[ServerGroup]:
+    """Server-side combinations grouped by the server they imply, in matrix order."""
+    axes = [a for a in matrix if not is_client_axis(a)]
+    groups: dict[tuple, ServerGroup] = {}
+    found: list[str] = []
+    for combo in itertools.product(*(matrix[a] for a in axes)):
+        overrides = [f"{a}={v}" for a, v in zip(axes, combo)]
+        try:
+            cfg = compose_config([*runbook.overrides, *step.overrides, *overrides, *cli]).cfg
+        except UserError as err:
+            found += err.problems
+            continue
+        key = (tuple(serve_argv(cfg)), tuple(sorted(engine_env(cfg).items())))
+        group = groups.setdefault(key, ServerGroup(overrides=overrides, combos=[]))
+        group.combos.append(dict(zip(axes, combo)))
+    problems.extend(f"{runbook.path}: step '{step.id}': matrix: {p}" for p in dict.fromkeys(found))
+    return list(groups.values())
+
+
+def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str],
+                problems: list[str]) -> list[Step]:
+    """The serve/bench/stop steps a sweep step stands for, followed by the sweep step itself
+    (which then needs every bench and lists them as its points)."""
+    at = f"{runbook.path}: step '{step.id}'"
+    matrix = step.matrix or {}
+    server_axes = [a for a in matrix if not is_client_axis(a)]
+    client_axes = [a for a in matrix if is_client_axis(a)]
+    client_combos = list(itertools.product(*(matrix[a] for a in client_axes)))
+    out: list[Step] = []
+    points: list[str] = []
+    previous_stop: str | None = None
+    names: set[str] = set()
+    for n, group in enumerate(server_groups(runbook, step, matrix, cli, problems), 1):
+        name = "-".join(file_label(a, v) for a, v in group.constant(server_axes)) or "server"
+        if name in names:
+            name = f"{name}-{n}"
+        names.add(name)
+        sid = f"{step.id}-{name}"
+        what = " ".join(f"{a}={v}" for a, v in group.constant(server_axes)) or "the sweep's server"
+        serve = Step(id=sid, kind="serve", needs=[previous_stop] if previous_stop else list(step.needs),
+                     description=f"sweep '{step.id}': server for {what}",
+                     overrides=[*step.overrides, *group.overrides])
+        out.append(serve)
+        for combo in client_combos:
+            bid = "-".join([sid, *(file_label(a, v) for a, v in zip(client_axes, combo))]) if client_axes else f"{sid}-bench"
+            out.append(Step(id=bid, kind="bench", server=sid, label=bid, extra_args=list(step.extra_args),
+                            overrides=[f"{a}={v}" for a, v in zip(client_axes, combo)]))
+            points.append(bid)
+        previous_stop = f"{sid}-stop"
+        out.append(Step(id=previous_stop, kind="stop", server=sid))
+    clashes = [s.id for s in out if s.id in taken]
+    if clashes:
+        problems.append(f"{at}: the generated step id '{clashes[0]}' is already used by another step; "
+                        f"rename the sweep step or that step")
+    return [*out, dataclasses.replace(step, needs=list(dict.fromkeys([*step.needs, *points])), points=points)]
+
+
+def expand(runbook: Runbook, cli: list[str], problems: list[str]) -> Runbook:
+    """The runbook with every sweep step expanded in place (unchanged without sweeps)."""
+    if not any(s.kind == "sweep" for s in runbook.steps):
+        return runbook
+    taken = {s.id for s in runbook.steps}
+    steps: list[Step] = []
+    for s in runbook.steps:
+        steps += expand_step(runbook, s, cli, taken - {s.id}, problems) if s.kind == "sweep" and s.matrix else [s]
+    return dataclasses.replace(runbook, steps=steps)

@@ -1,0 +1,84 @@
+"""Resuming a run: which steps an earlier run in the same directory already finished.
+
+A bench step is finished when its record exists, counts, and was made by the very command the
+plan would run now (so a changed override measures again instead of mixing runs).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from llama4spec.errors import UserError
+from llama4spec.results import bench as bench_record
+from llama4spec.results.bench import BenchRecord
+from llama4spec.runbook.rundir import LEGACY_STATUS, STATUS, legacy_bench_record
+
+
+def _command(argv: Any) -> list[str] | None:
+    """A bench command with its result directory and file left out: the record lies in that
+    directory, which may be named relatively or absolutely (or laid out the older way)."""
+    if not isinstance(argv, list):
+        return None
+    out = list(argv)
+    for flag in ("--result-dir", "--result-filename"):
+        if flag in out[:-1]:
+            i = out.index(flag)
+            del out[i:i + 2]
+    return out
+
+
+def finished_record(planned) -> BenchRecord | None:
+    """The record of a bench step already measured with the same command, else None."""
+    for path in (planned.artifacts["record"], legacy_bench_record(planned.run_dir, planned.id)):
+        record = bench_record.read(path)
+        if record and record.counted and _command(record.argv) == _command(planned.argv):
+            return record
+    return None
+
+
+def finished_steps(plan) -> dict[str, BenchRecord | None]:
+    """Steps a resumed run skips: finished benches (with their records), and servers (with
+    their stops) whose every bench is finished."""
+    done: dict[str, BenchRecord | None] = {}
+    for p in plan.steps:
+        if p.kind == "bench":
+            record = finished_record(p)
+            if record is not None:
+                done[p.id] = record
+    for p in plan.steps:
+        if p.kind == "serve":
+            benches = [q.id for q in plan.steps if q.kind == "bench" and q.step.server == p.id]
+            if benches and all(b in done for b in benches):
+                done[p.id] = None
+    for p in plan.steps:
+        if p.kind == "stop" and p.step.server in done:
+            done[p.id] = None
+    return done
+
+
+def _status(run_dir: Path) -> dict[str, Any] | None:
+    for name in (STATUS, LEGACY_STATUS):
+        try:
+            data = json.loads((run_dir / name).read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            return data
+    return None
+
+
+def resume_dir(run_dir: Path, runbook_name: str) -> Path:
+    """``run_dir`` if it is an earlier run of ``runbook_name``; UserError naming the fix otherwise."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UserError(f"--resume {run_dir}: no such run directory; give one under runs/{runbook_name}/")
+    summary = _status(run_dir)
+    if summary is None:
+        raise UserError(f"--resume {run_dir}: no {STATUS} there, so it is not a run directory; "
+                        f"give one under runs/{runbook_name}/")
+    if summary.get("runbook") != runbook_name:
+        raise UserError(f"--resume {run_dir}: that is a run of runbook '{summary.get('runbook')}', "
+                        f"not '{runbook_name}'; give a directory under runs/{runbook_name}/")
+    return run_dir

@@ -1,0 +1,71 @@
+"""A ``bench`` step: vLLM's serving benchmark against a serve step's server (or a given url)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llama4spec.engine.bench import bench_flags, display_argv, exec_argv
+from llama4spec.engine.launch import base_url
+from llama4spec.runbook.rundir import bench_files
+from llama4spec.runbook.steps import StepFailed
+
+
+def plan(ctx, p) -> None:
+    s = p.step
+    if s.server is None and s.url is None:
+        ctx.report(s.id, ["a bench step needs 'server' (a serve step's id) or 'url'"])
+        return
+    if s.server is not None:
+        server = ctx.planned.get(s.server)
+        if server is None or server.composed is None:
+            return  # the server's own problems are reported once, at the serve step
+        p.composed = ctx.compose([*server.step.overrides, *s.overrides], s.id)
+    else:
+        p.composed = ctx.compose(list(s.overrides), s.id)
+    if p.composed is None:
+        return
+    cfg = p.composed.cfg
+    p.url = (ctx.planned[s.server].url if s.server else s.url.rstrip("/")) or base_url(cfg.serve.host, cfg.serve.port)
+    files = bench_files(p.dir)
+    flags = bench_flags(cfg, p.url, files["result"].parent, files["result"].name, s.label or s.id, s.extra_args)
+    p.argv, p.exec_argv = display_argv(flags), exec_argv(flags)
+    p.env = dict(ctx.runbook.env)
+    p.secret_env = {"OPENAI_API_KEY": cfg.serve.api_key_env} if cfg.serve.api_key_env else {}
+    p.artifacts = {**files, "config_file": p.dir / "config.yaml"}
+
+
+def _points(p, record) -> list[dict[str, Any]]:
+    """vLLM's sweep format for this point: a list of runs, each its result with the settings."""
+    cfg = p.composed.cfg
+    settings = {"label": record.label, "draft": cfg.draft.name, "lookahead": record.lookahead,
+                "max_concurrency": cfg.bench.max_concurrency, "num_prompts": cfg.bench.num_prompts}
+    return [{**settings, **(record.result or {})}]
+
+
+def execute(run, p) -> dict[str, Any]:
+    from llama4spec.results.provenance import write_json
+    from llama4spec.serving.bench import BenchFiles, failure, run_bench
+    from llama4spec.serving.process import log_tail
+
+    if p.step.server is not None:
+        server = run.servers[p.step.server]
+        if not server.alive():
+            raise StepFailed(f"server '{p.step.server}' is no longer running; its log: {server.log_path}",
+                             log_tail(server.log_path))
+    files = BenchFiles(p.artifacts["result"], p.artifacts["record"], p.artifacts["log"])
+    record = run_bench(p.composed.cfg, p.url, files, label=p.step.label or p.id,
+                       extra_args=p.step.extra_args, environ=run.environ)
+    if not record.counted:
+        raise StepFailed(failure(record, files.log), log_tail(files.log, 15))
+    write_json(p.artifacts["points"], _points(p, record))
+    run.results[p.id] = record
+    if not run.plan.record:  # the bench command: its table and files
+        from llama4spec.results.compare import render_single
+
+        render_single(run.console, record)
+        run.say(f"record: {files.record}  vLLM result: {files.result}")
+    return record.figures()
+
+
+def describe(p, say) -> None:
+    pass

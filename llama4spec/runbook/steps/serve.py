@@ -1,0 +1,75 @@
+"""A ``serve`` step: start a vLLM server (one node, or every node of a multi-node layout) and keep
+it until its stop step or the end of the run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llama4spec.engine.args import engine_env, serve_argv
+from llama4spec.engine.launch import base_url, launch_argv
+from llama4spec.multinode.plan import is_multinode, plan_nodes, problems as layout_problems
+from llama4spec.runbook.steps import StepFailed
+from llama4spec.serving.process import ServerError
+
+
+def plan(ctx, p) -> None:
+    p.composed = ctx.compose(p.step.overrides, p.id)
+    if p.composed is None:
+        return
+    cfg = p.composed.cfg
+    p.argv = serve_argv(cfg)
+    p.exec_argv = launch_argv(cfg, ctx.vllm_cli)
+    p.env = {**ctx.runbook.env, **engine_env(cfg)}
+    p.secret_env = {"VLLM_API_KEY": cfg.serve.api_key_env} if cfg.serve.api_key_env else {}
+    p.url = base_url(cfg.serve.host, cfg.serve.port)
+    p.artifacts = {"log": p.dir / "server.log", "config_file": p.dir / "config.yaml"}
+    if is_multinode(cfg):  # the leader here, headless followers through the cluster's launcher
+        if layout_problems(cfg):
+            return  # validation has reported them
+        from llama4spec.engine.launch import has_vllm_cli
+
+        vllm_cli = has_vllm_cli() if ctx.vllm_cli is None else ctx.vllm_cli
+        p.nodes = plan_nodes(cfg, vllm_cli, extra_env=ctx.runbook.env)
+        p.argv, p.exec_argv, p.env = p.nodes[0].argv, p.nodes[0].exec_argv, p.nodes[0].env
+        logs = {f"log_node{n.rank}": p.dir / f"node{n.rank}.log" for n in p.nodes[1:]}
+        p.artifacts = {"log": p.dir / "node0.log", **logs, "config_file": p.dir / "config.yaml"}
+
+
+def node_logs(p) -> list:
+    return [p.artifacts["log"], *(p.artifacts[f"log_node{n.rank}"] for n in p.nodes[1:])]
+
+
+def server_for(p, secret_env: dict[str, str]):
+    """The step's server, not started yet: ``Server`` or ``Nodes`` (one interface)."""
+    cfg = p.composed.cfg
+    name = f"server '{p.id}'"
+    if p.nodes:  # every node started, watched and stopped together; a log per node
+        from llama4spec.serving.nodes import Nodes
+
+        return Nodes(p.nodes, host=cfg.serve.host, port=cfg.serve.port, log_paths=node_logs(p),
+                     secret_env=secret_env, health_timeout_s=cfg.serve.health_timeout_s, name=name)
+    from llama4spec.serving.server import Server
+
+    return Server(p.exec_argv, host=cfg.serve.host, port=cfg.serve.port, log_path=p.artifacts["log"],
+                  env={**p.env, **secret_env}, health_timeout_s=cfg.serve.health_timeout_s, name=name)
+
+
+def execute(run, p) -> dict[str, Any]:
+    server = server_for(p, run.secrets(p))
+    run.say(f"      starting; log: {server.log_path}")
+    try:
+        server.start()
+    except ServerError as err:
+        raise StepFailed(str(err), err.log_tail) from None
+    run.stack.callback(server.stop)
+    run.servers[p.id] = server
+    run.say(f"      ready at {server.url} after {server.ready_after_s:.0f} s")
+    return {"url": server.url, "ready_after_s": server.ready_after_s, "pid": server.proc.pid}
+
+
+def describe(p, say) -> None:
+    for node in p.nodes[1:]:  # multi-node: the command above is the leader's, run here
+        from llama4spec.engine.args import shell_line
+
+        say(f"    {node.label}: {shell_line(node.argv)}")
+        say(f"      runs as: {shell_line(node.exec_argv)}")

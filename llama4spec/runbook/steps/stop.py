@@ -1,0 +1,18 @@
+"""A ``stop`` step: stop a server started by an earlier serve step (its whole process group)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def plan(ctx, p) -> None:
+    pass
+
+
+def execute(run, p) -> dict[str, Any]:
+    run.servers[p.step.server].stop()
+    return {}
+
+
+def describe(p, say) -> None:
+    say(f"    stop server '{p.step.server}' (its whole process group)")

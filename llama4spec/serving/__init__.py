@@ -1,0 +1,1 @@
+"""Process owners: local and multi-node servers (one interface), the benchmark runner."""

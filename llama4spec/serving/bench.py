@@ -1,0 +1,84 @@
+"""Running vLLM's own serving benchmark against a server and recording what it measured.
+
+The benchmark runs in its own process group (so a failure or an interruption never takes this
+process or its servers with it) and writes vLLM's result JSON; acceptance figures come from the
+server's ``/metrics`` before/after deltas. The outcome is one ``BenchRecord``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from llama4spec.config.schema import Config
+from llama4spec.engine.bench import bench_flags, display_argv, exec_argv
+from llama4spec.engine.secrets import api_key_env
+from llama4spec.results.acceptance import AcceptanceCounters, from_prometheus_text
+from llama4spec.results.bench import BenchRecord
+from llama4spec.serving.process import run_to_completion
+
+
+@dataclass
+class BenchFiles:
+    """Where one benchmark run writes: vLLM's result, the record, the log."""
+
+    result: Path
+    record: Path
+    log: Path
+
+
+def bench_env(cfg: Config, environ: Mapping[str, str]) -> dict[str, str]:
+    """The benchmark's extra environment: the config's env and the API key (by name), if any."""
+    return {**cfg.env, **api_key_env(cfg.serve.api_key_env, "OPENAI_API_KEY", environ)}
+
+
+def scrape(url: str, api_key: str | None = None) -> AcceptanceCounters | None:
+    """Spec-decode counters from ``URL/metrics``; None when the page cannot be read."""
+    import requests
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        resp = requests.get(f"{url.rstrip('/')}/metrics", timeout=10, headers=headers)
+        resp.raise_for_status()
+        return from_prometheus_text(resp.text)
+    except (requests.RequestException, ValueError):
+        return None
+
+
+def failure(record: BenchRecord, log: Path) -> str:
+    """Why a benchmark does not count, in one line."""
+    if record.returncode != 0:
+        return f"the benchmark exited with code {record.returncode}; its log: {log}"
+    failed = (record.result or {}).get("failed", "?")
+    return f"the benchmark completed no request ({failed} failed); its log: {log}"
+
+
+def run_bench(cfg: Config, url: str, files: BenchFiles, *, label: str,
+              extra_args: list[str] | tuple[str, ...] = (), environ: Mapping[str, str] | None = None) -> BenchRecord:
+    """Run the benchmark against ``url``; write vLLM's result and the record; return the record."""
+    environ = os.environ if environ is None else environ
+    files.result.parent.mkdir(parents=True, exist_ok=True)
+    flags = bench_flags(cfg, url, files.result.parent, files.result.name, label, extra_args)
+    env = bench_env(cfg, environ)
+    before = scrape(url, env.get("OPENAI_API_KEY"))
+    started = time.monotonic()
+    code = run_to_completion(exec_argv(flags), env, files.log)
+    wall = time.monotonic() - started
+    after = scrape(url, env.get("OPENAI_API_KEY"))
+    delta = after - before if before is not None and after is not None else None
+    k = cfg.lookahead if cfg.draft.method else None
+    result = None
+    if code == 0 and files.result.is_file():
+        try:
+            result = json.loads(files.result.read_text())
+        except (OSError, ValueError):
+            result = None
+    record = BenchRecord(label=label, url=url, argv=display_argv(flags), returncode=code, wall_time_s=wall,
+                         lookahead=k, acceptance=delta if delta is not None and delta.num_drafts else None,
+                         result=result if isinstance(result, dict) else None)
+    record.write(files.record)
+    return record

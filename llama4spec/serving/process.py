@@ -1,0 +1,189 @@
+"""Process lifetime: launch in a new session, wait for /health, stop the whole group.
+
+Every process started here gets its own session (and so its own process group), a log file,
+a teardown that signals the whole group, and a parent-death signal: vLLM's API server spawns
+engine processes, and none of them may outlive the tool, even when the tool is SIGKILLed.
+A crash during start-up fails at once with the log tail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections import deque
+from pathlib import Path
+from typing import Callable, Iterator, Mapping, Sequence
+
+from llama4spec.errors import UserError
+
+
+class ServerError(UserError):
+    """A server that died or never became healthy; ``log_tail`` holds the last lines of its log."""
+
+    def __init__(self, problem: str, log_tail: Sequence[str] = ()):
+        super().__init__(problem)
+        self.log_tail = list(log_tail)
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """Whether something already listens on (host, port): a connect succeeds or a bind fails."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.5)
+        if probe.connect_ex((host, port)) == 0:
+            return True
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def check_port_free(host: str, port: int) -> None:
+    if port_in_use(host, port):
+        raise UserError(
+            f"port {port} on {host} is already in use; stop what listens there or pick another "
+            f"port with serve.port=N"
+        )
+
+
+def log_tail(path: Path, lines: int = 30) -> list[str]:
+    try:
+        with open(path, errors="replace") as f:
+            return [line.rstrip("\n") for line in deque(f, maxlen=lines)]
+    except OSError:
+        return []
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float = 20.0) -> None:
+    """SIGTERM the process group led by ``proc``, wait, then SIGKILL whatever is left."""
+    pgid = proc.pid  # start_new_session=True: the child leads its own group
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, sig)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.2)
+            if proc.poll() is not None and not group_alive(pgid):
+                return
+    proc.wait(timeout=5)
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: a new session, and SIGTERM when the thread that started it dies
+    (Linux ``prctl``; elsewhere the session alone)."""
+    os.setsid()
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
+def spawn(argv: Sequence[str], env: Mapping[str, str], log_path: Path, stdin: int | None = subprocess.DEVNULL
+          ) -> subprocess.Popen:
+    """Start ``argv`` (a list, never a shell string) in a new session, output appended to
+    ``log_path``; the child gets SIGTERM if this process dies, however it dies."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(
+            list(argv),
+            stdin=stdin,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **env},
+            preexec_fn=_die_with_parent,
+        )
+
+
+def run_to_completion(argv: Sequence[str], env: Mapping[str, str], log_path: Path) -> int:
+    """Run a command to its end in its own process group; on any interruption stop the group."""
+    proc = spawn(argv, env, log_path)
+    try:
+        return proc.wait()
+    finally:
+        if proc.poll() is None or group_alive(proc.pid):
+            stop_group(proc, grace_s=5.0)
+
+
+def is_healthy(url: str, timeout_s: float = 5.0) -> bool:
+    """Whether ``url/health`` answers 200 now."""
+    import requests
+
+    try:
+        return requests.get(f"{url}/health", timeout=timeout_s).status_code == 200
+    except requests.RequestException:
+        return False
+
+
+def wait_healthy(
+    url: str,
+    name: str,
+    timeout_s: float,
+    exited: Callable[[], tuple[str, int, Path] | None],
+    log_path: Path,
+) -> None:
+    """Poll ``url/health`` until it answers 200; fail at once when ``exited()`` names a process
+    that ended (who, exit code, its log), or when ``timeout_s`` passes."""
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        gone = exited()
+        if gone:
+            who, code, log = gone
+            raise ServerError(f"{who} exited with code {code} during start-up; full log: {log}", log_tail(log))
+        if is_healthy(url, timeout_s=2):
+            return
+        if time.monotonic() > deadline:
+            raise ServerError(
+                f"{name} did not answer {url}/health within {timeout_s:.0f} s; "
+                f"raise serve.health_timeout_s or read the log: {log_path}",
+                log_tail(log_path),
+            )
+        time.sleep(0.5)
+
+
+@contextlib.contextmanager
+def sigterm_unwinds() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP (terminal closed, ssh dropped) into SystemExit(128 + signal) so
+    every ``with`` block (and its servers) unwinds.
+
+    SIGINT already raises KeyboardInterrupt; children live in their own sessions, so a
+    terminal's Ctrl-C reaches only this process, which then stops them in order.
+    """
+
+    def _raise(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous: dict[int, object] = {}
+    try:
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            previous[sig] = signal.signal(sig, _raise)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -173,7 +173,7 @@ def test_show_prints_tree_llm_kwargs_and_serve_line():
 @pytest.mark.parametrize("args", [["--help"], ["show"], ["validate"]])
 def test_light_commands_import_neither_vllm_nor_torch(args):
     code = (
-        "import sys\nfrom llama4spec.cli import main\n"
+        "import sys\nfrom llama4spec.cli.main import main\n"
         f"try:\n    main({args!r})\nexcept SystemExit:\n    pass\n"
         "heavy = [m for m in ('vllm', 'torch') if m in sys.modules]\n"
         "print('HEAVY', heavy)\n"

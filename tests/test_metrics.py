@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace as NS
 
-from llama4spec.metrics import AcceptanceCounters, RunStats, counters_from_record, from_offline_metrics, from_prometheus_text
+from llama4spec.results.acceptance import AcceptanceCounters, RunStats, from_offline_metrics, from_prometheus_text
 
 
 def test_offline_metrics_sum_over_engines():
@@ -55,16 +55,18 @@ def test_prometheus_text():
     assert c.mean_acceptance_length == 3.5
 
 
-def test_record_has_exactly_the_stats_keys_and_round_trips():
-    stats = RunStats(100, AcceptanceCounters(20, 60, 45, [18, 15, 12]), k=3, wall_time_s=2.0)
+def test_acceptance_has_one_serialised_shape_that_round_trips():
+    counters = AcceptanceCounters(20, 60, 45, [18, 15, 12])
+    stats = RunStats(100, counters, k=3, wall_time_s=2.0)
     record = stats.to_record()
-    assert set(record) == {
-        "total_num_output_tokens", "num_drafts", "num_draft_tokens", "num_accepted_tokens",
-        "mean_acceptance_length", "acceptance_rate_per_position",
-    }
-    assert record["acceptance_rate_per_position"] == [0.9, 0.75, 0.6]
-    assert counters_from_record(record).accepted_per_pos == [18, 15, 12]
+    assert set(record) == {"total_num_output_tokens", "acceptance"}
+    acc = record["acceptance"]
+    assert set(acc) == {"num_drafts", "num_draft_tokens", "num_accepted_tokens", "accepted_per_pos",
+                        "mean_acceptance_length", "acceptance_rate", "acceptance_rate_per_position"}
+    assert acc == counters.to_record(3)  # offline and served records alike
+    assert acc["acceptance_rate_per_position"] == [0.9, 0.75, 0.6]
+    assert AcceptanceCounters.from_record(acc) == counters
     assert stats.output_tokens_per_s == 50.0
     none = RunStats(100, None, None).to_record()
-    assert none["total_num_output_tokens"] == 100 and none["num_drafts"] is None
-    assert none["acceptance_rate_per_position"] is None
+    assert none == {"total_num_output_tokens": 100, "acceptance": None}
+    assert AcceptanceCounters.from_record(None) is None

@@ -40,7 +40,7 @@ SMALL = ["memory.cpu_kvcache_space_gib=1"]
 # Runs in the host's network namespace: greedy completions and the acceptance counters after them.
 CLIENT = r"""
 import json, sys, requests
-from llama4spec.metrics import from_prometheus_text
+from llama4spec.results.acceptance import from_prometheus_text
 url, prompts, max_tokens = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
 model = requests.get(url + "/v1/models", timeout=30).json()["data"][0]["id"]
 texts = []

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from llama4spec.config.schema import HostConfig
-from llama4spec.multinode.nodes import Nodes
+from llama4spec.serving.nodes import Nodes
 from llama4spec.multinode.plan import LIFELINE_MODULE, NodeCommand
-from llama4spec.server import ServerError
+from llama4spec.serving.process import ServerError
 
 HEALTHY = """
 import http.server, sys

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from llama4spec.prompts import builtin_prompts
+from llama4spec.offline.prompts import builtin_prompts
 from llama4spec.tiny.build import draft_successor, successor
 from tests.helpers import run_cli
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from llama4spec import report
+from llama4spec.offline import render as report
 from llama4spec.config.compose import compose_config
-from llama4spec.metrics import AcceptanceCounters, RunStats
-from llama4spec.offline import first_difference, without_draft
+from llama4spec.results.acceptance import AcceptanceCounters, RunStats
+from llama4spec.offline.run import first_difference, without_draft
 
 
 def test_first_difference():

@@ -16,7 +16,7 @@ import pytest
 from llama4spec.config.compose import compose_config
 from llama4spec.engine.args import llm_kwargs
 from llama4spec.preflight import device_memory_gib, pairing
-from llama4spec.preflight.plan import make_plan
+from llama4spec.preflight.memory import memory_plan as make_plan
 
 KV_GIB = 1
 OVERRIDES = [f"memory.cpu_kvcache_space_gib={KV_GIB}"]

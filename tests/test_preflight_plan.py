@@ -12,7 +12,7 @@ import pytest
 
 from llama4spec.config.compose import compose_config
 from llama4spec.preflight import count
-from llama4spec.preflight.plan import make_plan, suggest
+from llama4spec.preflight.memory import memory_plan as make_plan, suggest
 from llama4spec.preflight.sources import bundled, bundled_ids
 
 SCOUT = "meta-llama/Llama-4-Scout-17B-16E-Instruct"
@@ -146,7 +146,7 @@ def test_plan_cli_scout(tiny_dir):
 PROBE = """
 import json, sys, time
 start = time.perf_counter()
-from llama4spec.cli import main
+from llama4spec.cli.main import main
 codes = [main([cmd, *sys.argv[1:]]) for cmd in ("doctor", "plan")]
 elapsed = time.perf_counter() - start
 heavy = sorted(m for m in ("vllm", "torch", "transformers") if m in sys.modules)

@@ -6,7 +6,7 @@ import pytest
 
 from llama4spec.config.schema import DatasetConfig
 from llama4spec.errors import UserError
-from llama4spec.prompts import builtin_prompts, load_jsonl, load_prompts
+from llama4spec.offline.prompts import builtin_prompts, load_jsonl, load_prompts
 
 
 def test_builtin_prompts_are_repetitive_word_chains():

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from llama4spec.errors import UserError
 from llama4spec.runbook.plan import plan_file
-from llama4spec.runbook.record import redact_env
+from llama4spec.engine.secrets import redact_env
 from llama4spec.runbook.render import plan_text
 from llama4spec.tiny.paths import tiny_root
 from tests.helpers import REPO, run_cli

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from llama4spec.bench import acceptance_record, bench_flags, display_argv, exec_argv
+from llama4spec.engine.bench import bench_flags, display_argv, exec_argv
 from llama4spec.config.compose import compose_config
-from llama4spec.metrics import AcceptanceCounters
-from llama4spec.server import Server, ServerError, launch_argv, port_in_use, stop_group, spawn
+from llama4spec.results.acceptance import AcceptanceCounters
+from llama4spec.engine.launch import launch_argv
+from llama4spec.serving.process import ServerError, port_in_use, spawn, stop_group
+from llama4spec.serving.server import Server
 from tests.helpers import run_cli
 
 
@@ -66,10 +68,9 @@ def test_bench_cli_parses_every_flag_the_builder_writes(tmp_path: Path) -> None:
 def test_acceptance_record_from_metric_deltas() -> None:
     before = AcceptanceCounters(10, 30, 27, [10, 9, 8])
     after = AcceptanceCounters(30, 90, 75, [30, 25, 20])
-    rec = acceptance_record(after - before, 3)
+    rec = (after - before).to_record(3)
     assert rec["num_drafts"] == 20 and rec["mean_acceptance_length"] == pytest.approx(1 + 48 / 20)
     assert rec["acceptance_rate_per_position"] == [1.0, 0.8, 0.6]
-    assert acceptance_record(AcceptanceCounters(), None) is None
 
 
 def test_launch_argv_per_build() -> None:
@@ -146,16 +147,22 @@ def test_cli_serve_dry_run_prints_the_pasteable_command() -> None:
 
 
 def test_a_benchmark_that_completed_no_request_does_not_count(tmp_path) -> None:
-    from llama4spec.bench import BenchOutcome
+    from llama4spec.results.bench import BenchRecord
+    from llama4spec.serving.bench import failure
 
     def outcome(code, result):
-        record = {"returncode": code, **({"result": result} if result is not None else {})}  # as run_bench writes it
-        return BenchOutcome(code, tmp_path / "r.json", tmp_path / "b.json", tmp_path / "b.log", record)
+        return BenchRecord(label="x", returncode=code, result=result)  # as run_bench makes it
 
-    assert outcome(0, {"completed": 16, "failed": 0}).ok
+    log = tmp_path / "b.log"
+    assert outcome(0, {"completed": 16, "failed": 0}).counted
     nothing = outcome(0, {"completed": 0, "failed": 16})
-    assert not nothing.ok and "completed no request (16 failed)" in nothing.failure
-    assert not outcome(1, None).ok and "exited with code 1" in outcome(1, None).failure
+    assert not nothing.counted and "completed no request (16 failed)" in failure(nothing, log)
+    assert not outcome(1, None).counted and "exited with code 1" in failure(outcome(1, None), log)
+    # the same predicate holds for a record read back from disk (run, resume and sweep report agree)
+    outcome(0, {"completed": 16}).write(tmp_path / "rec.json")
+    from llama4spec.results.bench import read
+
+    assert read(tmp_path / "rec.json").counted
 
 
 def test_bench_against_a_url_where_no_server_answers_is_one_clear_error() -> None:
@@ -169,7 +176,7 @@ def test_bench_against_a_url_where_no_server_answers_is_one_clear_error() -> Non
 
 
 def test_in_process_steps_get_their_environment_and_give_it_back(monkeypatch) -> None:
-    from llama4spec.runbook.execute import _environment
+    from llama4spec.runbook.steps.offline import environment as _environment
 
     monkeypatch.setenv("L4S_KEPT", "before")
     monkeypatch.delenv("L4S_NEW", raising=False)

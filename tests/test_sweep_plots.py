@@ -11,7 +11,7 @@ from rich.console import Console
 from llama4spec.sweep import report
 from llama4spec.sweep.model import Point, analyse
 from llama4spec.sweep.plots import png_series
-from llama4spec.sweep.step import artifacts, write
+from llama4spec.runbook.steps.sweep import artifacts, write
 
 RATES = {1: (0.9,), 3: (0.9, 0.7, 0.4)}
 

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from llama4spec.runbook import execute
 from llama4spec.runbook.plan import plan_file
-from llama4spec.sweep.step import finished_steps
+from llama4spec.runbook.resume import finished_steps
 from tests.helpers import REPO
 
 RUNBOOK = REPO / "runbooks" / "tiny_cpu_sweep.yaml"

@@ -8,7 +8,8 @@ import socket
 import subprocess
 
 from llama4spec.config.schema import Config
-from llama4spec.multinode.plan import NodeCommand, launcher_argv, value_problems
+from llama4spec.config.layout import value_problems
+from llama4spec.multinode.plan import NodeCommand, launcher_argv
 
 PROBE_TIMEOUT_S = 30.0
 

@@ -13,7 +13,8 @@ from llama4spec.config.validate import validate
 from llama4spec.engine.args import llm_kwargs, serve_argv, shell_line, speculative_config
 from tests.helpers import REPO, run_cli
 
-GROUPS = [p.name for p in sorted(conf_dir().iterdir()) if p.is_dir()]
+GROUPS = [p.name for p in sorted(conf_dir().iterdir()) if p.is_dir() and not p.name.startswith("_")]
+CLUSTER_FOR = {"tiny_two_host_tp2": "tiny_two_host", "two_nodes_tp8_pp2": "two_nodes_ssh"}
 
 
 @pytest.mark.parametrize(
@@ -23,6 +24,8 @@ def test_every_preset_composes(group, option):
     overrides = [f"{group}={option}"]
     if group in ("parallel", "memory") and option not in ("tp1", "cpu"):
         overrides += ["target=llama4_scout", "draft=eagle_llama4_scout"]  # GPU layouts: a GPU-sized target
+    if group == "parallel" and option in CLUSTER_FOR:
+        overrides.append(f"cluster={CLUSTER_FOR[option]}")  # layouts across nodes name their hosts
     if group == "dataset" and option == "jsonl":
         overrides.append(f"dataset.path={REPO / 'tests' / 'data' / 'prompts.jsonl'}")
     composed = compose_config(overrides)
@@ -121,10 +124,15 @@ def test_compose_errors_are_one_clear_line(overrides, expected):
     [
         (["lookahead=0"], "lookahead=0: a draft needs at least 1 speculative token"),
         (["parallel=tp4", "parallel.draft_tensor_parallel_size=2"], "draft_tensor_parallel_size=2: vLLM needs 1 or"),
-        (["target=llama4_scout", "parallel.tensor_parallel_size=3"], "does not divide the target's 40 attention heads"),
+        (["serve.port=0"], "serve.port=0: must be a port number"),
+        (["serve.extra_args=[--port,9000]"], "serve.extra_args repeats --port"),
+        (["memory.kv_cache_dtype=fp9"], "memory.kv_cache_dtype 'fp9' is not one of vLLM's"),
+        (["bench.max_concurrency=0"], "bench.max_concurrency=0: must be at least 1"),
+        (["generation.temperature=-1"], "temperature must be 0"),
+        (["lookahead=1000"], "lookahead=1000: must be between 1 and 32"),
+        (["serve.api_key_env=L4S_SURELY_UNSET_VAR"], "that variable is unset or empty"),
         (["target.model=/no/such/dir"], "local model directory '/no/such/dir' does not exist"),
         (["draft.model=./missing-draft"], "local model directory './missing-draft' does not exist"),
-        (["serve.enable_prefix_caching=true"], "serve.enable_prefix_caching=false"),
         (["dataset=jsonl"], "dataset=jsonl needs a file"),
     ],
 )
@@ -134,8 +142,19 @@ def test_validation_cases(overrides, expected):
 
 
 def test_validation_reports_every_problem_at_once():
-    problems = validate(compose_config(["lookahead=0", "parallel.tensor_parallel_size=3", "target.model=/nope"]).cfg)
+    problems = validate(compose_config(["lookahead=0", "serve.port=70000", "target.model=/nope"]).cfg)
     assert len(problems) == 3
+
+
+@pytest.mark.parametrize("overrides,expected", [
+    (["serve.enable_prefix_caching=true"], "serve.enable_prefix_caching=false"),
+    (["target=llama4_scout", "draft=none", "memory=default", "parallel.tensor_parallel_size=3"], "does not divide"),
+])
+def test_validate_runs_the_doctor_rules_that_read_config_json(overrides, expected):
+    """Rules that need a model's config.json live only in the doctor; `validate` runs it (network-free)."""
+    result = run_cli("validate", *overrides)
+    assert result.returncode == 2 and expected in result.stderr, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_draft_tp_equal_to_target_tp_or_one_is_valid():
@@ -146,7 +165,7 @@ def test_draft_tp_equal_to_target_tp_or_one_is_valid():
 
 
 def test_validate_cli_exit_code_and_no_traceback():
-    result = run_cli("validate", "lookahead=0", "parallel.tensor_parallel_size=3")
+    result = run_cli("validate", "lookahead=0", "serve.port=0")
     assert result.returncode == 2
     lines = [l for l in result.stderr.splitlines() if l.strip()]
     assert len(lines) == 2 and all(l.startswith("error:") for l in lines)

@@ -177,7 +177,8 @@ def test_runbook_serve_step_plans_every_node(tmp_path):
     serve = plan.get("eagle")
     assert [n.rank for n in serve.nodes] == [0, 1]
     assert serve.exec_argv == serve.nodes[0].exec_argv and serve.env["VLLM_HOST_IP"] == "10.77.0.1"
-    assert serve.artifacts["log"].name == "eagle.node0.log" and serve.artifacts["log_node1"].name == "eagle.node1.log"
+    assert serve.artifacts["log"].name == "node0.log" and serve.artifacts["log_node1"].name == "node1.log"
+    assert serve.artifacts["log"].parent.name == "eagle"  # the step's own directory
     assert plan.to_record()[0]["nodes"][1]["argv"][-1] == "--headless"
     done = run_cli("run", str(path), "--dry-run", "--runs-dir", str(tmp_path / "runs"), timeout=120)
     assert done.returncode == 0, done.stderr

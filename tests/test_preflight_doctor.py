@@ -158,7 +158,7 @@ def test_unreadable_config_file(tiny_dir, tmp_path):
     shutil.copytree(tiny_dir / "target", d)
     (d / "config.json").unlink()
     (d / "config.json").mkdir()  # a directory where the file should be: unreadable as text
-    one_error_line(cli("doctor", f"target.model={d}"), "cannot read")
+    one_error_line(cli("doctor", f"target.model={d}"), "config.json")
 
 
 def test_unknown_model_offline(tmp_path):

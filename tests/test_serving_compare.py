@@ -43,7 +43,7 @@ def test_plain_vllm_json_carries_its_own_acceptance(tmp_path: Path) -> None:
     data = json.loads((DATA / "scout_baseline.vllm.json").read_text())
     data.update(spec_decode_acceptance_length=3.5, spec_decode_per_position_acceptance_rates=[0.9, 0.8, 0.8])
     res = compare.from_json(data, "x")
-    assert res.acceptance_length == 3.5 and res.per_position == [0.9, 0.8, 0.8]
+    assert res.acceptance_length == 3.5 and res.acceptance_rates == [0.9, 0.8, 0.8]
 
 
 def test_unfinished_record_and_foreign_json_are_refused(tmp_path: Path) -> None:

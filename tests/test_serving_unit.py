@@ -50,7 +50,7 @@ def test_bench_flags_follow_the_bench_config(tmp_path: Path) -> None:
     assert pairs["--result-dir"] == str(tmp_path) and pairs["--result-filename"] == "r.json"
     assert "--save-result" in flags and flags[-1] == "--ignore-eos" and "--input-len" not in flags
     assert display_argv(flags)[:3] == ["vllm", "bench", "serve"]
-    assert exec_argv(flags)[:3] == [sys.executable, "-m", "llama4spec.bench"]
+    assert exec_argv(flags)[:3] == [sys.executable, "-m", "llama4spec.serving.vllm_bench"]
 
 
 def test_bench_cli_parses_every_flag_the_builder_writes(tmp_path: Path) -> None:
@@ -83,11 +83,14 @@ def test_launch_argv_per_build() -> None:
 
 def test_port_in_use_is_detected(busy_port: int) -> None:
     assert port_in_use("127.0.0.1", busy_port)
-    server = Server([sys.executable, "-c", "print('must not run')"], host="127.0.0.1", port=busy_port,
-                    log_path=Path("/nonexistent/never.log"))
+    from llama4spec.runbook import execute
+    from llama4spec.runbook.plan import one_step_plan
+    from llama4spec.runbook.schema import Step
+
+    # checked once, before anything starts, by the executor (serve, runbooks alike)
+    plan = one_step_plan(Step(id="serve", kind="serve"), Path("/nonexistent"), [f"serve.port={busy_port}"], hold=True)
     with pytest.raises(Exception, match=f"port {busy_port} on 127.0.0.1 is already in use"):
-        server.start()
-    assert server.proc is None
+        execute.preflight(plan, None, {})
 
 
 def test_process_that_dies_during_start_up_fails_fast_with_its_log_tail(tmp_path: Path) -> None:

@@ -187,6 +187,11 @@ class Run:
         return 1 if failed else 0
 
 
+def _tag(plan: Plan, p: PlannedStep, line: str) -> str:
+    """A problem of a step; a one-step CLI plan's problems are the command's own."""
+    return line if p.flat else f"step '{p.id}': {line}"
+
+
 def ports_free(plan: Plan, skip: Mapping[str, Any] = {}) -> None:
     """Every serve step's port must be free before anything starts."""
     taken = []
@@ -194,8 +199,8 @@ def ports_free(plan: Plan, skip: Mapping[str, Any] = {}) -> None:
         if p.kind == "serve" and p.composed and p.id not in skip:
             s = p.composed.cfg.serve
             if port_in_use(s.host, s.port):
-                taken.append(f"step '{p.id}': port {s.port} on {s.host} is already in use; stop what listens "
-                             f"there or give the step another serve.port")
+                taken.append(_tag(plan, p, f"port {s.port} on {s.host} is already in use; stop what listens "
+                                              f"there or give {'it' if p.flat else 'the step'} another serve.port"))
     if taken:
         raise UserError(*taken)
 
@@ -210,7 +215,7 @@ def preflight(plan: Plan, gate: Gate | None, skip: Mapping[str, Any]) -> None:
         try:
             gate(p.composed, p.id)
         except UserError as err:
-            refused += [line if len(plan.steps) == 1 else f"step '{p.id}': {line}" for line in err.problems]
+            refused += [_tag(plan, p, line) for line in err.problems]
     if refused:
         raise UserError(*refused)
     ports_free(plan, skip)
@@ -222,7 +227,7 @@ def preflight(plan: Plan, gate: Gate | None, skip: Mapping[str, Any]) -> None:
     if any(p.nodes for p in plan.steps):  # hosts reachable, master ports free: before anything starts
         from llama4spec.multinode.checks import host_problems
 
-        found = [f"step '{p.id}': {x}" for p in plan.steps if p.nodes for x in host_problems(p.composed.cfg, p.nodes)]
+        found = [_tag(plan, p, x) for p in plan.steps if p.nodes for x in host_problems(p.composed.cfg, p.nodes)]
         if found:
             raise UserError(*found)
     from llama4spec.tiny.build import ensure_for

@@ -107,7 +107,8 @@ steps:
     plan = _plan(path)
     assert [p.id for p in plan.steps] == ["s1", "b1", "stop1", "s2", "b2", "cmp"]
     assert plan.get("cmp").needs == ["b1", "b2"] and plan.get("b2").needs == ["s2"]
-    assert plan.get("cmp").inputs == {"baseline": RUN_DIR / "b1.json", "candidate": RUN_DIR / "b2.json"}
+    assert plan.get("cmp").inputs == {"baseline": RUN_DIR / "b1" / "record.json",
+                                      "candidate": RUN_DIR / "b2" / "record.json"}
 
 
 def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
@@ -164,7 +165,8 @@ def test_bad_yaml_and_missing_file_are_one_line_each(tmp_path: Path) -> None:
         _plan(_write(tmp_path, "name: x\nsteps: [a, : b\n  - c\n"))
 
 
-def test_api_key_is_named_never_shown(tmp_path: Path) -> None:
+def test_api_key_is_named_never_shown(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("MY_API_KEY", "the-key-itself")
     path = _write(tmp_path, """
 name: keyed
 env: {HF_TOKEN: hf_secret_value_123, MY_SETTING: visible}
@@ -176,7 +178,7 @@ steps:
     console = Console(record=True, width=100, file=io.StringIO())
     plan_text(console, _plan(path))
     text = console.export_text()
-    assert "hf_secret_value_123" not in text and "HF_TOKEN=***" in text and "MY_SETTING=visible" in text
+    assert "hf_secret_value_123" not in text and "the-key-itself" not in text and "HF_TOKEN=***" in text and "MY_SETTING=visible" in text
     assert "VLLM_API_KEY=$MY_API_KEY (redacted)" in text and "OPENAI_API_KEY=$MY_API_KEY (redacted)" in text
     assert redact_env({"A_TOKEN": "x", "PLAIN": "sekrit-value"}, ("sekrit-value",)) == {"A_TOKEN": "***", "PLAIN": "***"}
 

@@ -51,7 +51,7 @@ def test_tiny_sweep_starts_three_servers_and_measures_each_at_every_concurrency(
     sweep = plan.get("sweep")
     assert sweep.step.points == [p.id for p in plan.steps if p.kind == "bench"] and len(sweep.step.points) == 6
     assert set(sweep.step.points) <= set(sweep.needs)
-    assert sweep.artifacts["speedup"] == RUN_DIR / "sweep.speedup.png"
+    assert sweep.artifacts["speedup"] == RUN_DIR / "sweep" / "speedup.png"
     assert [p.kind for p in plan.steps][-2:] == ["sweep", "compare"]
 
 
@@ -66,7 +66,7 @@ def test_scout_sweep_reuses_each_server_for_every_concurrency() -> None:
     assert len(benches) == 24
     assert sorted({_flag(b.argv, "--max-concurrency") for b in benches}, key=int) == ["1", "4", "16", "64"]
     cmp = plan.get("compare")
-    assert cmp.inputs["candidate"] == RUN_DIR / "sweep-eagle_llama4_scout-k3-c16.json"
+    assert cmp.inputs["candidate"] == RUN_DIR / "sweep-eagle_llama4_scout-k3-c16" / "record.json"
 
 
 def test_client_only_matrix_uses_one_server(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ def _points() -> list[Point]:
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory) -> tuple[dict[str, Path], dict[str, list[str]]]:
-    files = artifacts(tmp_path_factory.mktemp("sweep"), "sweep")
+    files = artifacts(tmp_path_factory.mktemp("sweep") / "sweep")
     points = _points()
     series, _ = write(analyse(points), points, files)
     return files, series

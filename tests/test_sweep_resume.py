@@ -62,11 +62,12 @@ def test_finished_points_and_servers_are_found(tmp_path: Path) -> None:
     write_record(benches["sweep-tiny_eagle-k1-c4"], *_point(benches["sweep-tiny_eagle-k1-c4"]), argv=other)
     # a benchmark that failed: measured again
     failed = benches["sweep-tiny_eagle-k3-c1"]
+    failed.artifacts["record"].parent.mkdir(parents=True, exist_ok=True)
     failed.artifacts["record"].write_text(json.dumps({"argv": failed.argv, "returncode": 1}))
     done = finished_steps(plan)
     assert sorted(done) == ["sweep-none", "sweep-none-c1", "sweep-none-c4", "sweep-none-stop",
                             "sweep-tiny_eagle-k1-c1"]
-    assert done["sweep-none"] is None and done["sweep-none-c4"]["result"]["max_concurrency"] == 4
+    assert done["sweep-none"] is None and done["sweep-none-c4"].result["max_concurrency"] == 4
 
 
 def test_resumed_run_with_every_point_measured_starts_no_server_and_reports(tmp_path: Path) -> None:
@@ -75,20 +76,21 @@ def test_resumed_run_with_every_point_measured_starts_no_server_and_reports(tmp_
     for p in plan.steps:
         if p.kind == "bench":
             write_record(p, *_point(p))
-    (run_dir / "summary.json").write_text(json.dumps({"runbook": "tiny_cpu_sweep"}))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "status.json").write_text(json.dumps({"runbook": "tiny_cpu_sweep"}))
     console = Console(record=True, width=140, file=io.StringIO())
     code = execute.run(plan, console, gate=None, environ={}, resume=True)
     assert code == 0
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = json.loads((run_dir / "status.json").read_text())
     status = {s["id"]: s for s in summary["steps"]}
     for sid in ("sweep-none", "sweep-tiny_eagle-k1", "sweep-tiny_eagle-k3"):
         assert status[sid]["status"] == "done" and status[sid]["resumed"] is True
-        assert not (run_dir / f"{sid}.log").exists()  # never launched
+        assert not (run_dir / sid / "server.log").exists()  # never launched
     assert status["sweep-none-c4"]["result"]["output_throughput"] == _throughput(None, 4)
     assert status["sweep"]["status"] == "done" and "resumed" not in status["sweep"]
     assert status["compare"]["status"] == "done"
     # the report: the measured best at each concurrency, from the records written above
-    analysis = json.loads((run_dir / "sweep.json").read_text())
+    analysis = json.loads((run_dir / "sweep" / "sweep.json").read_text())
     by_c = {a["concurrency"]: a for a in analysis["concurrency"]}
     for c in (1, 4):
         ids = [f"sweep-none-c{c}", f"sweep-tiny_eagle-k1-c{c}", f"sweep-tiny_eagle-k3-c{c}"]
@@ -98,8 +100,9 @@ def test_resumed_run_with_every_point_measured_starts_no_server_and_reports(tmp_
     assert analysis["pays_up_to"] == 1 and analysis["stops_paying_at"] == 4
     md = (run_dir / "summary.md").read_text()
     assert "| sweep-none-c4 | bench | done (earlier run) |" in md and "| sweep | sweep | done |" in md
-    for png in ("sweep.acceptance_by_position.png", "sweep.throughput_vs_concurrency.png", "sweep.speedup.png"):
+    for png in ("sweep/acceptance_by_position.png", "sweep/throughput_vs_concurrency.png", "sweep/speedup.png"):
         assert f"]({png})" in md and (run_dir / png).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert (run_dir / "sweep" / "sweep.csv").read_text().startswith("id,draft,lookahead,concurrency")
     text = console.export_text()
     assert text.count("already measured in this run directory; skipped") == 12  # 6 benches, 3 serve, 3 stop
     assert "█" in text and "<- best" in text
@@ -121,3 +124,18 @@ def test_resumed_run_changed_by_an_override_measures_again(tmp_path: Path) -> No
             write_record(p, *_point(p))
     assert len(finished_steps(plan)) == 12
     assert finished_steps(_plan(tmp_path, "bench.output_len=16")) == {}
+
+
+def test_run_directories_of_the_earlier_layout_still_resume(tmp_path: Path) -> None:
+    """Before per-step directories, records lay beside summary.json as <step>.json."""
+    from llama4spec.runbook.resume import resume_dir
+    from llama4spec.runbook.rundir import legacy_bench_record
+
+    plan = _plan(tmp_path)
+    (tmp_path / "summary.json").write_text(json.dumps({"runbook": "tiny_cpu_sweep", "steps": []}))
+    assert resume_dir(tmp_path, "tiny_cpu_sweep") == tmp_path
+    for p in plan.steps:
+        if p.kind == "bench":
+            write_record(p, *_point(p))
+            p.artifacts["record"].rename(legacy_bench_record(tmp_path, p.id))
+    assert len(finished_steps(plan)) == 12

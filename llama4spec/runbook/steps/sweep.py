@@ -104,6 +104,10 @@ def run_report(plan, planned, console: Console) -> tuple[str, dict[str, Any]]:
 
 def execute(run, p) -> dict[str, Any]:
     text, record = run_report(run.plan, p, run.console)
+    if not p.flat:  # the run's summary.md lies one directory up: its links name the step's directory
+        for stem in IMAGES.values():
+            name = p.artifacts[stem].name
+            text = text.replace(f"]({name})", f"]({p.id}/{name})")
     run.comparisons[p.id] = text
     return record
 

@@ -27,11 +27,12 @@ def test_offline_step_writes_its_record_into_the_run(tmp_path, tiny_dir):
     res = run_cli("run", str(runbook), "--runs-dir", str(runs), timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     (run_dir,) = [d for d in runs.glob("offline_only/*") if d.is_dir()]
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = json.loads((run_dir / "status.json").read_text())
     assert summary["status"] == "done" and summary["steps"][0]["status"] == "done"
-    (record_path,) = [p for p in run_dir.glob("eagle_offline*.json")]
+    record_path = run_dir / "eagle_offline" / "record.json"
     stats = json.loads(record_path.read_text())["stats"]
     assert stats["total_num_output_tokens"] == 2 * 32
+    stats = stats["acceptance"]
     drafts = stats["num_drafts"]
     assert drafts > 0 and stats["num_draft_tokens"] == 2 * drafts
     # The perfect pair accepts every draft; a request's last step may be cut short at max_tokens,

@@ -44,12 +44,12 @@ def sweep_run(tmp_path_factory, tiny_dir) -> tuple[Path, float]:
 
 def test_tiny_sweep_reports_efficiency_and_best_lookahead_consistent_with_its_table(sweep_run) -> None:
     run_dir, _ = sweep_run
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = json.loads((run_dir / "status.json").read_text())
     assert summary["status"] == "done"
     servers = [s for s in summary["steps"] if s["kind"] == "serve"]
     assert [s["id"] for s in servers] == ["sweep-none", "sweep-tiny_eagle-k1", "sweep-tiny_eagle-k3"]
     md = (run_dir / "summary.md").read_text()
-    analysis = json.loads((run_dir / "sweep.json").read_text())
+    analysis = json.loads((run_dir / "sweep" / "sweep.json").read_text())
     for at in analysis["concurrency"]:
         c = at["concurrency"]
         rows, findings = _table(md, c)
@@ -75,23 +75,27 @@ def test_tiny_sweep_reports_efficiency_and_best_lookahead_consistent_with_its_ta
         k_model = model["predicted_best_lookahead"]
         assert any(f"predicted best lookahead {k_model} " in f or f"(best {k_model} at " in f for f in findings)
     assert analysis["verdict"] in md
-    for png in ("sweep.acceptance_by_position.png", "sweep.throughput_vs_concurrency.png", "sweep.speedup.png"):
+    for png in ("sweep/acceptance_by_position.png", "sweep/throughput_vs_concurrency.png", "sweep/speedup.png"):
         assert f"]({png})" in md and png_series(run_dir / png)
-    assert png_series(run_dir / "sweep.acceptance_by_position.png") == ["tiny_eagle k=1", "tiny_eagle k=3"]
+    assert png_series(run_dir / "sweep" / "acceptance_by_position.png") == ["tiny_eagle k=1", "tiny_eagle k=3"]
+    # every point in vLLM's own sweep format: <point>/run=0.json and a summary.json list
+    for point in [s["id"] for s in summary["steps"] if s["kind"] == "bench"]:
+        runs = json.loads((run_dir / point / "summary.json").read_text())
+        assert isinstance(runs, list) and runs[0]["output_throughput"] > 0
     assert "## compare" in md
 
 
 def test_resuming_the_finished_sweep_starts_no_server_and_reports_the_same(sweep_run) -> None:
     run_dir, wall = sweep_run
-    before = json.loads((run_dir / "sweep.json").read_text())
+    before = json.loads((run_dir / "sweep" / "sweep.json").read_text())
     started = time.monotonic()
     done = run_cli("run", "runbooks/tiny_cpu_sweep.yaml", "--resume", str(run_dir), timeout=600)
     again = time.monotonic() - started
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert done.stdout.count("already measured in this run directory; skipped") == 12
     assert again < wall / 2
-    after = json.loads((run_dir / "sweep.json").read_text())
+    after = json.loads((run_dir / "sweep" / "sweep.json").read_text())
     assert after["concurrency"] == before["concurrency"]
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = json.loads((run_dir / "status.json").read_text())
     assert summary["resumed"] is True and summary["status"] == "done"
     assert re.search(r"best lookahead by output throughput", done.stdout)

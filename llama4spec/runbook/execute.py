@@ -18,10 +18,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from llama4spec.config.compose import Composed
-from llama4spec.engine.secrets import redact_env
+from llama4spec.engine.secrets import redact, redact_yaml
 from llama4spec.errors import UserError
 from llama4spec.results.bench import BenchRecord
-from llama4spec.results.provenance import host, public_config, versions, write_json
+from llama4spec.results.provenance import environment, host, plan_secrets, public_config, versions, write_json
 from llama4spec.runbook import steps as step_kinds
 from llama4spec.runbook.plan import Plan, PlannedStep
 from llama4spec.runbook.rundir import STATUS
@@ -57,40 +57,51 @@ class Run:
         }
         if finished is not None:
             self.summary["resumed"] = True
+        # every value to hide in what this run writes or prints (engine.secrets.redact)
+        self.known_secrets = plan_secrets(plan, self.environ)
+
+    def redact(self, obj: Any) -> Any:
+        """What this run records or prints, with every secret as ***."""
+        return redact(obj, self.known_secrets)
 
     def say(self, text: str) -> None:
-        self.console.print(text, markup=False, highlight=False, soft_wrap=True)
+        self.console.print(self.redact(text), markup=False, highlight=False, soft_wrap=True)
 
     def secrets(self, p: PlannedStep) -> dict[str, str]:
         """The step's secret environment, read from the variables named in the plan."""
         return {name: self.environ[src] for name, src in p.secret_env.items() if self.environ.get(src)}
 
-    # -- records -----------------------------------------------------------------------------
-    def _secret_values(self) -> tuple[str, ...]:
-        names = {src for p in self.plan.steps for src in p.secret_env.values()}
-        return tuple(self.environ[n] for n in names if self.environ.get(n))
+    # -- records (each through self.redact) --------------------------------------------------
+    def environment(self) -> dict[str, str]:
+        """environment.json: the allow-listed variables (vLLM, CUDA, NCCL, HF, torch, paths) and
+        everything the run sets (runbook env, every step's env, its secret env by name), redacted."""
+        sets: dict[str, str] = dict(self.plan.runbook.env)
+        for p in self.plan.steps:
+            sets.update(p.env)
+        secret_names = [name for p in self.plan.steps for name, src in p.secret_env.items() if self.environ.get(src)]
+        return environment(self.environ, sets, secret_names, self.known_secrets)
 
     def write_start(self) -> None:
         if not self.plan.record:
             return
         self.dir.mkdir(parents=True, exist_ok=True)
-        (self.dir / "runbook.yaml").write_text(self.plan.runbook.path.read_text())
-        write_json(self.dir / "plan.json", self.plan.to_record())
-        env = {**self.environ, **self.plan.runbook.env}
-        write_json(self.dir / "environment.json", redact_env(env, self._secret_values()))
-        write_json(self.dir / "host.json", {"versions": versions(), "host": host()})
+        (self.dir / "runbook.yaml").write_text(redact_yaml(self.plan.runbook.path.read_text(), self.known_secrets))
+        write_json(self.dir / "plan.json", self.plan.to_record(self.known_secrets))
+        write_json(self.dir / "environment.json", self.environment())
+        write_json(self.dir / "host.json", self.redact({"versions": versions(), "host": host()}))
         self.write_summary()
 
     def write_config(self, p: PlannedStep) -> None:
         if self.plan.record and p.composed is not None and "config_file" in p.artifacts:
             p.artifacts["config_file"].parent.mkdir(parents=True, exist_ok=True)
-            p.artifacts["config_file"].write_text(OmegaConf.to_yaml(public_config(p.composed.raw)))
+            config = public_config(p.composed.raw, self.known_secrets, self.environ)
+            p.artifacts["config_file"].write_text(OmegaConf.to_yaml(config))
 
     def write_summary(self) -> None:
         if not self.plan.record:
             return
-        write_json(self.dir / STATUS, self.summary)
-        (self.dir / "summary.md").write_text(self.markdown())
+        write_json(self.dir / STATUS, self.redact(self.summary))
+        (self.dir / "summary.md").write_text(self.redact(self.markdown()))
 
     def markdown(self) -> str:
         s = self.summary
@@ -108,13 +119,13 @@ class Run:
             lines += ["", f"## {step_id}", "", table]
         return "\n".join(lines) + "\n"
 
-    def _entry(self, step_id: str) -> dict[str, Any]:
+    def entry(self, step_id: str) -> dict[str, Any]:
         return next(e for e in self.summary["steps"] if e["id"] == step_id)
 
     # -- the run -----------------------------------------------------------------------------
     def _step(self, n: int, p: PlannedStep) -> bool:
         """Run one step; False when it failed."""
-        total, entry = len(self.plan.steps), self._entry(p.id)
+        total, entry = len(self.plan.steps), self.entry(p.id)
         if self.plan.record or total > 1:
             self.say(f"[{n}/{total}] {p.id}: {p.kind}")
         if p.id in self.finished:  # resuming: measured earlier by the same command
@@ -131,8 +142,8 @@ class Run:
             entry.update(status="failed", error=str(err), seconds=time.monotonic() - started)
             for line in err.tail:
                 self.say(f"  | {line}")
-            self.console.print(f"[bold red]error:[/bold red] step '{escape(p.id)}' failed: {escape(str(err))}",
-                               highlight=False, soft_wrap=True)
+            self.console.print(f"[bold red]error:[/bold red] step '{escape(p.id)}' failed: "
+                               f"{escape(self.redact(str(err)))}", highlight=False, soft_wrap=True)
             return False
         entry.update(status="done", seconds=time.monotonic() - started)
         if self.plan.record or total > 1:
@@ -157,7 +168,7 @@ class Run:
     def execute(self) -> int:
         self.write_start()
         if self.plan.record:
-            self.console.print(f"run record: [bold]{escape(str(self.dir))}[/bold]")
+            self.console.print(f"run record: [bold]{escape(self.redact(str(self.dir)))}[/bold]")
         failed = False
         try:
             with sigterm_unwinds(), self.stack:
@@ -183,7 +194,7 @@ class Run:
             self.summary["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
             self.write_summary()
             if self.plan.record:
-                self.console.print(f"summary: [bold]{escape(str(self.dir / 'summary.md'))}[/bold]")
+                self.console.print(f"summary: [bold]{escape(self.redact(str(self.dir / 'summary.md')))}[/bold]")
         return 1 if failed else 0
 
 

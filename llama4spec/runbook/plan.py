@@ -10,7 +10,7 @@ from __future__ import annotations
 import graphlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from llama4spec.config.compose import Composed, compose_config
 from llama4spec.config.validate import validate
@@ -64,8 +64,13 @@ class Plan:
     def get(self, step_id: str) -> PlannedStep:
         return next(p for p in self.steps if p.id == step_id)
 
-    def to_record(self) -> list[dict[str, Any]]:
-        return [
+    def to_record(self, secrets: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """plan.json: every step's argv, env and artifacts, redacted (``secrets``: the plan's known
+        secret values; by default collected from the plan and this process's environment)."""
+        from llama4spec.engine.secrets import REDACTED, redact
+        from llama4spec.results.provenance import plan_secrets
+
+        records = [
             {
                 "id": p.id,
                 "kind": p.kind,
@@ -73,7 +78,7 @@ class Plan:
                 "argv": p.argv,
                 "exec_argv": p.exec_argv,
                 "env": p.env,
-                "secret_env": {k: f"${v} (redacted)" for k, v in p.secret_env.items()},
+                "secret_env": {k: f"{REDACTED} (read from ${v})" for k, v in p.secret_env.items()},
                 "artifacts": {k: str(v) for k, v in p.artifacts.items()},
                 "url": p.url,
                 "inputs": {k: str(v) for k, v in p.inputs.items()},
@@ -83,6 +88,7 @@ class Plan:
             }
             for p in self.steps
         ]
+        return redact(records, plan_secrets(self) if secrets is None else secrets)
 
 
 @dataclass

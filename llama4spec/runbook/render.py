@@ -2,31 +2,40 @@
 
 from __future__ import annotations
 
+from typing import Iterable, Mapping
+
 from rich.console import Console
 
 from llama4spec.engine.args import shell_line
-from llama4spec.engine.secrets import redact_env
+from llama4spec.engine.secrets import redact, redact_env
+from llama4spec.results.provenance import plan_secrets
 from llama4spec.runbook import steps as step_kinds
 from llama4spec.runbook.plan import Plan, PlannedStep
 from llama4spec.runbook.rundir import STATUS
 
 
-def _env_line(step: PlannedStep) -> str:
-    env = redact_env(step.env)
+def _env_line(step: PlannedStep, secrets: Iterable[str] = ()) -> str:
+    env = redact_env(step.env, secrets)
     parts = [f"{k}={v}" for k, v in env.items()]
     parts += [f"{k}=${src} (redacted)" for k, src in step.secret_env.items()]
     return " ".join(parts) if parts else "-"
 
 
-def plan_text(console: Console, plan: Plan) -> None:
+def plan_text(console: Console, plan: Plan, environ: Mapping[str, str] | None = None) -> None:
+    """The dry run: every step's config, command, env and artifacts; every line redacted (the
+    plan's secrets, ``environ``'s secret values: see ``engine.secrets``)."""
     rb = plan.runbook
-    say = lambda text="": console.print(text, markup=False, highlight=False, soft_wrap=True)  # noqa: E731
+    secrets = plan_secrets(plan, environ)
+
+    def say(text: str = "") -> None:
+        console.print(redact(text, secrets), markup=False, highlight=False, soft_wrap=True)
+
     say(f"runbook: {rb.name} ({rb.path})")
     if rb.description:
         say(f"  {rb.description}")
     say(f"run directory: {plan.run_dir}")
     say(f"overrides for every step: {' '.join([*rb.overrides, *plan.overrides]) or '-'}")
-    say(f"environment for every step: {' '.join(f'{k}={v}' for k, v in redact_env(rb.env).items()) or '-'}")
+    say(f"environment for every step: {' '.join(f'{k}={v}' for k, v in redact_env(rb.env, secrets).items()) or '-'}")
     for n, step in enumerate(plan.steps, 1):
         say()
         head = f"[{n}/{len(plan.steps)}] {step.id}: {step.kind}"
@@ -50,7 +59,7 @@ def plan_text(console: Console, plan: Plan) -> None:
         if step.kind == "serve":
             step_kinds.module(step.kind).describe(step, say)
         if step.kind in ("serve", "bench", "offline"):
-            say(f"    env: {_env_line(step)}")
+            say(f"    env: {_env_line(step, secrets)}")
         for role, path in step.inputs.items():
             say(f"    {role}: {path}")
         for name, path in step.artifacts.items():

@@ -60,6 +60,7 @@ def execute(run, p) -> dict[str, Any]:
     try:
         server.start()
     except ServerError as err:
+        run.entry(p.id)["result"] = {"pid": server.proc.pid if server.proc else None}
         raise StepFailed(str(err), err.log_tail) from None
     run.stack.callback(server.stop)
     run.servers[p.id] = server

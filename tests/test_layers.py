@@ -1,0 +1,34 @@
+"""The package's layering holds: import-linter's contract (pyproject.toml [tool.importlinter]) is
+kept, and building the CLI's parser pulls in neither vllm nor torch."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import REPO
+
+
+def test_import_contracts_are_kept():
+    lint_imports = Path(sys.executable).parent / "lint-imports"
+    assert lint_imports.exists(), f"import-linter is not installed next to {sys.executable} (pip install import-linter)"
+    result = subprocess.run([str(lint_imports), "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, f"lint-imports exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    assert "broken" in result.stdout and "0 broken" in result.stdout, result.stdout
+
+
+def test_building_the_parser_imports_no_engine():
+    code = (
+        "import json, sys\n"
+        "import llama4spec.cli.main as m\n"
+        "parser = m.build_parser()\n"
+        "parser.parse_args(['show', 'target=llama4_scout'])\n"
+        "heavy = sorted(n for n in sys.modules if n.split('.')[0] in ('vllm', 'torch'))\n"
+        "print(json.dumps(heavy))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    heavy = json.loads(result.stdout.strip().splitlines()[-1])
+    assert heavy == [], f"building the parser imported {heavy[:10]}"

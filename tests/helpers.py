@@ -17,3 +17,12 @@ def run_cli(*args: str, timeout: float = 900, env: dict | None = None) -> subpro
         [sys.executable, "-m", "llama4spec", *args],
         capture_output=True, text=True, timeout=timeout, cwd=REPO, env=full_env,
     )
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

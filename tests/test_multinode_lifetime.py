@@ -5,13 +5,14 @@ log tail, and stop leaves no process of any node."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import free_port
 
 from llama4spec.config.schema import HostConfig
 from llama4spec.serving.nodes import Nodes
@@ -26,12 +27,6 @@ class H(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a): pass
 http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def pids_with(marker: str) -> list[int]:

@@ -12,7 +12,8 @@ import pytest
 from llama4spec.config.compose import compose_config, group_options
 from llama4spec.config.validate import validate
 from llama4spec.multinode.checks import host_problems
-from llama4spec.multinode.plan import dry_run_lines, is_multinode, launcher_argv, plan_nodes, problems
+from llama4spec.config.layout import is_multinode, problems
+from llama4spec.multinode.plan import dry_run_lines, launcher_argv, plan_nodes
 from tests.helpers import REPO, run_cli
 
 MAVERICK = ["target=llama4_maverick", "draft=none", "parallel=two_nodes_tp8_pp2", "hardware=h100_80gb",

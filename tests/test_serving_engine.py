@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,18 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, run_cli
+from tests.helpers import REPO, run_cli, free_port
 
 pytestmark = pytest.mark.engine
 
 TINY_RUNBOOK = "runbooks/tiny_cpu_eagle_vs_baseline.yaml"
 SECRET = "hf_llama4spec_test_secret_9f3a"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _processes() -> dict[int, tuple[int, int, str]]:

@@ -17,7 +17,7 @@ from llama4spec.results.acceptance import AcceptanceCounters
 from llama4spec.engine.launch import launch_argv
 from llama4spec.serving.process import ServerError, port_in_use, spawn, stop_group
 from llama4spec.serving.server import Server
-from tests.helpers import run_cli
+from tests.helpers import run_cli, free_port
 
 
 def _pid_alive(pid: int) -> bool:
@@ -124,12 +124,6 @@ def test_stop_ends_the_whole_process_group(tmp_path: Path) -> None:
     assert proc.poll() is not None
     time.sleep(0.2)
     assert not _pid_alive(grandchild)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_cli_serve_and_run_report_a_busy_port_before_launch(busy_port: int, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from llama4spec.config.layout import ENV_NAME, is_multinode, problems  # noqa: F401  (re-exported)
+from llama4spec.config.layout import ENV_NAME
 from llama4spec.config.schema import Config, HostConfig
 from llama4spec.engine.args import engine_env, serve_argv, serve_flags
 from llama4spec.errors import UserError

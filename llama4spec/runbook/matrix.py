@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
-from typing import Any
 
 from llama4spec.config.compose import compose_config
 from llama4spec.engine.args import engine_env, serve_argv

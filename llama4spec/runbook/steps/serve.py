@@ -7,7 +7,8 @@ from typing import Any
 
 from llama4spec.engine.args import engine_env, serve_argv
 from llama4spec.engine.launch import base_url, launch_argv
-from llama4spec.multinode.plan import is_multinode, plan_nodes, problems as layout_problems
+from llama4spec.config.layout import is_multinode, layout_problems
+from llama4spec.multinode.plan import plan_nodes
 from llama4spec.runbook.steps import StepFailed
 from llama4spec.serving.process import ServerError
 

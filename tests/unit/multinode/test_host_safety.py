@@ -10,7 +10,8 @@ import pytest
 
 from llama4spec.config.compose import compose_config
 from llama4spec.multinode.checks import host_problems
-from llama4spec.multinode.plan import launcher_argv, plan_nodes, problems
+from llama4spec.config.layout import problems
+from llama4spec.multinode.plan import launcher_argv, plan_nodes
 
 TWO_NODES = ["target=llama4_maverick", "draft=none", "parallel=two_nodes_tp8_pp2", "hardware=h100_80gb",
              "memory=default", "cluster=two_nodes_ssh", "cluster.python=/opt/venv/bin/python"]

@@ -58,6 +58,20 @@ def _searchpath_dirs(overrides: Sequence[str]) -> list[Path]:
     return dirs
 
 
+EXAMPLE_DEFAULTS = {"draft": "none", "memory": "default", "bench": "mtbench", "dataset": "mtbench",
+                    "hardware": "h100_80gb"}
+
+
+def _target_default(group: str, target: str, overrides: Sequence[str] = ()) -> str | None:
+    """The option ``<group>/for/<target>.yaml`` stands for, or None when there is no such file."""
+    for d in (conf_dir(), *_searchpath_dirs(overrides)):
+        path = d / group / "for" / f"{target}.yaml"
+        if path.is_file():
+            m = re.search(rf"^\s*-\s*/{group}/([\w-]+)@_here_", path.read_text(errors="replace"), re.M)
+            return m.group(1) if m else target
+    return None
+
+
 def group_options(group: str, overrides: Sequence[str] = ()) -> list[str]:
     """The options of a config group: shipped ones and those in ``hydra.searchpath`` directories."""
     found = {p.stem for d in (conf_dir(), *_searchpath_dirs(overrides)) for p in (d / group).glob("*.yaml")}
@@ -104,9 +118,13 @@ def _friendly(err: Exception, overrides: Sequence[str]) -> str:
         return f"cannot apply override '{override}': {cause}"
     m = re.search(r"Could not find '([\w/]+)/for/([^']+)'", msg)
     if m:
-        group, target = m.group(1).split("/")[-1], m.group(2)
-        return (f"target={target} brings no default {group}: name one ({group}=OPTION; options: "
-                f"{', '.join(group_options(group, overrides))}) or add {group}/for/{target}.yaml to your config directory")
+        target = m.group(2)
+        named = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
+        missing = [g for g in TARGET_DEFAULTS if g not in named and _target_default(g, target, overrides) is None]
+        example = " ".join(f"{g}={EXAMPLE_DEFAULTS[g]}" for g in missing)
+        files = ", ".join(f"{g}/for/{target}.yaml" for g in missing)
+        return (f"target={target} brings no defaults for {', '.join(missing)}: name them on the command line "
+                f"(e.g. {example}) or add {files} to your config directory")
     m = re.search(r"Could not find '([\w/]+)/([^']+)'", msg) or re.search(
         r"In '[^']*': Could not find '([\w/]+)/([^']+)'", msg
     )
@@ -178,8 +196,7 @@ def compose_config(overrides: Sequence[str] = ()) -> Composed:
             choices = {k: v for k, v in reversed(list(picked)) if not k.startswith("hydra") and v is not None}
             for group, option in choices.items():
                 if option.startswith("for/"):
-                    name = OmegaConf.select(cfg, f"{group}.name")
-                    choices[group] = str(name) if name else option
+                    choices[group] = _target_default(group, option.removeprefix("for/"), kept) or option
             order = {g: i for i, g in enumerate(_GROUPS)}
             choices = dict(sorted(choices.items(), key=lambda kv: order.get(kv[0], len(order))))
             with_hydra = cfg

@@ -138,6 +138,13 @@ class Run:
         self.write_config(p)
         try:
             entry["result"] = step_kinds.module(p.kind).execute(self, p)
+        except UserError as err:  # bad input found while running (a prompts file, say): the step failed
+            entry.update(status="failed", error="; ".join(err.problems), seconds=time.monotonic() - started)
+            if p.flat:
+                raise  # a one-step command: its own error, exit 2
+            self.console.print(f"[bold red]error:[/bold red] step '{escape(p.id)}' failed: "
+                               f"{escape(entry['error'])}", highlight=False, soft_wrap=True)
+            return False
         except StepFailed as err:
             entry.update(status="failed", error=str(err), seconds=time.monotonic() - started)
             for line in err.tail:
@@ -179,6 +186,9 @@ class Run:
                 if self.plan.hold and not failed:
                     failed = self.hold() != 0
                 self.summary["status"] = "stopping servers"
+        except UserError:
+            failed = True
+            raise
         except BaseException:
             self.summary["status"] = "interrupted"
             for e in self.summary["steps"]:

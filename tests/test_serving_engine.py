@@ -14,53 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, run_cli, free_port
+from tests.helpers import REPO, alive_in, free_port, run_cli, run_dir_of, sessions_below, wait_gone
 
 pytestmark = pytest.mark.engine
 
 TINY_RUNBOOK = "runbooks/tiny_cpu_eagle_vs_baseline.yaml"
 SECRET = "hf_llama4spec_test_secret_9f3a"
-
-
-def _processes() -> dict[int, tuple[int, int, str]]:
-    """pid -> (ppid, session id, state) for every process (from /proc)."""
-    procs = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        procs[int(entry)] = (int(fields[1]), int(fields[3]), fields[0])
-    return procs
-
-
-def sessions_below(root: int) -> set[int]:
-    """Session ids of every live descendant of ``root`` (servers and benchmarks lead their own)."""
-    procs = _processes()
-    found, frontier = set(), {root}
-    while frontier:
-        frontier = {pid for pid, (ppid, _, _) in procs.items() if ppid in frontier}
-        found |= {procs[pid][1] for pid in frontier}
-    return found - {procs.get(root, (0, 0, ""))[1]}
-
-
-def alive_in(sessions: set[int]) -> list[int]:
-    return [pid for pid, (_, sid, state) in _processes().items() if sid in sessions and state != "Z"]
-
-
-def wait_gone(sessions: set[int], timeout: float = 20) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while (left := alive_in(sessions)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return left
-
-
-def run_dir_of(runs: Path) -> Path:
-    (run_dir,) = [d for d in runs.glob("*/*") if d.is_dir()]
-    return run_dir
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 
 def _fmt(value: Any, digits: int = 2) -> str:
@@ -25,7 +26,7 @@ def offline_stats(console: Console, stats, label: str) -> None:
     """The figures the original runbook printed by hand, as tables."""
     from rich.table import Table
 
-    run = Table(title=f"offline run: {label}", show_header=False, title_justify="left")
+    run = Table(title=escape(f"offline run: {label}"), show_header=False, title_justify="left")
     run.add_column("figure", style="bold")
     run.add_column("value", justify="right")
     run.add_row("total output tokens", _fmt(stats.total_num_output_tokens))

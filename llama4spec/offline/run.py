@@ -39,9 +39,25 @@ def without_draft(cfg: Config) -> Config:
     return dataclasses.replace(cfg, draft=dataclasses.replace(cfg.draft, name="none", method=None, model=None))
 
 
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip() or type(error).__name__
-    return f"{type(error).__name__}: {text.splitlines()[-1]}"
+def engine_error(error: BaseException) -> str:
+    """What vLLM rejected, in one line: the field and pydantic's message for a validation error
+    (not pydantic's closing "For further information visit ..."), else the error's last line."""
+    items = None
+    if callable(getattr(error, "errors", None)):
+        try:
+            items = error.errors()
+        except Exception:  # noqa: BLE001  (not pydantic's: fall back to the text)
+            items = None
+    if items:
+        title = getattr(error, "title", type(error).__name__)
+        parts = []
+        for item in items[:3]:
+            where = ".".join(str(x) for x in item.get("loc", ())) or title
+            parts.append(f"{where}: {item.get('msg', '').strip()}")
+        return "; ".join(parts)
+    lines = [line.strip() for line in str(error).splitlines()
+             if line.strip() and not line.strip().startswith("For further information")]
+    return f"{type(error).__name__}: {lines[-1] if lines else ''}".rstrip(": ")
 
 
 def _progress(label: str):
@@ -76,7 +92,7 @@ def run_engine(
         with (console or Console(stderr=True)).status(f"starting the vLLM engine ({label})"):
             llm = LLM(**kwargs)
     except Exception as error:  # engine start failures become one readable line
-        raise UserError(f"vLLM could not start the {label} engine: {_first_line(error)}") from None
+        raise UserError(f"vLLM could not start the {label} engine: {engine_error(error)}") from None
     engine_start_s = time.perf_counter() - start
     try:
         texts = prompts.texts

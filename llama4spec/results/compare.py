@@ -41,8 +41,10 @@ def from_json(data: dict[str, Any], fallback_label: str) -> BenchRecord:
         raise UserError(f"{fallback_label}: the benchmark in this record did not finish (no result); rerun it")
     if not record.counted:
         raise UserError(f"{fallback_label}: the benchmark completed no request, so it measured nothing; rerun it")
-    if record.figure("output_throughput") is None:
-        raise UserError(f"{fallback_label}: 'output_throughput' is not a finite number; give an intact result file")
+    throughput = record.figure("output_throughput")
+    if throughput is None or throughput <= 0:
+        raise UserError(f"{fallback_label}: 'output_throughput' is not a positive finite number; "
+                        f"give an intact result file")
     return record
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
 from rich.table import Table
 
 from llama4spec.sweep.model import Analysis, AtConcurrency, Point
@@ -99,12 +101,12 @@ def render(console: Console, analysis: Analysis) -> None:
     for a in analysis.at:
         drafts = ", ".join(a.fits)
         title = f"concurrency {a.concurrency}" + (f", draft {drafts}" if len(a.fits) == 1 else "")
-        table = Table(title=f"{title} (TPOT, TTFT: mean ms; model: predicted speedup)",
+        table = Table(title=escape(f"{title} (TPOT, TTFT: mean ms; model: predicted speedup)"),
                       title_justify="left", padding=(0, 1))
         for i, col in enumerate(SHORT_COLUMNS):
             table.add_column(col, justify="left" if i == 0 else "right", no_wrap=True)
         for cells in rows(a, short=True):
-            table.add_row(*cells)
+            table.add_row(*(Text(cell) for cell in cells))
         console.print(table)
         points = ([a.baseline] if a.baseline else []) + [r.point for r in a.rows]
         top = max((p.output_throughput or 0.0 for p in points), default=0.0)
@@ -117,7 +119,7 @@ def render(console: Console, analysis: Analysis) -> None:
         for line in findings(a):
             console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
         console.print()
-    console.print(f"[bold]{analysis.verdict()}[/bold]", highlight=False, soft_wrap=True)
+    console.print(Text(analysis.verdict(), style="bold"), highlight=False, soft_wrap=True)
 
 
 def to_record(analysis: Analysis) -> dict[str, Any]:

@@ -10,8 +10,17 @@ from llama4spec.runbook.rundir import bench_files
 from llama4spec.runbook.steps import StepFailed
 
 
+# Flags the tool sets itself for every benchmark: repeating them in extra_args would contradict it.
+OWN_FLAGS = ("--base-url", "--host", "--port", "--model", "--backend", "--endpoint", "--label", "--save-result",
+             "--result-dir", "--result-filename")
+
+
 def plan(ctx, p) -> None:
     s = p.step
+    own = [a.split("=", 1)[0] for a in s.extra_args if a.split("=", 1)[0] in OWN_FLAGS]
+    if own:
+        ctx.report(s.id, [f"extra_args repeats {', '.join(dict.fromkeys(own))}, which llama4spec sets itself "
+                          f"(the server's url, the model, where results go); drop it from extra_args"])
     if s.server is None and s.url is None:
         ctx.report(s.id, ["a bench step needs 'server' (a serve step's id) or 'url'"])
         return

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from llama4spec.preflight.values import text_of
+
 
 @dataclass
 class Params:
@@ -42,7 +44,8 @@ def moe_layers(text: dict[str, Any]) -> list[int]:
         return []
     if text.get("moe_layers") is not None:
         return list(text["moe_layers"])
-    step = text.get("interleave_moe_layer_step", 1)
+    step = text.get("interleave_moe_layer_step")
+    step = 1 if step is None else step
     return list(range(step - 1, text["num_hidden_layers"], step)) if step else []
 
 
@@ -79,7 +82,7 @@ def decoder(text: dict[str, Any], p: Params | None = None) -> Params:
     dense_ff = text.get("intermediate_size_mlp") or text["intermediate_size"]
     p.add("mlp", (n - len(moe)) * 3 * h * dense_ff, linear=True)
     if moe:
-        ff, experts, top_k = text["intermediate_size"], text["num_local_experts"], text.get("num_experts_per_tok", 1)
+        ff, experts, top_k = text["intermediate_size"], text["num_local_experts"], text.get("num_experts_per_tok") or 1
         expert = 3 * h * ff
         p.add("experts (active)", len(moe) * top_k * expert, linear=True)
         p.add("experts (idle)", len(moe) * (experts - top_k) * expert, linear=True, active=False)
@@ -108,7 +111,7 @@ def vision(cfg: dict[str, Any], text_hidden: int) -> int:
 
 def model(cfg: dict[str, Any]) -> Params:
     """A full causal LM (target): embeddings, decoder, final norm, lm_head, vision tower."""
-    text = cfg.get("text_config") or cfg
+    text = text_of(cfg)
     h, vocab = text["hidden_size"], text["vocab_size"]
     p = decoder(text)
     p.add("embeddings", vocab * h, linear=False)
@@ -125,7 +128,7 @@ def model(cfg: dict[str, Any]) -> Params:
 def eagle_draft(cfg: dict[str, Any]) -> Params:
     """An EAGLE head as vLLM loads it: fc over [embedding | hidden], decoder, norm, lm_head over
     draft_vocab_size. The token embedding is the target's (shared), so it is not counted."""
-    text = cfg.get("text_config") or cfg
+    text = text_of(cfg)
     h = text["hidden_size"]
     p = decoder(text)
     p.add("fc", 2 * h * h, linear=True)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from llama4spec.config.schema import Config
+from llama4spec.preflight import hfconfig, values
 from llama4spec.preflight.sources import ModelConfig
 
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -87,6 +88,11 @@ class Pairing:
     def llama4_eagle(self) -> bool:
         return self.eagle and self.cfg.draft.method == "eagle" and self.d.get("model_type") == "llama4_text"
 
+    @property
+    def models(self) -> list[ModelConfig]:
+        """The config.json files vLLM will read: the target's, and the draft's under eagle/eagle3."""
+        return [self.target] + ([self.draft] if self.eagle else [])
+
 
 Rule = Callable[[Pairing], list[Finding]]
 
@@ -136,7 +142,7 @@ def draft_vocab(p: Pairing) -> list[Finding]:
         return [Finding("draft-vocab", ERROR, "draft config.json has no 'draft_vocab_size'",
                         "vLLM sizes the Llama 4 EAGLE lm_head from it (AttributeError at load)",
                         f"add \"draft_vocab_size\": {p.d.get('vocab_size', 'VOCAB')} to the draft's config.json")]
-    if size > p.d.get("vocab_size", size):
+    if p.d.get("vocab_size") is not None and size > p.d["vocab_size"]:
         return [Finding("draft-vocab", ERROR, f"draft_vocab_size {size} exceeds the draft's vocab_size {p.d['vocab_size']}",
                         "the draft's lm_head cannot predict tokens outside the vocabulary",
                         "set draft_vocab_size to at most vocab_size")]
@@ -147,11 +153,12 @@ def draft_moe(p: Pairing) -> list[Finding]:
     if not p.llama4_eagle:
         return []
     # transformers derives moe_layers from the step when absent; vLLM builds MoE blocks from the step.
-    step, given = p.d.get("interleave_moe_layer_step", 1), p.d.get("moe_layers")
+    step, given = p.d.get("interleave_moe_layer_step"), p.d.get("moe_layers")
+    step = 1 if step is None else step
     if given is not None:
         layers = list(given)
     else:
-        layers = list(range(step - 1, p.d.get("num_hidden_layers", 0), step)) if step else []
+        layers = list(range(step - 1, p.d.get("num_hidden_layers") or 0, step)) if step else []
     if not layers and step == 0:
         return []
     return [Finding("draft-moe", ERROR,
@@ -206,10 +213,12 @@ def _tokenizer_digest(model: ModelConfig | None) -> str | None:
     if not path or not path.is_file():
         return None
     try:
-        vocab = json.loads(path.read_text()).get("model", {}).get("vocab")
+        data = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return hashlib.sha256(json.dumps(vocab, sort_keys=True).encode()).hexdigest() if vocab else None
+    tok = data.get("model") if isinstance(data, dict) else None
+    vocab = tok.get("vocab") if isinstance(tok, dict) else None
+    return hashlib.sha256(json.dumps(vocab, sort_keys=True, default=repr).encode()).hexdigest() if vocab else None
 
 
 def parallel(p: Pairing) -> list[Finding]:
@@ -315,6 +324,99 @@ def trust_remote_code(p: Pairing) -> list[Finding]:
                     "set target.trust_remote_code=false")]
 
 
+# ---- checks of each config.json by itself, run before the pairing rules ----
+
+def config_values(p: Pairing) -> list[Finding]:
+    """Sizes and counts the rules and vLLM compute with: positive integers, text_config an object, head_dim derivable."""
+    out = []
+    for model in p.models:
+        for problem in values.problems(model.config):
+            out.append(Finding(
+                "config-values", ERROR, f"{model.role} config.json ({model.describe()}): {problem}",
+                "vLLM sizes the model from these values and fails to load it (the pairing rules are skipped until "
+                "the file is fixed)",
+                _value_fix(model),
+            ))
+    return out
+
+
+def _value_fix(model: ModelConfig) -> str:
+    if model.source == "local":
+        return f"correct the value in {model.path}"
+    if model.source == "bundled":
+        return f"download the model, correct the value in its config.json, and pass {model.key}=DIR"
+    return f"correct the value in {model.path}, or download the model, correct it there and pass {model.key}=DIR"
+
+
+def transformers_config(p: Pairing) -> list[Finding]:
+    """Each config.json built through the installed transformers' config class, as vLLM 0.32 builds it."""
+    models = p.models
+    version = hfconfig.transformers_version()
+    try:
+        verdicts = hfconfig.check([m.config for m in models], version)
+    except hfconfig.Skipped as why:
+        return [Finding("transformers-config", INFO, f"config.json not built through transformers: {why}",
+                        "vLLM builds every model's config with transformers' config classes; this check mirrors it",
+                        "run the doctor in the environment that runs vLLM (where transformers is installed)")]
+    out = []
+    for model, verdict in zip(models, verdicts):
+        if verdict.status == "rejected":
+            out.append(Finding(
+                "transformers-config", ERROR,
+                f"transformers {version} rejects the {model.role}'s config.json ({model.describe()}): {verdict.summary()}",
+                f"vLLM 0.32 builds every model's config through transformers' config classes, which validate "
+                f"strictly, so the engine dies at start-up ({verdict.error})",
+                _strict_fix(model, verdict),
+            ))
+        elif verdict.status == "unchecked":
+            out.append(Finding(
+                "transformers-config", INFO, f"{model.role} config.json not built through transformers: {verdict.message}",
+                "vLLM then needs a config class of its own or trust_remote_code for this model_type",
+                "check that vLLM supports this model" + ("" if p.cfg.target.trust_remote_code
+                                                         else ", or set target.trust_remote_code=true for a custom one"),
+            ))
+    return out
+
+
+def _json_value(expected: str, value: str) -> str | None:
+    """The JSON value of type ``expected`` that a rejected ``value`` (its Python repr) stands for."""
+    try:
+        parsed = json.loads(value.replace("'", '"').replace("True", "true").replace("False", "false").replace("None", "null"))
+    except ValueError:
+        return None
+    if expected == "bool" and isinstance(parsed, str):
+        return parsed.strip().lower() if parsed.strip().lower() in ("true", "false") else None
+    if expected == "bool" and isinstance(parsed, (int, float)):
+        return "true" if parsed else "false"
+    if expected == "int" and isinstance(parsed, float) and parsed.is_integer():
+        return str(int(parsed))
+    if expected == "float" and isinstance(parsed, (int, float)) and not isinstance(parsed, bool):
+        return str(float(parsed))
+    return None
+
+
+def _strict_fix(model: ModelConfig, verdict: hfconfig.Verdict) -> str:
+    field, mismatch = verdict.field, verdict.mismatch
+    if field and mismatch:
+        expected, _, value = mismatch
+        good = _json_value(expected, value)
+        setting = f"set \"{field}\": {good}" if good else f"give \"{field}\" a value of type {expected}"
+    else:
+        setting = f"correct the value transformers' {verdict.cls} names above"
+    if model.source == "local":
+        return f"{setting} in {model.path}"
+    what = "head" if model.role == "draft" else "model"
+    return (f"download the {what}, {setting} in its config.json, and pass {model.key}=DIR "
+            f"(`hf download {model.ref} --local-dir DIR`)")
+
+
+# The checks of each config.json by itself, in order: malformed values (the first) skip everything
+# after them, which would reason over garbage; transformers' strictness is checked once they are sane.
+FILE_CHECKS: dict[str, Rule] = {
+    "config-values": config_values,
+    "transformers-config": transformers_config,
+}
+
 RULES: dict[str, Rule] = {
     "draft-class": draft_class,
     "yoco-keys": yoco_keys,
@@ -332,6 +434,22 @@ ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
 
 
 def examine(p: Pairing) -> list[Finding]:
-    """Every rule's findings, errors first."""
-    found = [f for rule in RULES.values() for f in rule(p)]
+    """Every check's findings, errors first: each config.json by itself, then (when both are sane) the pairing rules."""
+    (first, check), *others = FILE_CHECKS.items()
+    found = _run(first, check, p)
+    if not any(f.severity == ERROR for f in found):
+        for name, rule in [*others, *RULES.items()]:
+            found += _run(name, rule, p)
     return sorted(found, key=lambda f: ORDER[f.severity])
+
+
+def _run(name: str, rule: Rule, p: Pairing) -> list[Finding]:
+    """One rule; a value it cannot compute with becomes a finding, never a traceback."""
+    try:
+        return rule(p)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, ArithmeticError) as err:
+        files = ", ".join(str(m.path or m.ref) for m in p.models)
+        return [Finding(name, ERROR, f"the {name} rule cannot read the models' config.json ({files}): "
+                                     f"{type(err).__name__}: {err}",
+                        "a value there has a type or size vLLM cannot load either",
+                        "check the values the rule reads in config.json against the model's published config")]

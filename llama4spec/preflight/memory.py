@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llama4spec.config.schema import Config
-from llama4spec.preflight import count
+from llama4spec.errors import UserError
+from llama4spec.preflight import count, values
 
 GIB = 1024**3
 DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2, "fp8": 1, "float8": 1}
@@ -29,7 +30,7 @@ EAGLE_METHODS = ("eagle", "eagle3")
 def dtype_bytes(cfg: Config, target: dict[str, Any]) -> int:
     dtype = cfg.target.dtype
     if dtype == "auto":
-        text = target.get("text_config") or {}
+        text = values.text_of(target)
         dtype = target.get("torch_dtype") or text.get("torch_dtype") or "bfloat16"
     return DTYPE_BYTES.get(str(dtype).replace("torch.", ""), 2)
 
@@ -46,8 +47,9 @@ def linear_bytes(quant: str | None, model_bytes: int) -> float:
 
 
 def quantization(override: str | None, config: dict[str, Any]) -> str | None:
-    qc = config.get("quantization_config") or (config.get("text_config") or {}).get("quantization_config")
-    return override or (qc.get("quant_method") if isinstance(qc, dict) else None)
+    qc = config.get("quantization_config") or values.text_of(config).get("quantization_config")
+    method = qc.get("quant_method") if isinstance(qc, dict) else None
+    return override or (method if isinstance(method, str) else None)
 
 
 def weight_bytes(p: count.Params, quant: str | None, model_bytes: int) -> int:
@@ -119,11 +121,27 @@ class MemoryPlan:
 
 
 def _text(config: dict[str, Any]) -> dict[str, Any]:
-    return config.get("text_config") or config
+    return values.text_of(config)
+
+
+def check_configs(cfg: Config, target: Any, draft: Any) -> None:
+    """UserError, one line per problem, when a config.json value would break the arithmetic below."""
+    found = []
+    for role, config, ref in (("target", target, cfg.target.model), ("draft", draft, cfg.draft.model)):
+        if config is None and role == "draft":
+            continue
+        where = f"{role} config.json ({role}.model={ref})"
+        if not isinstance(config, dict):
+            found.append(f"{where} holds {type(config).__name__}, not an object; restore the model's config.json")
+            continue
+        found += [f"{where}: {problem}; fix the file to plan memory" for problem in values.planner_problems(config)]
+    if found:
+        raise UserError(*found)
 
 
 def memory_plan(cfg: Config, target: dict[str, Any], draft: dict[str, Any] | None, device_memory_gib: float) -> MemoryPlan:
-    """The plan for ``cfg`` on ``cfg.hardware`` with ``device_memory_gib`` per device."""
+    """The plan for ``cfg`` on ``cfg.hardware`` with ``device_memory_gib`` per device (UserError on a malformed config.json)."""
+    check_configs(cfg, target, draft if cfg.draft.method in EAGLE_METHODS else None)
     t, m, par, hw = _text(target), cfg.memory, cfg.parallel, cfg.hardware
     tp, pp = par.tensor_parallel_size, par.pipeline_parallel_size
     method = cfg.draft.method

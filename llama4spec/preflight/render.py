@@ -23,7 +23,8 @@ def findings(console: Console, found: list[Finding]) -> None:
         console.print("[green]doctor: no problems found[/green]")
         return
     for f in found:
-        console.print(f"[{STYLE[f.severity]}]{f.severity}[/{STYLE[f.severity]}] [bold]{f.rule}[/bold]: {f.what}", highlight=False)
+        console.print(f"[{STYLE[f.severity]}]{f.severity}[/{STYLE[f.severity]}] [bold]{f.rule}[/bold]: {f.what}",
+                      highlight=False, soft_wrap=True)
         console.print(f"    why: {f.why}", highlight=False, soft_wrap=True)
         console.print(f"    fix: {f.fix}", highlight=False, soft_wrap=True)
     errors = sum(f.severity == ERROR for f in found)

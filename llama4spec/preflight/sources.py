@@ -15,6 +15,7 @@ from typing import Any
 
 from llama4spec.config.validate import looks_local
 from llama4spec.errors import UserError
+from llama4spec.preflight.values import text_of
 from llama4spec.tiny.paths import is_tiny_path
 
 KNOWN_DIR = Path(__file__).resolve().parent / "known_configs"
@@ -36,11 +37,27 @@ class ModelConfig:
     config: dict[str, Any]  # the whole config.json
     source: str  # local | cache | hub | bundled
     path: Path | None  # the config.json read (None for nothing on disk)
+    key: str = "model"  # the config key that named it: target.model, draft.model
 
     @property
     def text(self) -> dict[str, Any]:
         """The language model's config (``text_config`` of a multimodal Llama 4, else the whole)."""
-        return self.config.get("text_config") or self.config
+        return text_of(self.config)
+
+    @property
+    def role(self) -> str:
+        """``target`` or ``draft``: the first part of the key the model was given as."""
+        return self.key.split(".")[0]
+
+    def describe(self) -> str:
+        """Which config.json this is, for a message: the bundled copy, the cache's or hub's file, or a local one."""
+        if self.source == "bundled":
+            return f"the bundled copy of {self.ref}'s config.json, not a downloaded file"
+        if self.source == "cache":
+            return f"{self.ref}'s config.json from the local Hugging Face cache ({self.path})"
+        if self.source == "hub":
+            return f"{self.ref}'s config.json fetched from the hub ({self.path})"
+        return str(self.path or self.ref)
 
     @property
     def directory(self) -> Path | None:
@@ -129,17 +146,17 @@ def load(ref: str, key: str = "model", network: bool = True) -> ModelConfig:
         if not directory.is_dir():
             raise UserError(f"{key}: local model directory '{ref}' does not exist; give an existing directory or a hub id")
         path = directory / "config.json"
-        return ModelConfig(ref, read_config(path, key), "local", path)
+        return ModelConfig(ref, read_config(path, key), "local", path, key)
     cached = _from_cache(ref)
     if cached is not None:
-        return ModelConfig(ref, read_config(cached, key), "cache", cached)
+        return ModelConfig(ref, read_config(cached, key), "cache", cached, key)
     if network and not hub_offline():
         fetched = _from_hub(ref)
         if fetched is not None:
-            return ModelConfig(ref, read_config(fetched, key), "hub", fetched)
+            return ModelConfig(ref, read_config(fetched, key), "hub", fetched, key)
     copy = bundled(ref)
     if copy is not None:
-        return ModelConfig(ref, read_config(copy, key), "bundled", copy)
+        return ModelConfig(ref, read_config(copy, key), "bundled", copy, key)
     how = ("offline (HF_HUB_OFFLINE is set)" if hub_offline() else
            "the hub was not asked" if not network else "the hub could not be reached")
     raise UserError(

@@ -59,6 +59,7 @@ BROKEN = {
     "removed-flags": (ERROR, lambda tmp, tiny: ['serve.extra_args=["--num-lookahead-slots=3"]']),
     "max-model-len": (ERROR, lambda tmp, tiny: ["memory.max_model_len=4096"]),
     "trust-remote-code": (WARNING, lambda tmp, tiny: ["target.trust_remote_code=true"]),
+    "exposed-server": (WARNING, lambda tmp, tiny: ["serve.host=0.0.0.0"]),
 }
 
 

@@ -412,6 +412,22 @@ def _strict_fix(model: ModelConfig, verdict: hfconfig.Verdict) -> str:
 
 # The checks of each config.json by itself, in order: malformed values (the first) skip everything
 # after them, which would reason over garbage; transformers' strictness is checked once they are sane.
+def exposed_server(p: Pairing) -> list[Finding]:
+    """A server reachable from other machines that answers anyone who asks."""
+    import ipaddress
+
+    host, key = p.cfg.serve.host, p.cfg.serve.api_key_env
+    try:
+        loopback = ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if loopback or key:
+        return []
+    return [Finding("exposed-server", WARNING, f"the server binds {host} without an API key",
+                    "any machine that reaches this address can use the model (and its GPUs)",
+                    "set serve.api_key_env=VAR (the key is read from that variable) or bind serve.host=127.0.0.1")]
+
+
 FILE_CHECKS: dict[str, Rule] = {
     "config-values": config_values,
     "transformers-config": transformers_config,
@@ -429,6 +445,7 @@ RULES: dict[str, Rule] = {
     "removed-flags": removed_flags,
     "max-model-len": max_model_len,
     "trust-remote-code": trust_remote_code,
+    "exposed-server": exposed_server,
 }
 ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from llama4spec.preflight.doctor import ERROR, WARNING, Finding
@@ -15,7 +16,8 @@ STYLE = {ERROR: "bold red", WARNING: "yellow", "info": "cyan"}
 def sources(console: Console, models: list[tuple[str, ModelConfig]]) -> None:
     for role, m in models:
         where = {"bundled": "the bundled copy (not in the local cache)", "local": "the directory"}.get(m.source, f"the {m.source}: {m.path}")
-        console.print(f"[dim]{role}[/dim] {m.ref}  [dim]config.json from {where}[/dim]", highlight=False, soft_wrap=True)
+        console.print(f"[dim]{role}[/dim] {escape(m.ref)}  [dim]config.json from {escape(where)}[/dim]", highlight=False,
+                      soft_wrap=True)
 
 
 def findings(console: Console, found: list[Finding]) -> None:
@@ -23,10 +25,10 @@ def findings(console: Console, found: list[Finding]) -> None:
         console.print("[green]doctor: no problems found[/green]")
         return
     for f in found:
-        console.print(f"[{STYLE[f.severity]}]{f.severity}[/{STYLE[f.severity]}] [bold]{f.rule}[/bold]: {f.what}",
+        console.print(f"[{STYLE[f.severity]}]{f.severity}[/{STYLE[f.severity]}] [bold]{f.rule}[/bold]: {escape(f.what)}",
                       highlight=False, soft_wrap=True)
-        console.print(f"    why: {f.why}", highlight=False, soft_wrap=True)
-        console.print(f"    fix: {f.fix}", highlight=False, soft_wrap=True)
+        console.print(f"    why: {escape(f.why)}", highlight=False, soft_wrap=True)
+        console.print(f"    fix: {escape(f.fix)}", highlight=False, soft_wrap=True)
     errors = sum(f.severity == ERROR for f in found)
     warnings = sum(f.severity == WARNING for f in found)
     console.print(f"doctor: {errors} error(s), {warnings} warning(s)")
@@ -77,11 +79,11 @@ def memory_plan(console: Console, p: MemoryPlan) -> None:
             console.print(f"[dim]{p.concurrency:.2f} sequences fit at full length; longer batches queue or get preempted[/dim]")
         return
     for problem in p.problems:
-        console.print(f"[bold red]verdict: does not fit[/bold red] {problem}", highlight=False, soft_wrap=True)
+        console.print(f"[bold red]verdict: does not fit[/bold red] {escape(problem)}", highlight=False, soft_wrap=True)
     if p.suggestions:
         first, tokens = p.suggestions[0]
-        console.print(f"smallest change: [bold]{first}[/bold] (KV capacity then {tokens:,} tokens)", highlight=False)
+        console.print(f"smallest change: [bold]{escape(first)}[/bold] (KV capacity then {tokens:,} tokens)", highlight=False)
         for other, tokens in p.suggestions[1:]:
-            console.print(f"  or: {other} ({tokens:,} tokens)", highlight=False)
+            console.print(f"  or: {escape(other)} ({tokens:,} tokens)", highlight=False)
     else:
         console.print("no single change fits: combine TP, FP8 and a shorter max_model_len, or use larger GPUs")

@@ -60,6 +60,8 @@ BROKEN = {
     "max-model-len": (ERROR, lambda tmp, tiny: ["memory.max_model_len=4096"]),
     "trust-remote-code": (WARNING, lambda tmp, tiny: ["target.trust_remote_code=true"]),
     "exposed-server": (WARNING, lambda tmp, tiny: ["serve.host=0.0.0.0"]),
+    "lookahead-schedule": (WARNING, lambda tmp, tiny: ["draft.lookahead_schedule=[[1,4,3]]",
+                                                       "parallel.data_parallel_size=2"]),
 }
 
 

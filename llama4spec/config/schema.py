@@ -31,6 +31,9 @@ class DraftConfig:
     max_model_len: Optional[int] = None
     prompt_lookup_min: Optional[int] = None  # ngram
     prompt_lookup_max: Optional[int] = None  # ngram
+    # Speculative tokens per running batch size: [[first, last, k], ...] inclusive ranges (vLLM's
+    # num_speculative_tokens_per_batch_size); `lookahead` stays the maximum.
+    lookahead_schedule: Optional[list[list[int]]] = None
 
 
 @dataclass
@@ -41,6 +44,7 @@ class ParallelConfig:
     draft_tensor_parallel_size: Optional[int] = None  # None: vLLM's default
     distributed_executor_backend: Optional[str] = None  # mp | ray | None
     nnodes: int = 1
+    data_parallel_size: int = 1  # vLLM disables a lookahead schedule with data parallelism
 
 
 @dataclass

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 from llama4spec.config.layout import layout_problems
+from llama4spec.config.schedule import schedule_problems
 from llama4spec.config.schema import Config
 from llama4spec.tiny.paths import is_tiny_path
 
@@ -140,6 +141,12 @@ def validate(cfg: Config) -> list[str]:
     if m.gpu_memory_utilization is not None and not 0 < m.gpu_memory_utilization <= 1:
         problems.append(f"memory.gpu_memory_utilization={m.gpu_memory_utilization}: must be in (0, 1]")
     _values(cfg, problems)
+    if d.lookahead_schedule is not None:
+        if d.method is None:
+            problems.append("draft.lookahead_schedule needs a draft; name one (draft=...) or drop the schedule")
+        else:
+            problems.extend(schedule_problems(d.lookahead_schedule, cfg.lookahead))
+    _at_least(problems, "parallel.data_parallel_size", p.data_parallel_size, optional=False)
     problems.extend(layout_problems(cfg))
     if cfg.dataset.name == "jsonl" and cfg.dataset.path in (None, "???"):
         problems.append("dataset=jsonl needs a file: add dataset.path=FILE (one {\"prompt\": ...} per line)")

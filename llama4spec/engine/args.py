@@ -25,6 +25,8 @@ def speculative_config(cfg: Config) -> dict[str, Any] | None:
         spec["draft_tensor_parallel_size"] = cfg.parallel.draft_tensor_parallel_size
     if d.max_model_len is not None:
         spec["max_model_len"] = d.max_model_len
+    if d.lookahead_schedule:
+        spec["num_speculative_tokens_per_batch_size"] = [list(r) for r in d.lookahead_schedule]
     return spec
 
 
@@ -39,6 +41,7 @@ def engine_args(cfg: Config) -> dict[str, Any]:
         "trust_remote_code": True if t.trust_remote_code else None,
         "tensor_parallel_size": p.tensor_parallel_size if p.tensor_parallel_size != 1 else None,
         "pipeline_parallel_size": p.pipeline_parallel_size if p.pipeline_parallel_size != 1 else None,
+        "data_parallel_size": p.data_parallel_size if p.data_parallel_size != 1 else None,
         "distributed_executor_backend": p.distributed_executor_backend,
         "gpu_memory_utilization": m.gpu_memory_utilization,
         "max_model_len": m.max_model_len,

@@ -428,6 +428,25 @@ def exposed_server(p: Pairing) -> list[Finding]:
                     "set serve.api_key_env=VAR (the key is read from that variable) or bind serve.host=127.0.0.1")]
 
 
+def lookahead_schedule(p: Pairing) -> list[Finding]:
+    """What vLLM will do with a lookahead schedule that the config alone cannot show."""
+    from llama4spec.config.schedule import gaps
+
+    schedule = p.cfg.draft.lookahead_schedule
+    if not schedule or p.cfg.draft.method is None:
+        return []
+    if p.cfg.parallel.data_parallel_size > 1:
+        return [Finding("lookahead-schedule", WARNING,
+                        f"draft.lookahead_schedule is ignored with parallel.data_parallel_size="
+                        f"{p.cfg.parallel.data_parallel_size}",
+                        "vLLM 0.32 disables num_speculative_tokens_per_batch_size under data parallelism, so every "
+                        f"step drafts lookahead={p.cfg.lookahead} tokens",
+                        "use parallel.data_parallel_size=1, or drop the schedule and set lookahead")]
+    return [Finding("lookahead-schedule", INFO, f"batch sizes {a}-{b} fall between ranges and use k={k}",
+                    "vLLM carries the previous range's k forward over a gap",
+                    "add a range for them if they need another k") for a, b, k in gaps(schedule)]
+
+
 FILE_CHECKS: dict[str, Rule] = {
     "config-values": config_values,
     "transformers-config": transformers_config,
@@ -446,6 +465,7 @@ RULES: dict[str, Rule] = {
     "max-model-len": max_model_len,
     "trust-remote-code": trust_remote_code,
     "exposed-server": exposed_server,
+    "lookahead-schedule": lookahead_schedule,
 }
 ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
 

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from llama4spec.config.schedule import max_k
 from llama4spec.config.schema import Config
 from llama4spec.errors import UserError
 from llama4spec.preflight import count, values
@@ -168,7 +169,7 @@ def memory_plan(cfg: Config, target: dict[str, Any], draft: dict[str, Any] | Non
     ff = (t.get("intermediate_size_mlp") or t["intermediate_size"]) if not count.moe_layers(t) else 2 * t["intermediate_size"]
     activation = batched * model_bytes * (6 * h + 3 * ff // tp)
     vocab = t["vocab_size"]
-    k = cfg.lookahead if method else 0
+    k = max_k(cfg.draft.lookahead_schedule, cfg.lookahead) if method else 0  # the largest k a step verifies
     verify = seqs * (k + 1) * vocab * 4 * 2
     if eagle:
         verify += seqs * (_text(draft).get("draft_vocab_size") or vocab) * 4

@@ -62,7 +62,9 @@ def test_acceptance_has_one_serialised_shape_that_round_trips():
     assert set(record) == {"total_num_output_tokens", "acceptance"}
     acc = record["acceptance"]
     assert set(acc) == {"num_drafts", "num_draft_tokens", "num_accepted_tokens", "accepted_per_pos",
-                        "mean_acceptance_length", "acceptance_rate", "acceptance_rate_per_position"}
+                        "draft_tokens_per_draft", "mean_acceptance_length", "acceptance_rate",
+                        "acceptance_rate_per_position"}
+    assert acc["draft_tokens_per_draft"] == 3.0
     assert acc == counters.to_record(3)  # offline and served records alike
     assert acc["acceptance_rate_per_position"] == [0.9, 0.75, 0.6]
     assert AcceptanceCounters.from_record(acc) == counters

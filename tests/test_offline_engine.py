@@ -169,7 +169,8 @@ def test_json_record_matches_printed_table(imperfect):
     stdout, record = imperfect
     assert set(record["stats"]) == {"total_num_output_tokens", "acceptance"}
     assert set(record["stats"]["acceptance"]) == {"num_drafts", "num_draft_tokens", "num_accepted_tokens",
-                                                  "accepted_per_pos", "mean_acceptance_length", "acceptance_rate",
+                                                  "accepted_per_pos", "draft_tokens_per_draft",
+                                                  "mean_acceptance_length", "acceptance_rate",
                                                   "acceptance_rate_per_position"}
     stats = _stats(record["stats"])
     assert int(_table_value(stdout, "total output tokens")) == stats["total_num_output_tokens"]
@@ -211,3 +212,25 @@ def test_draft_config_without_yoco_keys_fails_before_engine_start(tiny_dir, tmp_
     result = run_cli("offline", f"draft.model={broken}", timeout=120)
     assert result.returncode == 2
     assert "yoco" in result.stderr and "Traceback" not in result.stderr
+
+
+SCHEDULE = "draft.lookahead_schedule=[[1,1,3],[2,16,1]]"
+
+
+@pytest.mark.parametrize("prompts", [1, 8])
+def test_lookahead_schedule_picks_k_by_batch_size(tmp_path_factory, prompts: int) -> None:
+    """vLLM's counters show the schedule working: one prompt drafts 3 tokens per step, eight
+    prompts (a batch of 8) draft one, but for the steps where the batch has shrunk."""
+    path = tmp_path_factory.mktemp(f"schedule{prompts}") / "run.json"
+    result = run_cli("offline", f"lookahead={K}", f"generation.max_tokens={MAX_TOKENS}", "generation.ignore_eos=true",
+                     f"dataset.num_prompts={prompts}", "draft=tiny_eagle", SCHEDULE, "--json", str(path))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    acc = json.loads(path.read_text())["stats"]["acceptance"]
+    drafts, tokens, per_pos = acc["num_drafts"], acc["num_draft_tokens"], acc["accepted_per_pos"]
+    assert drafts > 0
+    if prompts == 1:
+        assert tokens == 3 * drafts and acc["draft_tokens_per_draft"] == 3.0
+    else:
+        assert drafts <= tokens <= drafts + 2, (drafts, tokens)
+        assert per_pos[0] == drafts and all(n <= 1 for n in per_pos[1:]), per_pos
+    assert "counts, not rates" in result.stdout and "draft tokens per draft" in result.stdout

@@ -36,18 +36,28 @@ def offline_stats(console: Console, stats, label: str) -> None:
     if c is not None:
         run.add_row("drafts", _fmt(c.num_drafts))
         run.add_row("draft tokens", _fmt(c.num_draft_tokens))
+        run.add_row("draft tokens per draft", _fmt(c.draft_tokens_per_draft, 3))
         run.add_row("accepted tokens", _fmt(c.num_accepted_tokens))
         run.add_row("mean acceptance length", _fmt(c.mean_acceptance_length, 3))
         run.add_row("acceptance rate (overall)", _fmt(c.acceptance_rate, 3))
     console.print(run)
     if c is None:
         return
+    counts = (c.accepted_per_pos + [0] * stats.k)[: stats.k]
+    if stats.scheduled:  # later positions are drafted only at some batch sizes: a rate per draft misleads
+        pos = Table(title="accepted tokens by draft position (lookahead schedule: counts, not rates)",
+                    title_justify="left")
+        pos.add_column("position", justify="right")
+        pos.add_column("accepted", justify="right")
+        for i, count in enumerate(counts):
+            pos.add_row(str(i), _fmt(count))
+        console.print(pos)
+        return
     pos = Table(title="acceptance by draft position", title_justify="left")
     pos.add_column("position", justify="right")
     pos.add_column("accepted", justify="right")
     pos.add_column("rate", justify="right")
     pos.add_column("", no_wrap=True)
-    counts = (c.accepted_per_pos + [0] * stats.k)[: stats.k]
     for i, (count, rate) in enumerate(zip(counts, c.rate_per_position(stats.k))):
         pos.add_row(str(i), _fmt(count), f"{rate:.3f}", _bar(rate))
     console.print(pos)

@@ -124,6 +124,7 @@ def run_engine(
         counters=counters if speculative else None,
         k=cfg.lookahead if speculative else None,
         wall_time_s=wall,
+        scheduled=bool(cfg.draft.lookahead_schedule),
     )
     return EngineRun(label, stats, token_ids, [o.outputs[0].text for o in outputs], engine_start_s)
 

@@ -40,6 +40,11 @@ class AcceptanceCounters:
         return 1 + self.num_accepted_tokens / self.num_drafts if self.num_drafts else None
 
     @property
+    def draft_tokens_per_draft(self) -> float | None:
+        """Speculative tokens per verification step: k, or less under a lookahead schedule."""
+        return self.num_draft_tokens / self.num_drafts if self.num_drafts else None
+
+    @property
     def acceptance_rate(self) -> float | None:
         return self.num_accepted_tokens / self.num_draft_tokens if self.num_draft_tokens else None
 
@@ -57,6 +62,7 @@ class AcceptanceCounters:
             "num_draft_tokens": self.num_draft_tokens,
             "num_accepted_tokens": self.num_accepted_tokens,
             "accepted_per_pos": list(self.accepted_per_pos),
+            "draft_tokens_per_draft": self.draft_tokens_per_draft,
             "mean_acceptance_length": self.mean_acceptance_length,
             "acceptance_rate": self.acceptance_rate,
             "acceptance_rate_per_position": self.rate_per_position(k),
@@ -122,8 +128,9 @@ class RunStats:
 
     total_num_output_tokens: int
     counters: AcceptanceCounters | None
-    k: int | None  # number of speculative tokens
+    k: int | None  # number of speculative tokens (the most a step drafts)
     wall_time_s: float | None = None
+    scheduled: bool = False  # a lookahead schedule picked k per batch size
 
     @property
     def output_tokens_per_s(self) -> float | None:

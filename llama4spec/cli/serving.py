@@ -24,8 +24,9 @@ def _serve_validate(args: argparse.Namespace) -> None:
 
 def _serve(args: argparse.Namespace) -> int:
     from llama4spec.engine.args import shell_line
-    from llama4spec.engine.secrets import redact_env
+    from llama4spec.engine.secrets import redact, redact_env
     from llama4spec.multinode.plan import dry_run_lines
+    from llama4spec.results.provenance import plan_secrets
     from llama4spec.runbook import execute
     from llama4spec.runbook.plan import one_step_plan
     from llama4spec.runbook.rundir import new_run_dir
@@ -35,20 +36,21 @@ def _serve(args: argparse.Namespace) -> int:
     run_dir = new_run_dir(RUNS_DIR, "serve")
     plan = one_step_plan(step, run_dir, list(args.overrides), hold=True)
     p = plan.steps[0]
+    secrets = plan_secrets(plan)  # every printed line is redacted (engine.secrets)
     if p.nodes:  # the leader here, headless followers through the cluster's launcher
         for line in dry_run_lines(p.composed.cfg, p.nodes):
-            say(line)
+            say(redact(line, secrets))
         if args.log is not None:
             for key in list(p.artifacts):
                 if key.startswith("log"):
                     p.artifacts[key] = args.log.with_suffix("") / p.artifacts[key].name
     else:
-        say(shell_line(p.argv))
+        say(shell_line(redact(p.argv, secrets)))
         if p.exec_argv != p.argv:
-            out.print(f"runs as: {shell_line(p.exec_argv)}", markup=False, highlight=False, soft_wrap=True,
-                      style="dim")
+            out.print(f"runs as: {shell_line(redact(p.exec_argv, secrets))}", markup=False, highlight=False,
+                      soft_wrap=True, style="dim")
         if p.env:
-            say("env: " + " ".join(f"{k}={v}" for k, v in redact_env(p.env).items()))
+            say(redact("env: " + " ".join(f"{k}={v}" for k, v in redact_env(p.env, secrets).items()), secrets))
         if args.log is not None:
             p.artifacts["log"] = args.log
     if args.dry_run:

@@ -1,5 +1,6 @@
-"""Provenance for every record: versions, host hardware, the public (redacted) config, and
-atomic JSON writes (a record is replaced whole or not at all)."""
+"""Provenance for every record: versions, host hardware, the recorded environment (an
+allow-list), the public (redacted) config and plan secrets, and atomic JSON writes (a record is
+replaced whole or not at all). Every record goes through ``engine.secrets.redact``."""
 
 from __future__ import annotations
 
@@ -10,19 +11,73 @@ import platform
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Mapping
 
-from llama4spec.engine.secrets import redact_env
+from llama4spec.engine.secrets import REDACTED, known_secrets, redact, redact_env
+
+# environment.json: what the run sets, plus what vLLM, CUDA, NCCL, Hugging Face and torch read.
+ENV_PREFIXES = ("VLLM_", "CUDA_", "NCCL_", "GLOO_", "HF_", "HUGGING_FACE_", "TRANSFORMERS_", "TORCH_", "OMP_",
+                "MKL_", "KMP_", "PYTORCH_", "TOKENIZERS_", "TRITON_", "RAY_", "LLAMA4SPEC_")
+ENV_NAMES = {"PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH", "PYTHONHASHSEED", "VIRTUAL_ENV",
+             "CONDA_PREFIX", "XDG_CACHE_HOME", "NVIDIA_VISIBLE_DEVICES", "MASTER_ADDR", "MASTER_PORT"}
 
 
-def public_config(raw: Any) -> dict[str, Any]:
-    """A composed config as plain data, with secret-looking ``env`` values redacted."""
+def recorded_name(name: str) -> bool:
+    """A variable environment.json keeps (besides those the run sets)."""
+    return name in ENV_NAMES or name.startswith(ENV_PREFIXES)
+
+
+def environment(environ: Mapping[str, str], sets: Mapping[str, str], secret_names: Iterable[str] = (),
+                secrets: Iterable[str] = ()) -> dict[str, str]:
+    """environment.json: the allow-listed part of ``environ``, then what the run sets (``sets``,
+    and ``secret_names`` it hands over from other variables, shown as ***), redacted."""
+    env = {k: v for k, v in environ.items() if recorded_name(k)}
+    env.update(sets)
+    env.update({name: REDACTED for name in secret_names})
+    return redact_env(env, secrets)
+
+
+def _containers(raw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A composed config as plain data: (resolved, unresolved)."""
     from omegaconf import OmegaConf
 
-    data = OmegaConf.to_container(raw, resolve=True)
-    if isinstance(data.get("env"), dict):
-        data["env"] = redact_env(data["env"])
-    return data
+    return OmegaConf.to_container(raw, resolve=True), OmegaConf.to_container(raw, resolve=False)
+
+
+def config_secrets(raw: Any, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Known secrets of one composed config: env values under secret names (also per host), secret
+    flags in serve.extra_args, the API key (serve.api_key_env), ``${oc.env:VAR}`` values."""
+    data, unresolved = _containers(raw)
+    api_key = (data.get("serve") or {}).get("api_key_env")
+    return known_secrets(data, unresolved, environ=environ, names=[api_key] if api_key else [])
+
+
+def public_config(raw: Any, secrets: Iterable[str] = (), environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A composed config as plain data, redacted: its own secrets (``config_secrets``) and ``secrets``."""
+    data, _ = _containers(raw)
+    return redact(data, (*secrets, *config_secrets(raw, environ)))
+
+
+def plan_secrets(plan: Any, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Every known secret of a runbook plan: the runbook's env and overrides, the command line's
+    overrides, and per step its env, argv, overrides, config (``config_secrets``) and the variables
+    its secret environment is read from (the API key)."""
+    environ = os.environ if environ is None else environ
+    sources: list[Any] = [{"env": plan.runbook.env}, list(plan.runbook.overrides), list(plan.overrides)]
+    names: list[str] = []
+    found: list[str] = []
+    for p in plan.steps:
+        sources += [{"env": p.env}, p.argv, p.exec_argv]
+        names += [src for src in p.secret_env.values() if src]
+        for node in getattr(p, "nodes", None) or []:
+            sources += [{"env": node.env}, node.argv, node.exec_argv, getattr(node, "remote_argv", [])]
+        if p.composed is not None:
+            sources.append(list(p.composed.overrides))
+            try:
+                found += config_secrets(p.composed.raw, environ)
+            except Exception:  # noqa: BLE001  (a config that does not resolve still has its overrides)
+                pass
+    return (*found, *known_secrets(*sources, environ=environ, names=names))
 
 
 def _version(dist: str) -> str | None:

@@ -143,7 +143,7 @@ class Run:
             if p.flat:
                 raise  # a one-step command: its own error, exit 2
             self.console.print(f"[bold red]error:[/bold red] step '{escape(p.id)}' failed: "
-                               f"{escape(entry['error'])}", highlight=False, soft_wrap=True)
+                               f"{escape(self.redact(entry['error']))}", highlight=False, soft_wrap=True)
             return False
         except StepFailed as err:
             entry.update(status="failed", error=str(err), seconds=time.monotonic() - started)

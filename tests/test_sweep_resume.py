@@ -98,8 +98,12 @@ def test_resumed_run_with_every_point_measured_starts_no_server_and_reports(tmp_
         assert by_c[c]["best"] == best and by_c[c]["best_lookahead"] == _point(plan.get(best))[0]
     assert by_c[1]["best_lookahead"] == 3 and by_c[4]["best_lookahead"] is None  # the shape of _throughput
     assert analysis["pays_up_to"] == 1 and analysis["stops_paying_at"] == 4
+    (schedule,) = analysis["schedules"]  # k=3 at concurrency 1, no speculation at 4: split at their mean
+    assert schedule["schedule"] == [[1, 2, 3], [3, 4, 0]]
+    assert schedule["override"] == "draft=tiny_eagle lookahead=3 draft.lookahead_schedule=[[1,2,3],[3,4,0]]"
     md = (run_dir / "summary.md").read_text()
     assert "| sweep-none-c4 | bench | done (earlier run) |" in md and "| sweep | sweep | done |" in md
+    assert "draft.lookahead_schedule=[[1,2,3],[3,4,0]]" in md and "approximates the server's running batch size" in md
     for png in ("sweep/acceptance_by_position.png", "sweep/throughput_vs_concurrency.png", "sweep/speedup.png"):
         assert f"]({png})" in md and (run_dir / png).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert (run_dir / "sweep" / "sweep.csv").read_text().startswith("id,draft,lookahead,concurrency")

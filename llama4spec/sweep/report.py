@@ -13,6 +13,10 @@ from rich.text import Text
 from rich.table import Table
 
 from llama4spec.sweep.model import Analysis, AtConcurrency, Point
+from llama4spec.sweep.schedule import Schedule, derive_all
+
+SCHEDULE_NOTE = ("client concurrency approximates the server's running batch size; batch sizes above the last "
+                 "range carry its k forward (vLLM)")
 
 COLUMNS = ("setting", "output tok/s", "TPOT ms", "TTFT ms", "accept len", "speedup", "bound", "efficiency",
            "predicted")
@@ -76,6 +80,17 @@ def findings(a: AtConcurrency) -> list[str]:
     return lines
 
 
+def schedule_lines(schedule: Schedule) -> list[str]:
+    """A derived schedule in sentences: its bands, then the override that deploys it."""
+    lines = [f"lookahead schedule for {schedule.draft}:"]
+    for b in schedule.bands:
+        at = ", ".join(str(c) for c in b.concurrencies)
+        lines.append(f"  batch sizes {b.first}-{b.last}: k={b.k}" + (" (no speculation)" if b.k == 0 else "")
+                     + f"  (measured at concurrency {at})")
+    lines.append(f"  deploy it with: {schedule.override()}")
+    return lines
+
+
 def markdown(analysis: Analysis, images: dict[str, str] | None = None) -> str:
     lines = [f"**{analysis.verdict()}**", "",
              "speedup: output throughput over no speculation at the same concurrency; bound: the mean "
@@ -86,6 +101,15 @@ def markdown(analysis: Analysis, images: dict[str, str] | None = None) -> str:
                   "|---|" + "---:|" * (len(COLUMNS) - 1)]
         lines += ["| " + " | ".join(cells) + " |" for cells in rows(a)]
         lines += [""] + [f"- {line}" for line in findings(a)] + [""]
+    schedules = derive_all(analysis)
+    if schedules:
+        lines += ["### lookahead schedule", "", f"The best lookahead per measured concurrency, as batch-size bands; "
+                  f"{SCHEDULE_NOTE}.", ""]
+        for schedule in schedules:
+            lines += ["| batch sizes | k | measured at concurrency |", "|---|---:|---|"]
+            lines += [f"| {b.first}-{b.last} | {b.k} | {', '.join(str(c) for c in b.concurrencies)} |"
+                      for b in schedule.bands]
+            lines += ["", f"deploy ({schedule.draft}): `{schedule.override()}`", ""]
     for title, path in (images or {}).items():
         lines += [f"![{title}]({path})", ""]
     return "\n".join(lines).rstrip() + "\n"
@@ -120,6 +144,10 @@ def render(console: Console, analysis: Analysis) -> None:
             console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
         console.print()
     console.print(Text(analysis.verdict(), style="bold"), highlight=False, soft_wrap=True)
+    for schedule in derive_all(analysis):
+        for line in schedule_lines(schedule):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+        console.print(f"  ({SCHEDULE_NOTE})", markup=False, highlight=False, soft_wrap=True)
 
 
 def to_record(analysis: Analysis) -> dict[str, Any]:
@@ -128,6 +156,13 @@ def to_record(analysis: Analysis) -> dict[str, Any]:
         "verdict": analysis.verdict(),
         "pays_up_to": analysis.pays_up_to,
         "stops_paying_at": analysis.stops_paying_at,
+        "schedules": [
+            {"draft": s.draft, "schedule": s.ranges, "lookahead": s.lookahead, "override": s.override(),
+             "bands": [{"first": b.first, "last": b.last, "k": b.k, "concurrencies": b.concurrencies}
+                       for b in s.bands],
+             "from_points": s.from_points, "note": SCHEDULE_NOTE}
+            for s in derive_all(analysis)
+        ],
         "concurrency": [
             {
                 "concurrency": a.concurrency,

@@ -174,3 +174,12 @@ def test_a_path_as_group_option_is_refused(command):
     assert result.returncode == 2
     line = _one_error_line(result)
     assert "target=../../x" in line and "not a path" in line, line
+
+
+def test_one_step_commands_apply_their_overrides_once() -> None:
+    """`serve +env.X=1` used to compose the override twice ("An item is already at 'env.X'")."""
+    from tests.helpers import run_cli
+
+    res = run_cli("serve", "+env.L4S_ONCE=1", "--dry-run", timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "L4S_ONCE=1" in res.stdout and "already at" not in res.stderr

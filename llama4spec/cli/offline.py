@@ -25,7 +25,7 @@ def _run(args: argparse.Namespace) -> int:
     from llama4spec.runbook.plan import one_step_plan
     from llama4spec.runbook.schema import Step
 
-    step = Step(id="offline", kind="offline", overrides=list(args.overrides))
+    step = Step(id="offline", kind="offline")  # the overrides come once, as the command line's
     plan = one_step_plan(step, RUNS_DIR / "offline", list(args.overrides))
     p = plan.steps[0]
     if args.json is None:

@@ -32,7 +32,7 @@ def _serve(args: argparse.Namespace) -> int:
     from llama4spec.runbook.rundir import new_run_dir
     from llama4spec.runbook.schema import Step
 
-    step = Step(id="serve", kind="serve", overrides=list(args.overrides))
+    step = Step(id="serve", kind="serve")  # the overrides come once, as the command line's
     run_dir = new_run_dir(RUNS_DIR, "serve")
     plan = one_step_plan(step, run_dir, list(args.overrides), hold=True)
     p = plan.steps[0]
@@ -94,7 +94,7 @@ def _bench(args: argparse.Namespace) -> int:
 
         cfg = compose_valid(overrides).cfg
         label = cfg.draft.name if cfg.draft.method else "baseline"
-    step = Step(id="bench", kind="bench", url=args.url, label=label, overrides=overrides)
+    step = Step(id="bench", kind="bench", url=args.url, label=label)
     out_dir = args.out or new_run_dir(RUNS_DIR, "bench")
     plan = one_step_plan(step, out_dir, overrides)
     say(f"benchmarking {args.url}; results in {out_dir}")

@@ -93,7 +93,18 @@ class Point:
 
     @property
     def name(self) -> str:
+        if self.scheduled:
+            return f"{self.draft} (k<={self.lookahead})"
         return f"{self.draft} k={self.lookahead}" if self.speculative else "no speculation"
+
+    @property
+    def scheduled(self) -> bool:
+        """Measured under a derived lookahead schedule, not a fixed lookahead."""
+        return self.draft.endswith(SCHEDULED)
+
+
+# A draft name with this suffix marks points measured under a derived lookahead schedule.
+SCHEDULED = " schedule"
 
 
 @dataclass
@@ -127,7 +138,7 @@ class AtConcurrency:
 
     @property
     def best_speedup(self) -> float | None:
-        speedups = [r.speedup for r in self.rows if r.speedup is not None]
+        speedups = [r.speedup for r in self.rows if r.speedup is not None and not r.point.scheduled]
         return max(speedups) if speedups else None
 
 
@@ -163,7 +174,7 @@ def analyse_concurrency(concurrency: int, points: list[Point]) -> AtConcurrency:
         bound = p.acceptance_length if p.acceptance_length is not None else (
             speedup_bound(p.rates) if p.rates else None)
         rows.append(Row(p, speedup, bound, efficiency(speedup, bound), None))
-    for draft in dict.fromkeys(p.draft for p in spec):
+    for draft in dict.fromkeys(p.draft for p in spec if not p.draft.endswith(SCHEDULED)):
         mine = [r for r in rows if r.point.draft == draft]
         widest = max((r.point for r in mine if r.point.rates), key=lambda p: len(p.rates), default=None)
         cost = fit_draft_cost((r.point.lookahead, r.bound, r.speedup) for r in mine
@@ -176,9 +187,9 @@ def analyse_concurrency(concurrency: int, points: list[Point]) -> AtConcurrency:
                 if r.point.lookahead <= len(widest.rates):
                     r.predicted = predicted_speedup(widest.rates, r.point.lookahead, cost)
         fits[draft] = fit
-    measured = [p for p in points if p.output_throughput is not None]
-    best = max(measured, key=_throughput, default=None)
-    by_acc = max((p for p in spec if p.acceptance_length is not None),
+    measured = [p for p in points if p.output_throughput is not None and not p.draft.endswith(SCHEDULED)]
+    best = max(measured, key=_throughput, default=None)  # the best fixed setting
+    by_acc = max((p for p in spec if p.acceptance_length is not None and not p.scheduled),
                  key=lambda p: p.acceptance_length, default=None)
     return AtConcurrency(concurrency, base, rows, best, by_acc, fits)
 

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.text import Text
 from rich.table import Table
 
-from llama4spec.sweep.model import Analysis, AtConcurrency, Point
+from llama4spec.sweep.model import SCHEDULED, Analysis, AtConcurrency, Point
 from llama4spec.sweep.schedule import Schedule, derive_all
 
 SCHEDULE_NOTE = ("client concurrency approximates the server's running batch size; batch sizes above the last "
@@ -37,6 +37,8 @@ def short_name(p: Point, a: AtConcurrency) -> str:
     """'k=3' where one draft is swept, 'none' for no speculation (narrow terminals)."""
     if not p.speculative:
         return "none"
+    if p.scheduled:
+        return "schedule" if len(a.fits) <= 1 else p.name
     return f"k={p.lookahead}" if len(a.fits) <= 1 else p.name
 
 
@@ -67,7 +69,10 @@ def findings(a: AtConcurrency) -> list[str]:
         lines.append(f"the longest acceptance ({a.best_by_acceptance.acceptance_length:.2f}, lookahead "
                      f"{a.best_by_acceptance.lookahead}) is not the fastest")
     for r in a.rows:
-        if r.efficiency is not None and r.efficiency > 1.0:
+        if r.point.scheduled and r.point.output_throughput is not None:
+            lines.append(schedule_verdict(a, r))
+    for r in a.rows:
+        if r.efficiency is not None and r.efficiency > 1.0 and not r.point.scheduled:
             lines.append(f"{r.point.name} measured above its bound (efficiency {100 * r.efficiency:.0f}%): a noisy "
                          f"measurement; measure again with more prompts before trusting this concurrency")
     for fit in a.fits.values():
@@ -78,6 +83,25 @@ def findings(a: AtConcurrency) -> list[str]:
         lines.append(f"model ({fit.draft}): fitted draft cost c = {fit.draft_cost:.3f} target steps per "
                      f"speculative token; {verdict}")
     return lines
+
+
+def schedule_verdict(a: AtConcurrency, r) -> str:
+    """The derived schedule beside the best fixed setting at one concurrency."""
+    base = r.point.draft.removesuffix(SCHEDULED)
+    fixed = [x.point for x in a.rows if x.point.draft == base and x.point.output_throughput is not None]
+    if a.baseline is not None and a.baseline.output_throughput is not None:
+        fixed.append(a.baseline)
+    best = max(fixed, key=lambda p: p.output_throughput, default=None)
+    speedup = "" if r.speedup is None else f", {r.speedup:.2f}x"
+    head = f"lookahead schedule: {r.point.output_throughput:.1f} tok/s{speedup}"
+    if best is None:
+        return f"{head}; no fixed setting measured here to compare with"
+    label = f"k={best.lookahead}" if best.speculative else "no speculation"
+    if r.point.output_throughput >= best.output_throughput:
+        return f"{head}: at least as good as the best fixed setting ({label}, {best.output_throughput:.1f} tok/s)"
+    slower = 100 * (1 - r.point.output_throughput / best.output_throughput)
+    return (f"{head}: {slower:.0f}% below the best fixed setting ({label}, {best.output_throughput:.1f} tok/s); "
+            f"one sample each, so no interval says whether that is noise")
 
 
 def schedule_lines(schedule: Schedule) -> list[str]:

@@ -51,6 +51,7 @@ class Schedule:
 def recommended_k(a: AtConcurrency, draft: str) -> tuple[int, str] | None:
     """(k, point id) of the fastest setting for ``draft`` at one concurrency: 0 for no speculation."""
     candidates = [r.point for r in a.rows if r.point.draft == draft and r.point.output_throughput is not None]
+    # (points measured under a schedule carry another draft name: never part of a derivation)
     if a.baseline is not None and a.baseline.output_throughput is not None:
         candidates.append(a.baseline)
     if not candidates:
@@ -79,5 +80,5 @@ def derive(analysis: Analysis, draft: str) -> Schedule | None:
 
 
 def derive_all(analysis: Analysis) -> list[Schedule]:
-    drafts = dict.fromkeys(r.point.draft for a in analysis.at for r in a.rows)
+    drafts = dict.fromkeys(r.point.draft for a in analysis.at for r in a.rows if not r.point.scheduled)
     return [s for s in (derive(analysis, d) for d in drafts) if s is not None]

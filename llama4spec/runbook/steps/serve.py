@@ -17,20 +17,25 @@ def plan(ctx, p) -> None:
     p.composed = ctx.compose(p.step.overrides, p.id)
     if p.composed is None:
         return
+    fill(p, ctx.runbook.env, ctx.vllm_cli)
+
+
+def fill(p, runbook_env: dict[str, str], vllm_cli: bool | None) -> None:
+    """The step's commands, environment and files from its composed config."""
     cfg = p.composed.cfg
     p.argv = serve_argv(cfg)
-    p.exec_argv = launch_argv(cfg, ctx.vllm_cli)
-    p.env = {**ctx.runbook.env, **engine_env(cfg)}
+    p.exec_argv = launch_argv(cfg, vllm_cli)
+    p.env = {**runbook_env, **engine_env(cfg)}
     p.secret_env = {"VLLM_API_KEY": cfg.serve.api_key_env} if cfg.serve.api_key_env else {}
     p.url = base_url(cfg.serve.host, cfg.serve.port)
     p.artifacts = {"log": p.dir / "server.log", "config_file": p.dir / "config.yaml"}
     if is_multinode(cfg):  # the leader here, headless followers through the cluster's launcher
         if layout_problems(cfg):
-            return  # validation has reported them
+            return  # validation has reported them (at planning)
         from llama4spec.engine.launch import has_vllm_cli
 
-        vllm_cli = has_vllm_cli() if ctx.vllm_cli is None else ctx.vllm_cli
-        p.nodes = plan_nodes(cfg, vllm_cli, extra_env=ctx.runbook.env)
+        vllm_cli = has_vllm_cli() if vllm_cli is None else vllm_cli
+        p.nodes = plan_nodes(cfg, vllm_cli, extra_env=runbook_env)
         p.argv, p.exec_argv, p.env = p.nodes[0].argv, p.nodes[0].exec_argv, p.nodes[0].env
         logs = {f"log_node{n.rank}": p.dir / f"node{n.rank}.log" for n in p.nodes[1:]}
         p.artifacts = {"log": p.dir / "node0.log", **logs, "config_file": p.dir / "config.yaml"}
@@ -55,7 +60,43 @@ def server_for(p, secret_env: dict[str, str]):
                   env={**p.env, **secret_env}, health_timeout_s=cfg.serve.health_timeout_s, name=name)
 
 
+def derive_schedule(run, p) -> list[list[int]]:
+    """A verification server's lookahead schedule, derived now from the points measured before it
+    (a second phase of the sweep); its config, commands and record are rebuilt with it."""
+    from llama4spec.config.compose import compose_config
+    from llama4spec.config.schedule import schedule_problems
+    from llama4spec.config.validate import validate
+    from llama4spec.results.provenance import write_json
+    from llama4spec.runbook.steps.sweep import collect_points
+    from llama4spec.sweep.model import analyse
+    from llama4spec.sweep.schedule import derive
+
+    draft = p.composed.cfg.draft.name
+    points, missing = collect_points(run.plan, p.step.derive_from)
+    schedule = derive(analyse(points), draft)
+    if schedule is None or not schedule.speculates:
+        why = "no speculation wins at any measured concurrency" if schedule else "no measured point of the draft"
+        raise StepFailed(f"no lookahead schedule to verify for {draft}: {why} (missing: {', '.join(missing) or '-'})")
+    found = schedule_problems(schedule.ranges, p.composed.cfg.lookahead)
+    if found:
+        raise StepFailed(f"the derived schedule {schedule.ranges} is not valid: {'; '.join(found)}")
+    ranges = ",".join(f"[{a},{b},{k}]" for a, b, k in schedule.ranges)
+    composed = compose_config([*p.composed.overrides, f"draft.lookahead_schedule=[{ranges}]"])
+    problems = validate(composed.cfg)
+    if problems:
+        raise StepFailed(f"the derived schedule's config is not valid: {'; '.join(problems)}")
+    p.composed = composed
+    fill(p, run.plan.runbook.env, None)
+    run.write_config(p)
+    write_json(p.dir / "schedule.json", {"draft": draft, "schedule": schedule.ranges,
+                                          "override": schedule.override(), "from_points": schedule.from_points,
+                                          "missing": missing})
+    run.say(f"      lookahead schedule derived from {len(schedule.from_points)} points: {schedule.ranges}")
+    return schedule.ranges
+
+
 def execute(run, p) -> dict[str, Any]:
+    schedule = derive_schedule(run, p) if p.step.derive_from else None
     server = server_for(p, run.secrets(p))
     run.say(f"      starting; log: {server.log_path}")
     try:
@@ -66,10 +107,14 @@ def execute(run, p) -> dict[str, Any]:
     run.stack.callback(server.stop)
     run.servers[p.id] = server
     run.say(f"      ready at {server.url} after {server.ready_after_s:.0f} s")
-    return {"url": server.url, "ready_after_s": server.ready_after_s, "pid": server.proc.pid}
+    result = {"url": server.url, "ready_after_s": server.ready_after_s, "pid": server.proc.pid}
+    return {**result, "lookahead_schedule": schedule} if schedule else result
 
 
 def describe(p, say) -> None:
+    if p.step.derive_from:
+        say(f"    lookahead schedule: derived at run time from points {', '.join(p.step.derive_from)}, "
+            f"validated before this server starts")
     for node in p.nodes[1:]:  # multi-node: the command above is the leader's, run here
         from llama4spec.engine.args import shell_line
 

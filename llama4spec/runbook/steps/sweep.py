@@ -14,7 +14,7 @@ from rich.console import Console
 from llama4spec.results import bench as bench_record
 from llama4spec.results.bench import BenchRecord
 from llama4spec.sweep import plots, report
-from llama4spec.sweep.model import Analysis, Point, analyse
+from llama4spec.sweep.model import SCHEDULED, Analysis, Point, analyse
 
 IMAGES = {
     "acceptance by position": "acceptance_by_position",
@@ -35,14 +35,15 @@ def plan(ctx, p) -> None:
     p.artifacts = artifacts(p.dir)
 
 
-def point(step_id: str, cfg, record: BenchRecord) -> Point:
-    """One sweep point from its bench step's config and record."""
+def point(step_id: str, cfg, record: BenchRecord, scheduled: bool = False) -> Point:
+    """One sweep point from its bench step's config and record; ``scheduled``: measured on a
+    server with a derived lookahead schedule (its lookahead is the schedule's largest k)."""
     k = cfg.lookahead if cfg.draft.method else None
     acc = record.acceptance if k else None
     concurrency = record.figure("max_concurrency")
     return Point(
         id=step_id,
-        draft=cfg.draft.name if cfg.draft.method else "none",
+        draft=(f"{cfg.draft.name}{SCHEDULED}" if scheduled else cfg.draft.name) if cfg.draft.method else "none",
         lookahead=k,
         concurrency=int(concurrency) if concurrency else cfg.bench.max_concurrency,
         output_throughput=record.figure("output_throughput"),
@@ -55,19 +56,26 @@ def point(step_id: str, cfg, record: BenchRecord) -> Point:
     )
 
 
-def collect(plan, step) -> tuple[list[Point], list[str]]:
-    """The measured points of a sweep step, and the ids of those without a counted record."""
+def collect_points(plan, ids: list[str]) -> tuple[list[Point], list[str]]:
+    """The measured points among bench steps ``ids``, and the ids of those without a counted record."""
     from llama4spec.runbook.rundir import legacy_bench_record
 
     points, missing = [], []
-    for pid in step.points:
+    for pid in ids:
         p = plan.get(pid)
         record = bench_record.read(p.artifacts["record"]) or bench_record.read(legacy_bench_record(plan.run_dir, pid))
         if record is None or not record.counted:
             missing.append(pid)
-        else:
-            points.append(point(pid, p.composed.cfg, record))
+            continue
+        server = plan.get(p.step.server) if p.step.server else None
+        scheduled = bool(server and server.step.derive_from)
+        points.append(point(pid, p.composed.cfg, record, scheduled))
     return points, missing
+
+
+def collect(plan, step) -> tuple[list[Point], list[str]]:
+    """The measured points of a sweep step, and the ids of those without a counted record."""
+    return collect_points(plan, step.points)
 
 
 def write(analysis: Analysis, points: list[Point], files: dict[str, Path]) -> tuple[dict[str, list[str]], str]:

@@ -31,6 +31,13 @@ class ConfigError(UserError):
 
 CONF_MODULE = "llama4spec.conf"
 SEARCHPATH = "hydra.searchpath"
+# Hydra's override parser takes time quadratic in a list's length (1,000 characters: under 0.1 s;
+# 100,000: minutes), so an override is refused beyond this length before anything parses it.
+MAX_OVERRIDE_CHARS = 1_000
+MAX_OVERRIDES = 200
+# After a failed composition, overrides are tried one by one to name every failing one; beyond this
+# many, only the composition's own error is reported.
+_SEARCH_LIMIT = 32
 # Targets whose defaults for other groups live in <group>/for/<target>.yaml.
 TARGET_DEFAULTS = ("draft", "memory", "bench", "dataset", "hardware")
 
@@ -170,22 +177,134 @@ def compose_valid(overrides: Sequence[str] = ()) -> Composed:
     return composed
 
 
-def compose_config(overrides: Sequence[str] = ()) -> Composed:
-    """Compose ``conf/config.yaml`` with ``overrides``; raise ConfigError on a user mistake."""
+def _one_line(text: str) -> str:
+    """A message on one line: control characters (a newline in an override, ...) escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _short(override: str, limit: int = 60) -> str:
+    return override if len(override) <= limit else override[:limit] + "…"
+
+
+_PARSER = None
+
+
+def _parse_problem(override: str) -> str | None:
+    """Why Hydra cannot parse this one override (None when it can), as one line."""
+    global _PARSER
+    if len(override) > MAX_OVERRIDE_CHARS:
+        return (f"override '{_short(override)}' is {len(override):,} characters long; an override is at most "
+                f"{MAX_OVERRIDE_CHARS:,}")
+    if _PARSER is None:
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        _PARSER = OverridesParser.create()
+    hint = "write overrides as key=value, e.g. lookahead=5 (quote a value with spaces: key='a b')"
+    try:
+        _PARSER.parse_overrides([override])
+    except RecursionError:
+        return f"cannot parse override '{_short(override)}': nested too deeply; {hint}"
+    except Exception as err:  # noqa: BLE001 - Hydra's parser raises several kinds; each is a parse failure
+        lines = [line for line in str(err).strip().splitlines() if line.strip()]
+        detail = lines[0] if lines else type(err).__name__
+        prefix = "LexerNoViableAltException: "
+        if detail.startswith(prefix):
+            caret = next((line for line in lines if line.strip() == "^"), "")
+            col = caret.find("^") - len(prefix)
+            detail = (f"unexpected character {override[col]!r} at position {col + 1}"
+                      if 0 <= col < len(override) else "unexpected character")
+        return f"cannot parse override '{_short(override)}': {detail}; {hint}"
+    return None
+
+
+def _path_problem(override: str) -> str | None:
+    group, _, option = override.partition("=")
+    if group.lstrip("+~") in _GROUPS and ("/" in option or ".." in option or option.startswith("~")):
+        return (f"'{override}': a {group} option is a name such as {group}={_example(group)}, not a path; "
+                f"your own options go in a directory named by hydra.searchpath=[file://DIR]")
+    return None
+
+
+def _compose_errors() -> tuple[type[BaseException], ...]:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    return HydraException, OmegaConfBaseException, ValueError
+
+
+_ATTEMPTS: dict[tuple[str, ...], str | None] = {}
+
+
+def _attempt(overrides: tuple[str, ...]) -> str | None:
+    """The one-line error of composing exactly these overrides (None if they compose); remembered,
+    since a runbook composes the same shared overrides for many steps."""
+    if overrides not in _ATTEMPTS:
+        if len(_ATTEMPTS) >= 1024:
+            _ATTEMPTS.clear()
+        try:
+            _compose(list(overrides), list(overrides))
+            _ATTEMPTS[overrides] = None
+        except _compose_errors() as err:
+            _ATTEMPTS[overrides] = _friendly(err, overrides)
+    return _ATTEMPTS[overrides]
+
+
+def _each_failure(usable: list[str], first: str) -> list[str]:
+    """After a failed composition: the error of every override that fails, in the given order. Each is
+    composed on top of those that composed before it: hydra.searchpath first, then group choices
+    (target and experiment last: a target's missing defaults depend on the groups named), then
+    settings. ``first`` (the composition's own error) when no single override is to blame."""
+    if len(usable) > _SEARCH_LIMIT or _attempt(()) is not None:
+        return [first]
+
+    def rank(o: str) -> int:
+        key = o.split("=", 1)[0].lstrip("+~")
+        if key == SEARCHPATH:
+            return 0
+        if "." in key:
+            return 3
+        return 2 if key in ("target", "experiment") else 1
+
+    accepted: list[str] = []
+    found: dict[int, str] = {}
+    for i in sorted(range(len(usable)), key=lambda i: rank(usable[i])):
+        message = _attempt((*accepted, usable[i]))
+        if message is None:
+            accepted.append(usable[i])
+        else:
+            found[i] = message
+    return [found[i] for i in sorted(found)] or [first]
+
+
+def compose_config(overrides: Sequence[str] = ()) -> Composed:
+    """Compose ``conf/config.yaml`` with ``overrides``; raise ConfigError on a user mistake, naming
+    every bad override at once (one composition when all is well)."""
     register()
     _register_resolvers()
     overrides = list(overrides)
     kept, problems = split_overrides(overrides)
+    if len(kept) > MAX_OVERRIDES:
+        raise ConfigError(f"{len(kept):,} overrides; at most {MAX_OVERRIDES} (use a config file of your own, "
+                          f"hydra.searchpath=[file://DIR])")
+    usable = []
     for o in kept:
-        group, _, option = o.partition("=")
-        if group.lstrip("+~") in _GROUPS and ("/" in option or ".." in option or option.startswith("~")):
-            problems.append(f"'{o}': a {group} option is a name such as {group}={_example(group)}, not a path; "
-                            f"your own options go in a directory named by hydra.searchpath=[file://DIR]")
-    if problems:
-        raise ConfigError(*problems)
+        problem = _parse_problem(o) or _path_problem(o)
+        if problem:
+            problems.append(problem)
+        else:
+            usable.append(o)
+    composed = None
+    try:
+        composed = _compose(usable, overrides)
+    except _compose_errors() as err:
+        problems.extend(_each_failure(usable, _friendly(err, overrides)))
+    if problems or composed is None:
+        raise ConfigError(*dict.fromkeys(_one_line(p) for p in problems))
+    return composed
+
+
+def _compose(kept: list[str], overrides: list[str]) -> Composed:
+    """One Hydra composition of ``kept``; Hydra's and OmegaConf's errors propagate."""
     GlobalHydra.instance().clear()
     try:
         with initialize_config_module(config_module=CONF_MODULE, version_base="1.3"):
@@ -204,8 +323,6 @@ def compose_config(overrides: Sequence[str] = ()) -> Composed:
             del with_hydra["hydra"]
             OmegaConf.resolve(with_hydra)
             typed = OmegaConf.to_object(with_hydra)
-    except (HydraException, OmegaConfBaseException, ValueError) as err:
-        raise ConfigError(_friendly(err, overrides)) from None
     finally:
         GlobalHydra.instance().clear()
     return Composed(cfg=typed, raw=with_hydra, choices=choices, overrides=overrides)

@@ -47,15 +47,22 @@ def test_tiny_sweep_reports_efficiency_and_best_lookahead_consistent_with_its_ta
     summary = json.loads((run_dir / "status.json").read_text())
     assert summary["status"] == "done"
     servers = [s for s in summary["steps"] if s["kind"] == "serve"]
-    assert [s["id"] for s in servers] == ["sweep-none", "sweep-tiny_eagle-k1", "sweep-tiny_eagle-k3"]
+    assert [s["id"] for s in servers] == ["sweep-none", "sweep-tiny_eagle-k1", "sweep-tiny_eagle-k3", "sweep-schedule"]
+    # the second phase: the schedule derived from the fixed points, served and measured beside them
+    derived = json.loads((run_dir / "sweep-schedule" / "schedule.json").read_text())
+    assert servers[-1]["result"]["lookahead_schedule"] == derived["schedule"]
+    assert derived["schedule"][0][0] == 1 and derived["from_points"]
     md = (run_dir / "summary.md").read_text()
     analysis = json.loads((run_dir / "sweep" / "sweep.json").read_text())
     for at in analysis["concurrency"]:
         c = at["concurrency"]
         rows, findings = _table(md, c)
-        assert set(rows) == {"no speculation", "tiny_eagle k=1", "tiny_eagle k=3"}
-        tput = {name: float(cells[0].replace(",", "")) for name, cells in rows.items()}
+        assert set(rows) == {"no speculation", "tiny_eagle k=1", "tiny_eagle k=3", "tiny_eagle schedule (k<=3)"}
+        assert any(f.startswith("lookahead schedule: ") for f in findings)
+        tput = {name: float(cells[0].replace(",", "")) for name, cells in rows.items() if "schedule" not in name}
         for r in at["rows"]:
+            if r["draft"].endswith(" schedule"):
+                continue  # measured under the derived schedule: its own finding, no bound of a fixed k
             k = r["lookahead"]
             # the perfect pair: every draft token accepted, so the bound is k+1
             assert r["acceptance_length"] == pytest.approx(k + 1) and r["bound"] == pytest.approx(k + 1)
@@ -92,7 +99,7 @@ def test_resuming_the_finished_sweep_starts_no_server_and_reports_the_same(sweep
     done = run_cli("run", "runbooks/tiny_cpu_sweep.yaml", "--resume", str(run_dir), timeout=600)
     again = time.monotonic() - started
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert done.stdout.count("already measured in this run directory; skipped") == 12
+    assert done.stdout.count("already measured in this run directory; skipped") == 16
     assert again < wall / 2
     after = json.loads((run_dir / "sweep" / "sweep.json").read_text())
     assert after["concurrency"] == before["concurrency"]

@@ -35,10 +35,14 @@ def _flag(argv: list[str], name: str) -> str:
 def test_tiny_sweep_starts_three_servers_and_measures_each_at_every_concurrency() -> None:
     plan = _plan(REPO / "runbooks" / "tiny_cpu_sweep.yaml")
     serves = [p for p in plan.steps if p.kind == "serve"]
-    assert [p.id for p in serves] == ["sweep-none", "sweep-tiny_eagle-k1", "sweep-tiny_eagle-k3"]
+    assert [p.id for p in serves] == ["sweep-none", "sweep-tiny_eagle-k1", "sweep-tiny_eagle-k3", "sweep-schedule"]
     # lookahead does not change a server without a draft: k=1 and k=3 share it
-    assert [_spec(p.argv) and _spec(p.argv)["num_speculative_tokens"] for p in serves] == [None, 1, 3]
-    assert len({tuple(p.argv) for p in serves}) == 3
+    assert [_spec(p.argv) and _spec(p.argv)["num_speculative_tokens"] for p in serves] == [None, 1, 3, 3]
+    assert len({tuple(p.argv) for p in serves[:3]}) == 3
+    # verify_schedule: a fourth server whose schedule is derived at run time from the six fixed points
+    schedule = serves[-1]
+    assert schedule.step.derive_from == [p.id for p in plan.steps if p.kind == "bench"][:6]
+    assert schedule.needs == ["sweep-tiny_eagle-k3-stop"]
     for server in serves:
         benches = [p for p in plan.steps if p.kind == "bench" and p.step.server == server.id]
         assert [_flag(b.argv, "--max-concurrency") for b in benches] == ["1", "4"]
@@ -49,7 +53,7 @@ def test_tiny_sweep_starts_three_servers_and_measures_each_at_every_concurrency(
         assert ids.index(server.id) < min(ids.index(b.id) for b in benches)
         assert max(ids.index(b.id) for b in benches) < ids.index(f"{server.id}-stop")
     sweep = plan.get("sweep")
-    assert sweep.step.points == [p.id for p in plan.steps if p.kind == "bench"] and len(sweep.step.points) == 6
+    assert sweep.step.points == [p.id for p in plan.steps if p.kind == "bench"] and len(sweep.step.points) == 8
     assert set(sweep.step.points) <= set(sweep.needs)
     assert sweep.artifacts["speedup"] == RUN_DIR / "sweep" / "speedup.png"
     assert [p.kind for p in plan.steps][-2:] == ["sweep", "compare"]
@@ -153,3 +157,21 @@ def test_resume_dir_must_be_a_run_of_this_runbook(tmp_path: Path) -> None:
     assert wrong.returncode == 2
     assert "a run of runbook 'tiny_cpu_eagle_vs_baseline', not 'tiny_cpu_sweep'" in wrong.stderr
     assert "Traceback" not in wrong.stderr
+
+
+def test_verify_schedule_needs_one_draft(tmp_path: Path) -> None:
+    from llama4spec.errors import UserError
+
+    path = tmp_path / "two.yaml"
+    path.write_text("""
+name: two
+overrides: [serve.port=8790]
+steps:
+  - id: s
+    kind: sweep
+    verify_schedule: true
+    matrix: {draft: [tiny_eagle, tiny_eagle_imperfect], lookahead: [1, 2]}
+""")
+    with pytest.raises(UserError) as err:
+        _plan(path)
+    assert any("verify_schedule: needs exactly one draft" in p for p in err.value.problems)

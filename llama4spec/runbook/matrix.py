@@ -135,10 +135,44 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str],
             points.append(bid)
         previous_stop = new_id(f"{sid}-stop")
         out.append(Step(id=previous_stop, kind="stop", server=sid))
+    if step.verify_schedule:  # a second phase: the schedule derived from the points above, measured the same way
+        found = _schedule_server(runbook, step, matrix, cli)
+        if isinstance(found, str):
+            problems.append(f"{at}: verify_schedule: {found}")
+        else:
+            sid = new_id(f"{step.id}-schedule")
+            out.append(Step(id=sid, kind="serve", needs=[previous_stop] if previous_stop else list(step.needs),
+                            description=f"sweep '{step.id}': the lookahead schedule derived from its points",
+                            overrides=[*step.overrides, *found], derive_from=list(points)))
+            for combo, label in zip(client_combos, client_labels):
+                bid = new_id(f"{sid}-{label}" if client_axes else f"{sid}-bench")
+                out.append(Step(id=bid, kind="bench", server=sid, label=bid, extra_args=list(step.extra_args),
+                                overrides=[f"{a}={v}" for a, v in zip(client_axes, combo)]))
+                points.append(bid)
+            out.append(Step(id=new_id(f"{sid}-stop"), kind="stop", server=sid))
     if clash is not None:
         problems.append(f"{at}: the generated step id '{clash}' is already used by another step (or made "
                         f"twice, by values that differ only in punctuation); rename the sweep step or that step")
     return [*out, dataclasses.replace(step, needs=list(dict.fromkeys([*step.needs, *points])), points=points)]
+
+
+def _schedule_server(runbook: Runbook, step: Step, matrix: dict[str, list[str]], cli: list[str]) -> list[str] | str:
+    """The overrides of the schedule-verifying server (its draft, and lookahead = the largest swept),
+    or why there can be none."""
+    try:
+        cfg = compose_config([*runbook.overrides, *step.overrides, *cli]).cfg
+    except UserError:
+        return "the sweep's own overrides do not compose (reported above)"
+    drafts = [d for d in matrix.get("draft", [cfg.draft.name if cfg.draft.method else "none"])
+              if d not in ("none", "null")]
+    if len(drafts) != 1:
+        return (f"needs exactly one draft in the sweep besides none (found {', '.join(drafts) or 'none'}); "
+                f"a schedule is derived per draft")
+    try:
+        lookahead = max(int(v) for v in matrix.get("lookahead", [str(cfg.lookahead)]))
+    except ValueError:
+        return "the lookahead values are not whole numbers"
+    return [f"draft={drafts[0]}", f"lookahead={lookahead}"]
 
 
 def expand(runbook: Runbook, cli: list[str], problems: list[str]) -> Runbook:

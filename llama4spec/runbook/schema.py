@@ -32,7 +32,7 @@ STEP_KEYS: dict[str, set[str]] = {
     "stop": {"server"},
     "offline": {"overrides"},
     "compare": {"baseline", "candidate"},
-    "sweep": {"matrix", "overrides", "extra_args"},
+    "sweep": {"matrix", "overrides", "extra_args", "verify_schedule"},
     "fetch": {"overrides"},
 }
 REQUIRED: dict[str, tuple[str, ...]] = {
@@ -366,8 +366,17 @@ def parse(data: Any, path: Path) -> tuple[Runbook | None, list[str]]:
             baseline=_str_field(raw, "baseline", at, problems),
             candidate=_str_field(raw, "candidate", at, problems),
             matrix=matrix,
+            verify_schedule=_flag(raw, "verify_schedule", at, problems),
         ))
     return runbook, problems
+
+
+def _flag(raw: dict, key: str, at: str, problems: list[str]) -> bool:
+    value = raw.get(key, False)
+    if not isinstance(value, bool):
+        problems.append(f"{at}: '{key}' must be true or false (got {value!r})")
+        return False
+    return value
 
 
 class _Refused(yaml.MarkedYAMLError):

@@ -55,6 +55,7 @@ BROKEN = {
     "no-rope-layers": (ERROR, lambda tmp, tiny: draft(tmp, tiny, no_rope_layers=[1, 0])),
     "compatible": (ERROR, lambda tmp, tiny: draft(tmp, tiny, hidden_size=512)),
     "parallel": (ERROR, lambda tmp, tiny: ["parallel=tp4", "parallel.draft_tensor_parallel_size=2"]),
+    "eagle-draft-tp": (WARNING, lambda tmp, tiny: ["parallel=tp4_draft_tp1"]),
     "prefix-caching": (ERROR, lambda tmp, tiny: ["serve.enable_prefix_caching=true"]),
     "removed-flags": (ERROR, lambda tmp, tiny: ['serve.extra_args=["--num-lookahead-slots=3"]']),
     "max-model-len": (ERROR, lambda tmp, tiny: ["memory.max_model_len=4096"]),

@@ -228,7 +228,7 @@ def parallel(p: Pairing) -> list[Finding]:
         out.append(Finding("parallel", ERROR, f"draft_tensor_parallel_size={dtp} with tensor_parallel_size={tp}",
                            "vLLM accepts a draft TP of 1 or the target's TP only",
                            f"set parallel.draft_tensor_parallel_size=1 or ={tp}"))
-    models = [("target", p.t, tp)] + ([("draft", p.d, dtp or tp)] if p.eagle else [])
+    models = [("target", p.t, tp)] + ([("draft", p.d, tp)] if p.eagle else [])  # EAGLE heads use the target's TP
     for name, text, size in models:
         if size <= 1:
             continue
@@ -251,6 +251,21 @@ def parallel(p: Pairing) -> list[Finding]:
                                "vLLM shards the embedding and lm_head evenly over TP ranks",
                                "pick a power-of-two TP"))
     return out
+
+
+def eagle_draft_tp(p: Pairing) -> list[Finding]:
+    """vLLM 0.32 builds an EAGLE/EAGLE-3 head with the target's parallel config
+    (SpecDecodeBaseProposer._create_draft_vllm_config), so draft_tensor_parallel_size=1 changes nothing."""
+    tp, dtp = p.cfg.parallel.tensor_parallel_size, p.cfg.parallel.draft_tensor_parallel_size
+    if not (p.eagle and dtp == 1 and tp != 1):
+        return []
+    method = "EAGLE-3" if p.cfg.draft.method == "eagle3" else "EAGLE"
+    return [Finding("eagle-draft-tp", WARNING,
+                    f"draft_tensor_parallel_size=1 with tensor_parallel_size={tp} for an {method} draft",
+                    "vLLM 0.32 shards the EAGLE head like the target anyway (llm_base_proposer.py); "
+                    "the setting has no effect",
+                    f"drop parallel.draft_tensor_parallel_size (or set it to {tp}); `llama4spec memory` "
+                    f"already counts the head sharded over {tp} GPUs")]
 
 
 def prefix_caching(p: Pairing) -> list[Finding]:
@@ -460,6 +475,7 @@ RULES: dict[str, Rule] = {
     "no-rope-layers": no_rope,
     "compatible": compatible,
     "parallel": parallel,
+    "eagle-draft-tp": eagle_draft_tp,
     "prefix-caching": prefix_caching,
     "removed-flags": removed_flags,
     "max-model-len": max_model_len,

@@ -5,6 +5,15 @@ weights, the profiled working memory and runtime overhead come off it; the rest 
 by the target's and the draft's attention layers. With an EAGLE draft on a Llama 4 target vLLM
 turns the hybrid KV cache manager off, so chunked-attention layers then keep every token; only
 without EAGLE (on GPUs) are they capped at their chunk plus the tokens in flight.
+
+Where vLLM 0.32 puts the draft: an EAGLE/EAGLE-3 head is built with the target's parallel config
+(``SpecDecodeBaseProposer._create_draft_vllm_config`` in v1/spec_decode/llm_base_proposer.py, and
+``load_eagle_model`` in the V2 runner), so it is sharded over the target's TP ranks whatever
+``draft_tensor_parallel_size`` says; only its ``fc`` and norms are whole on every rank. The drafter
+exists on the last pipeline stage only (gpu_model_runner.py: ``get_pp_group().is_last_rank``), so the
+draft's weights and KV layers, and the logits, are there; there the target's embedding is absent and
+the head keeps its own. Every stage gets the KV blocks of the fullest (``get_kv_cache_configs`` takes
+the smallest count), so the plan reports the per-device figures of the stage with the least room.
 """
 
 from __future__ import annotations
@@ -53,8 +62,24 @@ def quantization(override: str | None, config: dict[str, Any]) -> str | None:
     return override or (method if isinstance(method, str) else None)
 
 
-def weight_bytes(p: count.Params, quant: str | None, model_bytes: int) -> int:
-    return int(p.linear * linear_bytes(quant, model_bytes) + p.other * model_bytes)
+def not_converted(config: dict[str, Any], quant: str | None) -> list[str]:
+    """Module names an FP8 checkpoint leaves in the model dtype: its quantization_config's
+    ``modules_to_not_convert`` (for ``fp8``, ``ignored_layers`` first, as vLLM's Fp8Config reads them);
+    none when ``quant`` is not the checkpoint's own FP8 method (online quantization converts everything)."""
+    qc = config.get("quantization_config") or values.text_of(config).get("quantization_config")
+    if not isinstance(qc, dict) or not quant or qc.get("quant_method") != quant or linear_bytes(quant, 2) != 1:
+        return []
+    names = (qc.get("ignored_layers") if quant == "fp8" else None) or qc.get("modules_to_not_convert")
+    return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+
+
+def weight_bytes(p: count.Params, quant: str | None, model_bytes: int, tp: int = 1) -> int:
+    """Bytes of ``p``'s weights on one of ``tp`` ranks (the whole model for tp=1): sharded parts divided,
+    parts every rank holds whole (``whole_*``, integer tables) counted in full."""
+    lb = linear_bytes(quant, model_bytes)
+    sharded = (p.linear - p.whole_linear) * lb + (p.other - p.whole_other) * model_bytes
+    whole = p.whole_linear * lb + p.whole_other * model_bytes + p.buffer_bytes
+    return math.ceil(sharded / tp) + math.ceil(whole)
 
 
 def kv_heads_per_rank(kv_heads: int, tp: int) -> int:
@@ -79,12 +104,22 @@ class KvLayers:
         return self.full * length + self.chunked * held
 
 
-def kv_layers(text: dict[str, Any], tp: int, pp: int, kv_bytes: int) -> KvLayers:
-    """The attention layers of one pipeline stage, sharded over ``tp`` ranks."""
+def pp_stages(layers: int, pp: int) -> list[range]:
+    """The layers of each pipeline stage, as vLLM 0.32's ``get_pp_indices`` splits them without
+    VLLM_PP_LAYER_PARTITION: evenly, the remainder to the stages before the last, nearest it first."""
+    sizes = [layers // pp] * pp
+    for i in range(2, layers % pp + 2):
+        sizes[-i] += 1
+    starts = [sum(sizes[:s]) for s in range(pp)]
+    return [range(start, start + size) for start, size in zip(starts, sizes)]
+
+
+def kv_layers(text: dict[str, Any], tp: int, layers: range | None, kv_bytes: int) -> KvLayers:
+    """The attention layers ``layers`` (all when None) of one device, KV heads sharded over ``tp`` ranks."""
     per_layer = 2 * kv_heads_per_rank(text["num_key_value_heads"], tp) * count.head_dim(text) * kv_bytes
-    stage = math.ceil(text["num_hidden_layers"] / pp)
-    chunked = min(math.ceil(len(count.chunked_layers(text)) / pp), stage)
-    return KvLayers(full=(stage - chunked) * per_layer, chunked=chunked * per_layer, chunk=text.get("attention_chunk_size") or 0)
+    layers = range(text["num_hidden_layers"]) if layers is None else layers
+    chunked = len(set(count.chunked_layers(text)).intersection(layers))
+    return KvLayers(full=(len(layers) - chunked) * per_layer, chunked=chunked * per_layer, chunk=text.get("attention_chunk_size") or 0)
 
 
 @dataclass
@@ -101,7 +136,7 @@ class MemoryPlan:
     draft_params: count.Params | None
     target_weights: int  # bytes, whole model
     draft_weights: int
-    weights_per_device: int
+    weights_per_device: int  # on a device of the reported stage (the fullest: the last, which holds the draft)
     kv_per_token_target: int  # bytes per token per device, every token kept
     kv_per_token_draft: int
     kv_per_sequence: int  # bytes per device for one sequence at max_model_len
@@ -113,6 +148,9 @@ class MemoryPlan:
     kv_explicit: bool  # the KV cache size was given (CPU build), not derived
     kv_tokens: int  # as vLLM reports at start-up: concurrency x max_model_len
     concurrency: float  # sequences at max_model_len that fit
+    draft_per_device: int = 0  # draft weight bytes on a device of the last stage (sharded over the target's TP)
+    stage: int = 0  # the pipeline stage reported (0-based): the one with the least KV room
+    stages: int = 1  # pipeline_parallel_size
     problems: list[str] = field(default_factory=list)
     suggestions: list[tuple[str, int]] = field(default_factory=list)  # (overrides, kv tokens after)
 
@@ -147,23 +185,27 @@ def memory_plan(cfg: Config, target: dict[str, Any], draft: dict[str, Any] | Non
     tp, pp = par.tensor_parallel_size, par.pipeline_parallel_size
     method = cfg.draft.method
     eagle = method in EAGLE_METHODS and draft is not None
-    dtp = par.draft_tensor_parallel_size or tp
     model_bytes = dtype_bytes(cfg, target)
     kv_bytes = 1 if m.kv_cache_dtype.startswith("fp8") else model_bytes
 
-    tparams = count.model(target)
-    twb = weight_bytes(tparams, quantization(cfg.target.quantization, target), model_bytes)
-    dparams = count.eagle_draft(draft) if eagle else None
-    dwb = weight_bytes(dparams, quantization(None, draft), model_bytes) if dparams else 0
-    per_device = math.ceil(twb / (tp * pp)) + (math.ceil(dwb / dtp) if dwb else 0)
+    tquant = quantization(cfg.target.quantization, target)
+    tparams = count.model(target, keep=not_converted(target, tquant))
+    twb = weight_bytes(tparams, tquant, model_bytes)
+    dparams: count.Params | None = None
+    dwb = ddev = 0
+    if eagle:
+        # vLLM 0.32 shards an EAGLE head over the target's TP (draft_tensor_parallel_size has no effect);
+        # under pipeline parallelism it lives on the last stage and keeps its own token embedding.
+        dquant = quantization(None, draft)
+        dparams = count.eagle_draft(draft, method, target, keep=not_converted(draft, dquant), own_embedding=pp > 1)
+        dwb = weight_bytes(dparams, dquant, model_bytes)
+        ddev = weight_bytes(dparams, dquant, model_bytes, tp)
 
     length = m.max_model_len or t.get("max_position_embeddings") or 8192
     seqs = m.max_num_seqs or DEFAULT_NUM_SEQS
     batched = m.max_num_batched_tokens or max(DEFAULT_BATCHED_TOKENS, 0)
     capped = hw.device == "cuda" and not eagle
-    tkv = kv_layers(t, tp, pp, kv_bytes)
-    dkv = kv_layers(_text(draft), dtp, 1, kv_bytes) if eagle else KvLayers()
-    per_seq = tkv.per_sequence(length, batched, capped) + dkv.per_sequence(length, batched, capped)
+    dkv = kv_layers(_text(draft), tp, None, kv_bytes) if eagle else KvLayers()
 
     h = t["hidden_size"]
     ff = (t.get("intermediate_size_mlp") or t["intermediate_size"]) if not count.moe_layers(t) else 2 * t["intermediate_size"]
@@ -176,20 +218,31 @@ def memory_plan(cfg: Config, target: dict[str, Any], draft: dict[str, Any] | Non
     overhead = int(hw.runtime_overhead_gib * GIB)
     memory = int(device_memory_gib * GIB)
     util = m.gpu_memory_utilization if m.gpu_memory_utilization is not None else 0.92
-
     explicit = hw.device == "cpu" and m.cpu_kvcache_space_gib is not None
-    if explicit:
-        kv_budget = int(m.cpu_kvcache_space_gib * GIB)
-    else:
-        kv_budget = int(util * memory) - per_device - activation - verify - overhead
-    concurrency = max(kv_budget, 0) / per_seq if per_seq else 0.0
+
+    # Each pipeline stage's devices: the target's share of weights and its own layers; the last stage
+    # adds the draft's weights, its KV layers and the logits. vLLM gives every stage the KV blocks of
+    # the fullest one, so that stage is the one reported (the last on ties).
+    stages = []
+    for stage, layers in enumerate(pp_stages(t["num_hidden_layers"], pp)):
+        last = stage == pp - 1
+        weights = math.ceil(twb / (tp * pp)) + (ddev if last else 0)
+        tkv = kv_layers(t, tp, layers, kv_bytes)
+        skv = dkv if last else KvLayers()
+        per_seq = tkv.per_sequence(length, batched, capped) + skv.per_sequence(length, batched, capped)
+        logits = verify if last else 0
+        budget = int(m.cpu_kvcache_space_gib * GIB) if explicit else int(util * memory) - weights - activation - logits - overhead
+        concurrency = max(budget, 0) / per_seq if per_seq else 0.0
+        stages.append((concurrency, stage, weights, tkv, skv, per_seq, logits, budget))
+    concurrency, stage, per_device, tkv, skv, per_seq, verify, kv_budget = min(stages, key=lambda s: (not s[5], s[0], -s[1]))
     plan = MemoryPlan(
         hardware=hw.name, device=hw.device, devices=tp * pp, nnodes=par.nnodes, device_memory=memory,
         utilization=util, max_model_len=length, max_num_seqs=seqs, target_params=tparams,
         draft_params=dparams, target_weights=twb, draft_weights=dwb, weights_per_device=per_device,
-        kv_per_token_target=tkv.per_token, kv_per_token_draft=dkv.per_token, kv_per_sequence=per_seq,
+        kv_per_token_target=tkv.per_token, kv_per_token_draft=skv.per_token, kv_per_sequence=per_seq,
         chunk_capped=capped and bool(tkv.chunk), activation=activation, verify=verify, overhead=overhead,
         kv_budget=kv_budget, kv_explicit=explicit, kv_tokens=int(concurrency * length), concurrency=concurrency,
+        draft_per_device=ddev if stage == pp - 1 else 0, stage=stage, stages=pp,
     )
     _verdict(plan, cfg)
     return plan

@@ -46,17 +46,29 @@ def memory_plan(console: Console, p: MemoryPlan) -> None:
     per_node = -(-p.devices // p.nnodes)
     title = (f"memory plan per device: {p.hardware} ({_gib(p.device_memory)}), {p.devices} device(s)"
              + (f" over {p.nnodes} nodes ({per_node} per node)" if p.nnodes > 1 else ""))
+    if p.stages > 1:
+        which = "the last, which also holds the draft and the logits" if p.stage == p.stages - 1 else "the fullest"
+        title += (f"; figures for a device of pipeline stage {p.stage + 1} of {p.stages} ({which}): "
+                  f"vLLM gives every stage the KV cache blocks of the fullest")
     table = Table(title=title, title_justify="left", show_header=True)
     table.add_column("item")
     table.add_column("value", justify="right")
     table.add_column("note", style="dim")
     tp = p.target_params
     table.add_row("target parameters", _count(tp.total), f"active per token {_count(tp.active)}; every expert counted")
-    table.add_row("target weights", _gib(p.target_weights), "whole model")
+    kept = f"; {_count(tp.unconverted)} parameters unconverted (modules_to_not_convert)" if tp.unconverted else ""
+    table.add_row("target weights", _gib(p.target_weights), "whole model" + kept)
     if p.draft_params is not None:
-        table.add_row("draft parameters", _count(p.draft_params.total), "embedding shared with the target")
+        own = any(part.startswith("embeddings") for part in p.draft_params.parts)
+        table.add_row("draft parameters", _count(p.draft_params.total),
+                      "own token embedding: the last pipeline stage lacks the target's" if own
+                      else "embedding shared with the target")
         table.add_row("draft weights", _gib(p.draft_weights), "whole model")
-    table.add_row("weights on this device", _gib(p.weights_per_device), "target / (TP x PP) + draft / draft TP")
+        if p.draft_per_device:
+            table.add_row("draft weights on this device", _gib(p.draft_per_device),
+                          "sharded over the target's TP whatever draft TP says (vLLM 0.32); fc and norms whole")
+    where = "target / (TP x PP)" + (" + draft" if p.draft_per_device else "")
+    table.add_row("weights on this device", _gib(p.weights_per_device), where)
     table.add_row("KV per token: target", f"{p.kv_per_token_target:,} B", "this device's layers and KV heads")
     if p.draft_params is not None:
         table.add_row("KV per token: draft", f"{p.kv_per_token_draft:,} B", "the draft's layers share the pool")

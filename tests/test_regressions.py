@@ -88,9 +88,14 @@ def test_run_force_carries_to_the_doctor_of_an_offline_step(offline_runbook):
     assert output.count("prefix caching is on") == 1, output
     assert output.count("doctor: 1 error(s)") == 1, output
     assert "--force: starting despite 1 doctor error(s)" in output
-    # then the step failed on the malformed line, naming it
-    assert re.search(r"prompts\.jsonl:2\b", result.stderr), output
-    assert "not valid JSON" in result.stderr, output
+    # then the step failed on the malformed line, naming it, and the run records it as failed
+    assert re.search(r"step 'prompts' failed: .*prompts\.jsonl:2\b", output), output
+    assert "not valid JSON" in output, output
+    import json
+
+    (status,) = (tmp_path / "runs").glob("*/*/status.json")
+    data = json.loads(status.read_text())
+    assert data["status"] == "failed" and data["steps"][0]["status"] == "failed"
 
 
 def test_run_without_force_refuses_with_the_doctor_finding(offline_runbook):

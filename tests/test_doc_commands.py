@@ -28,6 +28,8 @@ EXIT = re.compile(r"\bexit (\d+)\b(?!\s+(?:on|if|when|unless)\b)")
 # Overrides that select a real (non-tiny) model.
 NON_TINY = re.compile(r"^(target=llama4_\w+|experiment=(scout|maverick)_\w+)$")
 CPU_MEMORY = ("--gpu-memory-utilization 0.4", "VLLM_CPU_KVCACHE_SPACE")
+# A pipeline or redirection ends the llama4spec command (`llama4spec compare ... --json | python -c ...`).
+SHELL_OPERATORS = {"|", "||", "&&", ";", ">", ">>", "<"}
 NO_ENGINE_AS_IS = {"show", "validate", "doctor", "memory", "plan", "compare", "tiny-models"}
 
 
@@ -147,11 +149,12 @@ def safe_argv(command: DocCommand, tmp_path: Path) -> list[str]:
     if PLACEHOLDER.search(command.text):
         pytest.skip(f"placeholder in {command.text!r}")
     words = shlex.split(command.text)
+    words = words[:next((i for i, w in enumerate(words) if w in SHELL_OPERATORS), len(words))]  # `... | jq`
     assert words[0] == "llama4spec", command.text
     args = words[1:]
     assert args, f"no command in {command.text!r}"
     name = args[0]
-    if name in ("serve", "run"):
+    if name in ("serve", "run", "sweep"):
         return args if "--dry-run" in args else [*args, "--dry-run"]
     if name in ("offline", "bench"):
         parsed = build_parser().parse_args(args)  # the same overrides, options dropped

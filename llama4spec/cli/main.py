@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK  (shell completion: eval "$(register-python-argcomplete llama4spec)")
 """The ``llama4spec`` command: a plain list of commands, each module loaded when the parser is
 built; heavy imports (vllm, torch) happen only inside the commands that run an engine."""
 
@@ -5,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Sequence
 
@@ -12,8 +14,8 @@ from llama4spec import __version__
 from llama4spec.errors import UserError
 
 # The command modules, in the order `--help` lists them; each has COMMANDS (a list of Command).
-MODULES = ["show", "offline", "serving", "run", "compare", "preflight"]
-TAKES_OVERRIDES = ("show", "validate", "offline", "serve", "bench", "run", "doctor", "memory")
+MODULES = ["show", "offline", "serving", "run", "sweep", "compare", "preflight"]
+TAKES_OVERRIDES = ("show", "validate", "offline", "serve", "bench", "run", "sweep", "doctor", "memory")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -44,6 +46,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from llama4spec.cli.render import problems
 
     parser = build_parser()
+    if argv is None and "_ARGCOMPLETE" in os.environ:  # the shell asks for completions: answer and exit
+        from llama4spec.cli.complete import autocomplete
+
+        autocomplete(parser)
     args = parser.parse_args(argv)
     command = getattr(args, "command_obj", None)
     if command is None:

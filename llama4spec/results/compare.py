@@ -79,12 +79,45 @@ def _speedup(base: float | None, cand: float | None, higher_better: bool) -> flo
     return cand / base if higher_better else base / cand
 
 
-def rows(baseline: BenchRecord, candidate: BenchRecord) -> list[tuple[str, float | None, float | None, float | None]]:
-    """(metric, baseline, candidate, speedup) for every figure of the comparison."""
+ITL_NOTE = "ITL is per streamed chunk; with speculation several tokens arrive per chunk: compare TPOT"
+SCHEMA = "llama4spec.compare/1"
+
+
+def speculative(record: BenchRecord) -> bool:
+    """Whether a run speculated: it carries acceptance figures."""
+    return record.acceptance_length is not None
+
+
+def _per_chunk(key: str) -> bool:
+    return key.endswith("_itl_ms")
+
+
+def metrics(baseline: BenchRecord, candidate: BenchRecord) -> list[dict[str, Any]]:
+    """Every throughput and latency figure of the comparison: metric (vLLM's key), label, both values,
+    speedup (above 1: the candidate is better), higher_is_better. vLLM measures ITL per streamed chunk,
+    and a speculative run streams several tokens per chunk: when either side speculates, the ITL rows
+    say so in their label and carry no speedup (TPOT is the per-token figure to compare)."""
+    chunked = speculative(baseline) or speculative(candidate)
     out = []
     for label, key, higher in THROUGHPUT + LATENCY:
         a, b = baseline.figure(key), candidate.figure(key)
-        out.append((label, a, b, _speedup(a, b, higher)))
+        if chunked and _per_chunk(key):
+            out.append({"metric": key, "label": label.replace("(ms)", "(ms, per chunk)"), "baseline": a,
+                        "candidate": b, "speedup": None, "higher_is_better": higher})
+        else:
+            out.append({"metric": key, "label": label, "baseline": a, "candidate": b,
+                        "speedup": _speedup(a, b, higher), "higher_is_better": higher})
+    return out
+
+
+def notes(baseline: BenchRecord, candidate: BenchRecord) -> list[str]:
+    """One-line notes printed below the table."""
+    return [ITL_NOTE] if speculative(baseline) or speculative(candidate) else []
+
+
+def rows(baseline: BenchRecord, candidate: BenchRecord) -> list[tuple[str, float | None, float | None, float | None]]:
+    """(metric, baseline, candidate, speedup) for every figure of the comparison."""
+    out = [(m["label"], m["baseline"], m["candidate"], m["speedup"]) for m in metrics(baseline, candidate)]
     out.append(("acceptance length", baseline.acceptance_length, candidate.acceptance_length, None))
     base_rates, cand_rates = baseline.acceptance_rates or [], candidate.acceptance_rates or []
     for i in range(max(len(base_rates), len(cand_rates))):
@@ -92,6 +125,26 @@ def rows(baseline: BenchRecord, candidate: BenchRecord) -> list[tuple[str, float
         b = cand_rates[i] if i < len(cand_rates) else None
         out.append((f"acceptance at position {i}", a, b, None))
     return out
+
+
+def document(baseline: BenchRecord, candidate: BenchRecord, baseline_file: Path | str | None = None,
+             candidate_file: Path | str | None = None) -> dict[str, Any]:
+    """The comparison as one JSON document (``llama4spec compare --json``; shape in README.md)."""
+    found = metrics(baseline, candidate)
+
+    def side(record: BenchRecord, file: Path | str | None) -> dict[str, Any]:
+        return {"label": record.label, "file": None if file is None else str(file), "speculative": speculative(record)}
+
+    return {
+        "schema": SCHEMA,
+        "baseline": side(baseline, baseline_file),
+        "candidate": side(candidate, candidate_file),
+        "metrics": found,
+        "speedup": {m["metric"]: m["speedup"] for m in found},
+        "acceptance_length": {"baseline": baseline.acceptance_length, "candidate": candidate.acceptance_length},
+        "acceptance_rate_per_position": {"baseline": baseline.acceptance_rates, "candidate": candidate.acceptance_rates},
+        "notes": notes(baseline, candidate),
+    }
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:
@@ -107,12 +160,15 @@ def render(console: Console, baseline: BenchRecord, candidate: BenchRecord) -> N
     for label, a, b, speed in rows(baseline, candidate):
         table.add_row(label, _fmt(a), _fmt(b), "-" if speed is None else f"{speed:.2f}x")
     console.print(table)
+    for note in notes(baseline, candidate):
+        console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
 
 
 def markdown(baseline: BenchRecord, candidate: BenchRecord) -> str:
     lines = [f"| metric | {baseline.label} | {candidate.label} | speedup |", "|---|---:|---:|---:|"]
     for label, a, b, speed in rows(baseline, candidate):
         lines.append(f"| {label} | {_fmt(a)} | {_fmt(b)} | {'-' if speed is None else f'{speed:.2f}x'} |")
+    lines += [f"\nNote: {note}" for note in notes(baseline, candidate)]
     return "\n".join(lines) + "\n"
 
 

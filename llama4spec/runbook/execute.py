@@ -85,7 +85,8 @@ class Run:
         if not self.plan.record:
             return
         self.dir.mkdir(parents=True, exist_ok=True)
-        (self.dir / "runbook.yaml").write_text(redact_yaml(self.plan.runbook.path.read_text(), self.known_secrets))
+        source = self.plan.source if self.plan.source is not None else self.plan.runbook.path.read_text()
+        (self.dir / "runbook.yaml").write_text(redact_yaml(source, self.known_secrets))
         write_json(self.dir / "plan.json", self.plan.to_record(self.known_secrets))
         write_json(self.dir / "environment.json", self.environment())
         write_json(self.dir / "host.json", self.redact({"versions": versions(), "host": host()}))

@@ -60,6 +60,7 @@ class Plan:
     steps: list[PlannedStep]  # in execution order
     record: bool = True  # write the run directory's records (a one-step CLI plan writes only its artifacts)
     hold: bool = False  # after the last step, keep serving until Ctrl-C (llama4spec serve)
+    source: str | None = None  # the runbook's text when it is no file (llama4spec sweep): the run's runbook.yaml
 
     def get(self, step_id: str) -> PlannedStep:
         return next(p for p in self.steps if p.id == step_id)

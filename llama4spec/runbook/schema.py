@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import itertools
 import math
 import os
 import re
@@ -145,9 +146,37 @@ def _value(v: Any) -> str:
     return "null" if v is None else str(v)
 
 
+def hydra_sweep(key: str, text: str) -> tuple[list[str], str | None]:
+    """A matrix value written as a string in Hydra's sweep syntax (``range(1,8)``, ``1,3,5``,
+    ``choice(none,tiny_eagle)``; a plain value is one value), expanded by Hydra's own override parser;
+    (values, None) or ([], why not) in one line."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    example = "write a list, or a Hydra sweep such as range(1,8), \"1,3,5\" or choice(none,tiny_eagle)"
+    why = _text_problem(text, MAX_OVERRIDE_CHARS)
+    if why:
+        return [], f"{shown(text)} {why}"
+    try:
+        override = OverridesParser.create().parse_overrides([f"{key}={text}"])[0]
+        if not override.is_sweep_override():
+            if isinstance(override.value(), (list, dict)):
+                return [], f"{shown(text)} is not a sweep; {example}"
+            return [override.get_value_element_as_str()], None
+        values = list(itertools.islice(override.sweep_string_iterator(), MAX_POINTS + 1))
+    except Exception as err:  # Hydra's OverrideParseException, HydraException (interval, glob): one line
+        detail = plain(str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__, 120)
+        return [], f"cannot expand {shown(text)} with Hydra's sweep syntax ({detail}); {example}"
+    if not values:
+        return [], f"{shown(text)} gives no value; {example}"
+    if len(values) > MAX_POINTS:
+        return [], f"{shown(text)} gives more than {MAX_POINTS:,} values; a runbook sweeps at most {MAX_POINTS:,} points"
+    return values, None
+
+
 def check_matrix(raw: Any, at: str) -> tuple[dict[str, list[str]], list[str]]:
-    """The matrix as {axis: [override values]} and every problem found in it."""
-    example = "e.g. matrix: {lookahead: [1, 3], bench.max_concurrency: [1, 4], draft: [none, tiny_eagle]}"
+    """The matrix as {axis: [override values]} and every problem found in it. A value may be a list or
+    a string in Hydra's sweep syntax (``hydra_sweep``)."""
+    example = "e.g. matrix: {lookahead: [1, 3], bench.max_concurrency: \"1,4\", draft: \"choice(none,tiny_eagle)\"}"
     if not isinstance(raw, dict) or not raw:
         return {}, [f"{at}: a sweep step needs 'matrix', a mapping of config key to a list of values; {example}"]
     groups, keys = config_keys()
@@ -160,9 +189,15 @@ def check_matrix(raw: Any, at: str) -> tuple[dict[str, list[str]], list[str]]:
             hint = f"did you mean '{close[0]}'?" if close else "use a config key such as lookahead or bench.max_concurrency"
             problems.append(f"{at}: matrix key {shown(key)} is not a config key; {hint}")
             continue
+        if isinstance(values, str):
+            values, why = hydra_sweep(key, values)
+            if why:
+                problems.append(f"{at}: matrix '{key}': {why}")
+                continue
         if not isinstance(values, list) or not values or \
                 not all(isinstance(v, (str, int, float, bool)) for v in values):
-            problems.append(f"{at}: matrix '{key}' must be a non-empty list of values, e.g. {key}: [1, 3]")
+            problems.append(f"{at}: matrix '{key}' must be a non-empty list of values or a Hydra sweep, "
+                            f"e.g. {key}: [1, 3] or {key}: range(1,4)")
             continue
         shown_values = [_value(v) for v in values]
         bad = next(((v, why) for v in shown_values if (why := _text_problem(v, MAX_VALUE))), None)

@@ -1,0 +1,39 @@
+"""Machine-readable output (``--json``, ``--yaml``): ONE document on stdout and nothing else there.
+
+Every document carries a ``schema`` key, ``llama4spec.<command>/<version>``; the shapes are listed
+in README.md ("Machine-readable output"). A version changes only when a key is removed or changes
+meaning; new keys may appear without one. Errors stay one line on stderr (exit 2)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+VERSION = 1
+
+
+def schema(command: str) -> str:
+    return f"llama4spec.{command}/{VERSION}"
+
+
+def add_json_flag(p: argparse.ArgumentParser, what: str = "the result") -> None:
+    p.add_argument("--json", action="store_true",
+                   help=f"print {what} as one JSON document on stdout (shape: README, Machine-readable output)")
+
+
+def emit(document: dict[str, Any]) -> None:
+    """Write ``document`` as JSON to stdout (strict JSON: no NaN or infinity)."""
+    sys.stdout.write(json.dumps(document, indent=2, allow_nan=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def finding(f: Any) -> dict[str, str]:
+    """A doctor finding as JSON."""
+    return {"rule": f.rule, "severity": f.severity, "what": f.what, "why": f.why, "fix": f.fix}
+
+
+def model_source(role: str, m: Any) -> dict[str, Any]:
+    """Where a model's config.json was read from."""
+    return {"role": role, "ref": m.ref, "source": m.source, "path": None if m.path is None else str(m.path)}

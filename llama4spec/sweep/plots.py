@@ -38,12 +38,13 @@ def _save(fig, ax, path: Path, title: str) -> list[str]:
 
 
 def acceptance_by_position(points: list[Point], path: Path) -> list[str]:
-    """P(position i accepted) per draft and lookahead, pooled over every concurrency."""
+    """P(position i accepted) per draft and lookahead, pooled over every concurrency (fixed
+    lookaheads only: under a schedule later positions are drafted at some batch sizes only)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     pooled: dict[tuple[str, int], tuple[int, list[int]]] = {}
     for p in points:
-        if p.speculative and p.num_drafts:
+        if p.speculative and p.num_drafts and not p.scheduled:
             drafts, counts = pooled.get((p.draft, p.lookahead), (0, [0] * p.lookahead))
             per_pos = (list(p.accepted_per_pos) + [0] * p.lookahead)[:p.lookahead]
             pooled[(p.draft, p.lookahead)] = (drafts + p.num_drafts, [a + b for a, b in zip(counts, per_pos)])

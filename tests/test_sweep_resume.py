@@ -108,7 +108,7 @@ def test_resumed_run_with_every_point_measured_starts_no_server_and_reports(tmp_
         assert f"]({png})" in md and (run_dir / png).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert (run_dir / "sweep" / "sweep.csv").read_text().startswith("id,draft,lookahead,concurrency")
     text = console.export_text()
-    assert text.count("already measured in this run directory; skipped") == 12  # 6 benches, 3 serve, 3 stop
+    assert text.count("already measured in this run directory; skipped") == 16  # 8 benches, 4 serve (the schedule's too), 4 stop
     assert "█" in text and "<- best" in text
 
 
@@ -118,7 +118,7 @@ def test_the_run_directory_may_be_named_relatively_or_absolutely(tmp_path: Path)
     for p in _plan(relative).steps:
         if p.kind == "bench":
             write_record(p, *_point(p))
-    assert len(finished_steps(_plan(tmp_path.resolve()))) == 12
+    assert len(finished_steps(_plan(tmp_path.resolve()))) == 16
 
 
 def test_resumed_run_changed_by_an_override_measures_again(tmp_path: Path) -> None:
@@ -126,7 +126,7 @@ def test_resumed_run_changed_by_an_override_measures_again(tmp_path: Path) -> No
     for p in plan.steps:
         if p.kind == "bench":
             write_record(p, *_point(p))
-    assert len(finished_steps(plan)) == 12
+    assert len(finished_steps(plan)) == 16
     assert finished_steps(_plan(tmp_path, "bench.output_len=16")) == {}
 
 
@@ -142,4 +142,4 @@ def test_run_directories_of_the_earlier_layout_still_resume(tmp_path: Path) -> N
         if p.kind == "bench":
             write_record(p, *_point(p))
             p.artifacts["record"].rename(legacy_bench_record(tmp_path, p.id))
-    assert len(finished_steps(plan)) == 12
+    assert len(finished_steps(plan)) == 16

@@ -18,6 +18,7 @@ class TargetConfig:
     name: str = MISSING
     model: str = MISSING  # hub id or local directory
     tokenizer: Optional[str] = None
+    revision: Optional[str] = None  # hub commit, branch or tag to pin (vLLM's --revision); None: main
     dtype: str = "auto"
     quantization: Optional[str] = None
     trust_remote_code: bool = False  # only when asked for: runs the model repository's own code
@@ -28,6 +29,7 @@ class DraftConfig:
     name: str = "none"
     method: Optional[str] = None  # eagle | eagle3 | ngram | None (no speculation)
     model: Optional[str] = None  # hub id or local directory (eagle, eagle3)
+    revision: Optional[str] = None  # hub commit, branch or tag of the draft (speculative config "revision")
     max_model_len: Optional[int] = None
     prompt_lookup_min: Optional[int] = None  # ngram
     prompt_lookup_max: Optional[int] = None  # ngram

@@ -106,12 +106,36 @@ def _own_flag_hint(flag: str) -> str:
             "--api-key": "serve.api_key_env=VAR (the key is read from that variable, never put on argv)"}[flag]
 
 
+MAX_REVISION = 255
+
+
+def _check_revision(key: str, revision, problems: list[str]) -> None:
+    """A hub commit, branch or tag: one word as git and the hub spell them, never read as a flag."""
+    if revision is None:
+        return
+    text = str(revision)
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:80])  # a one-line message
+    example = f"e.g. {key}=main or a 40-character commit hash"
+    if not text.strip():
+        problems.append(f"{key} is empty; give a commit, branch or tag ({example}), or drop it")
+    elif any(c.isspace() for c in text) or not text.isprintable():
+        problems.append(f"{key} '{shown}' contains a space or control character; give one commit, branch or "
+                        f"tag ({example})")
+    elif text.startswith("-"):
+        problems.append(f"{key} '{shown}' starts with '-' (it would read as a flag); give a commit, branch or "
+                        f"tag ({example})")
+    elif len(text) > MAX_REVISION:
+        problems.append(f"{key} is {len(text)} characters long; a commit, branch or tag has at most {MAX_REVISION}")
+
+
 def validate(cfg: Config) -> list[str]:
     """The config rules that need no model: every problem at once. Rules that read a model's
     config.json (heads, vocabulary, positions, chunked attention) live in the doctor."""
     problems: list[str] = []
     d, p, t = cfg.draft, cfg.parallel, cfg.target
     _check_model("target.model", t.model, problems)
+    _check_revision("target.revision", t.revision, problems)
+    _check_revision("draft.revision", d.revision, problems)
     if d.method is not None and d.method not in METHODS:
         problems.append(f"draft.method '{d.method}' is not supported; use one of {', '.join(METHODS)} or draft=none")
     if d.method is not None and cfg.lookahead < 1:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import dataclass
 from typing import Any
 
 from llama4spec.config.schema import Config
@@ -17,6 +18,8 @@ def speculative_config(cfg: Config) -> dict[str, Any] | None:
     spec: dict[str, Any] = {"method": d.method}
     if d.model:
         spec["model"] = d.model
+        if d.revision:
+            spec["revision"] = d.revision  # vLLM's SpeculativeConfig.revision: the draft's commit, branch or tag
     spec["num_speculative_tokens"] = cfg.lookahead
     if d.method == "ngram":
         spec["prompt_lookup_min"] = d.prompt_lookup_min
@@ -30,12 +33,42 @@ def speculative_config(cfg: Config) -> dict[str, Any] | None:
     return spec
 
 
+@dataclass(frozen=True)
+class ModelRef:
+    """One model repository vLLM loads for a config."""
+
+    role: str  # target | draft | tokenizer
+    key: str  # the config key that names it: target.model, draft.model, target.tokenizer
+    ref: str  # hub id or local directory
+    revision: str | None  # commit, branch or tag; None: the default branch
+
+
+def model_refs(cfg: Config) -> list[ModelRef]:
+    """The models vLLM loads for ``cfg``, each once: the target, an EAGLE draft, a separate tokenizer.
+    The tokenizer is read at the target's revision, as vLLM does (its tokenizer_revision defaults to
+    the revision)."""
+    t, d = cfg.target, cfg.draft
+    refs = [ModelRef("target", "target.model", t.model, t.revision)]
+    if d.method in ("eagle", "eagle3") and d.model:
+        refs.append(ModelRef("draft", "draft.model", d.model, d.revision))
+    if t.tokenizer and t.tokenizer != t.model:
+        refs.append(ModelRef("tokenizer", "target.tokenizer", t.tokenizer, t.revision))
+    seen: set[tuple[str, str | None]] = set()
+    unique = []
+    for r in refs:
+        if (r.ref, r.revision) not in seen:
+            seen.add((r.ref, r.revision))
+            unique.append(r)
+    return unique
+
+
 def engine_args(cfg: Config) -> dict[str, Any]:
     """Engine arguments by vLLM's names, in a stable order; None values are left to vLLM."""
     t, p, m = cfg.target, cfg.parallel, cfg.memory
     args: dict[str, Any] = {
         "model": t.model,
         "tokenizer": t.tokenizer,
+        "revision": t.revision,
         "dtype": None if t.dtype == "auto" else t.dtype,
         "quantization": t.quantization,
         "trust_remote_code": True if t.trust_remote_code else None,

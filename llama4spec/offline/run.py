@@ -21,7 +21,7 @@ from llama4spec.errors import UserError
 from llama4spec.offline import render
 from llama4spec.offline.prompts import Prompts, load_prompts
 from llama4spec.results.acceptance import RunStats, from_offline_metrics
-from llama4spec.results.provenance import public_config, versions
+from llama4spec.results.provenance import model_revisions, public_config, versions
 
 
 @dataclass
@@ -144,6 +144,7 @@ def _run_record(composed: Composed, prompts: Prompts, runs: list[EngineRun], ide
         "kind": "offline",
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "versions": versions(),
+        "models": model_revisions(composed.cfg),  # each model's commit in the local hub cache
         "overrides": composed.overrides,
         "choices": composed.choices,
         "config": public_config(composed.raw),

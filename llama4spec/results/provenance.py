@@ -8,6 +8,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -126,6 +127,64 @@ def host() -> dict[str, Any]:
     except (ValueError, OSError, AttributeError):
         pass
     return info
+
+
+COMMIT = re.compile(r"[0-9a-f]{40}")
+TRUE_VALUES = ("1", "ON", "YES", "TRUE")  # huggingface_hub's spelling of an enabled flag
+
+
+def hub_cache(environ: Mapping[str, str] | None = None) -> Path:
+    """The Hugging Face hub cache ``environ`` (default: this process's) selects, by huggingface_hub's
+    rules: $HF_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else
+    ~/.cache/huggingface/hub. Read at call time, so a runbook's env counts."""
+    env = os.environ if environ is None else environ
+    home = env.get("HF_HOME") or os.path.join(env.get("XDG_CACHE_HOME") or os.path.join("~", ".cache"), "huggingface")
+    chosen = env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE") or os.path.join(home, "hub")
+    return Path(os.path.expandvars(os.path.expanduser(chosen)))
+
+
+def hub_offline(environ: Mapping[str, str] | None = None) -> bool:
+    """HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) is set in ``environ`` (default: this process's)."""
+    env = os.environ if environ is None else environ
+    return (env.get("HF_HUB_OFFLINE") or env.get("TRANSFORMERS_OFFLINE") or "").strip().upper() in TRUE_VALUES
+
+
+def cached_commit(repo: str, revision: str | None = None, cache_dir: Path | None = None) -> str | None:
+    """The commit hash of ``repo``'s snapshot at ``revision`` (None: the default branch) in the local
+    Hugging Face cache (``cache_dir``, default ``hub_cache()``), read without the network (the refs file,
+    or the snapshot of a commit); None when it is not cached or anything goes wrong."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        path = snapshot_download(repo, revision=revision, cache_dir=cache_dir or hub_cache(), local_files_only=True,
+                                 allow_patterns=["config.json"])
+    except Exception:  # noqa: BLE001  (provenance never fails a run)
+        return None
+    name = Path(path).name
+    return name if COMMIT.fullmatch(name) else None
+
+
+def model_revisions(cfg: Any, environ: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """Per model vLLM loads for ``cfg`` (target, draft, tokenizer): its repository or directory, the
+    revision asked for, and the commit of its snapshot in the hub cache ``environ`` selects
+    (``cached_commit``: no network; None when not cached; local directories are marked ``local``).
+    Cheap; never raises."""
+    try:
+        from llama4spec.config.validate import looks_local
+        from llama4spec.engine.args import model_refs
+        from llama4spec.tiny.paths import is_tiny_path
+
+        cache = hub_cache(environ)
+        models: dict[str, dict[str, Any]] = {}
+        for r in model_refs(cfg):
+            local = is_tiny_path(r.ref) or looks_local(r.ref)
+            models[r.role] = {"model": r.ref, "revision": r.revision,
+                              "commit": None if local else cached_commit(r.ref, r.revision, cache)}
+            if local:
+                models[r.role]["local"] = True
+        return models
+    except Exception:  # noqa: BLE001
+        return {}
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -21,7 +21,8 @@ from llama4spec.config.compose import Composed
 from llama4spec.engine.secrets import redact, redact_yaml
 from llama4spec.errors import UserError
 from llama4spec.results.bench import BenchRecord
-from llama4spec.results.provenance import environment, host, plan_secrets, public_config, versions, write_json
+from llama4spec.results.provenance import (environment, host, model_revisions, plan_secrets, public_config, versions,
+                                           write_json)
 from llama4spec.runbook import steps as step_kinds
 from llama4spec.runbook.plan import Plan, PlannedStep
 from llama4spec.runbook.rundir import STATUS
@@ -30,6 +31,7 @@ from llama4spec.serving.process import log_tail, port_in_use, sigterm_unwinds
 
 Gate = Callable[[Composed, str], None]
 ENGINE_KINDS = ("serve", "offline")
+MODEL_KINDS = ("serve", "offline", "fetch")  # steps whose models host.json names, with their cached commits
 
 
 class Run:
@@ -89,8 +91,21 @@ class Run:
         (self.dir / "runbook.yaml").write_text(redact_yaml(source, self.known_secrets))
         write_json(self.dir / "plan.json", self.plan.to_record(self.known_secrets))
         write_json(self.dir / "environment.json", self.environment())
-        write_json(self.dir / "host.json", self.redact({"versions": versions(), "host": host()}))
+        self.host_record = {"versions": versions(), "host": host()}
+        self.write_host()
         self.write_summary()
+
+    def models(self) -> dict[str, Any]:
+        """host.json's "models": per step that loads or fetches models, each model's repository, the
+        revision asked for and the commit of its snapshot in the step's hub cache (no network)."""
+        return {p.id: model_revisions(p.composed.cfg, {**self.environ, **p.env}) for p in self.plan.steps
+                if p.kind in MODEL_KINDS and p.composed is not None}
+
+    def write_host(self) -> None:
+        """host.json: versions, host, and the models' resolved commits (rewritten after every step that
+        may have downloaded them)."""
+        if self.plan.record:
+            write_json(self.dir / "host.json", self.redact({**self.host_record, "models": self.models()}))
 
     def write_config(self, p: PlannedStep) -> None:
         if self.plan.record and p.composed is not None and "config_file" in p.artifacts:
@@ -154,6 +169,8 @@ class Run:
                                f"{escape(self.redact(str(err)))}", highlight=False, soft_wrap=True)
             return False
         entry.update(status="done", seconds=time.monotonic() - started)
+        if p.kind in MODEL_KINDS:
+            self.write_host()
         if self.plan.record or total > 1:
             self.say(f"      done in {entry['seconds']:.1f} s")
         self.write_summary()

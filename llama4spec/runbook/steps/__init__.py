@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-KINDS = ("serve", "bench", "stop", "offline", "compare", "sweep")
+KINDS = ("serve", "bench", "stop", "offline", "compare", "sweep", "fetch")
 
 
 class StepFailed(Exception):

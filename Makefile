@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 
 .PHONY: setup demo test
 setup:
-	bash scripts/setup.sh
+	@bash scripts/setup.sh
 
 demo: setup
 	$(BIN)/llama4spec offline

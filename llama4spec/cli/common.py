@@ -14,6 +14,9 @@ from rich.markup import escape
 out = Console()
 err = Console(stderr=True)
 RUNS_DIR = Path("runs")
+# -q/--quiet and -v/--verbose (on the top-level parser and on every command): set once per command
+QUIET, NORMAL, VERBOSE = -1, 0, 1
+verbosity = NORMAL
 OVERRIDES_HELP = ("Hydra overrides (group=option or key=value), e.g. target=llama4_scout draft=eagle_llama4_scout "
                   "lookahead=5; your own config directories: hydra.searchpath=[file://DIR]")
 
@@ -33,6 +36,38 @@ class Command:
     @property
     def epilog(self) -> str:
         return "examples:\n" + "\n".join(f"  {e}" for e in self.examples) if self.examples else ""
+
+
+def add_verbosity(p: argparse.ArgumentParser, top: bool = False) -> None:
+    """-v/--verbose and -q/--quiet. On a command they default to unset, so that ``llama4spec -v run
+    X`` and ``llama4spec run X -v`` mean the same."""
+    default = False if top else argparse.SUPPRESS
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("-v", "--verbose", action="store_true", default=default,
+                       help="stream server and benchmark logs live and show vLLM's warnings")
+    group.add_argument("-q", "--quiet", action="store_true", default=default,
+                       help="print only results and errors: no spinners, no step progress (for CI)")
+
+
+def verbosity_of(args: argparse.Namespace) -> int:
+    """QUIET, NORMAL or VERBOSE from parsed arguments; -q with -v (one before the command, one
+    after it) is refused."""
+    from llama4spec.errors import UserError
+
+    verbose, quiet = getattr(args, "verbose", False), getattr(args, "quiet", False)
+    if verbose and quiet:
+        raise UserError("-q/--quiet and -v/--verbose exclude each other; give one")
+    return VERBOSE if verbose else QUIET if quiet else NORMAL
+
+
+def set_verbosity(level: int) -> None:
+    """The setting every console and progress display of this command follows (the executor's
+    progress display takes it as its default)."""
+    from llama4spec.runbook.progress import set_default_verbosity
+
+    global verbosity
+    verbosity = level
+    set_default_verbosity(level)
 
 
 def groups_help() -> str:
@@ -76,6 +111,12 @@ def gate(force: bool) -> Callable:
 def print_tail(lines: Sequence[str]) -> None:
     for line in lines:
         out.print(f"  | {line}", markup=False, highlight=False, soft_wrap=True)
+
+
+def note(text: str) -> None:
+    """A progress line (what is about to happen): like ``say``, and not printed with -q."""
+    if verbosity > QUIET:
+        say(text)
 
 
 def say(text: str, style: str | None = None) -> None:

@@ -24,10 +24,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from llama4spec.cli.common import groups_help
+    from llama4spec.cli.common import add_verbosity, groups_help
 
     parser = _Parser(prog="llama4spec", description="Run and measure EAGLE speculative decoding for Llama 4 on vLLM.")
     parser.add_argument("--version", action="version", version=f"llama4spec {__version__}")
+    add_verbosity(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in MODULES:
         for command in importlib.import_module(f"llama4spec.cli.{name}").COMMANDS:
@@ -37,12 +38,13 @@ def build_parser() -> argparse.ArgumentParser:
             p = sub.add_parser(command.name, help=command.help, description=command.help, epilog=epilog,
                                aliases=command.aliases, formatter_class=argparse.RawDescriptionHelpFormatter)
             command.arguments(p)
+            add_verbosity(p)
             p.set_defaults(command_obj=command)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from llama4spec.cli.common import err
+    from llama4spec.cli.common import err, set_verbosity, verbosity_of
     from llama4spec.cli.render import problems
 
     parser = build_parser()
@@ -56,6 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        set_verbosity(verbosity_of(args))
         command.validate(args)
         return command.run(args)
     except UserError as error:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from llama4spec.cli.common import Command, RUNS_DIR, add_overrides, gate, out, say
+from llama4spec.cli.common import Command, RUNS_DIR, add_overrides, gate, note, out, say
 from llama4spec.cli.paths import check_output_dir, check_output_file
 
 
@@ -97,7 +97,7 @@ def _bench(args: argparse.Namespace) -> int:
     step = Step(id="bench", kind="bench", url=args.url, label=label)
     out_dir = args.out or new_run_dir(RUNS_DIR, "bench")
     plan = one_step_plan(step, out_dir, overrides)
-    say(f"benchmarking {args.url}; results in {out_dir}")
+    note(f"benchmarking {args.url}; results in {out_dir}")
     return execute.run(plan, out)
 
 

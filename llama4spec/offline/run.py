@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import json
 import os
+import sys
+import tempfile
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,37 +64,124 @@ def engine_error(error: BaseException) -> str:
     return f"{type(error).__name__}: {lines[-1] if lines else ''}".rstrip(": ")
 
 
-def _progress(label: str):
-    """A Rich progress bar that vLLM drives through its ``use_tqdm`` hook."""
+def _progress(label: str, console: Console | None = None):
+    """A Rich progress bar that vLLM drives through its ``use_tqdm`` hook: one per pass. vLLM calls
+    the hook twice, around the prompts it renders (an iterable) and for the requests it processes
+    (a total); only the second gets a bar, on the run's console."""
     import functools
-    import warnings
 
     from tqdm import TqdmExperimentalWarning
+    from tqdm import tqdm as plain_tqdm
     from tqdm.rich import tqdm as rich_tqdm
 
     warnings.filterwarnings("ignore", category=TqdmExperimentalWarning)
 
     def make(*args: Any, **kwargs: Any):
+        if args or "iterable" in kwargs:  # "Rendering prompts": pass the prompts through, no bar
+            return plain_tqdm(*args, **{**kwargs, "disable": True})
         kwargs["desc"] = label
+        if console is not None:
+            kwargs["options"] = {**kwargs.get("options", {}), "console": console}
         return rich_tqdm(*args, **kwargs)
 
     return functools.wraps(rich_tqdm)(make)
 
 
+# What the engine prints besides vLLM's own log (whose level VLLM_LOGGING_LEVEL sets): Python
+# warnings from torch, transformers, triton and vLLM itself, torch's C++ warnings (NUMA binding),
+# notices printed before vLLM's logging is set up ("Triton is installed, but ..."), loading bars.
+NOISY_WARNINGS = (FutureWarning, UserWarning, DeprecationWarning)
+NOISY_MODULES = r"(torch|transformers|triton|vllm|huggingface_hub)(\.|$)"
+
+
+@contextlib.contextmanager
+def engine_noise(verbosity: int) -> Any:
+    """Keep the engine's noise out of the terminal unless ``verbosity`` > 0 (-v): Python warnings
+    from the noisy modules are ignored in this process, and while the engine starts stderr (fd 2)
+    points to a log file, which the engine's processes inherit for their whole life. Yields that
+    file (None with -v); the caller removes it after a clean run and names it after a failure."""
+    if verbosity > 0:
+        yield None
+        return
+    fd, name = tempfile.mkstemp(prefix="llama4spec-engine-", suffix=".log")
+    os.close(fd)
+    with warnings.catch_warnings():
+        for category in NOISY_WARNINGS:
+            warnings.filterwarnings("ignore", category=category, module=NOISY_MODULES)
+        yield Path(name)
+
+
+@contextlib.contextmanager
+def stderr_to(path: Path | None) -> Any:
+    """Point this process's stderr (fd 2, so the processes started meanwhile too) at ``path``."""
+    if path is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(path, "ab") as log:
+            os.dup2(log.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _engine_log_tail(console: Console, path: Path, lines: int = 15) -> None:
+    from collections import deque
+
+    try:
+        with open(path, errors="replace") as f:
+            tail = [line.rstrip() for line in deque(f, maxlen=lines)]
+    except OSError:
+        return
+    for line in tail:
+        console.print(f"  | {line}", markup=False, highlight=False, soft_wrap=True, style="dim")
+
+
 def run_engine(
-    cfg: Config, prompts: Prompts, label: str, show_progress: bool = True, console: Console | None = None
+    cfg: Config, prompts: Prompts, label: str, show_progress: bool = True, console: Console | None = None,
+    verbosity: int = 0,
 ) -> EngineRun:
-    """Start one engine, generate, read the counters, shut the engine down."""
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")  # set it to INFO to see the engine's log
+    """Start one engine, generate, read the counters, shut the engine down. ``verbosity``: -1 no
+    spinner and no bar (-q), 0 the engine's noise in a log file shown only after a failure, 1 the
+    engine's INFO log and every warning (-v)."""
+    console = console or Console(stderr=True)
+    with engine_noise(verbosity) as engine_log:
+        try:
+            run = _run_engine(cfg, prompts, label, show_progress and verbosity >= 0, console, verbosity, engine_log)
+        except Exception:
+            if engine_log is not None:  # the engine's own words on what went wrong
+                _engine_log_tail(console, engine_log)
+                console.print(f"engine log: {escape(str(engine_log))}", highlight=False, soft_wrap=True)
+            raise
+        except BaseException:
+            if engine_log is not None:
+                engine_log.unlink(missing_ok=True)
+            raise
+    if engine_log is not None:
+        engine_log.unlink(missing_ok=True)
+    return run
+
+
+def _run_engine(cfg: Config, prompts: Prompts, label: str, show_progress: bool, console: Console, verbosity: int,
+                engine_log: Path | None) -> EngineRun:
+    # the engine's log: INFO with -v, else errors only, into the engine log with the rest (set by
+    # the user, VLLM_LOGGING_LEVEL and VLLM_LOGGING_STREAM win)
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "INFO" if verbosity > 0 else "ERROR")
+    if engine_log is not None:
+        os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
     for key, value in engine_env(cfg).items():
         os.environ[key] = value
-    from vllm import LLM, SamplingParams
-
-    kwargs = llm_kwargs(cfg)
     start = time.perf_counter()
+    starting = console.status(f"starting the vLLM engine ({label})") if verbosity >= 0 else contextlib.nullcontext()
     try:
-        with (console or Console(stderr=True)).status(f"starting the vLLM engine ({label})"):
-            llm = LLM(**kwargs)
+        with starting, stderr_to(engine_log):  # the engine's processes start here and inherit it
+            from vllm import LLM, SamplingParams
+
+            llm = LLM(**llm_kwargs(cfg))
     except Exception as error:  # engine start failures become one readable line
         raise UserError(f"vLLM could not start the {label} engine: {engine_error(error)}") from None
     engine_start_s = time.perf_counter() - start
@@ -110,7 +201,7 @@ def run_engine(
         llm.generate(texts[:1], SamplingParams(max_tokens=4, temperature=0), use_tqdm=False)
         before = from_offline_metrics(llm.get_metrics())
         start = time.perf_counter()
-        outputs = llm.generate(texts, params, use_tqdm=_progress(label) if show_progress else False)
+        outputs = llm.generate(texts, params, use_tqdm=_progress(label, console) if show_progress else False)
         wall = time.perf_counter() - start
         counters = from_offline_metrics(llm.get_metrics()) - before
     finally:
@@ -171,23 +262,26 @@ def _run_record(composed: Composed, prompts: Prompts, runs: list[EngineRun], ide
     return record
 
 
-def run_offline(composed: Composed, json_path: Path | None = None, console: Console | None = None) -> dict | None:
+def run_offline(composed: Composed, json_path: Path | None = None, console: Console | None = None,
+                verbosity: int = 0) -> dict | None:
     """Run the offline job (the pre-flight checks have run: this starts engines); returns the
-    record it wrote to ``json_path``, if any."""
+    record it wrote to ``json_path``, if any. ``verbosity``: -1 (-q) results only, 1 (-v) the
+    engine's log and warnings too."""
     console = console or Console()
     cfg = composed.cfg
     prompts = load_prompts(cfg.dataset)  # bad input fails before any engine starts
     speculative = cfg.draft.method is not None
     label = f"{cfg.draft.name} k={cfg.lookahead}" if speculative else "no draft"
-    console.print(
-        f"[bold]offline[/bold] target={cfg.target.name} draft={cfg.draft.name}"
-        + (f" lookahead={cfg.lookahead}" if speculative else "")
-        + f" prompts={len(prompts.texts)} ({prompts.source['kind']}) max_tokens={cfg.generation.max_tokens}",
-        highlight=False,
-    )
-    runs = [run_engine(cfg, prompts, label, console=console)]
+    if verbosity >= 0:  # -q: results only
+        console.print(
+            f"[bold]offline[/bold] target={cfg.target.name} draft={cfg.draft.name}"
+            + (f" lookahead={cfg.lookahead}" if speculative else "")
+            + f" prompts={len(prompts.texts)} ({prompts.source['kind']}) max_tokens={cfg.generation.max_tokens}",
+            highlight=False,
+        )
+    runs = [run_engine(cfg, prompts, label, console=console, verbosity=verbosity)]
     if cfg.offline.baseline and speculative:
-        runs.append(run_engine(without_draft(cfg), prompts, "no draft", console=console))
+        runs.append(run_engine(without_draft(cfg), prompts, "no draft", console=console, verbosity=verbosity))
 
     identical = None
     render.offline_stats(console, runs[0].stats, runs[0].label)

@@ -25,6 +25,7 @@ from llama4spec.results.provenance import (environment, host, model_revisions, p
                                            write_json)
 from llama4spec.runbook import steps as step_kinds
 from llama4spec.runbook.plan import Plan, PlannedStep
+from llama4spec.runbook.progress import Progress
 from llama4spec.runbook.rundir import STATUS
 from llama4spec.runbook.steps import StepFailed
 from llama4spec.serving.process import log_tail, port_in_use, sigterm_unwinds
@@ -38,7 +39,7 @@ class Run:
     """One execution of a plan and its record."""
 
     def __init__(self, plan: Plan, console: Console, environ: Mapping[str, str] | None = None,
-                 finished: Mapping[str, BenchRecord | None] | None = None):
+                 finished: Mapping[str, BenchRecord | None] | None = None, progress: Progress | None = None):
         self.plan, self.console = plan, console
         self.finished = dict(finished or {})  # resuming: step id -> its record (benches) or None
         self.environ = dict(os.environ if environ is None else environ)
@@ -61,6 +62,8 @@ class Run:
             self.summary["resumed"] = True
         # every value to hide in what this run writes or prints (engine.secrets.redact)
         self.known_secrets = plan_secrets(plan, self.environ)
+        # what is shown while steps run (-q: nothing, -v: the logs too); every line through self.redact
+        self.progress = (progress or Progress(console)).attach(plan, self.redact, skip=list(self.finished))
 
     def redact(self, obj: Any) -> Any:
         """What this run records or prints, with every secret as ***."""
@@ -143,11 +146,11 @@ class Run:
         """Run one step; False when it failed."""
         total, entry = len(self.plan.steps), self.entry(p.id)
         if self.plan.record or total > 1:
-            self.say(f"[{n}/{total}] {p.id}: {p.kind}")
+            self.progress.step(n, total, p)
         if p.id in self.finished:  # resuming: measured earlier by the same command
             record = self.finished[p.id]
             entry.update(status="done", resumed=True, result=record.figures() if record else {})
-            self.say("      already measured in this run directory; skipped")
+            self.progress.note("      already measured in this run directory; skipped")
             return True
         entry["status"] = "running"
         started = time.monotonic()
@@ -171,8 +174,7 @@ class Run:
         entry.update(status="done", seconds=time.monotonic() - started)
         if p.kind in MODEL_KINDS:
             self.write_host()
-        if self.plan.record or total > 1:
-            self.say(f"      done in {entry['seconds']:.1f} s")
+        self.progress.step_done(p, entry["seconds"], show=bool(self.plan.record or total > 1))
         self.write_summary()
         return True
 
@@ -277,7 +279,7 @@ def preflight(plan: Plan, gate: Gate | None, skip: Mapping[str, Any]) -> None:
 
 
 def run(plan: Plan, console: Console, gate: Gate | None = None, environ: Mapping[str, str] | None = None,
-        resume: bool = False) -> int:
+        resume: bool = False, progress: Progress | None = None) -> int:
     """Check, then execute ``plan``; returns the exit code (0 done, 1 a step failed).
 
     ``resume``: ``plan.run_dir`` holds an earlier run of the same runbook; benchmarks it already
@@ -289,4 +291,4 @@ def run(plan: Plan, console: Console, gate: Gate | None = None, environ: Mapping
 
         finished = finished_steps(plan)
     preflight(plan, gate, finished or {})
-    return Run(plan, console, environ, finished).execute()
+    return Run(plan, console, environ, finished, progress).execute()

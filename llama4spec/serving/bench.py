@@ -12,7 +12,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from llama4spec.config.schema import Config
 from llama4spec.engine.bench import bench_flags, display_argv, exec_argv
@@ -20,6 +20,10 @@ from llama4spec.engine.secrets import api_key_env
 from llama4spec.results.acceptance import AcceptanceCounters, from_prometheus_text
 from llama4spec.results.bench import BenchRecord
 from llama4spec.serving.process import run_to_completion
+from llama4spec.serving.watch import LogFollower, extra_requests, finished_requests, requests_done
+
+# Live progress: (measured requests finished so far or None when /metrics cannot tell, total).
+OnProgress = Callable[[int | None, int], None]
 
 
 @dataclass
@@ -49,6 +53,37 @@ def scrape(url: str, api_key: str | None = None) -> AcceptanceCounters | None:
         return None
 
 
+def finished_count(url: str, api_key: str | None = None) -> float | None:
+    """Requests the server has finished so far (``vllm:request_success_total``); None when unknown."""
+    import requests
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        resp = requests.get(f"{url.rstrip('/')}/metrics", timeout=2, headers=headers)
+        resp.raise_for_status()
+        return finished_requests(resp.text)
+    except (requests.RequestException, ValueError):
+        return None
+
+
+def progress_tick(url: str, api_key: str | None, flags: list[str], total: int, log: Path,
+                  on_progress: OnProgress | None, on_line: Callable[[str], None] | None) -> Callable[[], None]:
+    """What runs every second while the benchmark runs: new log lines to ``on_line``, and the
+    measured requests finished (the server's counter, as a delta from before) to ``on_progress``."""
+    before = finished_count(url, api_key) if on_progress else None
+    extra = extra_requests(flags)
+    follower = LogFollower(log, from_end=True)
+
+    def tick() -> None:
+        if on_line:
+            for line in follower.read():
+                on_line(line)
+        if on_progress:
+            on_progress(requests_done(before, finished_count(url, api_key), extra, total), total)
+
+    return tick
+
+
 def failure(record: BenchRecord, log: Path) -> str:
     """Why a benchmark does not count, in one line."""
     if record.returncode != 0:
@@ -58,15 +93,24 @@ def failure(record: BenchRecord, log: Path) -> str:
 
 
 def run_bench(cfg: Config, url: str, files: BenchFiles, *, label: str,
-              extra_args: list[str] | tuple[str, ...] = (), environ: Mapping[str, str] | None = None) -> BenchRecord:
-    """Run the benchmark against ``url``; write vLLM's result and the record; return the record."""
+              extra_args: list[str] | tuple[str, ...] = (), environ: Mapping[str, str] | None = None,
+              on_progress: OnProgress | None = None, on_line: Callable[[str], None] | None = None) -> BenchRecord:
+    """Run the benchmark against ``url``; write vLLM's result and the record; return the record.
+    While it runs, ``on_progress`` hears the measured requests finished and ``on_line`` every new
+    line of its log (both polled about once a second)."""
     environ = os.environ if environ is None else environ
     files.result.parent.mkdir(parents=True, exist_ok=True)
     flags = bench_flags(cfg, url, files.result.parent, files.result.name, label, extra_args)
     env = bench_env(cfg, environ)
     before = scrape(url, env.get("OPENAI_API_KEY"))
+    tick = None
+    if on_progress or on_line:
+        tick = progress_tick(url, env.get("OPENAI_API_KEY"), flags, cfg.bench.num_prompts, files.log,
+                             on_progress, on_line)
     started = time.monotonic()
-    code = run_to_completion(exec_argv(flags), env, files.log)
+    code = run_to_completion(exec_argv(flags), env, files.log, tick=tick)
+    if tick is not None:
+        tick()  # the last lines and the final count
     wall = time.monotonic() - started
     after = scrape(url, env.get("OPENAI_API_KEY"))
     delta = after - before if before is not None and after is not None else None

@@ -13,11 +13,12 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from llama4spec.engine.launch import base_url
 from llama4spec.multinode.plan import NodeCommand
 from llama4spec.serving.process import group_alive, spawn, stop_group, wait_healthy
+from llama4spec.serving.watch import ServerWatch
 
 STOP_WAIT_S = 30.0  # a follower's lifeline gives its group 15 s after SIGTERM, then kills it
 
@@ -36,6 +37,8 @@ class Nodes:
 
     ``start()`` launches every node, then waits for the leader's ``/health`` while polling every
     node's process; ``stop()`` stops every node and waits for them; every node's log is kept.
+    ``on_phase`` hears the start-up phases read from the leader's log, ``on_line`` every new line
+    of every node's log (a follower's prefixed with its label).
     """
 
     def __init__(self, nodes: list[NodeCommand], *, host: str, port: int, log_paths: Sequence[Path],
@@ -62,15 +65,20 @@ class Nodes:
     def proc(self) -> subprocess.Popen | None:
         return self.procs[0] if self.procs else None
 
-    def start(self) -> "Nodes":
+    def start(self, on_phase: Callable[[str], None] | None = None,
+              on_line: Callable[[str], None] | None = None) -> "Nodes":
         started = time.monotonic()
+        watch = ServerWatch(self.log_paths, on_phase, on_line,
+                            labels=["" if n.leader else n.label for n in self.nodes])
         try:
+            watch.start()
             for node, log in zip(self.nodes, self.log_paths):
                 if node.leader:
                     self.procs.append(spawn(node.exec_argv, {**node.env, **self.secret_env}, log))
                 else:
                     self.procs.append(_spawn_follower(node.exec_argv, {}, log))
-            self._wait_ready()
+            self._wait_ready(watch.tick)
+            watch.ready()
         except BaseException:
             self.stop()
             raise
@@ -85,8 +93,8 @@ class Nodes:
                 return node, code, log
         return None
 
-    def _wait_ready(self) -> None:
-        wait_healthy(self.url, self.name, self.health_timeout_s, self.exit_status, self.log_path)
+    def _wait_ready(self, tick: Callable[[], None] | None = None) -> None:
+        wait_healthy(self.url, self.name, self.health_timeout_s, self.exit_status, self.log_path, tick)
 
     def alive(self) -> bool:
         return bool(self.procs) and self.exited() is None

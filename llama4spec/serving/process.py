@@ -116,10 +116,17 @@ def spawn(argv: Sequence[str], env: Mapping[str, str], log_path: Path, stdin: in
         )
 
 
-def run_to_completion(argv: Sequence[str], env: Mapping[str, str], log_path: Path) -> int:
-    """Run a command to its end in its own process group; on any interruption stop the group."""
+def run_to_completion(argv: Sequence[str], env: Mapping[str, str], log_path: Path,
+                      tick: Callable[[], None] | None = None, interval_s: float = 1.0) -> int:
+    """Run a command to its end in its own process group; on any interruption stop the group.
+    ``tick`` (live progress) is called every ``interval_s`` while it runs."""
     proc = spawn(argv, env, log_path)
     try:
+        while tick is not None:
+            try:
+                return proc.wait(timeout=interval_s)
+            except subprocess.TimeoutExpired:
+                tick()
         return proc.wait()
     finally:
         if proc.poll() is None or group_alive(proc.pid):
@@ -142,12 +149,16 @@ def wait_healthy(
     timeout_s: float,
     exited: Callable[[], tuple[str, int, Path] | None],
     log_path: Path,
+    tick: Callable[[], None] | None = None,
 ) -> None:
     """Poll ``url/health`` until it answers 200; fail at once when ``exited()`` names a process
-    that ended (who, exit code, its log), or when ``timeout_s`` passes."""
+    that ended (who, exit code, its log), or when ``timeout_s`` passes. ``tick`` (live progress:
+    read the log) is called before every poll."""
 
     deadline = time.monotonic() + timeout_s
     while True:
+        if tick is not None:
+            tick()
         gone = exited()
         if gone:
             who, code, log = gone

@@ -5,10 +5,13 @@ from __future__ import annotations
 import subprocess
 import time
 from pathlib import Path
-from typing import Mapping, Protocol, Sequence
+from typing import Callable, Mapping, Protocol, Sequence
 
 from llama4spec.engine.launch import base_url
 from llama4spec.serving.process import spawn, stop_group, wait_healthy
+from llama4spec.serving.watch import ServerWatch
+
+OnText = Callable[[str], None]
 
 
 class ServerProcess(Protocol):
@@ -26,7 +29,7 @@ class ServerProcess(Protocol):
     @property
     def proc(self) -> subprocess.Popen | None: ...
 
-    def start(self) -> "ServerProcess": ...
+    def start(self, on_phase: OnText | None = None, on_line: OnText | None = None) -> "ServerProcess": ...
 
     def alive(self) -> bool: ...
 
@@ -40,7 +43,8 @@ class Server:
 
     ``start()`` launches, then waits for ``/health`` while polling the process (the caller has
     checked the port once, before anything started); ``stop()`` ends the whole process group.
-    The log file is kept.
+    The log file is kept. While it starts, ``on_phase`` hears each start-up phase read from the log
+    (``serving.watch.PHASES``) and ``on_line`` every new log line.
     """
 
     def __init__(
@@ -67,18 +71,21 @@ class Server:
     def url(self) -> str:
         return base_url(self.host, self.port)
 
-    def start(self) -> "Server":
+    def start(self, on_phase: OnText | None = None, on_line: OnText | None = None) -> "Server":
         started = time.monotonic()
+        watch = ServerWatch([self.log_path], on_phase, on_line)
         self.proc = spawn(self.argv, self.env, self.log_path)
         try:
-            self._wait_ready()
+            watch.start()
+            self._wait_ready(watch.tick)
+            watch.ready()
         except BaseException:
             self.stop()
             raise
         self.ready_after_s = time.monotonic() - started
         return self
 
-    def _wait_ready(self) -> None:
+    def _wait_ready(self, tick: Callable[[], None] | None = None) -> None:
         assert self.proc is not None
         proc = self.proc
 
@@ -86,7 +93,7 @@ class Server:
             code = proc.poll()
             return None if code is None else (self.name, code, self.log_path)
 
-        wait_healthy(self.url, self.name, self.health_timeout_s, exited, self.log_path)
+        wait_healthy(self.url, self.name, self.health_timeout_s, exited, self.log_path, tick)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -62,8 +62,10 @@ def execute(run, p) -> dict[str, Any]:
             raise StepFailed(f"server '{p.step.server}' is no longer running; its log: {server.log_path}",
                              log_tail(server.log_path))
     files = BenchFiles(p.artifacts["result"], p.artifacts["record"], p.artifacts["log"])
-    record = run_bench(p.composed.cfg, p.url, files, label=p.step.label or p.id,
-                       extra_args=p.step.extra_args, environ=run.environ)
+    with run.progress.activity(f"{p.id}: benchmark") as live:  # requests finished, from /metrics
+        record = run_bench(p.composed.cfg, p.url, files, label=p.step.label or p.id,
+                           extra_args=p.step.extra_args, environ=run.environ,
+                           on_progress=live.count, on_line=live.line if run.progress.verbose else None)
     if not record.counted:
         raise StepFailed(failure(record, files.log), log_tail(files.log, 15))
     write_json(p.artifacts["points"], _points(p, record))

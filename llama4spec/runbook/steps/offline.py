@@ -39,7 +39,8 @@ def execute(run, p) -> dict[str, Any]:
     from llama4spec.offline.run import run_offline
 
     with environment(p.env):  # the step's planned environment (runbook env + engine env), as shown
-        record = run_offline(p.composed, json_path=p.artifacts.get("record"), console=run.console)
+        record = run_offline(p.composed, json_path=p.artifacts.get("record"), console=run.console,
+                             verbosity=run.progress.verbosity)
     if record is None:
         return {}
     return {"output_tokens_per_s": record.get("output_tokens_per_s"), "speedup": record.get("speedup")}

@@ -91,22 +91,27 @@ def derive_schedule(run, p) -> list[list[int]]:
     write_json(p.dir / "schedule.json", {"draft": draft, "schedule": schedule.ranges,
                                           "override": schedule.override(), "from_points": schedule.from_points,
                                           "missing": missing})
-    run.say(f"      lookahead schedule derived from {len(schedule.from_points)} points: {schedule.ranges}")
+    run.say(f"      lookahead schedule derived from {len(points)} measured points: {schedule.ranges}")
     return schedule.ranges
 
 
 def execute(run, p) -> dict[str, Any]:
     schedule = derive_schedule(run, p) if p.step.derive_from else None
     server = server_for(p, run.secrets(p))
-    run.say(f"      starting; log: {server.log_path}")
-    try:
-        server.start()
+    run.progress.note(f"      starting; log: {server.log_path}")
+    try:  # a spinner with the phase read from the log (-v: the log itself), nothing with -q
+        with run.progress.activity(f"{p.id}: starting the server") as live:
+            server.start(on_phase=live.phase, on_line=live.line)
     except ServerError as err:
         run.entry(p.id)["result"] = {"pid": server.proc.pid if server.proc else None}
         raise StepFailed(str(err), err.log_tail) from None
     run.stack.callback(server.stop)
     run.servers[p.id] = server
-    run.say(f"      ready at {server.url} after {server.ready_after_s:.0f} s")
+    ready = f"      ready at {server.url} after {server.ready_after_s:.0f} s"
+    if p.flat:  # the serve command's result (its url), shown even with -q
+        run.say(ready)
+    else:
+        run.progress.note(ready)
     result = {"url": server.url, "ready_after_s": server.ready_after_s, "pid": server.proc.pid}
     return {**result, "lookahead_schedule": schedule} if schedule else result
 

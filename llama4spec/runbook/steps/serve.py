@@ -81,11 +81,15 @@ def derive_schedule(run, p) -> list[list[int]]:
     if found:
         raise StepFailed(f"the derived schedule {schedule.ranges} is not valid: {'; '.join(found)}")
     ranges = ",".join(f"[{a},{b},{k}]" for a, b, k in schedule.ranges)
-    composed = compose_config([*p.composed.overrides, f"draft.lookahead_schedule=[{ranges}]"])
+    derived = [f"lookahead={schedule.lookahead}", f"draft.lookahead_schedule=[{ranges}]"]  # as deployed
+    composed = compose_config([*p.composed.overrides, *derived])
     problems = validate(composed.cfg)
     if problems:
         raise StepFailed(f"the derived schedule's config is not valid: {'; '.join(problems)}")
     p.composed = composed
+    for q in run.plan.steps:  # its benchmarks record the schedule's lookahead
+        if q.kind == "bench" and q.step.server == p.id and q.composed is not None:
+            q.composed = compose_config([*q.composed.overrides, *derived])
     fill(p, run.plan.runbook.env, None)
     run.write_config(p)
     write_json(p.dir / "schedule.json", {"draft": draft, "schedule": schedule.ranges,

@@ -1,7 +1,9 @@
-"""Runs on a follower host: start a command in its own process group and stop that whole group
-when the launcher's connection closes (stdin reaches end of file) or a signal arrives.
+"""Start a command in its own process group and stop that whole group when the launcher's
+connection closes (stdin reaches end of file) or a signal arrives. Followers run under it on their
+hosts; local servers run under it too, tethered to llama4spec by a pipe, so that even a SIGKILLed
+llama4spec (or one the OOM killer took) leaves no server or engine process behind.
 
-    python -m llama4spec.multinode.lifeline -- COMMAND [ARGS...]
+    python -m llama4spec.multinode.lifeline [--grace SECONDS] -- COMMAND [ARGS...]
 
 ssh and srun end the remote side only loosely when their client goes away; vLLM's workers would
 outlive it. Here the end of stdin is the order to stop, so closing the launcher stops the node.
@@ -19,8 +21,8 @@ import time
 GRACE_S = 15.0
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    for sig, wait_s in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, 5.0)):
+def _stop(proc: subprocess.Popen, grace_s: float = GRACE_S) -> None:
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
@@ -36,10 +38,19 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def main(argv: list[str]) -> int:
+    grace_s = GRACE_S
+    if argv[:1] == ["--grace"] and len(argv) > 1:
+        try:
+            grace_s = float(argv[1])
+        except ValueError:
+            print(f"lifeline: --grace {argv[1]!r} is not a number of seconds", file=sys.stderr)
+            return 2
+        argv = argv[2:]
     if argv[:1] == ["--"]:
         argv = argv[1:]
     if not argv:
-        print("usage: python -m llama4spec.multinode.lifeline -- COMMAND [ARGS...]", file=sys.stderr)
+        print("usage: python -m llama4spec.multinode.lifeline [--grace SECONDS] -- COMMAND [ARGS...]",
+              file=sys.stderr)
         return 2
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
     done = threading.Event()
@@ -61,7 +72,7 @@ def main(argv: list[str]) -> int:
     while proc.poll() is None and not done.wait(0.5):
         pass
     code = proc.poll()
-    _stop(proc)  # also whatever the command left in its group
+    _stop(proc, grace_s)  # also whatever the command left in its group
     return code if code is not None else 143
 
 

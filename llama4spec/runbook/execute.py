@@ -155,6 +155,7 @@ class Run:
         entry["status"] = "running"
         started = time.monotonic()
         self.write_config(p)
+        self.write_summary()  # even a SIGKILL leaves a record of which step was running
         try:
             entry["result"] = step_kinds.module(p.kind).execute(self, p)
         except UserError as err:  # bad input found while running (a prompts file, say): the step failed

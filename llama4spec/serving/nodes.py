@@ -17,7 +17,7 @@ from typing import Callable, Mapping, Sequence
 
 from llama4spec.engine.launch import base_url
 from llama4spec.multinode.plan import NodeCommand
-from llama4spec.serving.process import group_alive, spawn, stop_group, wait_healthy
+from llama4spec.serving.process import group_alive, spawn, spawn_tethered, stop_group, wait_healthy
 from llama4spec.serving.watch import ServerWatch
 
 STOP_WAIT_S = 30.0  # a follower's lifeline gives its group 15 s after SIGTERM, then kills it
@@ -74,7 +74,7 @@ class Nodes:
             watch.start()
             for node, log in zip(self.nodes, self.log_paths):
                 if node.leader:
-                    self.procs.append(spawn(node.exec_argv, {**node.env, **self.secret_env}, log))
+                    self.procs.append(spawn_tethered(node.exec_argv, {**node.env, **self.secret_env}, log))
                 else:
                     self.procs.append(_spawn_follower(node.exec_argv, {}, log))
             self._wait_ready(watch.tick)

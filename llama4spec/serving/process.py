@@ -13,6 +13,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections import deque
 from pathlib import Path
@@ -114,6 +115,19 @@ def spawn(argv: Sequence[str], env: Mapping[str, str], log_path: Path, stdin: in
             env={**os.environ, **env},
             preexec_fn=_die_with_parent,
         )
+
+
+LIFELINE_MODULE = "llama4spec.multinode.lifeline"
+TETHER_GRACE_S = 8.0  # a server stopping on SIGTERM gets this long before its group is killed
+
+
+def spawn_tethered(argv: Sequence[str], env: Mapping[str, str], log_path: Path) -> subprocess.Popen:
+    """Start ``argv`` under the lifeline, tethered by a pipe: the lifeline stops ``argv``'s whole
+    process group (engine processes included) when this process ends, however it ends (the pipe
+    closes), or when it is stopped itself. A server's own SIGTERM handling alone is not enough: during
+    start-up vLLM's API server dies at once and leaves its engine process running."""
+    lifeline = [sys.executable, "-m", LIFELINE_MODULE, "--grace", f"{TETHER_GRACE_S:g}", "--", *argv]
+    return spawn(lifeline, env, log_path, stdin=subprocess.PIPE)
 
 
 def run_to_completion(argv: Sequence[str], env: Mapping[str, str], log_path: Path,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Protocol, Sequence
 
 from llama4spec.engine.launch import base_url
-from llama4spec.serving.process import spawn, stop_group, wait_healthy
+from llama4spec.serving.process import spawn_tethered, stop_group, wait_healthy
 from llama4spec.serving.watch import ServerWatch
 
 OnText = Callable[[str], None]
@@ -74,7 +74,7 @@ class Server:
     def start(self, on_phase: OnText | None = None, on_line: OnText | None = None) -> "Server":
         started = time.monotonic()
         watch = ServerWatch([self.log_path], on_phase, on_line)
-        self.proc = spawn(self.argv, self.env, self.log_path)
+        self.proc = spawn_tethered(self.argv, self.env, self.log_path)
         try:
             watch.start()
             self._wait_ready(watch.tick)

@@ -19,43 +19,57 @@ def runbook_path(name: Path) -> Path:
     return shipped if shipped.is_file() else name
 
 
-def _arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("runbook", type=Path,
-                   help="a runbook file (runbooks/tiny_cpu_eagle_vs_baseline.yaml) or a shipped runbook's name")
-    p.add_argument("overrides", nargs="*", help="Hydra overrides applied to every step, after the runbook's own")
+def add_run_options(p: argparse.ArgumentParser, resume_help: str) -> None:
+    """The options of every command that runs a runbook (``run``, ``sweep``)."""
     p.add_argument("--dry-run", action="store_true", help="print the full plan (argv, env, artifacts) and start nothing")
     p.add_argument("--force", action="store_true", help="start even when the doctor reports an error")
     p.add_argument("--runs-dir", type=Path, default=RUNS_DIR, metavar="DIR", help="where run records go (default: runs/)")
-    p.add_argument("--resume", type=Path, metavar="DIR",
-                   help="continue the run in DIR (runs/<runbook>/<timestamp>): skip benchmarks already measured there")
+    p.add_argument("--resume", type=Path, metavar="DIR", help=resume_help)
 
 
-def _validate(args: argparse.Namespace) -> None:
+def validate_run_options(args: argparse.Namespace) -> None:
     if not args.dry_run and args.resume is None:
         check_output_dir(args.runs_dir, "--runs-dir")
 
 
-def _run(args: argparse.Namespace) -> int:
-    from llama4spec.runbook import execute
-    from llama4spec.runbook.plan import plan_file
-    from llama4spec.runbook.render import plan_text
+def run_dir_for(args: argparse.Namespace, name: str) -> Path:
+    """A new run directory under --runs-dir, or the one --resume names (checked to be a run of ``name``)."""
     from llama4spec.runbook.rundir import new_run_dir
 
-    path = runbook_path(args.runbook)
     if args.resume is not None:  # the same run directory: measure only what is missing
         from llama4spec.runbook.resume import resume_dir
 
-        plan = plan_file(path, lambda name: resume_dir(args.resume, name), args.overrides)
-    else:
-        plan = plan_file(path, lambda name: new_run_dir(args.runs_dir, name), args.overrides)
+        return resume_dir(args.resume, name)
+    return new_run_dir(args.runs_dir, name)
+
+
+def dry_run_or_execute(plan, args: argparse.Namespace) -> int:
+    from llama4spec.runbook import execute
+    from llama4spec.runbook.render import plan_text
+
     if args.dry_run:
         plan_text(out, plan)
         return 0
     return execute.run(plan, out, gate=gate(args.force), resume=args.resume is not None)
 
 
+def _arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("runbook", type=Path,
+                   help="a runbook file (runbooks/tiny_cpu_eagle_vs_baseline.yaml) or a shipped runbook's name")
+    p.add_argument("overrides", nargs="*", help="Hydra overrides applied to every step, after the runbook's own")
+    add_run_options(p, "continue the run in DIR (runs/<runbook>/<timestamp>): skip benchmarks already measured there")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from llama4spec.runbook.plan import plan_file
+
+    plan = plan_file(runbook_path(args.runbook), lambda name: run_dir_for(args, name), args.overrides)
+    return dry_run_or_execute(plan, args)
+
+
 COMMANDS = [Command(
-    "run", "execute a runbook YAML (servers, benchmarks, comparison) and record it", _arguments, _run, _validate,
+    "run", "execute a runbook YAML (servers, benchmarks, comparison) and record it", _arguments, _run,
+    validate_run_options,
     examples=["llama4spec run runbooks/tiny_cpu_eagle_vs_baseline.yaml",
               "llama4spec run tiny_cpu_sweep --dry-run",
               "llama4spec run runbooks/tiny_cpu_sweep.yaml --resume runs/tiny_cpu_sweep/TIMESTAMP"])]

@@ -11,8 +11,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from llama4spec.cli.common import Command, RUNS_DIR, gate, out
-from llama4spec.cli.paths import check_output_dir
+from llama4spec.cli.common import Command
+from llama4spec.cli.run import add_run_options, dry_run_or_execute, run_dir_for, validate_run_options
 from llama4spec.errors import UserError
 
 NAME = "sweep"  # the runbook's name: runs/sweep/<timestamp>
@@ -93,42 +93,21 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("overrides", nargs="*",
                    help="Hydra overrides; those with a sweep (lookahead=1,3,5, bench.max_concurrency=range(1,17,5), "
                         "draft=choice(none,tiny_eagle)) are the matrix's axes, the rest apply to every point")
-    p.add_argument("--dry-run", action="store_true", help="print the full plan (argv, env, artifacts) and start nothing")
-    p.add_argument("--force", action="store_true", help="start even when the doctor reports an error")
-    p.add_argument("--runs-dir", type=Path, default=RUNS_DIR, metavar="DIR", help="where run records go (default: runs/)")
-    p.add_argument("--resume", type=Path, metavar="DIR",
-                   help="continue the sweep in DIR (runs/sweep/<timestamp>): skip benchmarks already measured there")
-
-
-def _validate(args: argparse.Namespace) -> None:
-    if not args.dry_run and args.resume is None:
-        check_output_dir(args.runs_dir, "--runs-dir")
+    add_run_options(p, "continue the sweep in DIR (runs/sweep/<timestamp>): skip benchmarks already measured there")
 
 
 def _run(args: argparse.Namespace) -> int:
-    from llama4spec.runbook import execute
     from llama4spec.runbook.plan import make_plan
-    from llama4spec.runbook.render import plan_text
-    from llama4spec.runbook.rundir import new_run_dir
 
     runbook = sweep_runbook(args.overrides)
-    if args.resume is not None:  # the same run directory: measure only what is missing
-        from llama4spec.runbook.resume import resume_dir
-
-        run_dir = resume_dir(args.resume, NAME)
-    else:
-        run_dir = new_run_dir(args.runs_dir, NAME)
-    plan = make_plan(runbook, run_dir)
+    plan = make_plan(runbook, run_dir_for(args, NAME))
     plan.source = runbook_yaml(runbook.steps[0].matrix or {}, runbook.overrides, list(args.overrides))
-    if args.dry_run:
-        plan_text(out, plan)
-        return 0
-    return execute.run(plan, out, gate=gate(args.force), resume=args.resume is not None)
+    return dry_run_or_execute(plan, args)
 
 
 COMMANDS = [Command(
     "sweep", "sweep a matrix from the command line: overrides with a Hydra sweep (lookahead=1,3,5) are its axes",
-    _arguments, _run, _validate,
+    _arguments, _run, validate_run_options,
     examples=["llama4spec sweep lookahead=1,3 bench.max_concurrency=1,4 draft=none,tiny_eagle --dry-run",
               "llama4spec sweep 'lookahead=range(1,4)' bench=random_tiny serve.port=8800",
               "llama4spec sweep lookahead=1,3 --resume runs/sweep/TIMESTAMP"])]

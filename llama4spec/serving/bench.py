@@ -40,30 +40,27 @@ def bench_env(cfg: Config, environ: Mapping[str, str]) -> dict[str, str]:
     return {**cfg.env, **api_key_env(cfg.serve.api_key_env, "OPENAI_API_KEY", environ)}
 
 
-def scrape(url: str, api_key: str | None = None) -> AcceptanceCounters | None:
-    """Spec-decode counters from ``URL/metrics``; None when the page cannot be read."""
+def _metrics(url: str, api_key: str | None, read, timeout_s: float):
+    """``read`` applied to the server's ``/metrics`` page; None when the page cannot be read."""
     import requests
 
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        resp = requests.get(f"{url.rstrip('/')}/metrics", timeout=10, headers=headers)
+        resp = requests.get(f"{url.rstrip('/')}/metrics", timeout=timeout_s, headers=headers)
         resp.raise_for_status()
-        return from_prometheus_text(resp.text)
+        return read(resp.text)
     except (requests.RequestException, ValueError):
         return None
+
+
+def scrape(url: str, api_key: str | None = None) -> AcceptanceCounters | None:
+    """Spec-decode counters from ``URL/metrics``; None when the page cannot be read."""
+    return _metrics(url, api_key, from_prometheus_text, 10)
 
 
 def finished_count(url: str, api_key: str | None = None) -> float | None:
     """Requests the server has finished so far (``vllm:request_success_total``); None when unknown."""
-    import requests
-
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        resp = requests.get(f"{url.rstrip('/')}/metrics", timeout=2, headers=headers)
-        resp.raise_for_status()
-        return finished_requests(resp.text)
-    except (requests.RequestException, ValueError):
-        return None
+    return _metrics(url, api_key, finished_requests, 2)
 
 
 def progress_tick(url: str, api_key: str | None, flags: list[str], total: int, log: Path,

@@ -145,7 +145,7 @@ def test_server_killed_during_a_benchmark(tmp_path: Path, tiny_dir) -> None:
         _wait_for(lambda: _long_bench_running(proc, runs), proc, "long benchmark")
         sessions = sessions_below(proc.pid)
         server = next(pid for pid, c in _cmdlines().items() if "vllm.entrypoints.openai.api_server" in c
-                      and f"--port {port}" in c)
+                      and f"--port {port}" in c and "lifeline" not in c)  # vLLM's, not the lifeline around it
         os.killpg(os.getpgid(server), signal.SIGKILL)
         code = proc.wait(timeout=300)
     finally:

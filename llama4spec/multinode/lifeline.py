@@ -19,6 +19,19 @@ import threading
 import time
 
 GRACE_S = 15.0
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """In a child, before exec: a new session, and SIGTERM when the thread that started it dies
+    (Linux ``prctl``; elsewhere the session alone)."""
+    os.setsid()
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
 
 
 def _stop(proc: subprocess.Popen, grace_s: float = GRACE_S) -> None:
@@ -52,7 +65,8 @@ def main(argv: list[str]) -> int:
         print("usage: python -m llama4spec.multinode.lifeline [--grace SECONDS] -- COMMAND [ARGS...]",
               file=sys.stderr)
         return 2
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
+    # its own session, and SIGTERM should this lifeline itself be killed outright
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
     done = threading.Event()
 
     def watch_stdin() -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
 from llama4spec.errors import UserError
+from llama4spec.multinode.lifeline import die_with_parent
 
 
 class ServerError(UserError):
@@ -86,21 +87,6 @@ def stop_group(proc: subprocess.Popen, grace_s: float = 20.0) -> None:
     proc.wait(timeout=5)
 
 
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: a new session, and SIGTERM when the thread that started it dies
-    (Linux ``prctl``; elsewhere the session alone)."""
-    os.setsid()
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass
-
-
 def spawn(argv: Sequence[str], env: Mapping[str, str], log_path: Path, stdin: int | None = subprocess.DEVNULL
           ) -> subprocess.Popen:
     """Start ``argv`` (a list, never a shell string) in a new session, output appended to
@@ -113,7 +99,7 @@ def spawn(argv: Sequence[str], env: Mapping[str, str], log_path: Path, stdin: in
             stdout=log,
             stderr=subprocess.STDOUT,
             env={**os.environ, **env},
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
 
 

@@ -69,3 +69,23 @@ def wait_gone(sessions: set[int], timeout: float = 20) -> list[int]:
 def run_dir_of(runs: Path) -> Path:
     (run_dir,) = [d for d in runs.glob("*/*") if d.is_dir()]
     return run_dir
+
+
+# -- model directories with a changed config.json ---------------------------------------------
+DROP = object()  # as a value in ``edited``: remove the key
+
+
+def edited(src: Path, dst: Path, **changes) -> Path:
+    """A copy of a model directory with config.json keys changed (DROP removes a key)."""
+    import json
+    import shutil
+
+    shutil.copytree(src, dst)
+    config = json.loads((dst / "config.json").read_text())
+    for key, value in changes.items():
+        if value is DROP:
+            config.pop(key, None)
+        else:
+            config[key] = value
+    (dst / "config.json").write_text(json.dumps(config))
+    return dst

@@ -14,6 +14,7 @@ from llama4spec.config.compose import compose_config
 from llama4spec.preflight import gate, pairing
 from llama4spec.preflight.doctor import ERROR, RULES, WARNING, examine
 from llama4spec.errors import UserError
+from tests.helpers import DROP, edited
 
 
 @pytest.fixture(autouse=True)
@@ -21,21 +22,6 @@ def offline(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path_factory.mktemp("hf")))
 
-
-def edited(src: Path, dst: Path, **changes) -> Path:
-    """A copy of a tiny model directory with config.json keys changed (DROP removes a key)."""
-    shutil.copytree(src, dst)
-    config = json.loads((dst / "config.json").read_text())
-    for key, value in changes.items():
-        if value is DROP:
-            config.pop(key, None)
-        else:
-            config[key] = value
-    (dst / "config.json").write_text(json.dumps(config))
-    return dst
-
-
-DROP = object()
 
 
 def draft(tmp_path: Path, tiny_dir: Path, **changes) -> list[str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ from llama4spec.preflight import examine, hfconfig, pairing, values
 from llama4spec.preflight.doctor import ERROR, INFO, Pairing, transformers_config
 from llama4spec.preflight.memory import memory_plan, suggest
 from llama4spec.preflight.sources import KNOWN_DIR, ModelConfig
-from tests.helpers import REPO, run_cli
+from tests.helpers import DROP, REPO, edited, run_cli
 
 HEAD = "morgendave/EAGLE-Llama-4-Scout-17B-16E-Instruct"
 HEAD_FILE = KNOWN_DIR / "morgendave--EAGLE-Llama-4-Scout-17B-16E-Instruct.json"
@@ -179,16 +178,8 @@ MALFORMED = {
 
 
 def malformed_dir(tiny_dir: Path, tmp_path: Path, role: str, changes: dict) -> Path:
-    d = tmp_path / role
-    shutil.copytree(tiny_dir / role, d)
-    config = json.loads((d / "config.json").read_text())
-    for key, value in changes.items():
-        if value is None:
-            config.pop(key, None)
-        else:
-            config[key] = value
-    (d / "config.json").write_text(json.dumps(config))
-    return d
+    """A copy of a tiny model with ``changes`` in its config.json (None removes a key)."""
+    return edited(tiny_dir / role, tmp_path / role, **{k: DROP if v is None else v for k, v in changes.items()})
 
 
 @pytest.mark.parametrize("case", sorted(MALFORMED))

@@ -46,7 +46,8 @@ def test_tiny_sweep_starts_three_servers_and_measures_each_at_every_concurrency(
     for server in serves:
         benches = [p for p in plan.steps if p.kind == "bench" and p.step.server == server.id]
         assert [_flag(b.argv, "--max-concurrency") for b in benches] == ["1", "4"]
-        assert all(b.argv[-3:] == ["--ignore-eos", "--num-warmups", "2"] and _flag(b.argv, "--num-prompts") == "16"
+        assert all(b.argv[-1:] == ["--ignore-eos"] and _flag(b.argv, "--num-warmups") == "0"
+                   and _flag(b.argv, "--num-prompts") == "16" and (b.step.repeats, b.step.warmup) == (3, 2)
                    for b in benches)
         ids = [p.id for p in plan.steps]
         # the server starts, is measured, and is stopped before the next one starts

@@ -25,6 +25,14 @@ def add_run_options(p: argparse.ArgumentParser, resume_help: str) -> None:
     p.add_argument("--force", action="store_true", help="start even when the doctor reports an error")
     p.add_argument("--runs-dir", type=Path, default=RUNS_DIR, metavar="DIR", help="where run records go (default: runs/)")
     p.add_argument("--resume", type=Path, metavar="DIR", help=resume_help)
+    p.add_argument("--stop-on-error", action="store_true",
+                   help="stop at the first failed step (default: skip only what depends on it, run the rest)")
+    p.add_argument("--repeats", type=int, metavar="N",
+                   help="counted benchmark runs per point, for every bench and sweep step (default: the runbook's; "
+                        "sweeps 3, benches 1)")
+    p.add_argument("--warmup", type=int, metavar="N",
+                   help="warm-up requests per point, in an unrecorded run before the counted ones (default: the "
+                        "runbook's)")
 
 
 def validate_run_options(args: argparse.Namespace) -> None:
@@ -50,7 +58,8 @@ def dry_run_or_execute(plan, args: argparse.Namespace) -> int:
     if args.dry_run:
         plan_text(out, plan)
         return 0
-    return execute.run(plan, out, gate=gate(args.force), resume=args.resume is not None)
+    return execute.run(plan, out, gate=gate(args.force), resume=args.resume is not None,
+                       stop_on_error=args.stop_on_error)
 
 
 def _arguments(p: argparse.ArgumentParser) -> None:
@@ -63,7 +72,8 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from llama4spec.runbook.plan import plan_file
 
-    plan = plan_file(runbook_path(args.runbook), lambda name: run_dir_for(args, name), args.overrides)
+    plan = plan_file(runbook_path(args.runbook), lambda name: run_dir_for(args, name), args.overrides,
+                     repeats=args.repeats, warmup=args.warmup)
     return dry_run_or_execute(plan, args)
 
 

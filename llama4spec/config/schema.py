@@ -79,6 +79,10 @@ class BenchConfig:
     dataset_path: Optional[str] = "philschmid/mt-bench"
     max_concurrency: int = 16
     num_prompts: int = 80
+    # At least this many prompts per client slot: the benchmark sends
+    # max(num_prompts, prompts_per_concurrency x max_concurrency), so a high-concurrency point is
+    # not mostly ramp-up and ramp-down. None: num_prompts as given.
+    prompts_per_concurrency: Optional[int] = None
     output_len: Optional[int] = None
     input_len: Optional[int] = None  # random dataset
     seed: int = 0
@@ -130,6 +134,20 @@ class HostConfig:
 
 
 @dataclass
+class SlurmConfig:
+    """Server groups as Slurm jobs (``llama4spec run --launcher slurm``, or ``submit: true`` in a
+    cluster preset a runbook selects): one job per group, arrays per resource shape."""
+
+    submit: bool = False  # run the runbook's server groups as Slurm jobs
+    partition: Optional[str] = None  # None: the cluster's default partition
+    account: Optional[str] = None
+    time_min: int = 120  # each job's time limit in minutes
+    cpus_per_device: Optional[int] = None  # GPU jobs: CPUs per GPU (None: Slurm's default)
+    mem_gb: Optional[int] = None  # memory per node (None: Slurm's default)
+    additional: dict[str, str] = field(default_factory=dict)  # more sbatch options, e.g. {qos: high, constraint: h100}
+
+
+@dataclass
 class ClusterConfig:
     """The hosts a multi-node layout (parallel.nnodes > 1) runs on; hosts[0] is the leader, here."""
 
@@ -140,6 +158,8 @@ class ClusterConfig:
     prefix: list[str] = field(default_factory=list)  # launcher=prefix: e.g. [srun, -N1, -n1, -w, "{host}"]
     ssh_options: list[str] = field(default_factory=list)
     python: Optional[str] = None  # the interpreter on every host (None: the one running llama4spec)
+    hosts_from: Optional[str] = None  # slurm: the hosts are the job's nodes (scontrol show hostnames), leader first
+    slurm: SlurmConfig = field(default_factory=SlurmConfig)
 
 
 @dataclass

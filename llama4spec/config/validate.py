@@ -84,6 +84,7 @@ def _values(cfg: Config, problems: list[str]) -> None:
     _at_least(problems, "draft.max_model_len", d.max_model_len)
     _at_least(problems, "bench.max_concurrency", b.max_concurrency, optional=False)
     _at_least(problems, "bench.num_prompts", b.num_prompts, optional=False)
+    _at_least(problems, "bench.prompts_per_concurrency", b.prompts_per_concurrency)
     _at_least(problems, "bench.input_len", b.input_len)
     _at_least(problems, "bench.output_len", b.output_len)
     if b.temperature < 0 or g.temperature < 0:

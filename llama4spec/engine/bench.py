@@ -12,9 +12,23 @@ from llama4spec.config.schema import Config
 BENCH_MODULE = "llama4spec.serving.vllm_bench"
 
 
+# Warm-up requests are a run of their own (a runbook's ``warmup:``), never part of a counted one:
+# vLLM's --num-warmups requests would land in the acceptance counters measured around it.
+WARMUP_FLAG = "--num-warmups"
+
+
+def num_prompts(cfg: Config) -> int:
+    """The prompts one counted run sends: ``bench.num_prompts``, raised to
+    ``bench.prompts_per_concurrency`` x ``bench.max_concurrency`` when that is set and larger."""
+    b = cfg.bench
+    per_slot = b.prompts_per_concurrency or 0
+    return max(b.num_prompts, per_slot * b.max_concurrency)
+
+
 def bench_flags(cfg: Config, url: str, result_dir: Path, result_filename: str, label: str,
-                extra_args: list[str] | tuple[str, ...] = ()) -> list[str]:
-    """The flags of ``vllm bench serve`` for ``cfg.bench`` against ``url`` (pure)."""
+                extra_args: list[str] | tuple[str, ...] = (), prompts: int | None = None) -> list[str]:
+    """The flags of ``vllm bench serve`` for ``cfg.bench`` against ``url`` (pure); ``prompts``
+    replaces the counted run's number of prompts (a warm-up run's)."""
     b = cfg.bench
     flags = ["--backend", "openai", "--base-url", url.rstrip("/"), "--endpoint", "/v1/completions",
              "--model", cfg.target.model]
@@ -32,7 +46,8 @@ def bench_flags(cfg: Config, url: str, result_dir: Path, result_filename: str, l
     if b.output_len is not None:
         flags += ["--output-len", str(b.output_len)]
     flags += [
-        "--num-prompts", str(b.num_prompts),
+        "--num-prompts", str(num_prompts(cfg) if prompts is None else prompts),
+        WARMUP_FLAG, "0",
         "--max-concurrency", str(b.max_concurrency),
         "--request-rate", str(b.request_rate),
         "--seed", str(b.seed),

@@ -34,6 +34,17 @@ class AcceptanceCounters:
             [a - b for a, b in zip(after_pos, before_pos)],
         )
 
+    def __add__(self, other: "AcceptanceCounters") -> "AcceptanceCounters":
+        width = max(len(self.accepted_per_pos), len(other.accepted_per_pos))
+        mine = self.accepted_per_pos + [0] * (width - len(self.accepted_per_pos))
+        theirs = other.accepted_per_pos + [0] * (width - len(other.accepted_per_pos))
+        return AcceptanceCounters(
+            self.num_drafts + other.num_drafts,
+            self.num_draft_tokens + other.num_draft_tokens,
+            self.num_accepted_tokens + other.num_accepted_tokens,
+            [a + b for a, b in zip(mine, theirs)],
+        )
+
     @property
     def mean_acceptance_length(self) -> float | None:
         """Tokens per verification step: 1 (the target's own) + accepted drafts per step."""

@@ -1,10 +1,17 @@
-"""The benchmark record: one typed object for one ``vllm bench serve`` run, written by the bench
-runner and read by compare, resume, the sweep report and run summaries alike."""
+"""The benchmark record: one typed object for one benchmark point, written by the bench runner and
+read by compare, resume, the sweep report and run summaries alike.
+
+A point measured once is one ``vllm bench serve`` run. A point measured with repeats holds its
+counted runs in ``runs`` (each a record of one run); its own ``result`` then carries, for every
+number vLLM reports, the median over the runs, and its acceptance is the sum of the runs'
+counters (exact: each run's counters are the server's deltas around that run alone).
+"""
 
 from __future__ import annotations
 
 import json
 import math
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -30,6 +37,48 @@ class BenchRecord:
     lookahead: int | None = None
     acceptance: AcceptanceCounters | None = None
     result: dict[str, Any] | None = None  # vLLM's result JSON (None: the run wrote none)
+    runs: list["BenchRecord"] = field(default_factory=list)  # repeats: each counted run (empty: one run)
+    warmup: int = 0  # warm-up requests sent in an unrecorded run before the counted ones
+
+    @classmethod
+    def of_runs(cls, label: str, runs: list["BenchRecord"], *, url: str | None = None, argv: list[str] | None = None,
+                lookahead: int | None = None, warmup: int = 0, wall_time_s: float | None = None) -> "BenchRecord":
+        """One point from its repeated runs: medians of vLLM's numbers, summed acceptance counters.
+        It counts only when every run counts (its returncode is the first failing run's)."""
+        failing = next((r for r in runs if not r.counted), None)
+        counted = [r for r in runs if r.counted]
+        result: dict[str, Any] | None = None
+        if counted:
+            result = dict(counted[0].result or {})
+            for key, value in list(result.items()):
+                values = [r.figure(key) for r in counted]
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and all(v is not None for v in values):
+                    median = statistics.median(values)
+                    result[key] = int(median) if isinstance(value, int) and median == int(median) else median
+        acceptance = None
+        for r in counted:
+            if r.acceptance is not None:
+                acceptance = r.acceptance if acceptance is None else acceptance + r.acceptance
+        return cls(label=label, url=url, argv=list(argv or (runs[0].argv if runs else [])),
+                   returncode=(failing.returncode if failing is not None and failing.returncode else
+                               (1 if failing is not None or not runs else 0)),
+                   wall_time_s=wall_time_s, lookahead=lookahead, acceptance=acceptance, result=result,
+                   runs=list(runs), warmup=warmup)
+
+    @property
+    def repeats(self) -> int:
+        return len(self.runs) or 1
+
+    def samples(self, key: str) -> list[float]:
+        """``key`` of every counted run (one value without repeats); runs without it are left out."""
+        runs = [r for r in self.runs if r.counted] if self.runs else [self]
+        return [v for v in (r.figure(key) for r in runs) if v is not None]
+
+    def acceptance_samples(self) -> list[float]:
+        """The mean acceptance length of every counted run that drafted."""
+        runs = [r for r in self.runs if r.counted] if self.runs else [self]
+        return [r.acceptance.mean_acceptance_length for r in runs
+                if r.acceptance is not None and r.acceptance.mean_acceptance_length is not None]
 
     @property
     def completed(self) -> int:
@@ -77,6 +126,10 @@ class BenchRecord:
         }
         if self.result is not None:
             data["result"] = self.result
+        if self.runs:
+            data.update(repeats=len(self.runs), warmup=self.warmup, runs=[r.to_dict() for r in self.runs])
+        elif self.warmup:
+            data["warmup"] = self.warmup
         return data
 
     @classmethod
@@ -86,6 +139,8 @@ class BenchRecord:
             result = data.get("result")
             argv = data.get("argv")
             k = data.get("lookahead")
+            runs = data.get("runs") if isinstance(data.get("runs"), list) else []
+            warmup = data.get("warmup")
             return cls(
                 label=str(data.get("label") or fallback_label),
                 url=data.get("url") if isinstance(data.get("url"), str) else None,
@@ -95,6 +150,8 @@ class BenchRecord:
                 lookahead=k if isinstance(k, int) and not isinstance(k, bool) else None,
                 acceptance=AcceptanceCounters.from_record(data.get("acceptance")),
                 result=dict(result) if isinstance(result, Mapping) else None,
+                runs=[cls.from_dict(r, fallback_label) for r in runs if isinstance(r, Mapping)],
+                warmup=warmup if isinstance(warmup, int) and not isinstance(warmup, bool) and warmup > 0 else 0,
             )
         return cls(label=str(data.get("label") or fallback_label), returncode=0, result=dict(data))
 

@@ -131,7 +131,8 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str],
         for combo, label in zip(client_combos, client_labels):
             bid = new_id(f"{sid}-{label}" if client_axes else f"{sid}-bench")
             out.append(Step(id=bid, kind="bench", server=sid, label=bid, extra_args=list(step.extra_args),
-                            overrides=[f"{a}={v}" for a, v in zip(client_axes, combo)]))
+                            overrides=[f"{a}={v}" for a, v in zip(client_axes, combo)],
+                            repeats=step.repeats, warmup=step.warmup))
             points.append(bid)
         previous_stop = new_id(f"{sid}-stop")
         out.append(Step(id=previous_stop, kind="stop", server=sid))
@@ -147,7 +148,8 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str],
             for combo, label in zip(client_combos, client_labels):
                 bid = new_id(f"{sid}-{label}" if client_axes else f"{sid}-bench")
                 out.append(Step(id=bid, kind="bench", server=sid, label=bid, extra_args=list(step.extra_args),
-                                overrides=[f"{a}={v}" for a, v in zip(client_axes, combo)]))
+                                overrides=[f"{a}={v}" for a, v in zip(client_axes, combo)],
+                                repeats=step.repeats, warmup=step.warmup))
                 points.append(bid)
             out.append(Step(id=new_id(f"{sid}-stop"), kind="stop", server=sid))
     if clash is not None:

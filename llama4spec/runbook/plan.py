@@ -217,12 +217,14 @@ def make_plan(runbook: Runbook, run_dir: Path, cli_overrides: list[str] | tuple[
 
 
 def plan_file(path: Path, run_dir_for: Callable[[str], Path], cli_overrides: list[str] | tuple[str, ...] = (),
-              vllm_cli: bool | None = None) -> Plan:
-    """Load and plan a runbook file, reporting the file's and the plan's problems together."""
-    from llama4spec.runbook.schema import load
+              vllm_cli: bool | None = None, repeats: int | None = None, warmup: int | None = None) -> Plan:
+    """Load and plan a runbook file, reporting the file's and the plan's problems together;
+    ``repeats`` / ``warmup`` replace every bench and sweep step's own."""
+    from llama4spec.runbook.schema import load, with_measurement
 
     runbook, problems = load(path)
     if runbook is not None:
+        runbook = with_measurement(runbook, repeats, warmup)
         try:
             planned = make_plan(runbook, run_dir_for(runbook.name), cli_overrides, vllm_cli)
         except UserError as err:

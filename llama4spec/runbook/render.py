@@ -56,7 +56,7 @@ def plan_text(console: Console, plan: Plan, environ: Mapping[str, str] | None = 
             say(f"    command: {shell_line(step.argv)}")
         if step.exec_argv and step.exec_argv != step.argv:
             say(f"    runs as: {shell_line(step.exec_argv)}")
-        if step.kind in ("serve", "fetch"):
+        if step.kind in ("serve", "fetch", "bench"):
             step_kinds.module(step.kind).describe(step, say)
         if step.kind in ("serve", "bench", "offline", "fetch"):
             say(f"    env: {_env_line(step, secrets)}")

@@ -29,11 +29,11 @@ from llama4spec.runbook.steps import KINDS
 COMMON_KEYS = {"id", "kind", "needs", "description"}
 STEP_KEYS: dict[str, set[str]] = {
     "serve": {"overrides"},
-    "bench": {"server", "url", "overrides", "label", "extra_args"},
+    "bench": {"server", "url", "overrides", "label", "extra_args", "repeats", "warmup"},
     "stop": {"server"},
     "offline": {"overrides"},
     "compare": {"baseline", "candidate"},
-    "sweep": {"matrix", "overrides", "extra_args", "verify_schedule"},
+    "sweep": {"matrix", "overrides", "extra_args", "verify_schedule", "repeats", "warmup"},
     "fetch": {"overrides"},
 }
 REQUIRED: dict[str, tuple[str, ...]] = {
@@ -59,6 +59,9 @@ MAX_ID = 64  # runbook names and step ids: they become directories
 MAX_LABEL = 100  # a bench label (a table row, vLLM's --label)
 MAX_TEXT = 4_096  # any other string: an extra argument, a URL, a file reference
 MAX_VALUE = 200  # a matrix value (it becomes part of generated step ids)
+MAX_REPEATS = 100  # counted runs per benchmark point
+MAX_WARMUP = 10_000  # warm-up requests before a point's counted runs
+REPEATS = {"bench": 1, "sweep": 3}  # counted runs per point when a step does not say
 
 
 @dataclass
@@ -78,6 +81,8 @@ class Step:
     points: list[str] = field(default_factory=list)  # sweep: the bench steps it expands to
     verify_schedule: bool = False  # sweep: also measure the lookahead schedule derived from its points
     derive_from: list[str] = field(default_factory=list)  # serve (generated): derive its schedule from these points
+    repeats: int = 1  # bench, sweep (each point): counted `vllm bench serve` runs against the same server
+    warmup: int = 0  # bench, sweep (each point): warm-up requests in an unrecorded run before the counted ones
 
 
 @dataclass
@@ -402,8 +407,47 @@ def parse(data: Any, path: Path) -> tuple[Runbook | None, list[str]]:
             candidate=_str_field(raw, "candidate", at, problems),
             matrix=matrix,
             verify_schedule=_flag(raw, "verify_schedule", at, problems),
+            repeats=_count(raw, "repeats", REPEATS.get(kind, 1), 1, MAX_REPEATS, at, problems),
+            warmup=_count(raw, "warmup", 0, 0, MAX_WARMUP, at, problems),
         ))
+        if kind in ("bench", "sweep"):
+            problems.extend(warmup_flag_problems(runbook.steps[-1].extra_args, at))
     return runbook, problems
+
+
+def _count(raw: dict, key: str, default: int, low: int, high: int, at: str, problems: list[str]) -> int:
+    """A whole number ``key`` between ``low`` and ``high`` (``default`` when absent)."""
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        problems.append(f"{at}: '{key}' must be a whole number from {low} to {high} (got {shown(value)})")
+        return default
+    return value
+
+
+def with_measurement(runbook: Runbook, repeats: int | None = None, warmup: int | None = None) -> Runbook:
+    """The runbook with every bench and sweep step's ``repeats`` / ``warmup`` replaced (the command
+    line's --repeats / --warmup); UserError when a value is out of bounds."""
+    problems = []
+    for name, value, low, high in (("--repeats", repeats, 1, MAX_REPEATS), ("--warmup", warmup, 0, MAX_WARMUP)):
+        if value is not None and not low <= value <= high:
+            problems.append(f"{name} {value}: must be a whole number from {low} to {high}")
+    if problems:
+        raise UserError(*problems)
+    if repeats is None and warmup is None:
+        return runbook
+    steps = [dataclasses.replace(s, repeats=s.repeats if repeats is None else repeats,
+                                 warmup=s.warmup if warmup is None else warmup)
+             if s.kind in ("bench", "sweep") else s for s in runbook.steps]
+    return dataclasses.replace(runbook, steps=steps)
+
+
+def warmup_flag_problems(extra_args: list[str], at: str) -> list[str]:
+    """--num-warmups in a step's extra_args: its requests would be counted; the step's warmup: is not."""
+    if any(a == "--num-warmups" or a.startswith("--num-warmups=") for a in extra_args):
+        return [f"{at}: extra_args: --num-warmups sends warm-up requests inside the counted run, so they land in "
+                f"the acceptance counters; drop it and set 'warmup: N' on the step (an unrecorded run of N requests "
+                f"before the counted ones)"]
+    return []
 
 
 def _flag(raw: dict, key: str, at: str, problems: list[str]) -> bool:

@@ -2,7 +2,9 @@
 
 The benchmark runs in its own process group (so a failure or an interruption never takes this
 process or its servers with it) and writes vLLM's result JSON; acceptance figures come from the
-server's ``/metrics`` before/after deltas. The outcome is one ``BenchRecord``.
+server's ``/metrics`` before/after deltas. One point is an optional warm-up run (unrecorded: its
+requests never land in a counted delta), then ``repeats`` counted runs against the same server,
+each with its own result file and counter deltas; the outcome is one ``BenchRecord``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from llama4spec.config.schema import Config
-from llama4spec.engine.bench import bench_flags, display_argv, exec_argv
+from llama4spec.engine.bench import bench_flags, display_argv, exec_argv, num_prompts
 from llama4spec.engine.secrets import api_key_env
 from llama4spec.results.acceptance import AcceptanceCounters, from_prometheus_text
 from llama4spec.results.bench import BenchRecord
@@ -28,11 +30,19 @@ OnProgress = Callable[[int | None, int], None]
 
 @dataclass
 class BenchFiles:
-    """Where one benchmark run writes: vLLM's result, the record, the log."""
+    """Where one benchmark point writes: vLLM's result (run=0.json; repeats beside it as run=1.json,
+    ...), the record, the log (every run appended)."""
 
     result: Path
     record: Path
     log: Path
+
+    def run_result(self, i: int) -> Path:
+        return self.result if i == 0 else self.result.with_name(f"run={i}.json")
+
+    @property
+    def warmup_result(self) -> Path:
+        return self.result.with_name("warmup.json")
 
 
 def bench_env(cfg: Config, environ: Mapping[str, str]) -> dict[str, str]:
@@ -89,37 +99,77 @@ def failure(record: BenchRecord, log: Path) -> str:
     return f"the benchmark completed no request ({failed} failed); its log: {log}"
 
 
-def run_bench(cfg: Config, url: str, files: BenchFiles, *, label: str,
-              extra_args: list[str] | tuple[str, ...] = (), environ: Mapping[str, str] | None = None,
-              on_progress: OnProgress | None = None, on_line: Callable[[str], None] | None = None) -> BenchRecord:
-    """Run the benchmark against ``url``; write vLLM's result and the record; return the record.
-    While it runs, ``on_progress`` hears the measured requests finished and ``on_line`` every new
-    line of its log (both polled about once a second)."""
-    environ = os.environ if environ is None else environ
-    files.result.parent.mkdir(parents=True, exist_ok=True)
-    flags = bench_flags(cfg, url, files.result.parent, files.result.name, label, extra_args)
-    env = bench_env(cfg, environ)
+def _one_run(cfg: Config, url: str, result: Path, log: Path, *, label: str, extra_args: list[str] | tuple[str, ...],
+             env: dict[str, str], prompts: int | None, on_progress: OnProgress | None,
+             on_line: Callable[[str], None] | None) -> BenchRecord:
+    """One ``vllm bench serve`` run: its result and its acceptance deltas (not written)."""
+    flags = bench_flags(cfg, url, result.parent, result.name, label, extra_args, prompts=prompts)
     before = scrape(url, env.get("OPENAI_API_KEY"))
     tick = None
     if on_progress or on_line:
-        tick = progress_tick(url, env.get("OPENAI_API_KEY"), flags, cfg.bench.num_prompts, files.log,
+        tick = progress_tick(url, env.get("OPENAI_API_KEY"), flags, prompts or num_prompts(cfg), log,
                              on_progress, on_line)
     started = time.monotonic()
-    code = run_to_completion(exec_argv(flags), env, files.log, tick=tick)
+    code = run_to_completion(exec_argv(flags), env, log, tick=tick)
     if tick is not None:
         tick()  # the last lines and the final count
     wall = time.monotonic() - started
     after = scrape(url, env.get("OPENAI_API_KEY"))
     delta = after - before if before is not None and after is not None else None
     k = cfg.lookahead if cfg.draft.method else None
-    result = None
-    if code == 0 and files.result.is_file():
+    data = None
+    if code == 0 and result.is_file():
         try:
-            result = json.loads(files.result.read_text())
+            data = json.loads(result.read_text())
         except (OSError, ValueError):
-            result = None
-    record = BenchRecord(label=label, url=url, argv=display_argv(flags), returncode=code, wall_time_s=wall,
-                         lookahead=k, acceptance=delta if delta is not None and delta.num_drafts else None,
-                         result=result if isinstance(result, dict) else None)
+            data = None
+    return BenchRecord(label=label, url=url, argv=display_argv(flags), returncode=code, wall_time_s=wall,
+                       lookahead=k, acceptance=delta if delta is not None and delta.num_drafts else None,
+                       result=data if isinstance(data, dict) else None)
+
+
+def _mark(log: Path, text: str) -> None:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a", encoding="utf-8") as f:
+        f.write(f"==> llama4spec: {text}\n")
+
+
+def run_bench(cfg: Config, url: str, files: BenchFiles, *, label: str,
+              extra_args: list[str] | tuple[str, ...] = (), environ: Mapping[str, str] | None = None,
+              repeats: int = 1, warmup: int = 0, on_progress: OnProgress | None = None,
+              on_line: Callable[[str], None] | None = None) -> BenchRecord:
+    """Measure one point against ``url``: ``warmup`` requests in an unrecorded run, then ``repeats``
+    counted runs (stopping at the first that does not count); write vLLM's results and the record;
+    return the record. While a run goes, ``on_progress`` hears the measured requests finished and
+    ``on_line`` every new line of its log (both polled about once a second)."""
+    environ = os.environ if environ is None else environ
+    files.result.parent.mkdir(parents=True, exist_ok=True)
+    env = bench_env(cfg, environ)
+    started = time.monotonic()
+    k = cfg.lookahead if cfg.draft.method else None
+    common = dict(label=label, extra_args=extra_args, env=env, on_progress=on_progress, on_line=on_line)
+    runs: list[BenchRecord] = []
+    if warmup:
+        _mark(files.log, f"warm-up: {warmup} requests, not recorded")
+        warm = _one_run(cfg, url, files.warmup_result, files.log, prompts=warmup, **common)
+        if not warm.counted:
+            record = BenchRecord(label=label, url=url, argv=warm.argv, returncode=warm.returncode or 1,
+                                 wall_time_s=time.monotonic() - started, lookahead=k, warmup=warmup,
+                                 result=warm.result)
+            record.write(files.record)
+            return record
+    for i in range(repeats):
+        if repeats > 1:
+            _mark(files.log, f"run {i + 1} of {repeats}")
+        run = _one_run(cfg, url, files.run_result(i), files.log, prompts=None, **common)
+        runs.append(run)
+        if not run.counted:
+            break
+    if repeats == 1 and len(runs) == 1:
+        record = runs[0]
+        record.warmup = warmup
+    else:
+        record = BenchRecord.of_runs(label, runs, url=url, lookahead=k, warmup=warmup,
+                                     wall_time_s=time.monotonic() - started)
     record.write(files.record)
     return record

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llama4spec.engine.bench import bench_flags, display_argv, exec_argv
+from llama4spec.engine.bench import bench_flags, display_argv, exec_argv, num_prompts
 from llama4spec.engine.launch import base_url
 from llama4spec.runbook.rundir import bench_files
 from llama4spec.runbook.steps import StepFailed
@@ -44,11 +44,16 @@ def plan(ctx, p) -> None:
 
 
 def _points(p, record) -> list[dict[str, Any]]:
-    """vLLM's sweep format for this point: a list of runs, each its result with the settings."""
+    """vLLM's sweep format for this point (what ``vllm bench sweep plot`` reads): a list of runs,
+    each its result with the settings (and the run's own acceptance length)."""
     cfg = p.composed.cfg
-    settings = {"label": record.label, "draft": cfg.draft.name, "lookahead": record.lookahead,
-                "max_concurrency": cfg.bench.max_concurrency, "num_prompts": cfg.bench.num_prompts}
-    return [{**settings, **(record.result or {})}]
+    settings = {"label": record.label, "draft": cfg.draft.name, "lookahead": record.lookahead or 0,
+                "max_concurrency": cfg.bench.max_concurrency, "num_prompts": num_prompts(cfg)}
+    out = []
+    for i, run in enumerate(record.runs or [record]):
+        acc = run.acceptance.mean_acceptance_length if run.acceptance else None
+        out.append({**(run.result or {}), **settings, "run_number": i, "acceptance_length": acc})
+    return out
 
 
 def execute(run, p) -> dict[str, Any]:
@@ -65,6 +70,7 @@ def execute(run, p) -> dict[str, Any]:
     with run.progress.activity(f"{p.id}: benchmark") as live:  # requests finished, from /metrics
         record = run_bench(p.composed.cfg, p.url, files, label=p.step.label or p.id,
                            extra_args=p.step.extra_args, environ=run.environ,
+                           repeats=p.step.repeats, warmup=p.step.warmup,
                            on_progress=live.count, on_line=live.line if run.progress.verbose else None)
     if not record.counted:
         raise StepFailed(failure(record, files.log), log_tail(files.log, 15))
@@ -79,4 +85,6 @@ def execute(run, p) -> dict[str, Any]:
 
 
 def describe(p, say) -> None:
-    pass
+    s = p.step
+    warm = f"after an unrecorded warm-up of {s.warmup} requests" if s.warmup else "no warm-up"
+    say(f"    runs: {s.repeats} counted ({warm})")

@@ -107,7 +107,7 @@ def test_compare_command_reads_the_runs_files(tiny_run) -> None:
 def test_server_that_dies_during_start_up_fails_at_once_with_its_log_tail(tmp_path: Path, tiny_dir) -> None:
     started = time.monotonic()
     res = run_cli("run", TINY_RUNBOOK, f"serve.port={free_port()}", "serve.extra_args=[--no-such-flag]",
-                  "--runs-dir", str(tmp_path), timeout=300)
+                  "--stop-on-error", "--runs-dir", str(tmp_path), timeout=300)
     elapsed = time.monotonic() - started
     assert res.returncode == 1, res.stderr
     assert elapsed < 60

@@ -4,6 +4,10 @@ Before anything starts it runs the doctor once per engine step, checks every por
 once, and builds the tiny models if a step uses them. Servers live in one ExitStack (teardown
 registered the moment each starts, so this is teardown's one owner); the run's status is
 rewritten after every step, so a later failure loses nothing.
+
+A failed step skips only what depends on it (``runbook.failures.blocked_by``): the rest of a
+sweep runs and its report covers what was measured; the run then ends with status "failed" and
+exit code 1. ``stop_on_error`` stops at the first failure instead.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from llama4spec.results.bench import BenchRecord
 from llama4spec.results.provenance import (environment, host, model_revisions, plan_secrets, public_config, versions,
                                            write_json)
 from llama4spec.runbook import steps as step_kinds
+from llama4spec.runbook.failures import blocked_by
 from llama4spec.runbook.plan import Plan, PlannedStep
 from llama4spec.runbook.progress import Progress
 from llama4spec.runbook.rundir import STATUS
@@ -39,8 +44,9 @@ class Run:
     """One execution of a plan and its record."""
 
     def __init__(self, plan: Plan, console: Console, environ: Mapping[str, str] | None = None,
-                 finished: Mapping[str, BenchRecord | None] | None = None, progress: Progress | None = None):
-        self.plan, self.console = plan, console
+                 finished: Mapping[str, BenchRecord | None] | None = None, progress: Progress | None = None,
+                 stop_on_error: bool = False):
+        self.plan, self.console, self.stop_on_error = plan, console, stop_on_error
         self.finished = dict(finished or {})  # resuming: step id -> its record (benches) or None
         self.environ = dict(os.environ if environ is None else environ)
         self.dir = plan.run_dir
@@ -58,6 +64,8 @@ class Run:
             "steps": [{"id": p.id, "kind": p.kind, "status": "pending"} for p in plan.steps],
             "comparisons": self.comparisons,
         }
+        self.entries = {e["id"]: e for e in self.summary["steps"]}  # the same dicts: step id -> its entry
+        self.kinds = {p.id: p.kind for p in plan.steps}
         if finished is not None:
             self.summary["resumed"] = True
         # every value to hide in what this run writes or prints (engine.secrets.redact)
@@ -131,15 +139,36 @@ class Run:
             secs = st.get("seconds")
             status = st["status"] + (" (earlier run)" if st.get("resumed") else "")
             lines.append(f"| {st['id']} | {st['kind']} | {status} | {'' if secs is None else f'{secs:.1f}'} |")
-        for st in s["steps"]:
-            if st.get("error"):
-                lines += ["", f"{st['id']} failed: {st['error']}"]
+        lines += self.failures_markdown()
         for step_id, table in self.comparisons.items():
             lines += ["", f"## {step_id}", "", table]
         return "\n".join(lines) + "\n"
 
+    def failures_markdown(self) -> list[str]:
+        """Each failed step with its reason and log tail; skipped steps grouped by their reason."""
+        failed = [e for e in self.summary["steps"] if e["status"] == "failed"]
+        skipped: dict[str, list[str]] = {}
+        for e in self.summary["steps"]:
+            if e["status"] == "skipped" and e.get("reason"):
+                skipped.setdefault(e["reason"], []).append(e["id"])
+        if not failed and not skipped:
+            return []
+        lines = ["", "## Failures", ""]
+        for e in failed:
+            lines.append(f"- {e['id']} ({e['kind']}) failed: {e.get('error') or 'no reason recorded'}")
+            if e.get("log_tail"):
+                lines += ["", "  ```", *(f"  {line}" for line in e["log_tail"]), "  ```", ""]
+        for reason, ids in skipped.items():
+            lines.append(f"- skipped ({reason}): {', '.join(ids)}")
+        return lines
+
+    def not_run(self) -> dict[str, str]:
+        """Step id -> why it has no result ("failed: ...", "skipped: ..."), for reports."""
+        return {e["id"]: f"{e['status']}: {e.get('error') or e.get('reason') or 'no reason recorded'}"
+                for e in self.summary["steps"] if e["status"] in ("failed", "skipped")}
+
     def entry(self, step_id: str) -> dict[str, Any]:
-        return next(e for e in self.summary["steps"] if e["id"] == step_id)
+        return self.entries[step_id]
 
     # -- the run -----------------------------------------------------------------------------
     def _step(self, n: int, p: PlannedStep) -> bool:
@@ -162,15 +191,15 @@ class Run:
             entry.update(status="failed", error="; ".join(err.problems), seconds=time.monotonic() - started)
             if p.flat:
                 raise  # a one-step command: its own error, exit 2
-            self.console.print(f"[bold red]error:[/bold red] step '{escape(p.id)}' failed: "
-                               f"{escape(self.redact(entry['error']))}", highlight=False, soft_wrap=True)
+            self.record_failure(p)
             return False
         except StepFailed as err:
             entry.update(status="failed", error=str(err), seconds=time.monotonic() - started)
+            if err.tail:
+                entry["log_tail"] = list(err.tail)
             for line in err.tail:
                 self.say(f"  | {line}")
-            self.console.print(f"[bold red]error:[/bold red] step '{escape(p.id)}' failed: "
-                               f"{escape(self.redact(str(err)))}", highlight=False, soft_wrap=True)
+            self.record_failure(p)
             return False
         entry.update(status="done", seconds=time.monotonic() - started)
         if p.kind in MODEL_KINDS:
@@ -178,6 +207,37 @@ class Run:
         self.progress.step_done(p, entry["seconds"], show=bool(self.plan.record or total > 1))
         self.write_summary()
         return True
+
+    def record_failure(self, p: PlannedStep) -> None:
+        """After step ``p`` failed: say so, record it; a bench whose server has exited marks that
+        server (its remaining benchmarks are skipped) and stops what is left of it."""
+        self.console.print(f"[bold red]error:[/bold red] step '{escape(p.id)}' failed: "
+                           f"{escape(self.redact(self.entry(p.id)['error']))}", highlight=False, soft_wrap=True)
+        self.progress.dropped(p)
+        server = self.servers.get(p.step.server) if p.kind == "bench" and p.step.server else None
+        if server is not None and not server.alive():
+            self.entry(p.step.server)["exited"] = True
+            server.stop()
+        self.write_summary()
+
+    def skip_reason(self, p: PlannedStep) -> str | None:
+        """Why ``p`` must not run now (a failure it depends on, a missing input), or None."""
+        if p.id in self.finished:
+            return None
+        why = blocked_by(p, self.entries, self.kinds)
+        if why is None and p.kind == "compare":
+            from llama4spec.runbook.steps.compare import missing_input
+
+            why = missing_input(p)
+        return why
+
+    def skip(self, n: int, p: PlannedStep, reason: str) -> None:
+        self.entry(p.id).update(status="skipped", reason=reason)
+        if self.plan.record or len(self.plan.steps) > 1:
+            self.progress.step(n, len(self.plan.steps), p)
+        self.progress.note(f"      skipped: {reason}")
+        self.progress.dropped(p)
+        self.write_summary()
 
     def hold(self) -> int:
         """Keep serving until Ctrl-C (or a server exits: then its log tail and exit 1)."""
@@ -197,18 +257,22 @@ class Run:
         self.write_start()
         if self.plan.record:
             self.console.print(f"run record: [bold]{escape(self.redact(str(self.dir)))}[/bold]")
-        failed = False
+        failed: str | None = None  # the first step that failed
         try:
             with sigterm_unwinds(), self.stack:
                 for n, p in enumerate(self.plan.steps, 1):
-                    if not self._step(n, p):
-                        failed = True
+                    if failed and self.stop_on_error:
                         break
-                if self.plan.hold and not failed:
-                    failed = self.hold() != 0
+                    why = self.skip_reason(p)
+                    if why is not None:
+                        self.skip(n, p, why)
+                    elif not self._step(n, p):
+                        failed = failed or p.id
+                if self.plan.hold and not failed and self.hold() != 0:
+                    failed = self.plan.steps[-1].id
                 self.summary["status"] = "stopping servers"
         except UserError:
-            failed = True
+            failed = failed or "?"
             raise
         except BaseException:
             self.summary["status"] = "interrupted"
@@ -220,6 +284,8 @@ class Run:
             for e in self.summary["steps"]:
                 if e["status"] == "pending":
                     e["status"] = "skipped"
+                    if failed and self.stop_on_error:
+                        e["reason"] = f"the run stopped at step '{failed}' (--stop-on-error)"
             if self.summary["status"] != "interrupted":
                 self.summary["status"] = "failed" if failed else "done"
             self.summary["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -280,11 +346,13 @@ def preflight(plan: Plan, gate: Gate | None, skip: Mapping[str, Any]) -> None:
 
 
 def run(plan: Plan, console: Console, gate: Gate | None = None, environ: Mapping[str, str] | None = None,
-        resume: bool = False, progress: Progress | None = None) -> int:
+        resume: bool = False, progress: Progress | None = None, stop_on_error: bool = False) -> int:
     """Check, then execute ``plan``; returns the exit code (0 done, 1 a step failed).
 
     ``resume``: ``plan.run_dir`` holds an earlier run of the same runbook; benchmarks it already
-    measured with the same command are skipped, and so are servers with nothing left to measure.
+    measured with the same command are skipped, and so are servers with nothing left to measure
+    (what failed or was skipped runs again). ``stop_on_error``: stop at the first failed step
+    instead of running everything that does not depend on it.
     """
     finished = None
     if resume:
@@ -292,4 +360,4 @@ def run(plan: Plan, console: Console, gate: Gate | None = None, environ: Mapping
 
         finished = finished_steps(plan)
     preflight(plan, gate, finished or {})
-    return Run(plan, console, environ, finished, progress).execute()
+    return Run(plan, console, environ, finished, progress, stop_on_error).execute()

@@ -178,6 +178,11 @@ class Progress:
         if show:
             self.note(f"      done in {seconds:.1f} s")
 
+    def dropped(self, p: Any) -> None:
+        """A step that failed or was skipped: no longer counted in the time left."""
+        self.pending.discard(p.id)
+        self.servers_pending.discard(p.id)
+
     @contextlib.contextmanager
     def activity(self, title: str) -> Iterator[Activity]:
         """A live activity: a spinner with elapsed time on a terminal (not when quiet)."""

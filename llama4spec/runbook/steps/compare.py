@@ -20,6 +20,14 @@ def plan(ctx, p) -> None:
     p.artifacts = {"table": p.dir / "table.md"}
 
 
+def missing_input(p) -> str | None:
+    """Why there is nothing to compare (a baseline or candidate record that is not there), or None."""
+    for role, path in p.inputs.items():
+        if not Path(path).is_file():
+            return f"the {role} record {path} is missing"
+    return None
+
+
 def execute(run, p) -> dict[str, Any]:
     try:
         base, cand = compare.load_pair(p.inputs["baseline"], p.inputs["candidate"])

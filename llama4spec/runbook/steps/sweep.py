@@ -99,19 +99,23 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path]) -> tu
     return series, text
 
 
-def run_report(plan, planned, console: Console) -> tuple[str, dict[str, Any]]:
-    """Analyse a sweep step's points, write its files, print it; returns (markdown, record)."""
+def run_report(plan, planned, console: Console, failures: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
+    """Analyse a sweep step's points, write its files, print it; returns (markdown, record).
+    ``failures``: step id -> why it has no result ("failed: ...", "skipped: ..."), from the run's status."""
     points, missing = collect(plan, planned.step)
     analysis = analyse(points)
     _, text = write(analysis, points, planned.artifacts)
     report.render(console, analysis)
     if missing:
-        text += f"\nnot measured: {', '.join(missing)}\n"
-    return text, {**report.to_record(analysis), "missing": missing}
+        why = {pid: (failures or {}).get(pid, "no record") for pid in missing}
+        text += "\nnot measured:\n\n" + "".join(f"- {pid}: {reason}\n" for pid, reason in why.items())
+        planned.artifacts["report"].write_text(text)
+    return text, {**report.to_record(analysis), "missing": missing,
+                  **({"not_measured": why} if missing else {})}
 
 
 def execute(run, p) -> dict[str, Any]:
-    text, record = run_report(run.plan, p, run.console)
+    text, record = run_report(run.plan, p, run.console, run.not_run())
     if not p.flat:  # the run's summary.md lies one directory up: its links name the step's directory
         for stem in IMAGES.values():
             name = p.artifacts[stem].name

@@ -88,6 +88,9 @@ class BenchConfig:
     seed: int = 0
     temperature: float = 0.0
     request_rate: str = "inf"
+    # One prompt category per point (a client-side sweep axis): the built-in prompts' category
+    # file (dataset=builtin), or vLLM's --spec-bench-category (dataset_name=spec_bench). None: all.
+    category: Optional[str] = None
 
 
 @dataclass
@@ -96,6 +99,7 @@ class DatasetConfig:
     path: Optional[str] = None  # jsonl file, or hub dataset id for mtbench
     num_prompts: int = 4
     chat_template: bool = False
+    category: Optional[str] = None  # only the prompts of this category (mt-bench's, a JSONL line's "category")
 
 
 @dataclass
@@ -109,6 +113,7 @@ class GenerationConfig:
 @dataclass
 class OfflineConfig:
     baseline: bool = False  # also run the same prompts without a draft and compare
+    by_category: bool = False  # each prompt category as its own batch, with its own acceptance counters
 
 
 @dataclass

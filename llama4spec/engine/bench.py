@@ -38,9 +38,7 @@ def bench_flags(cfg: Config, url: str, result_dir: Path, result_filename: str, l
         flags += ["--served-model-name", cfg.serve.served_model_name]
     if cfg.target.trust_remote_code:
         flags.append("--trust-remote-code")
-    flags += ["--dataset-name", b.dataset_name]
-    if b.dataset_path:
-        flags += ["--dataset-path", b.dataset_path]
+    flags += dataset_flags(cfg)
     if b.input_len is not None:
         flags += ["--input-len", str(b.input_len)]
     if b.output_len is not None:
@@ -69,3 +67,84 @@ def display_argv(flags: list[str]) -> list[str]:
 def exec_argv(flags: list[str]) -> list[str]:
     """What actually runs: the project's entry point, which works with the GPU and CPU builds."""
     return [sys.executable, "-m", BENCH_MODULE, *flags]
+
+
+# ---- prompt categories: one category per benchmark point (bench.category) ----
+
+CATEGORY_FILE_PROMPTS = 16  # prompts in each shipped category file of the built-in prompts
+
+
+def builtin_category_file(category: str) -> Path:
+    """The shipped prompt file of one category of the built-in prompts (vLLM's ``custom`` format)."""
+    from llama4spec.config.compose import conf_dir
+
+    return conf_dir() / "dataset" / "prompts" / f"builtin-{category}.jsonl"
+
+
+def category_flags(cfg: Config, prompt_file: Path | None) -> list[str] | None:
+    """The dataset flags of a point that benchmarks ``bench.category`` alone (None without a
+    category): vLLM's own filter for a spec_bench-format file (mt-bench's question file), else
+    ``prompt_file`` (the category's prompts) as vLLM's ``custom`` dataset. Pure; UserError when
+    neither can serve the category."""
+    b = cfg.bench
+    if b.category is None:
+        return None
+    if b.dataset_name == "spec_bench":
+        path = ["--dataset-path", b.dataset_path] if b.dataset_path else []
+        return ["--dataset-name", "spec_bench", *path, "--spec-bench-category", b.category]
+    if prompt_file is None:
+        from llama4spec.errors import UserError
+
+        raise UserError(
+            f"bench.category={b.category}: the benchmark reads categories from the built-in prompts "
+            f"(dataset=builtin) or from a spec_bench-format file such as mt-bench's question.jsonl "
+            f"(bench.dataset_name=spec_bench bench.dataset_path=FILE); "
+            f"for other prompts, bench one JSONL file per category with bench.dataset_name=custom"
+        )
+    flags = ["--dataset-name", "custom", "--dataset-path", str(prompt_file)]
+    if not cfg.dataset.chat_template:
+        flags.append("--skip-chat-template")
+    return flags
+
+
+def dataset_flags(cfg: Config) -> list[str]:
+    """``--dataset-name`` / ``--dataset-path`` (and a category's own flags) for ``cfg.bench``."""
+    b = cfg.bench
+    prompt_file = None
+    if b.category is not None and cfg.dataset.name == "builtin" and b.dataset_name != "spec_bench":
+        from llama4spec.tiny.prompts import CATEGORIES
+
+        if b.category not in CATEGORIES:
+            from llama4spec.errors import UserError
+
+            raise UserError(f"bench.category '{b.category}' is not a category of the built-in prompts; "
+                            f"use one of {', '.join(CATEGORIES)}")
+        prompt_file = builtin_category_file(b.category)
+    flags = category_flags(cfg, prompt_file)
+    if flags is not None:
+        return flags
+    return ["--dataset-name", b.dataset_name, *(["--dataset-path", b.dataset_path] if b.dataset_path else [])]
+
+
+def category_prompt_count(cfg: Config) -> int | None:
+    """How many distinct prompts a category point has (None: unknown here, or no category)."""
+    b = cfg.bench
+    if b.category is None or b.dataset_name == "spec_bench" or cfg.dataset.name != "builtin":
+        return None
+    return CATEGORY_FILE_PROMPTS
+
+
+def oversampling_warning(cfg: Config) -> str | None:
+    """A category point whose concurrency (or number of requests) exceeds its distinct prompts
+    repeats prompts: the warning to show, or None."""
+    prompts = category_prompt_count(cfg)
+    if prompts is None:
+        return None
+    b = cfg.bench
+    if b.max_concurrency > prompts:
+        return (f"category {b.category}: concurrency {b.max_concurrency} > its {prompts} prompts: "
+                f"the benchmark oversamples (repeats prompts); lower bench.max_concurrency to {prompts} or less")
+    if num_prompts(cfg) > prompts:
+        return (f"category {b.category}: {num_prompts(cfg)} requests from {prompts} prompts: "
+                f"the benchmark oversamples (repeats prompts)")
+    return None

@@ -95,7 +95,7 @@ def test_analysis_picks_best_by_throughput_not_acceptance_and_finds_where_specul
     assert row.predicted == pytest.approx(2.7 / (1 + 3 * fit.draft_cost))
     assert a.pays_up_to == 4 and a.stops_paying_at == 16
     assert a.verdict() == ("speculation pays up to concurrency 4; from concurrency 16 on, "
-                           "no lookahead beats no speculation")
+                           "no lookahead beats no speculation (single samples: no interval)")
 
 
 def test_a_speedup_above_its_bound_is_flagged_as_noise() -> None:
@@ -104,13 +104,14 @@ def test_a_speedup_above_its_bound_is_flagged_as_noise() -> None:
     a = analyse([_p("none", None, 4, 100.0), _p("eagle", 1, 4, 210.0, (1.0,)), _p("eagle", 3, 4, 300.0, (1.0,) * 3)])
     lines = findings(a.at[0])
     assert [line.split(" measured")[0] for line in lines if "above its bound" in line] == ["eagle k=1"]
-    assert "efficiency 105%" in lines[1]
+    assert any("efficiency 105%" in line for line in lines)
 
 
 def test_verdicts_when_it_always_or_never_pays() -> None:
     always = analyse([_p("none", None, 1, 100.0), _p("eagle", 2, 1, 180.0, (0.9, 0.8))])
     assert always.stops_paying_at is None and "pays at every measured concurrency (up to 1)" in always.verdict()
     never = analyse([_p("none", None, 1, 100.0), _p("eagle", 2, 1, 90.0, (0.1, 0.0))])
-    assert never.pays_up_to is None and never.verdict() == "speculation does not pay at any measured concurrency"
+    assert never.pays_up_to is None and never.verdict() == ("speculation does not pay at any measured concurrency "
+                                                                     "(single samples: no interval)")
     alone = analyse([_p("eagle", 2, 1, 90.0, (0.1, 0.0))])
     assert alone.at[0].rows[0].speedup is None and alone.verdict().startswith("no speedup measured")

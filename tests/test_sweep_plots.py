@@ -64,7 +64,7 @@ def test_report_links_the_plots_and_states_the_verdict(written) -> None:
     a = analyse(_points())
     assert a.verdict() in text and f"### concurrency {a.at[0].concurrency}" in text
     best = a.at[0].best
-    assert f"best lookahead by output throughput: {best.lookahead} ({best.output_throughput:.1f} tok/s)" in text
+    assert f"best lookahead by output throughput: k={best.lookahead} (single samples: no interval)" in text
 
 
 def test_terminal_report_has_a_bar_per_setting_marking_the_best() -> None:
@@ -73,7 +73,7 @@ def test_terminal_report_has_a_bar_per_setting_marking_the_best() -> None:
     report.render(console, a)
     text = console.export_text()
     bars = [line for line in text.splitlines() if "█" in line or "·" * 5 in line]
-    assert len(bars) == 9 and sum("<- best" in line for line in bars) == 3
+    assert len(bars) == 9 and sum("<- recommended" in line for line in bars) == 3
     for at in a.at:  # the full bar belongs to the fastest setting at each concurrency
         full = next(line for line in bars[3 * a.at.index(at):3 * a.at.index(at) + 3] if "█" * 28 in line)
-        assert full.split()[0] == report.short_name(at.best, at) and "<- best" in full
+        assert full.split()[0] == report.short_name(at.best, at) and "<- recommended" in full

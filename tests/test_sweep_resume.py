@@ -109,7 +109,7 @@ def test_resumed_run_with_every_point_measured_starts_no_server_and_reports(tmp_
     assert (run_dir / "sweep" / "sweep.csv").read_text().startswith("id,draft,lookahead,concurrency")
     text = console.export_text()
     assert text.count("already measured in this run directory; skipped") == 16  # 8 benches, 4 serve (the schedule's too), 4 stop
-    assert "█" in text and "<- best" in text
+    assert "█" in text and "<- recommended" in text
 
 
 def test_the_run_directory_may_be_named_relatively_or_absolutely(tmp_path: Path) -> None:

@@ -9,15 +9,23 @@ the cost of one speculative token relative to one target step,
 
     speedup(k) = E(k) / (1 + c * k).
 
-``c`` is fitted to the measured speedups by least squares on ``E(k) / speedup(k) - 1 = c * k``
-(closed form: ``c = sum k (E/S - 1) / sum k^2``), and the model then predicts the lookahead that
-should win. All speedups compare output throughput with no speculation at the same concurrency.
+``c`` is fitted to the medians of the measured speedups by least squares on
+``E(k) / speedup(k) - 1 = c * k``, with a 95% interval; where a fixed per-step drafting overhead
+fits better (``1 + c0 + c k``, AIC lower by 2 or more) that model is used (``sweep.stats``). The
+model then predicts the lookahead that should win. All speedups compare output throughput with
+no speculation at the same concurrency.
+
+Every point is the median of its repeated runs, with a 95% interval (``sweep.stats``); the best
+lookahead is the fastest one unless a smaller one's interval overlaps it (then the smaller one
+is recommended), so no winner is picked from noise.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
+
+from llama4spec.sweep.stats import Choice, CostFit, Interval, choose, fit_cost, interval, ratio_interval
 
 
 def expected_tokens(rates: Sequence[float], k: int) -> float:
@@ -86,6 +94,22 @@ class Point:
     rates: tuple[float, ...] = ()  # P(position i accepted), i < lookahead
     num_drafts: int = 0
     accepted_per_pos: tuple[int, ...] = ()
+    # every counted run's value per figure (output_throughput, mean_tpot_ms, mean_ttft_ms,
+    # acceptance_length); the figures above are their medians
+    samples: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    category: str | None = None  # the prompts' category, when the point measured one
+
+    def interval(self, key: str) -> Interval:
+        """The 95% interval of a figure over the repeats (one sample: the figure alone, no interval)."""
+        values = self.samples.get(key)
+        if values is None:
+            value = getattr(self, key, None)
+            values = () if value is None else (value,)
+        return interval(values)
+
+    @property
+    def repeats(self) -> int:
+        return len(self.samples.get("output_throughput", ())) or (1 if self.output_throughput is not None else 0)
 
     @property
     def speculative(self) -> bool:
@@ -110,10 +134,11 @@ SCHEDULED = " schedule"
 @dataclass
 class Row:
     point: Point
-    speedup: float | None  # measured: output throughput / no speculation's
+    speedup: float | None  # measured: output throughput / no speculation's (the median)
     bound: float | None  # the mean acceptance length: the speedup with free drafting
     efficiency: float | None  # speedup / bound
     predicted: float | None  # the fitted model's speedup
+    speedup_interval: Interval | None = None  # 95%: paired repeats' ratios, or a bootstrap of the ratio
 
 
 @dataclass
@@ -125,6 +150,7 @@ class Fit:
     draft_cost: float | None
     curve: list[tuple[int, float]] = field(default_factory=list)
     best: tuple[int, float] | None = None
+    cost: CostFit | None = None  # c with its interval, c0, the model chosen, residuals per k
 
 
 @dataclass
@@ -132,14 +158,28 @@ class AtConcurrency:
     concurrency: int
     baseline: Point | None
     rows: list[Row]  # speculative points, by draft then lookahead
-    best: Point | None  # the highest output throughput, no speculation included
+    best: Point | None  # the recommended setting: the fastest, or the cheapest one tied with it
     best_by_acceptance: Point | None
     fits: dict[str, Fit]
+    choices: dict[str, Choice] = field(default_factory=dict)  # per draft: its best lookahead, ties named
+    fastest: Point | None = None  # the highest median output throughput, no speculation included
 
     @property
     def best_speedup(self) -> float | None:
         speedups = [r.speedup for r in self.rows if r.speedup is not None and not r.point.scheduled]
         return max(speedups) if speedups else None
+
+    @property
+    def pays(self) -> bool:
+        """Some fixed lookahead beats no speculation: its speedup's 95% interval lies above 1 (a
+        single sample: its speedup is above 1)."""
+        for r in self.rows:
+            if r.speedup is None or r.point.scheduled:
+                continue
+            iv = r.speedup_interval
+            if (iv.low > 1.0) if iv is not None and iv.bounded else r.speedup > 1.0:
+                return True
+        return False
 
 
 @dataclass
@@ -152,15 +192,49 @@ class Analysis:
         if not self.at or all(a.best_speedup is None for a in self.at):
             return "no speedup measured (a sweep needs points with and without a draft at the same concurrency)"
         if self.pays_up_to is None:
-            return "speculation does not pay at any measured concurrency"
+            return "speculation does not pay at any measured concurrency" + self.confidence
         if self.stops_paying_at is None:
-            return f"speculation pays at every measured concurrency (up to {self.at[-1].concurrency})"
+            return f"speculation pays at every measured concurrency (up to {self.at[-1].concurrency}){self.confidence}"
         return (f"speculation pays up to concurrency {self.pays_up_to}; from concurrency "
-                f"{self.stops_paying_at} on, no lookahead beats no speculation")
+                f"{self.stops_paying_at} on, no lookahead beats no speculation{self.confidence}")
+
+    @property
+    def confidence(self) -> str:
+        """How sure the verdict is: repeated points carry 95% intervals, single samples none."""
+        repeated = [r.speedup_interval for a in self.at for r in a.rows
+                    if r.speedup_interval is not None and r.speedup_interval.bounded]
+        return " (95% confidence)" if repeated else " (single samples: no interval)"
 
 
 def _throughput(p: Point | None) -> float:
     return p.output_throughput if p is not None and p.output_throughput is not None else float("-inf")
+
+
+def label(p: Point, drafts: int = 1) -> str:
+    """A setting's name in choices: 'none', 'k=3' (one draft swept) or 'tiny_eagle k=3'."""
+    if not p.speculative:
+        return "none"
+    return f"k={p.lookahead}" if drafts <= 1 else p.name
+
+
+def speedup_interval(p: Point, base: Point | None) -> Interval | None:
+    """Output throughput over no speculation's: paired repeats' ratios, or a bootstrap of the ratio."""
+    if base is None:
+        return None
+    num, den = p.samples.get("output_throughput"), base.samples.get("output_throughput")
+    if not num or not den:
+        if p.output_throughput is None or not base.output_throughput:
+            return None
+        num, den = (p.output_throughput,), (base.output_throughput,)
+    iv = ratio_interval(num, den)
+    return iv if iv.median is not None else None
+
+
+def choice(points: Sequence[Point], drafts: int = 1) -> Choice:
+    """The fastest of ``points`` by output throughput, with every one it cannot be told apart from;
+    on a tie the cheapest (no speculation, then the smallest lookahead) is recommended."""
+    ordered = sorted(points, key=lambda p: (p.speculative, p.lookahead or 0))
+    return choose([(label(p, drafts), p.interval("output_throughput")) for p in ordered])
 
 
 def analyse_concurrency(concurrency: int, points: list[Point]) -> AtConcurrency:
@@ -169,29 +243,34 @@ def analyse_concurrency(concurrency: int, points: list[Point]) -> AtConcurrency:
     fits: dict[str, Fit] = {}
     rows: list[Row] = []
     for p in spec:
-        speedup = (p.output_throughput / base.output_throughput
-                   if base and base.output_throughput and p.output_throughput is not None else None)
+        iv = speedup_interval(p, base)
+        speedup = iv.median if iv is not None else None
         bound = p.acceptance_length if p.acceptance_length is not None else (
             speedup_bound(p.rates) if p.rates else None)
-        rows.append(Row(p, speedup, bound, efficiency(speedup, bound), None))
-    for draft in dict.fromkeys(p.draft for p in spec if not p.draft.endswith(SCHEDULED)):
+        rows.append(Row(p, speedup, bound, efficiency(speedup, bound), None, iv))
+    drafts = list(dict.fromkeys(p.draft for p in spec if not p.scheduled))
+    choices: dict[str, Choice] = {}
+    for draft in drafts:
         mine = [r for r in rows if r.point.draft == draft]
         widest = max((r.point for r in mine if r.point.rates), key=lambda p: len(p.rates), default=None)
-        cost = fit_draft_cost((r.point.lookahead, r.bound, r.speedup) for r in mine
-                              if r.bound is not None and r.speedup is not None)
-        fit = Fit(draft, widest.rates if widest else (), cost)
-        if widest is not None and cost is not None:
-            fit.curve = predicted_curve(widest.rates, cost)
-            fit.best = predicted_best(widest.rates, cost)
+        cost = fit_cost([(r.point.lookahead, r.bound, r.speedup) for r in mine
+                         if r.bound is not None and r.speedup is not None])
+        fit = Fit(draft, widest.rates if widest else (), cost.c if cost else None, cost=cost)
+        if widest is not None and cost is not None and cost.c is not None:
+            fit.curve = [(k, cost.predict(expected_tokens(widest.rates, k), k)) for k in range(1, len(widest.rates) + 1)]
+            fit.best = max(fit.curve, key=lambda kv: (kv[1], -kv[0]))
             for r in mine:
                 if r.point.lookahead <= len(widest.rates):
-                    r.predicted = predicted_speedup(widest.rates, r.point.lookahead, cost)
+                    r.predicted = cost.predict(expected_tokens(widest.rates, r.point.lookahead), r.point.lookahead)
         fits[draft] = fit
-    measured = [p for p in points if p.output_throughput is not None and not p.draft.endswith(SCHEDULED)]
-    best = max(measured, key=_throughput, default=None)  # the best fixed setting
+        choices[draft] = choice([r.point for r in mine if r.point.output_throughput is not None], len(drafts))
+    fixed = [p for p in points if p.output_throughput is not None and not p.scheduled]
+    fastest = max(fixed, key=_throughput, default=None)
+    pick = choice(fixed, len(drafts))
+    best = next((p for p in fixed if label(p, len(drafts)) == pick.recommended), None)
     by_acc = max((p for p in spec if p.acceptance_length is not None and not p.scheduled),
                  key=lambda p: p.acceptance_length, default=None)
-    return AtConcurrency(concurrency, base, rows, best, by_acc, fits)
+    return AtConcurrency(concurrency, base, rows, best, by_acc, fits, choices, fastest)
 
 
 def analyse(points: Iterable[Point]) -> Analysis:
@@ -200,7 +279,7 @@ def analyse(points: Iterable[Point]) -> Analysis:
     for p in points:
         by_c.setdefault(p.concurrency, []).append(p)
     at = [analyse_concurrency(c, by_c[c]) for c in sorted(by_c)]
-    paying = [a.concurrency for a in at if a.best_speedup is not None and a.best_speedup > 1.0]
+    paying = [a.concurrency for a in at if a.pays]
     pays_up_to = max(paying) if paying else None
     stops = None
     if pays_up_to is not None:

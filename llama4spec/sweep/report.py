@@ -12,15 +12,17 @@ from rich.markup import escape
 from rich.text import Text
 from rich.table import Table
 
-from llama4spec.sweep.model import SCHEDULED, Analysis, AtConcurrency, Point
+from llama4spec.sweep.model import SCHEDULED, Analysis, AtConcurrency, Point, label
 from llama4spec.sweep.schedule import Schedule, derive_all
+from llama4spec.sweep.stats import BOOTSTRAP_FROM, Interval, verdict
 
 SCHEDULE_NOTE = ("client concurrency approximates the server's running batch size; batch sizes above the last "
                  "range carry its k forward (vLLM)")
 
 COLUMNS = ("setting", "output tok/s", "TPOT ms", "TTFT ms", "accept len", "speedup", "bound", "efficiency",
            "predicted")
-SHORT_COLUMNS = ("setting", "tok/s", "TPOT", "TTFT", "acc len", "speedup", "bound", "eff", "model")
+SHORT_COLUMNS = ("setting", "tok/s", "95% CI", "TPOT", "TTFT", "acc len", "speedup", "95% CI", "bound", "eff",
+                 "model")
 
 
 def _f(value: float | None, fmt: str = ".2f", suffix: str = "") -> str:
@@ -42,30 +44,81 @@ def short_name(p: Point, a: AtConcurrency) -> str:
     return f"k={p.lookahead}" if len(a.fits) <= 1 else p.name
 
 
+def _iv(iv: Interval | None, fmt: str = ".1f", suffix: str = "") -> str:
+    """``812.3 [790.1, 830.2]``; the median alone without an interval."""
+    if iv is None or iv.median is None:
+        return "-"
+    if not iv.bounded:
+        return f"{iv.median:{fmt}}{suffix}"
+    return f"{iv.median:{fmt}}{suffix} [{iv.low:{fmt}}, {iv.high:{fmt}}]"
+
+
+def _ci(iv: Interval | None, fmt: str = ".1f") -> str:
+    return f"{iv.low:{fmt}}-{iv.high:{fmt}}" if iv is not None and iv.bounded else "-"
+
+
 def rows(a: AtConcurrency, short: bool = False) -> list[list[str]]:
-    """The table of one concurrency as text cells: no speculation first, then by draft and lookahead."""
+    """The table of one concurrency as text cells: no speculation first, then by draft and lookahead.
+    Figures are medians over the repeats; the Markdown cells carry their 95% intervals, the terminal
+    shows the intervals of throughput and speedup in columns of their own."""
     out = []
     name = (lambda p: short_name(p, a)) if short else (lambda p: p.name)
+
+    def cells(p: Point, speedup: list[str], rest: list[str]) -> list[str]:
+        tput = p.interval("output_throughput")
+        if short:
+            return [name(p), _f(p.output_throughput, ".1f"), _ci(tput), _f(p.mean_tpot_ms), _f(p.mean_ttft_ms),
+                    _f(p.acceptance_length), *speedup, *rest]
+        return [name(p), _iv(tput), _iv(p.interval("mean_tpot_ms"), ".2f"), _iv(p.interval("mean_ttft_ms"), ".2f"),
+                _iv(p.interval("acceptance_length"), ".2f"), speedup[0], *rest]
+
     if a.baseline is not None:
-        b = a.baseline
-        out.append([name(b), _f(b.output_throughput, ".1f"), _f(b.mean_tpot_ms), _f(b.mean_ttft_ms), "1.00",
-                    "1.00x", "-", "-", "-"])
+        out.append(cells(a.baseline, ["1.00x", "-"] if short else ["1.00x"], ["-", "-", "-"]))
     for r in a.rows:
         p = r.point
-        out.append([name(p), _f(p.output_throughput, ".1f"), _f(p.mean_tpot_ms), _f(p.mean_ttft_ms),
-                    _f(p.acceptance_length), _f(r.speedup, ".2f", "x"), _f(r.bound, ".2f", "x"),
-                    _f(None if r.efficiency is None else 100 * r.efficiency, ".0f", "%"),
-                    _f(r.predicted, ".2f", "x")])
+        speed = ([_f(r.speedup, ".2f", "x"), _ci(r.speedup_interval, ".2f")] if short
+                 else [_iv(r.speedup_interval, ".2f", "x") if r.speedup_interval else _f(r.speedup, ".2f", "x")])
+        out.append(cells(p, speed, [_f(r.bound, ".2f", "x"),
+                                    _f(None if r.efficiency is None else 100 * r.efficiency, ".0f", "%"),
+                                    _f(r.predicted, ".2f", "x")]))
     return out
+
+
+def method_line(analysis: Analysis) -> str:
+    """How the intervals were computed, from the repeats the points have."""
+    counts = sorted({p.repeats for a in analysis.at for p in _points(a) if p.repeats})
+    if not counts or counts == [1]:
+        return "Each point was measured once: no figure carries an interval, and a close call may be noise."
+    few = [n for n in counts if 1 < n < BOOTSTRAP_FROM]
+    many = [n for n in counts if n >= BOOTSTRAP_FROM]
+    how = []
+    if few:
+        how.append(f"Student-t intervals of the mean ({', '.join(map(str, few))} repeats)")
+    if many:
+        how.append(f"bootstrap intervals of the median ({', '.join(map(str, many))} repeats)")
+    return (f"Each figure is the median of a point's repeated runs, with its 95% interval in brackets: "
+            f"{' and '.join(how)}. Speedups: the paired runs' ratios (or a bootstrap of the ratio). A lookahead "
+            f"is named best only when no cheaper setting's interval overlaps it.")
+
+
+def _points(a: AtConcurrency) -> list[Point]:
+    return ([a.baseline] if a.baseline else []) + [r.point for r in a.rows]
 
 
 def findings(a: AtConcurrency) -> list[str]:
     """What one concurrency's table says, in sentences."""
     lines = []
-    if a.best is not None:
-        lines.append(f"best lookahead by output throughput: {lookahead_label(a.best)} "
-                     f"({a.best.output_throughput:.1f} tok/s)")
-    if a.best_by_acceptance is not None and a.best is not None and a.best_by_acceptance.id != a.best.id:
+    several = len(a.choices) > 1
+    for draft, ch in a.choices.items():
+        lines.append(f"best lookahead{f' ({draft})' if several else ''} by output throughput: {ch.sentence()}")
+        pick = next((r for r in a.rows if r.point.draft == draft and label(r.point, len(a.choices)) == ch.recommended),
+                    None)
+        if pick is not None and pick.speedup_interval is not None:
+            lines.append(f"{pick.point.name} against no speculation: speedup {_iv(pick.speedup_interval, '.2f', 'x')}: "
+                         f"{verdict(pick.speedup_interval)}")
+    if a.best is not None and not a.best.speculative and a.rows:
+        lines.append("recommended here: no speculation (no lookahead is clearly faster)")
+    if a.best_by_acceptance is not None and a.fastest is not None and a.best_by_acceptance.id != a.fastest.id:
         lines.append(f"the longest acceptance ({a.best_by_acceptance.acceptance_length:.2f}, lookahead "
                      f"{a.best_by_acceptance.lookahead}) is not the fastest")
     for r in a.rows:
@@ -74,34 +127,50 @@ def findings(a: AtConcurrency) -> list[str]:
     for r in a.rows:
         if r.efficiency is not None and r.efficiency > 1.0 and not r.point.scheduled:
             lines.append(f"{r.point.name} measured above its bound (efficiency {100 * r.efficiency:.0f}%): a noisy "
-                         f"measurement; measure again with more prompts before trusting this concurrency")
+                         f"measurement; measure again with more prompts or repeats before trusting this concurrency")
     for fit in a.fits.values():
-        if fit.draft_cost is None or fit.best is None:
+        if fit.draft_cost is None or fit.best is None or fit.cost is None:
             continue
-        verdict = (f"predicted best lookahead {fit.best[0]} ({fit.best[1]:.2f}x)" if fit.best[1] > 1.0 else
-                   f"predicted: no lookahead beats no speculation (best {fit.best[0]} at {fit.best[1]:.2f}x)")
-        lines.append(f"model ({fit.draft}): fitted draft cost c = {fit.draft_cost:.3f} target steps per "
-                     f"speculative token; {verdict}")
+        cost = fit.cost
+        c = f"{cost.c:.3f}" + (f" [{cost.c_low:.3f}, {cost.c_high:.3f}]" if cost.c_low is not None else "")
+        model = f"model ({fit.draft}, {cost.model}): draft cost c = {c} target steps per speculative token"
+        if cost.c0:
+            model += f", fixed overhead c0 = {cost.c0:.3f} per step"
+        if len(cost.aic) > 1:
+            model += "; AIC " + ", ".join(f"{m}: {v:.1f}" for m, v in cost.aic.items())
+        lines.append(model)
+        if cost.residuals:
+            lines.append("  residuals (measured - predicted speedup): "
+                         + ", ".join(f"k={k} {v:+.3f}" for k, v in cost.residuals.items()))
+        verdict_text = (f"predicted best lookahead {fit.best[0]} ({fit.best[1]:.2f}x)" if fit.best[1] > 1.0 else
+                        f"predicted: no lookahead beats no speculation (best {fit.best[0]} at {fit.best[1]:.2f}x)")
+        lines.append(f"  {verdict_text}")
     return lines
 
 
 def schedule_verdict(a: AtConcurrency, r) -> str:
-    """The derived schedule beside the best fixed setting at one concurrency."""
+    """The derived schedule beside the best fixed setting at one concurrency, intervals considered."""
     base = r.point.draft.removesuffix(SCHEDULED)
     fixed = [x.point for x in a.rows if x.point.draft == base and x.point.output_throughput is not None]
     if a.baseline is not None and a.baseline.output_throughput is not None:
         fixed.append(a.baseline)
     best = max(fixed, key=lambda p: p.output_throughput, default=None)
     speedup = "" if r.speedup is None else f", {r.speedup:.2f}x"
-    head = f"lookahead schedule: {r.point.output_throughput:.1f} tok/s{speedup}"
+    mine = r.point.interval("output_throughput")
+    head = f"lookahead schedule: {_iv(mine)} tok/s{speedup}"
     if best is None:
         return f"{head}; no fixed setting measured here to compare with"
-    label = f"k={best.lookahead}" if best.speculative else "no speculation"
+    name = f"k={best.lookahead}" if best.speculative else "no speculation"
+    theirs = best.interval("output_throughput")
+    what = f"the best fixed setting ({name}, {_iv(theirs)} tok/s)"
     if r.point.output_throughput >= best.output_throughput:
-        return f"{head}: at least as good as the best fixed setting ({label}, {best.output_throughput:.1f} tok/s)"
+        return f"{head}: at least as good as {what}"
     slower = 100 * (1 - r.point.output_throughput / best.output_throughput)
-    return (f"{head}: {slower:.0f}% below the best fixed setting ({label}, {best.output_throughput:.1f} tok/s); "
-            f"one sample each, so no interval says whether that is noise")
+    if mine.bounded and theirs.bounded:
+        if mine.overlaps(theirs):
+            return f"{head}: {slower:.0f}% below {what} by the medians, within noise (intervals overlap)"
+        return f"{head}: {slower:.0f}% below {what} (95% intervals apart)"
+    return f"{head}: {slower:.0f}% below {what}; one sample each, so no interval says whether that is noise"
 
 
 def schedule_lines(schedule: Schedule) -> list[str]:
@@ -119,7 +188,8 @@ def markdown(analysis: Analysis, images: dict[str, str] | None = None) -> str:
     lines = [f"**{analysis.verdict()}**", "",
              "speedup: output throughput over no speculation at the same concurrency; bound: the mean "
              "acceptance length (the speedup if drafting cost nothing); efficiency = speedup / bound; "
-             "predicted: E(k) / (1 + c k) with the fitted draft cost c.", ""]
+             "predicted: E(k) / (1 + c k) (or 1 + c0 + c k) with the fitted draft cost c.", "",
+             method_line(analysis), ""]
     for a in analysis.at:
         lines += [f"### concurrency {a.concurrency}", "", "| " + " | ".join(COLUMNS) + " |",
                   "|---|" + "---:|" * (len(COLUMNS) - 1)]
@@ -161,13 +231,14 @@ def render(console: Console, analysis: Analysis) -> None:
         width = max((len(short_name(p, a)) for p in points), default=0)
         for p in points:
             value = p.output_throughput or 0.0
-            mark = " <- best" if a.best is not None and p.id == a.best.id else ""
+            mark = " <- recommended" if a.best is not None and p.id == a.best.id else ""
             console.print(f"  {short_name(p, a):<{width}} {_bar(value, top)} {value:8.1f} tok/s{mark}",
                           markup=False, highlight=False)
         for line in findings(a):
             console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
         console.print()
     console.print(Text(analysis.verdict(), style="bold"), highlight=False, soft_wrap=True)
+    console.print(method_line(analysis), markup=False, highlight=False, soft_wrap=True)
     for schedule in derive_all(analysis):
         for line in schedule_lines(schedule):
             console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -195,16 +266,31 @@ def to_record(analysis: Analysis) -> dict[str, Any]:
                 "best_by_acceptance": a.best_by_acceptance.id if a.best_by_acceptance else None,
                 "baseline": a.baseline.id if a.baseline else None,
                 "baseline_output_throughput": a.baseline.output_throughput if a.baseline else None,
+                "fastest": a.fastest.id if a.fastest else None,
+                "baseline_intervals": _intervals(a.baseline) if a.baseline else None,
+                "choices": {draft: {"best": ch.best, "tied": list(ch.tied), "recommended": ch.recommended,
+                                    "confident": ch.confident, "sentence": ch.sentence()}
+                            for draft, ch in a.choices.items()},
                 "rows": [
                     {"id": r.point.id, "draft": r.point.draft, "lookahead": r.point.lookahead,
+                     "category": r.point.category, "repeats": r.point.repeats,
                      "output_throughput": r.point.output_throughput, "mean_tpot_ms": r.point.mean_tpot_ms,
                      "mean_ttft_ms": r.point.mean_ttft_ms, "acceptance_length": r.point.acceptance_length,
                      "acceptance_rate_per_position": list(r.point.rates), "speedup": r.speedup,
+                     "speedup_interval": _interval(r.speedup_interval),
+                     "speedup_verdict": verdict(r.speedup_interval) if r.speedup_interval else None,
+                     "intervals": _intervals(r.point),
                      "bound": r.bound, "efficiency": r.efficiency, "predicted_speedup": r.predicted}
                     for r in a.rows
                 ],
                 "model": {
                     draft: {"draft_cost": f.draft_cost, "rates": list(f.rates),
+                            "draft_cost_interval": ([f.cost.c_low, f.cost.c_high]
+                                                    if f.cost and f.cost.c_low is not None else None),
+                            "fixed_overhead_c0": f.cost.c0 if f.cost else None,
+                            "form": f.cost.model if f.cost else None,
+                            "aic": dict(f.cost.aic) if f.cost else {},
+                            "residuals": {str(k): v for k, v in f.cost.residuals.items()} if f.cost else {},
                             "predicted": [{"lookahead": k, "speedup": s} for k, s in f.curve],
                             "predicted_best_lookahead": f.best[0] if f.best else None}
                     for draft, f in a.fits.items()
@@ -213,3 +299,17 @@ def to_record(analysis: Analysis) -> dict[str, Any]:
             for a in analysis.at
         ],
     }
+
+
+FIGURES = ("output_throughput", "mean_tpot_ms", "mean_ttft_ms", "acceptance_length")
+
+
+def _interval(iv: Interval | None) -> dict[str, Any] | None:
+    if iv is None:
+        return None
+    return {"median": iv.median, "low": iv.low, "high": iv.high, "n": iv.n, "method": iv.method}
+
+
+def _intervals(p: Point) -> dict[str, Any]:
+    """Each figure's median and 95% interval over the point's repeats, and the samples themselves."""
+    return {key: {**_interval(p.interval(key)), "samples": list(p.samples.get(key, ()))} for key in FIGURES}

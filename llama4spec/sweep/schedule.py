@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from llama4spec.sweep.model import Analysis, AtConcurrency
+from llama4spec.sweep.model import Analysis, AtConcurrency, choice, label
 
 
 @dataclass
@@ -49,15 +49,17 @@ class Schedule:
 
 
 def recommended_k(a: AtConcurrency, draft: str) -> tuple[int, str] | None:
-    """(k, point id) of the fastest setting for ``draft`` at one concurrency: 0 for no speculation."""
+    """(k, point id) of the setting to deploy for ``draft`` at one concurrency: 0 for no speculation.
+    The fastest by median output throughput, unless a cheaper setting (no speculation, a smaller
+    lookahead) cannot be told apart from it (95% intervals overlap): then the cheapest of those."""
     candidates = [r.point for r in a.rows if r.point.draft == draft and r.point.output_throughput is not None]
     # (points measured under a schedule carry another draft name: never part of a derivation)
     if a.baseline is not None and a.baseline.output_throughput is not None:
         candidates.append(a.baseline)
     if not candidates:
         return None
-    # the fastest; on an exact tie the smaller lookahead (cheaper to verify)
-    best = max(candidates, key=lambda p: (p.output_throughput, -(p.lookahead or 0)))
+    pick = choice(candidates).recommended
+    best = next(p for p in candidates if label(p) == pick)
     return (best.lookahead or 0) if best.speculative else 0, best.id
 
 

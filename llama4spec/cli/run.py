@@ -41,8 +41,12 @@ def validate_run_options(args: argparse.Namespace) -> None:
 
 
 def run_dir_for(args: argparse.Namespace, name: str) -> Path:
-    """A new run directory under --runs-dir, or the one --resume names (checked to be a run of ``name``)."""
+    """A new run directory under --runs-dir, or the one --resume names (checked to be a run of ``name``),
+    or the one --into names (a launcher's run: the group goes under it)."""
     from llama4spec.runbook.rundir import new_run_dir
+
+    if getattr(args, "into", None) is not None:
+        return args.into
 
     if args.resume is not None:  # the same run directory: measure only what is missing
         from llama4spec.runbook.resume import resume_dir
@@ -66,7 +70,18 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("runbook", type=Path,
                    help="a runbook file (runbooks/tiny_cpu_eagle_vs_baseline.yaml) or a shipped runbook's name")
     p.add_argument("overrides", nargs="*", help="Hydra overrides applied to every step, after the runbook's own")
-    add_run_options(p, "continue the run in DIR (runs/<runbook>/<timestamp>): skip benchmarks already measured there")
+    add_run_options(p, "continue the run in DIR (runs/<runbook>/<timestamp>): skip benchmarks already measured there "
+                       "(with groups: re-run only the groups not done)")
+    from llama4spec.cli.launch import add_options
+
+    add_options(p)
+
+
+def _validate(args: argparse.Namespace) -> None:
+    from llama4spec.cli.launch import validate_options
+
+    validate_run_options(args)
+    validate_options(args)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -74,12 +89,19 @@ def _run(args: argparse.Namespace) -> int:
 
     plan = plan_file(runbook_path(args.runbook), lambda name: run_dir_for(args, name), args.overrides,
                      repeats=args.repeats, warmup=args.warmup)
+    from llama4spec.cli.launch import launched, run_launched
+
+    if launched(args, plan):  # server groups: one here, several at once, or as Slurm jobs
+        return run_launched(args, plan)
     return dry_run_or_execute(plan, args)
 
 
 COMMANDS = [Command(
     "run", "execute a runbook YAML (servers, benchmarks, comparison) and record it", _arguments, _run,
-    validate_run_options,
+    _validate,
     examples=["llama4spec run runbooks/tiny_cpu_eagle_vs_baseline.yaml",
               "llama4spec run tiny_cpu_sweep --dry-run",
-              "llama4spec run runbooks/tiny_cpu_sweep.yaml --resume runs/tiny_cpu_sweep/TIMESTAMP"])]
+              "llama4spec run runbooks/tiny_cpu_sweep.yaml --resume runs/tiny_cpu_sweep/TIMESTAMP",
+              "llama4spec run tiny_cpu_sweep --parallel 2",
+              "llama4spec run tiny_cpu_sweep cluster=slurm_local --launcher slurm",
+              "llama4spec run tiny_cpu_sweep --only-group sweep-tiny_eagle-k3 --into runs/tiny_cpu_sweep/TIMESTAMP"])]

@@ -28,7 +28,11 @@ def layout_problems(cfg: Config) -> list[str]:
             f"parallel: world size {world} (tensor_parallel_size {p.tensor_parallel_size} x pipeline_parallel_size "
             f"{p.pipeline_parallel_size}) is not divisible by nnodes={p.nnodes}; every node needs the same number of ranks"
         )
-    if len(c.hosts) < p.nnodes:
+    if c.hosts_from not in (None, "slurm"):
+        found.append(f"cluster.hosts_from '{c.hosts_from}' is not supported; use slurm (the job's nodes) or list cluster.hosts")
+    elif c.hosts_from == "slurm" and not c.hosts:
+        pass  # filled from the Slurm allocation when the group's job starts (scontrol show hostnames)
+    elif len(c.hosts) < p.nnodes:
         found.append(
             f"parallel.nnodes={p.nnodes} needs {p.nnodes} hosts but cluster '{c.name}' lists {len(c.hosts)}; "
             f"pick a cluster preset (cluster=...) or list cluster.hosts"

@@ -44,9 +44,22 @@ class NodeCommand:
         return f"node {self.rank} ({'leader' if self.leader else 'follower'}) on {self.host.address}"
 
 
+SLURM_PLACEHOLDER = "slurm-node{rank}"  # a host of an allocation not granted yet (planning on the login node)
+
+
+def node_hosts(cfg: Config) -> list[HostConfig]:
+    """The layout's hosts, leader first. ``cluster.hosts_from: slurm`` before the job runs (no hosts
+    listed yet): placeholders named after their rank, replaced by the allocation's nodes in the job."""
+    hosts = list(cfg.cluster.hosts[: cfg.parallel.nnodes])
+    if cfg.cluster.hosts_from == "slurm" and not hosts:
+        hosts = [HostConfig(address=SLURM_PLACEHOLDER.format(rank=r), ssh=SLURM_PLACEHOLDER.format(rank=r))
+                 for r in range(cfg.parallel.nnodes)]
+    return hosts
+
+
 def node_flags(cfg: Config, rank: int) -> list[str]:
     flags = ["--nnodes", str(cfg.parallel.nnodes), "--node-rank", str(rank),
-             "--master-addr", cfg.cluster.hosts[0].address, "--master-port", str(cfg.cluster.master_port)]
+             "--master-addr", node_hosts(cfg)[0].address, "--master-port", str(cfg.cluster.master_port)]
     return flags + (["--headless"] if rank else [])
 
 
@@ -98,7 +111,7 @@ def plan_nodes(cfg: Config, vllm_cli: bool, python: str | None = None,
     ``extra_env`` (a runbook's environment) goes to every node, under the config's own."""
     python = cfg.cluster.python or python or sys.executable
     nodes = []
-    for rank, host in enumerate(cfg.cluster.hosts[: cfg.parallel.nnodes]):
+    for rank, host in enumerate(node_hosts(cfg)):
         flags = [*serve_flags(cfg), *node_flags(cfg, rank)]
         argv = [*serve_argv(cfg)[:3], *flags]
         env = node_env(cfg, host, extra_env)
@@ -120,7 +133,7 @@ def dry_run_lines(cfg: Config, nodes: list[NodeCommand]) -> list[str]:
     """What ``serve --dry-run`` prints for a multi-node layout: each node's command, env, launch."""
     c = cfg.cluster
     how = "ssh" if c.launcher == "ssh" else shlex.join(c.prefix)
-    lines = [f"{len(nodes)} nodes, cluster {c.name}, master {c.hosts[0].address}:{c.master_port}, "
+    lines = [f"{len(nodes)} nodes, cluster {c.name}, master {nodes[0].host.address}:{c.master_port}, "
              f"followers started with {how}"]
     for node in nodes:
         lines += ["", f"{node.label}{' (here)' if node.leader else ''}:", f"  {shlex.join(node.argv)}",

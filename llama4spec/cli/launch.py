@@ -1,0 +1,501 @@
+"""``run`` with server groups: one group here (``--only-group``, ``--shard``), several at once on
+this machine (``--parallel N``), or every group as a Slurm job (``--launcher slurm``, or a cluster
+preset with ``slurm.submit: true``). The submitting side plans and checks everything once
+(validation, doctor, memory plan) before anything starts, runs fetch and offline steps itself,
+then the groups; compare and sweep reports come from ``llama4spec report`` when results merge.
+
+    <RUN_DIR>/            runbook.yaml, plan.json (the whole plan), status.json (with "jobs")
+      groups/<group>/     each group's own run directory (status.json, plan.json, job.json, steps)
+      slurm/              submitit's folder: the submitted command, the jobs' logs
+      logs/<group>.log    --parallel: each group's output
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from llama4spec.cli.common import QUIET, gate, out, say
+from llama4spec.errors import UserError
+
+POLL_S = 2.0
+CANCEL_WAIT_S = 60.0
+
+
+# -- options (added to `run` by cli/run.py) ---------------------------------------------------
+def add_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("server groups (a server with all its benchmarks, started and stopped once)")
+    g.add_argument("--only-group", metavar="NAME",
+                   help="run one group (a serve step's id, e.g. sweep-tiny_eagle-k3) into RUN_DIR/groups/NAME/")
+    g.add_argument("--shard", metavar="I/N", help="run the I-th of N equal shares of the groups, one after another")
+    g.add_argument("--into", type=Path, metavar="RUN_DIR",
+                   help="with --only-group/--shard: the run directory the group goes under (default: a new one)")
+    g.add_argument("--parallel", type=int, metavar="N",
+                   help="run up to N groups at once on this machine, each with its own port and devices")
+    g.add_argument("--launcher", choices=("local", "slurm"),
+                   help="slurm: every group as a Slurm job through submitit (partition, account, time limit "
+                        "from cluster.slurm); local: here (default: the runbook's cluster.slurm.submit)")
+    g.add_argument("--detach", action="store_true",
+                   help="with --launcher slurm: return once the jobs are submitted (llama4spec report RUN_DIR "
+                        "merges later, llama4spec cancel RUN_DIR cancels them)")
+
+
+def validate_options(args: argparse.Namespace) -> None:
+    if args.only_group and args.shard:
+        raise UserError("--only-group and --shard exclude each other; give one")
+    if args.parallel is not None and args.parallel < 1:
+        raise UserError(f"--parallel {args.parallel}: give a number of groups, 1 or more")
+    if args.into is not None and not (args.only_group or args.shard):
+        raise UserError("--into names the run directory of --only-group or --shard; give one of them, or drop --into")
+    if args.into is not None and args.resume is not None:
+        raise UserError("--into and --resume both name the run directory; give one")
+    if (args.only_group or args.shard) and (args.parallel or args.launcher == "slurm" or args.detach):
+        raise UserError("--only-group/--shard run groups here, one after another; drop --parallel, "
+                        "--launcher slurm and --detach (the launcher itself runs --only-group)")
+    if args.detach and args.launcher != "slurm":
+        raise UserError("--detach needs --launcher slurm (groups run here stop when this command ends)")
+    if args.parallel and args.parallel > 1 and args.launcher == "slurm":
+        raise UserError("--parallel is for one machine; under --launcher slurm every group is its own job")
+    if args.shard:
+        from llama4spec.runbook.groups import parse_shard
+
+        parse_shard(args.shard)
+
+
+def run_dir_for(args: argparse.Namespace) -> Path | None:
+    """--into: the run directory groups go under (created by whoever submitted them)."""
+    return args.into
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """The measurement options of ``run`` that are set, to pass on as given."""
+    return {k: getattr(args, k) for k in ("repeats", "warmup") if getattr(args, k, None) is not None}
+
+
+def submits(plan) -> bool:
+    """The runbook asks for Slurm: a server's cluster preset has slurm.submit."""
+    return any(p.kind == "serve" and p.composed is not None and p.composed.cfg.cluster.slurm.submit
+               for p in plan.steps)
+
+
+def launched(args: argparse.Namespace, plan) -> bool:
+    """Whether ``run`` hands this plan to a launcher instead of running it step by step here."""
+    return bool(args.only_group or args.shard or (args.parallel or 1) > 1 or args.launcher == "slurm"
+                or (args.launcher is None and submits(plan)))
+
+
+def run_launched(args: argparse.Namespace, plan) -> int:
+    if args.only_group or args.shard:
+        from llama4spec.runbook.groups import parse_shard, plan_groups, shard
+
+        names = [args.only_group] if args.only_group else [
+            g.name for g in shard(plan_groups(plan), *parse_shard(args.shard))]
+        code = 0
+        for name in names:
+            code = max(code, run_group(args, plan, name))
+        return code
+    return submit(args, plan)
+
+
+# -- one group, here ----------------------------------------------------------------------------
+def _stop_args(args: argparse.Namespace) -> dict[str, Any]:
+    return {"stop_on_error": True} if getattr(args, "stop_on_error", False) else {}
+
+
+def _replan(args: argparse.Namespace, run_dir: Path, overrides: list[str]):
+    from llama4spec.cli.run import runbook_path
+    from llama4spec.runbook.plan import plan_file
+
+    return plan_file(runbook_path(args.runbook), lambda name: run_dir, overrides, **measure(args))
+
+
+def run_group(args: argparse.Namespace, plan, name: str) -> int:
+    """Group ``name`` into ``<RUN_DIR>/groups/<name>/``, on a free port, with job.json saying where."""
+    from llama4spec.launch import group as one
+    from llama4spec.runbook import execute
+    from llama4spec.runbook.groups import find, group_dir, plan_groups
+    from llama4spec.runbook.render import plan_text
+    from llama4spec.runbook.rundir import STATUS
+
+    if one.follower_task(os.environ):  # a multi-node job's other nodes: the leader starts vLLM there
+        return 0
+    find(plan_groups(plan), name)
+    overrides = list(args.overrides)
+    if one.needs_slurm_hosts(plan, name):
+        hosts = one.slurm_hosts(os.environ)
+        if hosts:
+            overrides.append(hosts)
+            plan = _replan(args, plan.run_dir, overrides)
+    host = plan.get(name).composed.cfg.serve.host
+    sub, group = one.group_plan(plan, plan.run_dir, name, overrides, one.free_port(host))
+    if args.dry_run:
+        plan_text(out, sub)
+        return 0
+    os.environ.update(one.slurm_devices(group, os.environ))
+    info = {"group": name, **one.where(os.environ), "started": one.stamp(), "status": "running"}
+    one.record(plan.run_dir, name, info)
+    resume = (group_dir(plan.run_dir, name) / STATUS).is_file() or bool(group.after)
+    code = 130
+    try:
+        code = execute.run(sub, out, gate=gate(args.force), resume=resume, **_stop_args(args))
+    finally:
+        one.record(plan.run_dir, name, {**info, "finished": one.stamp(), "exit": code,
+                                        "status": "done" if code == 0 else "failed" if code == 1 else "interrupted"})
+    return code
+
+
+# -- every group, elsewhere ---------------------------------------------------------------------
+def command(args: argparse.Namespace, runbook: Path, run_dir: Path, name: str) -> list[str]:
+    """What a job or a slot runs for group ``name`` (no secrets: the job's environment carries them)."""
+    argv = [sys.executable, "-m", "llama4spec", "run", str(runbook.resolve()), *args.overrides,
+            "--only-group", name, "--into", str(run_dir.resolve())]
+    for k, v in measure(args).items():
+        argv += [f"--{k}", str(v)]
+    return argv + (["--force"] if args.force else []) + (["--stop-on-error"] if _stop_args(args) else [])
+
+
+def refuse_secret_overrides(args: argparse.Namespace) -> None:
+    """A job's command is written to shared disk: an override holding a secret may not go there."""
+    from llama4spec.engine.secrets import redact
+
+    secret = [o for o in args.overrides if redact(o) != o]
+    if secret:
+        raise UserError(*(f"override '{redact(o)}' holds a secret, and a job's command is written to shared disk; "
+                          f"export it and name the variable instead (e.g. serve.api_key_env=MY_KEY)" for o in secret))
+
+
+def preflight_here(plan, force: bool) -> None:
+    """Validation is done (planning); the doctor and memory plan of every engine step, once, here;
+    the tiny models built once, before any job could race to build them."""
+    refused: list[str] = []
+    check = gate(force)
+    for p in plan.steps:
+        if p.kind in ("serve", "offline") and p.composed is not None:
+            try:
+                check(p.composed, p.id)
+            except UserError as err:
+                refused += [f"step '{p.id}': {line}" for line in err.problems]
+    if refused:
+        raise UserError(*refused)
+    from llama4spec.tiny.build import ensure_for
+
+    for p in plan.steps:
+        if p.composed is not None:
+            ensure_for(p.composed.cfg)
+
+
+def write_records(plan, status: dict[str, Any]) -> None:
+    from llama4spec.engine.secrets import redact, redact_yaml
+    from llama4spec.results.provenance import plan_secrets, write_json
+    from llama4spec.runbook.rundir import STATUS
+
+    secrets = plan_secrets(plan)
+    run_dir = plan.run_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    source = plan.source if plan.source is not None else plan.runbook.path.read_text()
+    (run_dir / "runbook.yaml").write_text(redact_yaml(source, secrets))
+    write_json(run_dir / "plan.json", plan.to_record(secrets))
+    write_json(run_dir / STATUS, redact(status, secrets))
+
+
+def earlier_status(run_dir: Path) -> dict[str, Any]:
+    import json
+
+    try:
+        data = json.loads((run_dir / "status.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def run_local_steps(args: argparse.Namespace, plan) -> int:
+    """Fetch, offline and url benches: run here before the groups, recorded in the run directory."""
+    from llama4spec.runbook import execute
+    from llama4spec.runbook.groups import local_steps
+    from llama4spec.runbook.plan import Plan
+
+    ids = local_steps(plan)
+    if not ids:
+        return 0
+    sub = Plan(runbook=plan.runbook, run_dir=plan.run_dir, overrides=plan.overrides,
+               steps=[p for p in plan.steps if p.id in ids], source=plan.source)
+    return execute.run(sub, out, gate=gate(args.force), resume=args.resume is not None)
+
+
+def submit(args: argparse.Namespace, plan) -> int:
+    from llama4spec.launch import jobs as J
+    from llama4spec.runbook.groups import plan_groups, waves
+    from llama4spec.runbook.render import plan_text
+
+    groups = plan_groups(plan)
+    if not groups:
+        raise UserError("the runbook has no serve step, so no server group to hand out; run it without "
+                        "--parallel or --launcher slurm")
+    use_slurm = args.launcher == "slurm" or (args.launcher is None and submits(plan))
+    if args.dry_run:
+        plan_text(out, plan)
+        show_groups(plan, groups, use_slurm, args)
+        return 0
+    refuse_secret_overrides(args)
+    if use_slurm:
+        from llama4spec.launch import slurm
+
+        why = slurm.available()
+        if why:
+            raise UserError(f"--launcher slurm: {why}")
+    preflight_here(plan, args.force)
+    run_dir = plan.run_dir
+    if run_local_steps(args, plan):
+        raise UserError(f"a step run before the groups failed; see {run_dir / 'summary.md'}")
+    earlier = earlier_status(run_dir) if args.resume is not None else {}
+    old_jobs = {j["group"]: J.Job.from_record(j) for j in earlier.get("jobs", []) if isinstance(j, dict)}
+    finished = {g.name for g in groups if J.group_status(run_dir, g.name) == "done"}
+    todo = [g for g in groups if g.name not in finished]
+    status: dict[str, Any] = {
+        "runbook": plan.runbook.name, "runbook_path": str(plan.runbook.path), "run_dir": str(run_dir),
+        "overrides": plan.overrides, "launcher": "slurm" if use_slurm else f"local --parallel {args.parallel or 1}",
+        "status": "running", "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "groups": [g.name for g in groups], "jobs": [],
+    }
+    kept = [old_jobs.get(name) or J.Job(group=name, job_id="-", shape="-", state=J.DONE) for name in sorted(finished)]
+    for job in kept:
+        job.state = J.DONE
+    write_records(plan, status)
+    if plan.record:
+        say(f"run record: {run_dir}")
+    if finished:
+        say(f"already measured in this run directory: {', '.join(sorted(finished))}")
+    runbook = (run_dir / "runbook.yaml") if plan.source is not None else plan.runbook.path
+    commands = {g.name: command(args, runbook, run_dir, g.name) for g in todo}
+    if use_slurm:
+        launcher = SlurmRun(plan, todo, commands, waves(todo))
+    else:
+        from llama4spec.launch.local import Pool
+
+        launcher = LocalRun(Pool(todo, commands, args.parallel or 1, run_dir / "logs"), todo)
+    try:
+        started = time.monotonic()
+        launcher.start()
+        status["submit_seconds"] = round(time.monotonic() - started, 3)
+        status["jobs"] = [j.to_record() for j in [*kept, *launcher.jobs]]
+        write_records(plan, status)
+        if args.detach:
+            status["status"] = "submitted"
+            write_records(plan, status)
+            show_table([*kept, *launcher.jobs])
+            say(f"submitted {len(launcher.jobs)} jobs; follow them with squeue, merge the results with "
+                f"`llama4spec report {run_dir}` once they are done, cancel them with `llama4spec cancel {run_dir}`")
+            return 0
+        wait(launcher, kept, plan, status)
+    except BaseException:
+        launcher.cancel()
+        status.update(status="cancelled", finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                      jobs=[j.to_record() for j in [*kept, *launcher.jobs]])
+        write_records(plan, status)
+        show_table([*kept, *launcher.jobs])
+        say(f"cancelled: {', '.join(launcher.ids()) or 'nothing was running'}", "yellow")
+        raise
+    return finish(plan, status, [*kept, *launcher.jobs], use_slurm)
+
+
+class SlurmRun:
+    """Groups as Slurm jobs, wave after wave through dependencies (a schedule-verifying group
+    starts after the groups it derives from)."""
+
+    def __init__(self, plan, groups, commands, waves_):
+        self.plan, self.groups, self.commands, self.waves = plan, groups, commands, waves_
+        self.jobs: list = []
+
+    def start(self) -> None:
+        from llama4spec.launch import slurm
+
+        folder = self.plan.run_dir / "slurm"
+        for wave in self.waves:
+            dependency = f"afterany:{':'.join(slurm.array_ids(self.jobs))}" if self.jobs else None
+            self.jobs += slurm.submit(wave, self.commands, self._slurm(wave), folder,
+                                      f"l4s-{self.plan.runbook.name}", Path.cwd(), dependency)
+
+    def _slurm(self, wave):
+        return self.plan.get(wave[0].name).composed.cfg.cluster.slurm
+
+    def poll(self) -> bool:
+        from llama4spec.launch import jobs as J, slurm
+
+        slurm.refresh(self.jobs)
+        for job in self.jobs:
+            if job.state in J.FINAL:
+                J.settle(job, self.plan.run_dir)
+        return any(j.state not in J.FINAL for j in self.jobs)
+
+    def cancel(self) -> None:
+        from llama4spec.launch import jobs as J, slurm
+
+        if not self.jobs:
+            return
+        slurm.cancel(self.jobs)
+        deadline = time.monotonic() + CANCEL_WAIT_S
+        while time.monotonic() < deadline:
+            slurm.refresh(self.jobs)
+            if all(j.state in J.FINAL for j in self.jobs):
+                break
+            time.sleep(1)
+        for job in self.jobs:
+            if job.state not in (J.DONE, J.FAILED):
+                job.state = J.CANCELLED
+
+    def ids(self) -> list[str]:
+        return [j.job_id for j in self.jobs]
+
+
+class LocalRun:
+    """Groups as children here, up to --parallel at once."""
+
+    def __init__(self, pool, groups):
+        self.pool, self.groups = pool, groups
+        self.jobs = pool.jobs
+
+    def start(self) -> None:
+        self.poll()
+
+    def poll(self) -> bool:
+        from llama4spec.launch import jobs as J
+
+        final = {j.group for j in self.jobs if j.state in J.FINAL}
+        names = {g.name for g in self.groups}
+        ready = {g.name for g in self.groups if all(a in final or a not in names for a in g.after)}
+        left = self.pool.step(ready)
+        for job in self.jobs:
+            if job.state in J.FINAL:
+                J.settle(job, self.pool.logs.parent)
+        return left
+
+    def cancel(self) -> None:
+        self.pool.cancel()
+
+    def ids(self) -> list[str]:
+        return [j.job_id for j in self.jobs if j.state == "cancelled"]
+
+
+def wait(launcher, kept, plan, status) -> None:
+    """Until every job ends: a live table of their states (none with -q)."""
+    from llama4spec.cli import common
+    from llama4spec.launch.render import counts, table
+    from llama4spec.serving.process import sigterm_unwinds
+
+    quiet = common.verbosity <= QUIET
+
+    def current():
+        return table([*kept, *launcher.jobs], title=f"jobs: {counts(launcher.jobs)}")
+
+    with sigterm_unwinds():
+        if quiet:
+            while launcher.poll():
+                time.sleep(POLL_S)
+                status["jobs"] = [j.to_record() for j in [*kept, *launcher.jobs]]
+                write_records(plan, status)
+            return
+        from rich.live import Live
+
+        with Live(current(), console=out, refresh_per_second=2, transient=True) as live:
+            while launcher.poll():
+                status["jobs"] = [j.to_record() for j in [*kept, *launcher.jobs]]
+                write_records(plan, status)
+                live.update(current())
+                time.sleep(POLL_S)
+
+
+def show_table(jobs) -> None:
+    from llama4spec.launch.render import counts, table
+
+    out.print(table(jobs, title=f"jobs: {counts(jobs)}"))
+
+
+def node_types(run_dir: Path, groups: list[str]) -> dict[str, list[str]]:
+    """Node type (GPUs, else CPU model) -> the groups that ran on it, from each group's host.json."""
+    import json
+
+    found: dict[str, list[str]] = {}
+    for name in groups:
+        try:
+            host = json.loads((run_dir / "groups" / name / "host.json").read_text()).get("host", {})
+        except (OSError, ValueError, AttributeError):
+            continue
+        kind = ", ".join(host.get("gpus") or []) or host.get("cpu") or "unknown"
+        found.setdefault(kind, []).append(name)
+    return found
+
+
+def finish(plan, status: dict[str, Any], jobs, use_slurm: bool) -> int:
+    """The jobs' table, each failure with its log tail, then the merged report."""
+    from llama4spec.cli.common import print_tail
+    from llama4spec.launch import jobs as J
+
+    run_dir = plan.run_dir
+    failed = [j for j in jobs if j.state != J.DONE]
+    types = node_types(run_dir, [j.group for j in jobs])
+    status.update(status="failed" if failed else "done", finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                  jobs=[j.to_record() for j in jobs], node_types=types)
+    write_records(plan, status)
+    show_table(jobs)
+    for job in failed:
+        say(f"group {job.group} (job {job.job_id}) {job.state}{f': {job.reason}' if job.reason else ''}; "
+            f"log: {job.log}", "bold red")
+        print_tail(J.tail(job.err_log) + J.tail(job.log) if use_slurm else J.tail(job.log))
+    if failed:
+        say(f"measure what is missing with: llama4spec run {plan.runbook.path} "
+            f"{'--launcher slurm ' if use_slurm else ''}--resume {run_dir}")
+    if len(types) > 1:
+        say("the groups ran on different node types: " +
+            "; ".join(f"{kind}: {', '.join(names)}" for kind, names in types.items()), "yellow")
+    code = merge(run_dir)
+    return 1 if failed else code
+
+
+def merge(run_dir: Path) -> int:
+    """The merged report over every group's records (llama4spec report RUN_DIR)."""
+    try:
+        from llama4spec.runbook.report import rebuild
+    except ImportError:
+        say(f"merging the groups' records needs `llama4spec report`, which this installation lacks; "
+            f"every group's records are under {run_dir / 'groups'}", "yellow")
+        return 0
+    return rebuild([run_dir], None, out)
+
+
+def show_groups(plan, groups, use_slurm: bool, args: argparse.Namespace) -> None:
+    """The dry run's last part: the groups, what each asks for, when it may start, how it runs."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from llama4spec.runbook.groups import local_steps, merge_steps, waves
+
+    wave_of = {g.name: n for n, wave in enumerate(waves(groups), 1) for g in wave}
+    how = "Slurm jobs (one array per shape)" if use_slurm else f"up to {args.parallel or 1} at once here"
+    t = Table(title=f"{len(groups)} server groups, as {how}", title_justify="left")
+    for column in ("group", "steps", "asks for", "wave", "after"):
+        t.add_column(column)
+    for g in groups:
+        t.add_row(Text(g.name), str(len(g.steps)), Text(g.shape.label), str(wave_of[g.name]),
+                  Text(", ".join(g.after) or "-"))
+    out.print(t)
+    if use_slurm:
+        from llama4spec.launch.slurm import parameters
+
+        seen = set()
+        for g in groups:
+            if g.shape in seen:
+                continue
+            seen.add(g.shape)
+            params = parameters(plan.get(g.name).composed.cfg.cluster.slurm, g.shape, f"l4s-{plan.runbook.name}",
+                                sum(x.shape == g.shape for x in groups))
+            say(f"submitit parameters for {g.shape.label}: " + ", ".join(f"{k}={v}" for k, v in params.items()))
+    here, merged = local_steps(plan), merge_steps(plan)
+    if here:
+        say(f"run here before the groups: {', '.join(here)}")
+    if merged:
+        say(f"when results merge (llama4spec report): {', '.join(merged)}")
+    say(f"each group runs: {' '.join(command(args, plan.runbook.path, plan.run_dir, groups[0].name)[1:])}")

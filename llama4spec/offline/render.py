@@ -91,3 +91,10 @@ def greedy_check(console: Console, diff, spec_ids, base_ids) -> None:
     b = base_ids[i][pos] if pos < len(base_ids[i]) else "end"
     console.print(f"[red]greedy outputs differ[/red]: prompt {i}, token {pos}: "
                   f"speculation gave {a}, no draft gave {b}")
+
+
+def by_category(console: Console, stats) -> None:
+    """Acceptance by prompt category: ``sweep.categories``' table (category x position)."""
+    from llama4spec.sweep.categories import render
+
+    render(console, stats)

@@ -11,7 +11,7 @@ import sys
 import tempfile
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +24,18 @@ from llama4spec.engine.args import engine_env, llm_kwargs
 from llama4spec.errors import UserError
 from llama4spec.offline import render
 from llama4spec.offline.prompts import Prompts, load_prompts
-from llama4spec.results.acceptance import RunStats, from_offline_metrics
+from llama4spec.results.acceptance import AcceptanceCounters, RunStats, from_offline_metrics
+from llama4spec.sweep.categories import CategoryStat
 from llama4spec.results.provenance import model_revisions, public_config, versions
+
+
+@dataclass
+class CategoryRun:
+    """One category's batch (``offline.by_category``): its counters are the deltas around it."""
+
+    category: str
+    prompts: int
+    stats: RunStats
 
 
 @dataclass
@@ -37,6 +47,7 @@ class EngineRun:
     token_ids: list[list[int]]
     texts: list[str]
     engine_start_s: float
+    categories: list[CategoryRun] = field(default_factory=list)  # offline.by_category only
 
 
 def without_draft(cfg: Config) -> Config:
@@ -199,25 +210,71 @@ def _run_engine(cfg: Config, prompts: Prompts, label: str, show_progress: bool, 
         )
         # A short warm-up keeps first-call costs out of the timing; counters are taken as deltas.
         llm.generate(texts[:1], SamplingParams(max_tokens=4, temperature=0), use_tqdm=False)
-        before = from_offline_metrics(llm.get_metrics())
-        start = time.perf_counter()
-        outputs = llm.generate(texts, params, use_tqdm=_progress(label, console) if show_progress else False)
-        wall = time.perf_counter() - start
-        counters = from_offline_metrics(llm.get_metrics()) - before
+        # offline.by_category: each category is a batch of its own, its counters the deltas around it
+        groups = prompts.by_category() if cfg.offline.by_category else {"": list(range(len(texts)))}
+        outputs: list[Any] = [None] * len(texts)
+        parts: list[tuple[str, list[int], AcceptanceCounters, float]] = []
+        for category, indices in groups.items():
+            before = from_offline_metrics(llm.get_metrics())
+            start = time.perf_counter()
+            bar = _progress(f"{label} {category}".rstrip(), console) if show_progress else False
+            done = llm.generate([texts[i] for i in indices], params, use_tqdm=bar)
+            wall = time.perf_counter() - start
+            parts.append((category, indices, from_offline_metrics(llm.get_metrics()) - before, wall))
+            for i, output in zip(indices, done):
+                outputs[i] = output
     finally:
         llm.llm_engine.engine_core.shutdown()
         del llm
         gc.collect()
     token_ids = [list(o.outputs[0].token_ids) for o in outputs]
     speculative = cfg.draft.method is not None
-    stats = RunStats(
-        total_num_output_tokens=sum(len(t) for t in token_ids),
-        counters=counters if speculative else None,
-        k=cfg.lookahead if speculative else None,
-        wall_time_s=wall,
-        scheduled=bool(cfg.draft.lookahead_schedule),
-    )
-    return EngineRun(label, stats, token_ids, [o.outputs[0].text for o in outputs], engine_start_s)
+
+    def stats_of(indices: list[int], counters: AcceptanceCounters, wall: float) -> RunStats:
+        return RunStats(
+            total_num_output_tokens=sum(len(token_ids[i]) for i in indices),
+            counters=counters if speculative else None,
+            k=cfg.lookahead if speculative else None,
+            wall_time_s=wall,
+            scheduled=bool(cfg.draft.lookahead_schedule),
+        )
+
+    total = sum((c for _, _, c, _ in parts), AcceptanceCounters())
+    stats = stats_of(list(range(len(texts))), total, sum(w for *_, w in parts))
+    categories = [CategoryRun(name, len(idx), stats_of(idx, c, w)) for name, idx, c, w in parts] \
+        if cfg.offline.by_category else []
+    return EngineRun(label, stats, token_ids, [o.outputs[0].text for o in outputs], engine_start_s, categories)
+
+
+def category_stats(cfg: Config, spec: EngineRun, base: EngineRun | None = None) -> list[CategoryStat]:
+    """One ``CategoryStat`` per category of a speculative run (with the speedup over ``base``, the
+    same categories without a draft, when given)."""
+    if not spec.categories or spec.stats.k is None:
+        return []
+    base_by = {c.category: c for c in (base.categories if base else [])}
+    out = []
+    for c in spec.categories:
+        counters, other = c.stats.counters, base_by.get(c.category)
+        s, b = c.stats.output_tokens_per_s, other.stats.output_tokens_per_s if other else None
+        out.append(CategoryStat(
+            category=c.category, draft=cfg.draft.name, lookahead=spec.stats.k, concurrency=None, prompts=c.prompts,
+            acceptance_length=counters.mean_acceptance_length if counters else None,
+            rates=tuple(counters.rate_per_position(spec.stats.k)) if counters else (),
+            speedup=s / b if s and b else None,
+        ))
+    return out
+
+
+def _categories_record(run: EngineRun) -> dict[str, Any]:
+    """``stats.by_category``: each category's acceptance record (``AcceptanceCounters.to_record``'s
+    shape, None without a draft) with its prompts, output tokens and generation time."""
+    out = {}
+    for c in run.categories:
+        acceptance = c.stats.counters.to_record(c.stats.k) if c.stats.counters else {}
+        out[c.category] = {**acceptance, "num_prompts": c.prompts,
+                           "total_num_output_tokens": c.stats.total_num_output_tokens,
+                           "generate_s": c.stats.wall_time_s}
+    return out
 
 
 def first_difference(a: list[list[int]], b: list[list[int]]) -> tuple[int, int] | None:
@@ -245,6 +302,8 @@ def _run_record(composed: Composed, prompts: Prompts, runs: list[EngineRun], ide
         "stats": main.stats.to_record(),
         "outputs": [{"token_ids": ids, "text": text} for ids, text in zip(main.token_ids, main.texts)],
     }
+    if main.categories:
+        record["stats"]["by_category"] = _categories_record(main)
     if len(runs) > 1:
         base = runs[1]
         record["baseline"] = {
@@ -253,6 +312,8 @@ def _run_record(composed: Composed, prompts: Prompts, runs: list[EngineRun], ide
             "stats": base.stats.to_record(),
             "outputs": [{"token_ids": ids, "text": text} for ids, text in zip(base.token_ids, base.texts)],
         }
+        if base.categories:
+            record["baseline"]["stats"]["by_category"] = _categories_record(base)
         record["speedup"] = (
             main.stats.output_tokens_per_s / base.stats.output_tokens_per_s
             if main.stats.output_tokens_per_s and base.stats.output_tokens_per_s
@@ -276,7 +337,8 @@ def run_offline(composed: Composed, json_path: Path | None = None, console: Cons
         console.print(
             f"[bold]offline[/bold] target={cfg.target.name} draft={cfg.draft.name}"
             + (f" lookahead={cfg.lookahead}" if speculative else "")
-            + f" prompts={len(prompts.texts)} ({prompts.source['kind']}) max_tokens={cfg.generation.max_tokens}",
+            + f" prompts={len(prompts.texts)} ({prompts.source['kind']}) max_tokens={cfg.generation.max_tokens}"
+            + (f" categories={len(prompts.by_category())}" if cfg.offline.by_category else ""),
             highlight=False,
         )
     runs = [run_engine(cfg, prompts, label, console=console, verbosity=verbosity)]
@@ -285,6 +347,8 @@ def run_offline(composed: Composed, json_path: Path | None = None, console: Cons
 
     identical = None
     render.offline_stats(console, runs[0].stats, runs[0].label)
+    if runs[0].categories:
+        render.by_category(console, category_stats(cfg, runs[0], runs[1] if len(runs) > 1 else None))
     if len(runs) > 1:
         render.offline_comparison(console, runs[0].stats, runs[1].stats, runs[0].label)
         if cfg.generation.temperature == 0:

@@ -84,8 +84,9 @@ def least_paying(stats: Sequence[CategoryStat], n: int = 2) -> list[str]:
 
 
 def _least_line(stats: Sequence[CategoryStat], n: int = 2) -> str | None:
-    names = least_paying(stats, n)
-    if len({s.category for s in stats}) < 2 or not names:
+    categories = len({s.category for s in stats})
+    names = least_paying(stats, min(n, categories - 1))  # never every category
+    if not names:
         return None
     by = "speedup" if all(s.speedup is not None for s in stats) else "acceptance length"
     return f"speculation pays least on: {', '.join(names)} (lowest {by})"

@@ -106,7 +106,14 @@ def test_resumed_run_with_every_point_measured_starts_no_server_and_reports(tmp_
     assert "draft.lookahead_schedule=[[1,2,3],[3,4,0]]" in md and "approximates the server's running batch size" in md
     for png in ("sweep/acceptance_by_position.png", "sweep/throughput_vs_concurrency.png", "sweep/speedup.png"):
         assert f"]({png})" in md and (run_dir / png).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
-    assert (run_dir / "sweep" / "sweep.csv").read_text().startswith("id,draft,lookahead,concurrency")
+    import csv
+
+    with open(run_dir / "sweep" / "sweep.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 8 and {r["run"] for r in rows} == {"0"}  # a row per point and run: one run each here
+    row = next(r for r in rows if r["id"] == "sweep-tiny_eagle-k3-c1")
+    assert row["config.draft.name"] == "tiny_eagle" and row["config.lookahead"] == "3"
+    assert float(row["result.output_throughput"]) == _throughput(3, 1)
     text = console.export_text()
     assert text.count("already measured in this run directory; skipped") == 16  # 8 benches, 4 serve (the schedule's too), 4 stop
     assert "█" in text and "<- recommended" in text

@@ -18,8 +18,15 @@ records beside it) are still read by ``--resume``.
 
 from __future__ import annotations
 
+import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import yaml
+
+from llama4spec.results.bench import BenchRecord
 
 STATUS = "status.json"
 LEGACY_STATUS = "summary.json"
@@ -50,3 +57,68 @@ def bench_files(directory: Path) -> dict[str, Path]:
 def legacy_bench_record(run_dir: Path, step_id: str) -> Path:
     """Where a bench step's record lay before the per-step layout."""
     return Path(run_dir) / f"{step_id}.json"
+
+
+@dataclass
+class Measured:
+    """A bench step's counted record with the composed config it was measured with (plain data)."""
+
+    id: str
+    config: dict[str, Any]
+    record: BenchRecord
+    where: Path  # the step's directory
+
+
+def read_config(path: Path | None) -> dict[str, Any] | None:
+    """A step's config.yaml as plain data; None when missing or unreadable."""
+    if path is None:
+        return None
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested config data as dotted keys: scalars as they are, lists as JSON text."""
+    out: dict[str, Any] = {}
+    if isinstance(data, dict):
+        for key, value in data.items():
+            out.update(flatten(value, f"{prefix}{key}."))
+    elif isinstance(data, list):
+        out[prefix[:-1]] = json.dumps(data)
+    else:
+        out[prefix[:-1]] = data
+    return out
+
+
+def csv_rows(ids: list[str], measured: dict[str, Measured]) -> tuple[list[str], list[dict[str, Any]]]:
+    """A sweep's CSV: one row per point and counted run, with every setting of its config
+    (``config.*``), every number of vLLM's result for that run (``result.*``) and the run's
+    acceptance counters (``acceptance.*``). Returns (header, rows)."""
+    header: dict[str, None] = dict.fromkeys(("id", "run", "repeats", "warmup"))
+    rows = []
+    for pid in ids:
+        m = measured.get(pid)
+        if m is None:
+            continue
+        settings = {f"config.{k}": v for k, v in flatten(m.config).items()}
+        runs = m.record.runs or [m.record]
+        for i, run in enumerate(runs):
+            row: dict[str, Any] = {"id": pid, "run": i, "repeats": len(runs), "warmup": m.record.warmup, **settings}
+            for key, value in (run.result or {}).items():
+                if isinstance(value, (int, float, str, bool)) or value is None:
+                    row[f"result.{key}"] = value
+            if run.acceptance is not None:
+                for key, value in run.acceptance.to_record(run.lookahead).items():
+                    row[f"acceptance.{key}"] = json.dumps(value) if isinstance(value, list) else value
+            header.update(dict.fromkeys(row))
+            rows.append(row)
+    return list(header), rows
+
+
+def not_run(steps: list[dict[str, Any]]) -> dict[str, str]:
+    """Step id -> why it has no result ("failed: ...", "skipped: ..."), from a status's steps."""
+    return {e["id"]: f"{e['status']}: {e.get('error') or e.get('reason') or 'no reason recorded'}"
+            for e in steps if isinstance(e, dict) and e.get("status") in ("failed", "skipped")}

@@ -163,6 +163,11 @@ class AtConcurrency:
     fits: dict[str, Fit]
     choices: dict[str, Choice] = field(default_factory=dict)  # per draft: its best lookahead, ties named
     fastest: Point | None = None  # the highest median output throughput, no speculation included
+    category: str | None = None  # the prompts' category these points measured (None: no category)
+
+    @property
+    def title(self) -> str:
+        return f"concurrency {self.concurrency}" + (f", category {self.category}" if self.category else "")
 
     @property
     def best_speedup(self) -> float | None:
@@ -237,7 +242,7 @@ def choice(points: Sequence[Point], drafts: int = 1) -> Choice:
     return choose([(label(p, drafts), p.interval("output_throughput")) for p in ordered])
 
 
-def analyse_concurrency(concurrency: int, points: list[Point]) -> AtConcurrency:
+def analyse_concurrency(concurrency: int, points: list[Point], category: str | None = None) -> AtConcurrency:
     base = next((p for p in points if not p.speculative), None)
     spec = sorted((p for p in points if p.speculative), key=lambda p: (p.draft, p.lookahead))
     fits: dict[str, Fit] = {}
@@ -270,19 +275,23 @@ def analyse_concurrency(concurrency: int, points: list[Point]) -> AtConcurrency:
     best = next((p for p in fixed if label(p, len(drafts)) == pick.recommended), None)
     by_acc = max((p for p in spec if p.acceptance_length is not None and not p.scheduled),
                  key=lambda p: p.acceptance_length, default=None)
-    return AtConcurrency(concurrency, base, rows, best, by_acc, fits, choices, fastest)
+    return AtConcurrency(concurrency, base, rows, best, by_acc, fits, choices, fastest, category)
 
 
 def analyse(points: Iterable[Point]) -> Analysis:
-    """Group by concurrency, compare with no speculation, fit the model, find where speculation stops paying."""
-    by_c: dict[int, list[Point]] = {}
+    """Group by prompt category and concurrency, compare with no speculation in the same group, fit
+    the model, find where speculation stops paying (over the points without a category when there
+    are any, else over every category)."""
+    by_c: dict[tuple[str, int], list[Point]] = {}
     for p in points:
-        by_c.setdefault(p.concurrency, []).append(p)
-    at = [analyse_concurrency(c, by_c[c]) for c in sorted(by_c)]
-    paying = [a.concurrency for a in at if a.pays]
+        by_c.setdefault((p.category or "", p.concurrency), []).append(p)
+    at = [analyse_concurrency(c, by_c[(cat, c)], cat or None) for cat, c in sorted(by_c)]
+    plain = [a for a in at if a.category is None] or at
+    paying = [a.concurrency for a in plain if a.pays]
     pays_up_to = max(paying) if paying else None
     stops = None
     if pays_up_to is not None:
-        later = [a for a in at if a.concurrency > pays_up_to and a.best_speedup is not None]
+        later = sorted((a for a in plain if a.concurrency > pays_up_to and a.best_speedup is not None),
+                       key=lambda a: a.concurrency)
         stops = later[0].concurrency if later else None
     return Analysis(at, pays_up_to, stops)

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.text import Text
 from rich.table import Table
 
+from llama4spec.sweep import categories
 from llama4spec.sweep.model import SCHEDULED, Analysis, AtConcurrency, Point, label
 from llama4spec.sweep.schedule import Schedule, derive_all
 from llama4spec.sweep.stats import BOOTSTRAP_FROM, Interval, verdict
@@ -99,6 +100,13 @@ def method_line(analysis: Analysis) -> str:
     return (f"Each figure is the median of a point's repeated runs, with its 95% interval in brackets: "
             f"{' and '.join(how)}. Speedups: the paired runs' ratios (or a bootstrap of the ratio). A lookahead "
             f"is named best only when no cheaper setting's interval overlaps it.")
+
+
+def category_stats(analysis: Analysis) -> list[categories.CategoryStat]:
+    """The speculative points measured on one prompt category, for the category x position table."""
+    return [categories.CategoryStat(a.category, r.point.draft, r.point.lookahead, a.concurrency, None,
+                                    r.point.acceptance_length, r.point.rates, r.speedup)
+            for a in analysis.at if a.category for r in a.rows if not r.point.scheduled]
 
 
 def _points(a: AtConcurrency) -> list[Point]:
@@ -191,10 +199,13 @@ def markdown(analysis: Analysis, images: dict[str, str] | None = None) -> str:
              "predicted: E(k) / (1 + c k) (or 1 + c0 + c k) with the fitted draft cost c.", "",
              method_line(analysis), ""]
     for a in analysis.at:
-        lines += [f"### concurrency {a.concurrency}", "", "| " + " | ".join(COLUMNS) + " |",
+        lines += [f"### {a.title}", "", "| " + " | ".join(COLUMNS) + " |",
                   "|---|" + "---:|" * (len(COLUMNS) - 1)]
         lines += ["| " + " | ".join(cells) + " |" for cells in rows(a)]
         lines += [""] + [f"- {line}" for line in findings(a)] + [""]
+    stats = category_stats(analysis)
+    if stats:
+        lines += ["## acceptance by category", "", *categories.markdown(stats), ""]
     schedules = derive_all(analysis)
     if schedules:
         lines += ["### lookahead schedule", "", f"The best lookahead per measured concurrency, as batch-size bands; "
@@ -218,7 +229,7 @@ def render(console: Console, analysis: Analysis) -> None:
     """Tables per concurrency with throughput bars, then the verdict."""
     for a in analysis.at:
         drafts = ", ".join(a.fits)
-        title = f"concurrency {a.concurrency}" + (f", draft {drafts}" if len(a.fits) == 1 else "")
+        title = a.title + (f", draft {drafts}" if len(a.fits) == 1 else "")
         table = Table(title=escape(f"{title} (TPOT, TTFT: mean ms; model: predicted speedup)"),
                       title_justify="left", padding=(0, 1))
         for i, col in enumerate(SHORT_COLUMNS):
@@ -237,6 +248,9 @@ def render(console: Console, analysis: Analysis) -> None:
         for line in findings(a):
             console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
         console.print()
+    stats = category_stats(analysis)
+    if stats:
+        categories.render(console, stats)
     console.print(Text(analysis.verdict(), style="bold"), highlight=False, soft_wrap=True)
     console.print(method_line(analysis), markup=False, highlight=False, soft_wrap=True)
     for schedule in derive_all(analysis):
@@ -261,6 +275,7 @@ def to_record(analysis: Analysis) -> dict[str, Any]:
         "concurrency": [
             {
                 "concurrency": a.concurrency,
+                "category": a.category,
                 "best": a.best.id if a.best else None,
                 "best_lookahead": (a.best.lookahead if a.best and a.best.speculative else None),
                 "best_by_acceptance": a.best_by_acceptance.id if a.best_by_acceptance else None,

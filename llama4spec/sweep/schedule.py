@@ -65,7 +65,7 @@ def recommended_k(a: AtConcurrency, draft: str) -> tuple[int, str] | None:
 
 def derive(analysis: Analysis, draft: str) -> Schedule | None:
     """The schedule for ``draft`` from the sweep's points; None without a measured point for it."""
-    picks = [(a.concurrency, recommended_k(a, draft)) for a in analysis.at]
+    picks = [(a.concurrency, recommended_k(a, draft)) for a in analysis.at if a.category is None]
     picks = [(c, pick) for c, pick in picks if pick is not None]
     if not picks or not any(r.point.draft == draft for a in analysis.at for r in a.rows):
         return None

@@ -1,0 +1,53 @@
+"""A sweep point from what a benchmark step leaves behind: its composed config (as plain data, the
+step's ``config.yaml``) and its record. The run's own report and ``llama4spec report`` both build
+points this way, so a report rebuilt from the records equals the one the run wrote.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from llama4spec.results.bench import BenchRecord
+from llama4spec.sweep.model import SCHEDULED, Point
+
+FIGURES = ("output_throughput", "mean_tpot_ms", "mean_ttft_ms")
+
+
+def _get(data: Mapping[str, Any], dotted: str) -> Any:
+    for part in dotted.split("."):
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(part)
+    return data
+
+
+def point(step_id: str, config: Mapping[str, Any], record: BenchRecord) -> Point:
+    """One sweep point from its bench step's config (plain data) and record. A point measured under
+    a lookahead schedule (``draft.lookahead_schedule`` set) carries the draft's name + SCHEDULED."""
+    method, name = _get(config, "draft.method"), _get(config, "draft.name") or "draft"
+    k = _get(config, "lookahead") if method else None
+    k = k if isinstance(k, int) and not isinstance(k, bool) else None
+    acc = record.acceptance if k else None
+    concurrency = record.figure("max_concurrency") or _get(config, "bench.max_concurrency")
+    category = _get(config, "bench.category")
+    samples: dict[str, tuple[float, ...]] = {key: tuple(record.samples(key)) for key in FIGURES}
+    if k:
+        samples["acceptance_length"] = tuple(record.acceptance_samples())
+    draft = "none"
+    if method:
+        draft = f"{name}{SCHEDULED}" if _get(config, "draft.lookahead_schedule") else str(name)
+    return Point(
+        id=step_id,
+        draft=draft,
+        lookahead=k,
+        concurrency=int(concurrency) if concurrency else 0,
+        output_throughput=record.figure("output_throughput"),
+        mean_tpot_ms=record.figure("mean_tpot_ms"),
+        mean_ttft_ms=record.figure("mean_ttft_ms"),
+        acceptance_length=acc.mean_acceptance_length if acc else None,
+        rates=tuple(acc.rate_per_position(k)) if acc else (),
+        num_drafts=acc.num_drafts if acc else 0,
+        accepted_per_pos=tuple(acc.accepted_per_pos) if acc else (),
+        samples={key: values for key, values in samples.items() if values},
+        category=str(category) if category is not None else None,
+    )

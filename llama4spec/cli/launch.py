@@ -151,7 +151,8 @@ def run_group(args: argparse.Namespace, plan, name: str) -> int:
 # -- every group, elsewhere ---------------------------------------------------------------------
 def command(args: argparse.Namespace, runbook: Path, run_dir: Path, name: str) -> list[str]:
     """What a job or a slot runs for group ``name`` (no secrets: the job's environment carries them)."""
-    argv = [sys.executable, "-m", "llama4spec", "run", str(runbook.resolve()), *args.overrides,
+    safe_path = ["-P"] if sys.version_info >= (3, 11) else []  # never a llama4spec/ of the working directory
+    argv = [sys.executable, *safe_path, "-m", "llama4spec", "run", str(runbook.resolve()), *args.overrides,
             "--only-group", name, "--into", str(run_dir.resolve())]
     for k, v in measure(args).items():
         argv += [f"--{k}", str(v)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -60,6 +61,32 @@ def log_tail(path: Path, lines: int = 30) -> list[str]:
             return [line.rstrip("\n") for line in deque(f, maxlen=lines)]
     except OSError:
         return []
+
+
+_LOG_PREFIX = re.compile(r"^(?:\(\w+ pid=\d+\) )?(?:(?P<level>[A-Z]+) \d\d-\d\d [\d:]+ \[[^\]]*\] )?")
+_EXCEPTION = re.compile(r"^(?:[A-Za-z_]\w*\.)*(?P<name>[A-Za-z_]\w*(?:Error|Exception|Exit)): (?P<message>\S.*)$")
+_ARGPARSE = re.compile(r"^\S+: error: (?P<message>\S.*)$")
+_WRAPPERS = ("root cause", "stack trace")  # vLLM's re-raises that point back at the first error
+
+
+def root_cause(path: Path, max_chars: int = 300) -> str | None:
+    """The first error a server's log reports (``SafetensorError: Error while deserializing header: ...``,
+    an argparse ``error: ...``), skipping vLLM's wrappers that point back at it; None without one."""
+    try:
+        with open(path, errors="replace") as f:
+            for raw in f:
+                head = _LOG_PREFIX.match(raw)
+                if head and head.group("level") not in (None, "ERROR", "CRITICAL"):
+                    continue
+                text = raw[head.end() if head else 0:].strip()
+                found = _EXCEPTION.match(text) or _ARGPARSE.match(text)
+                if found and not any(w in found.group("message").lower() for w in _WRAPPERS):
+                    name = found.groupdict().get("name")
+                    cause = f"{name}: {found.group('message')}" if name else found.group("message")
+                    return cause if len(cause) <= max_chars else cause[:max_chars - 3] + "..."
+    except OSError:
+        return None
+    return None
 
 
 def group_alive(pgid: int) -> bool:
@@ -162,7 +189,9 @@ def wait_healthy(
         gone = exited()
         if gone:
             who, code, log = gone
-            raise ServerError(f"{who} exited with code {code} during start-up; full log: {log}", log_tail(log))
+            cause = root_cause(log)
+            raise ServerError(f"{who} exited with code {code} during start-up{f' ({cause})' if cause else ''}; "
+                              f"full log: {log}", log_tail(log))
         if is_healthy(url, timeout_s=2):
             return
         if time.monotonic() > deadline:

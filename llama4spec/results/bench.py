@@ -39,6 +39,7 @@ class BenchRecord:
     result: dict[str, Any] | None = None  # vLLM's result JSON (None: the run wrote none)
     runs: list["BenchRecord"] = field(default_factory=list)  # repeats: each counted run (empty: one run)
     warmup: int = 0  # warm-up requests sent in an unrecorded run before the counted ones
+    models: dict[str, str] = field(default_factory=dict)  # config key -> fingerprint of a local model directory
 
     @classmethod
     def of_runs(cls, label: str, runs: list["BenchRecord"], *, url: str | None = None, argv: list[str] | None = None,
@@ -126,6 +127,8 @@ class BenchRecord:
         }
         if self.result is not None:
             data["result"] = self.result
+        if self.models:
+            data["models"] = dict(self.models)
         if self.runs:
             data.update(repeats=len(self.runs), warmup=self.warmup, runs=[r.to_dict() for r in self.runs])
         elif self.warmup:
@@ -141,6 +144,7 @@ class BenchRecord:
             k = data.get("lookahead")
             runs = data.get("runs") if isinstance(data.get("runs"), list) else []
             warmup = data.get("warmup")
+            models = data.get("models")
             return cls(
                 label=str(data.get("label") or fallback_label),
                 url=data.get("url") if isinstance(data.get("url"), str) else None,
@@ -152,6 +156,7 @@ class BenchRecord:
                 result=dict(result) if isinstance(result, Mapping) else None,
                 runs=[cls.from_dict(r, fallback_label) for r in runs if isinstance(r, Mapping)],
                 warmup=warmup if isinstance(warmup, int) and not isinstance(warmup, bool) and warmup > 0 else 0,
+                models={str(k): str(v) for k, v in models.items()} if isinstance(models, Mapping) else {},
             )
         return cls(label=str(data.get("label") or fallback_label), returncode=0, result=dict(data))
 

@@ -187,6 +187,60 @@ def model_revisions(cfg: Any, environ: Mapping[str, str] | None = None) -> dict[
         return {}
 
 
+WHOLE_FILE_LIMIT = 64 << 20  # files up to this size are hashed whole; larger ones by size, head and tail
+EDGE = 1 << 20
+
+
+def _file_digest(path: Path) -> str:
+    import hashlib
+
+    size = path.stat().st_size
+    digest = hashlib.sha256(str(size).encode())
+    with open(path, "rb") as f:
+        if size <= WHOLE_FILE_LIMIT:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+        else:  # a weights shard of gigabytes: its size, first and last MiB (safetensors: the header)
+            digest.update(f.read(EDGE))
+            f.seek(size - EDGE)
+            digest.update(f.read(EDGE))
+    return digest.hexdigest()
+
+
+_FINGERPRINTS: dict[tuple[str, float], str | None] = {}
+
+
+def model_fingerprint(model: str | None) -> str | None:
+    """A hash of a local model directory's files (names, sizes, contents; shards above 64 MiB by
+    their size, head and tail), so two directories holding the same model compare equal wherever
+    they lie. None for a hub id or an unreadable path (their id and revision identify them)."""
+    if not model:
+        return None
+    root = Path(model).expanduser()
+    try:
+        if not root.is_dir():
+            return None
+        key = (str(root.resolve()), root.stat().st_mtime)
+        if key in _FINGERPRINTS:
+            return _FINGERPRINTS[key]
+        import hashlib
+
+        digest = hashlib.sha256()
+        for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith(".")):
+            digest.update(f"{path.relative_to(root).as_posix()}\0{_file_digest(path)}\0".encode())
+        _FINGERPRINTS[key] = value = "sha256:" + digest.hexdigest()
+    except OSError:
+        return None
+    return value
+
+
+def model_fingerprints(cfg: Any) -> dict[str, str]:
+    """Config key -> fingerprint of each local model directory a config names."""
+    found = {"target.model": cfg.target.model, "target.tokenizer": cfg.target.tokenizer,
+             "draft.model": cfg.draft.model if cfg.draft.method else None}
+    return {key: fp for key, value in found.items() if (fp := model_fingerprint(value)) is not None}
+
+
 def write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

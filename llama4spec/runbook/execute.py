@@ -31,7 +31,7 @@ from llama4spec.runbook import steps as step_kinds
 from llama4spec.runbook.failures import blocked_by
 from llama4spec.runbook.plan import Plan, PlannedStep
 from llama4spec.runbook.progress import Progress
-from llama4spec.runbook.rundir import STATUS
+from llama4spec.runbook.rundir import STATUS, not_run, summary_markdown
 from llama4spec.runbook.steps import StepFailed
 from llama4spec.serving.process import log_tail, port_in_use, sigterm_unwinds
 
@@ -57,6 +57,7 @@ class Run:
         self.summary: dict[str, Any] = {
             "runbook": plan.runbook.name,
             "runbook_path": str(plan.runbook.path),
+            "description": plan.runbook.description,
             "run_dir": str(self.dir),
             "overrides": plan.overrides,
             "status": "running",
@@ -131,41 +132,11 @@ class Run:
         (self.dir / "summary.md").write_text(self.redact(self.markdown()))
 
     def markdown(self) -> str:
-        s = self.summary
-        lines = [f"# {s['runbook']}", "", self.plan.runbook.description, "",
-                 f"status: **{s['status']}**, started {s['started']}", "",
-                 "| step | kind | status | seconds |", "|---|---|---|---:|"]
-        for st in s["steps"]:
-            secs = st.get("seconds")
-            status = st["status"] + (" (earlier run)" if st.get("resumed") else "")
-            lines.append(f"| {st['id']} | {st['kind']} | {status} | {'' if secs is None else f'{secs:.1f}'} |")
-        lines += self.failures_markdown()
-        for step_id, table in self.comparisons.items():
-            lines += ["", f"## {step_id}", "", table]
-        return "\n".join(lines) + "\n"
-
-    def failures_markdown(self) -> list[str]:
-        """Each failed step with its reason and log tail; skipped steps grouped by their reason."""
-        failed = [e for e in self.summary["steps"] if e["status"] == "failed"]
-        skipped: dict[str, list[str]] = {}
-        for e in self.summary["steps"]:
-            if e["status"] == "skipped" and e.get("reason"):
-                skipped.setdefault(e["reason"], []).append(e["id"])
-        if not failed and not skipped:
-            return []
-        lines = ["", "## Failures", ""]
-        for e in failed:
-            lines.append(f"- {e['id']} ({e['kind']}) failed: {e.get('error') or 'no reason recorded'}")
-            if e.get("log_tail"):
-                lines += ["", "  ```", *(f"  {line}" for line in e["log_tail"]), "  ```", ""]
-        for reason, ids in skipped.items():
-            lines.append(f"- skipped ({reason}): {', '.join(ids)}")
-        return lines
+        return summary_markdown(self.summary, self.plan.runbook.description)
 
     def not_run(self) -> dict[str, str]:
         """Step id -> why it has no result ("failed: ...", "skipped: ..."), for reports."""
-        return {e["id"]: f"{e['status']}: {e.get('error') or e.get('reason') or 'no reason recorded'}"
-                for e in self.summary["steps"] if e["status"] in ("failed", "skipped")}
+        return not_run(self.summary["steps"])
 
     def entry(self, step_id: str) -> dict[str, Any]:
         return self.entries[step_id]
@@ -179,6 +150,8 @@ class Run:
         if p.id in self.finished:  # resuming: measured earlier by the same command
             record = self.finished[p.id]
             entry.update(status="done", resumed=True, result=record.figures() if record else {})
+            if "config_file" in p.artifacts and not p.artifacts["config_file"].exists():
+                self.write_config(p)  # what a report rebuilt from the records reads
             self.progress.note("      already measured in this run directory; skipped")
             return True
         entry["status"] = "running"

@@ -122,3 +122,48 @@ def not_run(steps: list[dict[str, Any]]) -> dict[str, str]:
     """Step id -> why it has no result ("failed: ...", "skipped: ..."), from a status's steps."""
     return {e["id"]: f"{e['status']}: {e.get('error') or e.get('reason') or 'no reason recorded'}"
             for e in steps if isinstance(e, dict) and e.get("status") in ("failed", "skipped")}
+
+
+def vllm_runs(config: dict[str, Any], record: BenchRecord, label: str | None = None) -> list[dict[str, Any]]:
+    """A point's ``summary.json`` in vLLM's sweep format (what ``vllm bench sweep plot`` reads): a
+    list of runs, each vLLM's result with the point's settings and the run's acceptance length."""
+    draft, bench = config.get("draft") or {}, config.get("bench") or {}
+    settings = {"label": label or record.label, "draft": draft.get("name") if draft.get("method") else "none",
+                "lookahead": record.lookahead or 0, "max_concurrency": bench.get("max_concurrency"),
+                "category": bench.get("category")}
+    out = []
+    for i, run in enumerate(record.runs or [record]):
+        acc = run.acceptance.mean_acceptance_length if run.acceptance else None
+        out.append({**(run.result or {}), **settings, "run_number": i, "acceptance_length": acc})
+    return out
+
+
+def summary_markdown(summary: dict[str, Any], description: str = "") -> str:
+    """summary.md from a run's status: the steps, each failure with its reason and log tail, the
+    skipped steps by reason, then every comparison and sweep report."""
+    lines = [f"# {summary.get('runbook')}", "", description, "",
+             f"status: **{summary.get('status')}**, started {summary.get('started')}", ""]
+    if summary.get("merged_from"):
+        lines += ["merged from: " + ", ".join(str(d) for d in summary["merged_from"]), ""]
+    lines += ["| step | kind | status | seconds |", "|---|---|---|---:|"]
+    steps = [e for e in summary.get("steps") or [] if isinstance(e, dict)]
+    for st in steps:
+        secs = st.get("seconds")
+        status = f"{st.get('status')}" + (" (earlier run)" if st.get("resumed") else "")
+        lines.append(f"| {st.get('id')} | {st.get('kind')} | {status} | {'' if secs is None else f'{secs:.1f}'} |")
+    failed = [e for e in steps if e.get("status") == "failed"]
+    skipped: dict[str, list[str]] = {}
+    for e in steps:
+        if e.get("status") == "skipped" and e.get("reason"):
+            skipped.setdefault(e["reason"], []).append(e["id"])
+    if failed or skipped:
+        lines += ["", "## Failures", ""]
+        for e in failed:
+            lines.append(f"- {e['id']} ({e.get('kind')}) failed: {e.get('error') or 'no reason recorded'}")
+            if e.get("log_tail"):
+                lines += ["", "  ```", *(f"  {line}" for line in e["log_tail"]), "  ```", ""]
+        for reason, ids in skipped.items():
+            lines.append(f"- skipped ({reason}): {', '.join(ids)}")
+    for step_id, table in (summary.get("comparisons") or {}).items():
+        lines += ["", f"## {step_id}", "", table]
+    return "\n".join(lines) + "\n"

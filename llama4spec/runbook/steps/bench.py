@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from llama4spec.engine.bench import bench_flags, display_argv, exec_argv, num_prompts
+from llama4spec.engine.bench import bench_flags, display_argv, exec_argv
 from llama4spec.engine.launch import base_url
-from llama4spec.runbook.rundir import bench_files
+from llama4spec.runbook.rundir import bench_files, vllm_runs
 from llama4spec.runbook.steps import StepFailed
 
 
@@ -43,19 +43,6 @@ def plan(ctx, p) -> None:
     p.artifacts = {**files, "config_file": p.dir / "config.yaml"}
 
 
-def _points(p, record) -> list[dict[str, Any]]:
-    """vLLM's sweep format for this point (what ``vllm bench sweep plot`` reads): a list of runs,
-    each its result with the settings (and the run's own acceptance length)."""
-    cfg = p.composed.cfg
-    settings = {"label": record.label, "draft": cfg.draft.name, "lookahead": record.lookahead or 0,
-                "max_concurrency": cfg.bench.max_concurrency, "num_prompts": num_prompts(cfg)}
-    out = []
-    for i, run in enumerate(record.runs or [record]):
-        acc = run.acceptance.mean_acceptance_length if run.acceptance else None
-        out.append({**(run.result or {}), **settings, "run_number": i, "acceptance_length": acc})
-    return out
-
-
 def execute(run, p) -> dict[str, Any]:
     from llama4spec.results.provenance import write_json
     from llama4spec.serving.bench import BenchFiles, failure, run_bench
@@ -74,7 +61,13 @@ def execute(run, p) -> dict[str, Any]:
                            on_progress=live.count, on_line=live.line if run.progress.verbose else None)
     if not record.counted:
         raise StepFailed(failure(record, files.log), log_tail(files.log, 15))
-    write_json(p.artifacts["points"], _points(p, record))
+    from llama4spec.results.provenance import model_fingerprints
+
+    record.models = model_fingerprints(p.composed.cfg)  # which model files, wherever they lie (report merges)
+    record.write(files.record)
+    from llama4spec.runbook.steps.sweep import config_data
+
+    write_json(p.artifacts["points"], vllm_runs(config_data(p), record))
     run.results[p.id] = record
     if not run.plan.record:  # the bench command: its table and files
         from llama4spec.results.compare import render_single

@@ -1,0 +1,288 @@
+"""``llama4spec report``: a run's sweep reports, comparisons and summary rebuilt from its records
+alone (no engine), and points measured in several run directories merged into one.
+
+A run directory holds ``plan.json`` (its steps), ``status.json`` and one directory per step; the
+points of server groups run elsewhere (``run --only-group``, Slurm jobs) lie in run directories
+of their own under ``<run>/groups/``. Every bench step's directory holds its ``record.json`` and
+the ``config.yaml`` it was measured with, which is all a report needs.
+
+Merging: a point (a bench step id) measured in more than one place is one point with the runs of
+all of them, but only if they measured the same thing: the same composed config and client
+settings, apart from where they ran (host, port, URL, devices, node, cluster) and the local path
+of a model whose files are identical (the records carry each local model's fingerprint).
+Otherwise the merge is refused, naming the keys that differ.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from llama4spec.errors import UserError
+from llama4spec.results import bench as bench_record
+from llama4spec.results.bench import BenchRecord
+from llama4spec.runbook.rundir import (LEGACY_STATUS, STATUS, Measured, bench_files, flatten, not_run, read_config,
+                                       summary_markdown, vllm_runs)
+
+GROUPS = "groups"  # <run>/groups/<group>/: the run directory of one server group run on its own
+# Keys that say where a point ran, not what it measured.
+LOCATION_PREFIXES = ("serve.host", "serve.port", "cluster.", "hydra.")
+LOCATION_ENV = ("CUDA_VISIBLE_DEVICES", "VLLM_CPU_OMP_THREADS_BIND", "VLLM_HOST_IP", "MASTER_ADDR", "MASTER_PORT",
+                "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
+MODEL_KEYS = ("target.model", "target.tokenizer", "draft.model")
+ARGV_LOCATION = ("--base-url", "--host", "--port", "--result-dir", "--result-filename")
+
+
+@dataclass
+class Source:
+    """One run directory given to ``report``, with the group run directories under it."""
+
+    dir: Path
+    status: dict[str, Any]
+    plan: list[dict[str, Any]]
+    runs: list[Path] = field(default_factory=list)  # where step directories lie: the run, then its groups
+
+    def step(self, step_id: str) -> dict[str, Any] | None:
+        return next((s for s in self.plan if s.get("id") == step_id), None)
+
+    def kinds(self) -> dict[str, str]:
+        return {str(s.get("id")): str(s.get("kind")) for s in self.plan}
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def load(run_dir: Path) -> Source:
+    """A run directory's records; UserError naming the fix when it is none."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir}: no such run directory; give one under runs/<runbook>/")
+    status = _json(run_dir / STATUS) or _json(run_dir / LEGACY_STATUS)
+    plan = _json(run_dir / "plan.json")
+    if not isinstance(status, dict) or not isinstance(plan, list):
+        raise UserError(f"{run_dir}: no {STATUS} and plan.json there, so it is not a run directory of llama4spec; "
+                        f"give one under runs/<runbook>/")
+    groups = sorted(d for d in (run_dir / GROUPS).glob("*") if (d / STATUS).is_file()) if (run_dir / GROUPS).is_dir() else []
+    return Source(run_dir, status, [s for s in plan if isinstance(s, dict)], [run_dir, *groups])
+
+
+def measured_here(source: Source, step_id: str) -> list[Measured]:
+    """Every counted record of bench step ``step_id`` in a run directory and its group runs."""
+    found = []
+    for where in source.runs:
+        directory = where / step_id
+        record = bench_record.read(bench_files(directory)["record"])
+        if record is not None and record.counted:
+            found.append(Measured(step_id, read_config(directory / "config.yaml") or {}, record, directory))
+    return found
+
+
+def identity(m: Measured) -> dict[str, Any]:
+    """What a point measured: its config (dotted keys) and benchmark command, without where it ran."""
+    out: dict[str, Any] = {}
+    for key, value in flatten(m.config).items():
+        if key.startswith(LOCATION_PREFIXES) or (key.startswith("env.") and key[4:] in LOCATION_ENV):
+            continue
+        if key in MODEL_KEYS and m.record.models.get(key):
+            value = m.record.models[key]  # the files, not where they lie
+        out[f"config {key}"] = value
+    argv = list(m.record.argv)
+    for flag in ARGV_LOCATION:
+        while flag in argv[:-1]:
+            i = argv.index(flag)
+            del argv[i:i + 2]
+    model = m.config.get("target", {}).get("model") if isinstance(m.config.get("target"), dict) else None
+    tokenizer = m.config.get("target", {}).get("tokenizer") if isinstance(m.config.get("target"), dict) else None
+    for flag, key, path in (("--model", "target.model", model), ("--tokenizer", "target.tokenizer", tokenizer)):
+        if flag in argv[:-1] and m.record.models.get(key) and argv[argv.index(flag) + 1] == path:
+            argv[argv.index(flag) + 1] = m.record.models[key]
+    out["benchmark command"] = " ".join(argv[3:])  # after `vllm bench serve`
+    out["warm-up requests"] = m.record.warmup
+    return out
+
+
+def differing(a: Measured, b: Measured) -> list[str]:
+    ia, ib = identity(a), identity(b)
+    return [k for k in dict.fromkeys([*ia, *ib]) if ia.get(k) != ib.get(k)]
+
+
+def merge(found: list[Measured]) -> Measured:
+    """One point from its records in several places (their runs together); UserError when they
+    measured different things."""
+    first = found[0]
+    for other in found[1:]:
+        keys = differing(first, other)
+        if keys:
+            raise UserError(f"point '{first.id}' was measured differently in {first.where} and {other.where} "
+                            f"({', '.join(keys[:8])}{', ...' if len(keys) > 8 else ''} differ); merge only runs of "
+                            f"the same settings, or give them separately")
+    if len(found) == 1:
+        return first
+    runs = [run for m in found for run in (m.record.runs or [m.record])]
+    record = BenchRecord.of_runs(first.record.label, runs, url=None, argv=first.record.argv,
+                                 lookahead=first.record.lookahead, warmup=first.record.warmup)
+    record.models = dict(first.record.models)
+    return Measured(first.id, first.config, record, first.where)
+
+
+def collect(sources: list[Source], ids: list[str]) -> dict[str, Measured]:
+    out: dict[str, Measured] = {}
+    for pid in ids:
+        found = [m for s in sources for m in measured_here(s, pid)]
+        if found:
+            out[pid] = merge(found)
+    return out
+
+
+def _sweeps(sources: list[Source]) -> dict[str, list[str]]:
+    """Sweep step id -> its points (bench step ids), over every source in order."""
+    sweeps: dict[str, list[str]] = {}
+    for s in sources:
+        kinds = s.kinds()
+        for step in s.plan:
+            if step.get("kind") == "sweep":
+                ids = [n for n in step.get("needs") or [] if kinds.get(n) == "bench"]
+                sweeps[str(step["id"])] = list(dict.fromkeys([*sweeps.get(str(step["id"]), []), *ids]))
+    return sweeps
+
+
+def _compares(sources: list[Source]) -> dict[str, dict[str, str]]:
+    """Compare step id -> {role: bench step id or file}, over every source in order."""
+    out: dict[str, dict[str, str]] = {}
+    for s in sources:
+        kinds = s.kinds()
+        for step in s.plan:
+            if step.get("kind") == "compare" and isinstance(step.get("inputs"), dict):
+                refs = {}
+                for role, path in step["inputs"].items():
+                    name = Path(str(path)).parent.name
+                    refs[role] = name if kinds.get(name) == "bench" else str(path)
+                out.setdefault(str(step["id"]), refs)
+    return out
+
+
+def _hosts(sources: list[Source]) -> list[str]:
+    """One line per distinct machine the runs (and groups) ran on, when there is more than one."""
+    seen: dict[str, list[str]] = {}
+    for s in sources:
+        for where in s.runs:
+            info = (_json(where / "host.json") or {}).get("host") or {}
+            kind = ", ".join(str(info[k]) for k in ("machine", "cpu", "gpus") if info.get(k)) or "unknown machine"
+            seen.setdefault(kind, []).append(str(where))
+    if len(seen) <= 1:
+        return []
+    return [f"points ran on different machine types: {kind} ({', '.join(dirs)})" for kind, dirs in seen.items()]
+
+
+def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
+    """Rebuild (or, from several run directories, merge) the sweep reports, comparisons and summary
+    from the records alone; write them into ``out`` (default: the one run directory given).
+    Returns 0, or 1 when a point of a sweep has no counted record anywhere."""
+    from llama4spec.results import compare
+    from llama4spec.runbook.steps import sweep as sweep_step
+
+    sources = [load(d) for d in run_dirs]
+    if out is None:
+        if len(sources) > 1:
+            raise UserError("several run directories are merged into a new one: give --out DIR")
+        out = sources[0].dir
+    out = Path(out)
+    in_place = any(out.resolve() == s.dir.resolve() for s in sources)
+    if in_place and len(sources) > 1:
+        raise UserError(f"--out {out} is one of the run directories being merged; give a new directory")
+    first = sources[0]
+    sweeps, compares = _sweeps(sources), _compares(sources)
+    ids = list(dict.fromkeys(pid for points in sweeps.values() for pid in points))
+    ids += [ref for refs in compares.values() for ref in refs.values() if ref not in ids and "/" not in ref]
+    measured = collect(sources, ids)
+    reasons: dict[str, str] = {}
+    for s in sources:
+        reasons.update(not_run(s.status.get("steps") or []))
+    for pid in measured:
+        reasons.pop(pid, None)
+    comparisons: dict[str, str] = {}
+    records: dict[str, Any] = {}
+    missing = 0
+    for sid, points in sweeps.items():
+        files = sweep_step.artifacts(out / sid)
+        text, record = sweep_step.report_points(points, measured, files, console, reasons)
+        comparisons[sid] = sweep_step.linked(text, sid)
+        records[sid] = record
+        missing += len(record["missing"])
+    for cid, refs in compares.items():
+        pair = [measured[ref].record if ref in measured else (bench_record.read(Path(ref)) if "/" in ref else None)
+                for ref in (refs.get("baseline", ""), refs.get("candidate", ""))]
+        if pair[0] is None or pair[1] is None:
+            absent = [role for role, rec in zip(("baseline", "candidate"), pair) if rec is None]
+            comparisons[cid] = f"not compared: no counted record of the {' and the '.join(absent)}\n"
+            continue
+        compare.render(console, *pair)
+        table = compare.markdown(*pair)
+        (out / cid).mkdir(parents=True, exist_ok=True)
+        (out / cid / "table.md").write_text(table)
+        comparisons[cid] = table
+    notes = _hosts(sources)
+    if in_place:
+        status = dict(first.status)
+    else:
+        status = _merged_status(sources, out, measured)
+        _write_points(out, measured)
+        (out / "plan.json").write_text(json.dumps(first.plan, indent=2) + "\n")
+        if (first.dir / "runbook.yaml").is_file():
+            shutil.copyfile(first.dir / "runbook.yaml", out / "runbook.yaml")
+    status["comparisons"] = {**(status.get("comparisons") or {}), **comparisons}
+    status["rebuilt"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    if notes:
+        status["notes"] = notes
+    out.mkdir(parents=True, exist_ok=True)
+    (out / STATUS).write_text(json.dumps(status, indent=2, default=str) + "\n")
+    text = summary_markdown(status, str(status.get("description") or ""))
+    if notes:
+        text += "\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+    (out / "summary.md").write_text(text)
+    for note in notes:
+        console.print(note, markup=False, highlight=False, soft_wrap=True)
+    return 1 if missing else 0
+
+
+def _merged_status(sources: list[Source], out: Path, measured: dict[str, Measured]) -> dict[str, Any]:
+    first = sources[0].status
+    steps = []
+    for step in sources[0].plan:
+        sid = str(step.get("id"))
+        entry: dict[str, Any] = {"id": sid, "kind": step.get("kind")}
+        if step.get("kind") == "bench":
+            m = measured.get(sid)
+            entry["status"] = "done" if m else "missing"
+            if m:
+                entry["result"] = m.record.figures()
+                entry["repeats"] = m.record.repeats
+        else:
+            entry["status"] = "merged"
+        steps.append(entry)
+    return {"runbook": first.get("runbook"), "description": first.get("description"), "run_dir": str(out),
+            "status": "merged", "started": first.get("started"),
+            "merged_from": [str(s.dir) for s in sources], "steps": steps, "comparisons": {}}
+
+
+def _write_points(out: Path, measured: dict[str, Measured]) -> None:
+    """Each merged point as a bench step directory: record.json, config.yaml, and summary.json in
+    vLLM's sweep format (so the merged directory is itself a run directory for ``report`` and for
+    ``vllm bench sweep plot``)."""
+    import yaml
+
+    for pid, m in measured.items():
+        files = bench_files(out / pid)
+        m.record.write(files["record"])
+        files["points"].write_text(json.dumps(vllm_runs(m.config, m.record), indent=2) + "\n")
+        (out / pid / "config.yaml").write_text(yaml.safe_dump(m.config, sort_keys=False))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from llama4spec.sweep import report
+from llama4spec.sweep import plots, report
 from llama4spec.sweep.model import Point, analyse
 from llama4spec.sweep.plots import png_series
 from llama4spec.runbook.steps.sweep import artifacts, write
@@ -77,3 +77,18 @@ def test_terminal_report_has_a_bar_per_setting_marking_the_best() -> None:
     for at in a.at:  # the full bar belongs to the fastest setting at each concurrency
         full = next(line for line in bars[3 * a.at.index(at):3 * a.at.index(at) + 3] if "█" * 28 in line)
         assert full.split()[0] == report.short_name(at.best, at) and "<- recommended" in full
+
+
+def test_intervals_become_error_bars(tmp_path) -> None:
+    from llama4spec.sweep.plots import _errors
+
+    assert _errors([(10.0, 8.0, 13.0), (5.0, None, None)]) == [[2.0, 0.0], [3.0, 0.0]]
+    assert _errors([(10.0, None, None)]) is None
+    points = [Point(id=f"p{k}", draft="eagle" if k else "none", lookahead=k or None, concurrency=1,
+                    output_throughput=100.0 + 10 * k, samples={"output_throughput": (95.0 + 10 * k, 100.0 + 10 * k,
+                                                                                       104.0 + 10 * k)})
+              for k in (0, 1, 3)]
+    analysis = analyse(points)
+    assert all(r.speedup_interval is not None and r.speedup_interval.bounded for r in analysis.at[0].rows)
+    assert plots.throughput_vs_concurrency(points, tmp_path / "t.png") == ["no speculation", "eagle k=1", "eagle k=3"]
+    assert plots.speedup_measured_vs_predicted(analysis, tmp_path / "s.png")[0] == "measured c=1"

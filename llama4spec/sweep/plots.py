@@ -57,40 +57,56 @@ def acceptance_by_position(points: list[Point], path: Path) -> list[str]:
     return _save(fig, ax, path, "Acceptance by position")
 
 
+def _errors(values: list[tuple[float, float | None, float | None]]) -> list[list[float]] | None:
+    """matplotlib's yerr (below, above) from (median, low, high); None when no value has an interval."""
+    if all(low is None for _, low, _ in values):
+        return None
+    return [[max(0.0, y - low) if low is not None else 0.0 for y, low, _ in values],
+            [max(0.0, high - y) if high is not None else 0.0 for y, _, high in values]]
+
+
 def throughput_vs_concurrency(points: list[Point], path: Path) -> list[str]:
-    """Output throughput against concurrency, one line per lookahead (and no speculation)."""
+    """Output throughput (medians) against concurrency, one line per lookahead (and no speculation),
+    with the 95% intervals as error bars."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    lines: dict[str, list[tuple[int, float]]] = {}
+    lines: dict[str, list[tuple[int, float, float | None, float | None]]] = {}
     for p in sorted(points, key=lambda p: (p.speculative, p.draft, p.lookahead or 0, p.concurrency)):
-        if p.output_throughput is not None:
-            lines.setdefault(p.name, []).append((p.concurrency, p.output_throughput))
+        if p.output_throughput is not None and not p.category:
+            iv = p.interval("output_throughput")
+            lines.setdefault(p.name, []).append((p.concurrency, p.output_throughput, iv.low, iv.high))
     for name, xy in lines.items():
-        ax.plot([x for x, _ in xy], [y for _, y in xy], marker="o", label=name,
-                linestyle="--" if name == "no speculation" else "-")
+        ax.errorbar([x for x, *_ in xy], [y for _, y, *_ in xy], yerr=_errors([v[1:] for v in xy]), marker="o",
+                    label=name, capsize=3, linestyle="--" if name == "no speculation" else "-")
     ax.set_xscale("log", base=2)
-    ticks = sorted({x for xy in lines.values() for x, _ in xy})
+    ticks = sorted({x for xy in lines.values() for x, *_ in xy})
     ax.set_xticks(ticks, [str(t) for t in ticks])
     ax.set_xlabel("max concurrency")
-    ax.set_ylabel("output tokens/s")
+    ax.set_ylabel("output tokens/s (median, 95% interval)")
     return _save(fig, ax, path, "Throughput vs concurrency")
 
 
 def speedup_measured_vs_predicted(analysis: Analysis, path: Path) -> list[str]:
-    """Measured speedup (markers) against the fitted model (lines) by lookahead, per concurrency."""
+    """Measured speedup (markers with 95% intervals) against the fitted model (lines) by lookahead,
+    per concurrency."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     n = 0
     for a in analysis.at:
+        if a.category:
+            continue
         for draft, fit in a.fits.items():
-            measured = [(r.point.lookahead, r.speedup) for r in a.rows if r.point.draft == draft and r.speedup]
+            measured = [(r.point.lookahead, r.speedup, r.speedup_interval) for r in a.rows
+                        if r.point.draft == draft and r.speedup]
             if not measured:
                 continue
             colour = colours[n % len(colours)]
             n += 1
             tag = f"c={a.concurrency}" + (f" {draft}" if len(a.fits) > 1 else "")
-            ax.scatter([k for k, _ in measured], [s for _, s in measured], color=colour, label=f"measured {tag}")
+            yerr = _errors([(s, iv.low if iv else None, iv.high if iv else None) for _, s, iv in measured])
+            ax.errorbar([k for k, *_ in measured], [s for _, s, _ in measured], yerr=yerr, color=colour, fmt="o",
+                        capsize=3, label=f"measured {tag}")
             if fit.curve:
                 ax.plot([k for k, _ in fit.curve], [s for _, s in fit.curve], color=colour, label=f"predicted {tag}")
     ax.axhline(1.0, color="grey", linewidth=0.8)

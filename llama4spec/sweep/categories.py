@@ -8,7 +8,7 @@ category point. Renderers take a Console and return nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -25,6 +25,16 @@ class CategoryStat:
     acceptance_length: float | None
     rates: tuple[float, ...]  # per position
     speedup: float | None = None  # over no speculation in the same category, when measured
+
+
+def from_record(category: str, draft: str, lookahead: int, concurrency: int | None, prompts: int | None,
+                acceptance: Mapping[str, Any] | None, speedup: float | None = None) -> CategoryStat:
+    """A stat from an acceptance record (``AcceptanceCounters.to_record``'s shape: an offline
+    record's ``stats.by_category[C]``, a bench record's ``acceptance``); None: no acceptance."""
+    acceptance = acceptance or {}
+    rates = acceptance.get("acceptance_rate_per_position") or []
+    return CategoryStat(category, draft, lookahead, concurrency, prompts, acceptance.get("mean_acceptance_length"),
+                        tuple(float(r) for r in rates[:lookahead]), speedup)
 
 
 Group = tuple[str, int, int | None]  # (draft, lookahead, concurrency)

@@ -217,7 +217,7 @@ def _run_engine(cfg: Config, prompts: Prompts, label: str, show_progress: bool, 
         for category, indices in groups.items():
             before = from_offline_metrics(llm.get_metrics())
             start = time.perf_counter()
-            bar = _progress(f"{label} {category}".rstrip(), console) if show_progress else False
+            bar = _progress(f"{label} {escape(category)}".rstrip(), console) if show_progress else False
             done = llm.generate([texts[i] for i in indices], params, use_tqdm=bar)
             wall = time.perf_counter() - start
             parts.append((category, indices, from_offline_metrics(llm.get_metrics()) - before, wall))

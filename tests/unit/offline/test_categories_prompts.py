@@ -86,3 +86,28 @@ def test_mtbench_question_file_categories(tmp_path: Path) -> None:
 
 def test_prompts_without_categories_are_one_group() -> None:
     assert Prompts(["a", "b"], {}).by_category() == {UNCATEGORISED: [0, 1]}
+
+
+def test_category_stats_and_record_of_an_engine_run() -> None:
+    from llama4spec.config.compose import compose_config
+    from llama4spec.offline.run import CategoryRun, EngineRun, _categories_record, category_stats
+    from llama4spec.results.acceptance import AcceptanceCounters, RunStats
+
+    cfg = compose_config(["draft=tiny_eagle_imperfect", "offline.by_category=true", "lookahead=2"]).cfg
+
+    def run(counters, walls):
+        cats = [CategoryRun(name, 2, RunStats(100, c, 2 if c else None, wall))
+                for name, c, wall in zip(("a", "b"), counters, walls)]
+        k = 2 if counters[0] else None
+        return EngineRun("x", RunStats(200, None, k, 1.0), [], [], 0.0, cats)
+
+    spec = run([AcceptanceCounters(10, 20, 12, [7, 5]), AcceptanceCounters(10, 20, 4, [3, 1])], [0.5, 1.0])
+    base = run([None, None], [1.0, 1.0])
+    stats = category_stats(cfg, spec, base)
+    assert [(s.category, s.prompts, s.acceptance_length, s.rates, s.speedup) for s in stats] == [
+        ("a", 2, 2.2, (0.7, 0.5), 2.0), ("b", 2, 1.4, (0.3, 0.1), 1.0)]
+    assert all(s.draft == "tiny_eagle_imperfect" and s.lookahead == 2 and s.concurrency is None for s in stats)
+    record = _categories_record(spec)
+    assert record["a"]["accepted_per_pos"] == [7, 5] and record["a"]["num_prompts"] == 2
+    assert record["a"]["total_num_output_tokens"] == 100 and record["a"]["generate_s"] == 0.5
+    assert _categories_record(base)["b"] == {"num_prompts": 2, "total_num_output_tokens": 100, "generate_s": 1.0}

@@ -19,8 +19,9 @@ from tests.helpers import REPO
 RUNBOOK = REPO / "runbooks" / "tiny_cpu_sweep.yaml"
 
 
-def _plan(run_dir: Path, *overrides: str):
-    return plan_file(RUNBOOK, lambda name: run_dir, list(overrides), vllm_cli=False)
+def _plan(run_dir: Path, *overrides: str, repeats: int | None = 1):
+    """The shipped tiny sweep's plan; one run per point (the records written here hold one)."""
+    return plan_file(RUNBOOK, lambda name: run_dir, list(overrides), vllm_cli=False, repeats=repeats)
 
 
 def _throughput(k: int | None, c: int) -> float:
@@ -150,3 +151,11 @@ def test_run_directories_of_the_earlier_layout_still_resume(tmp_path: Path) -> N
             write_record(p, *_point(p))
             p.artifacts["record"].rename(legacy_bench_record(tmp_path, p.id))
     assert len(finished_steps(plan)) == 16
+
+
+def test_a_point_with_fewer_repeats_than_asked_is_measured_again(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, repeats=None)
+    bench = next(p for p in plan.steps if p.kind == "bench")
+    write_record(bench, *_point(bench))  # one run; the shipped sweep asks for 3
+    assert bench.step.repeats == 3 and bench.id not in finished_steps(plan)
+    assert bench.id in finished_steps(_plan(tmp_path, repeats=1))

@@ -1,7 +1,8 @@
 """Resuming a run: which steps an earlier run in the same directory already finished.
 
-A bench step is finished when its record exists, counts, and was made by the very command the
-plan would run now (so a changed override measures again instead of mixing runs).
+A bench step is finished when its record exists, counts, holds at least the repeats the step asks
+for, and was made by the very command the plan would run now (so a changed override measures
+again instead of mixing runs).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ def finished_record(planned) -> BenchRecord | None:
     """The record of a bench step already measured with the same command, else None."""
     for path in (planned.artifacts["record"], legacy_bench_record(planned.run_dir, planned.id)):
         record = bench_record.read(path)
-        if record and record.counted and _command(record.argv) == _command(planned.argv):
+        if (record and record.counted and _command(record.argv) == _command(planned.argv)
+                and record.repeats >= planned.step.repeats):  # fewer runs than asked for: measured again
             return record
     return None
 

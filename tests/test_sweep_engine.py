@@ -1,13 +1,17 @@
 """The tiny CPU sweep end to end with real vLLM servers (the perfect pair), then resumed.
 
-Three servers start one after the other (about a minute each on two shared cores), each
-measured at concurrency 1 and 4 with a few short prompts.
+Four servers start one after the other (about a minute each on two shared cores), each
+measured at concurrency 1 and 4 with a few short prompts, three times after a warm-up run. The
+finished run directory is then read by ``llama4spec report`` (rebuilt from the records alone)
+and by vLLM's own sweep plotter.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -59,7 +63,7 @@ def test_tiny_sweep_reports_efficiency_and_best_lookahead_consistent_with_its_ta
         rows, findings = _table(md, c)
         assert set(rows) == {"no speculation", "tiny_eagle k=1", "tiny_eagle k=3", "tiny_eagle schedule (k<=3)"}
         assert any(f.startswith("lookahead schedule: ") for f in findings)
-        tput = {name: float(cells[0].replace(",", "")) for name, cells in rows.items() if "schedule" not in name}
+        tput = {name: float(cells[0].split()[0]) for name, cells in rows.items() if "schedule" not in name}
         for r in at["rows"]:
             if r["draft"].endswith(" schedule"):
                 continue  # measured under the derived schedule: its own finding, no bound of a fixed k
@@ -67,29 +71,70 @@ def test_tiny_sweep_reports_efficiency_and_best_lookahead_consistent_with_its_ta
             # the perfect pair: every draft token accepted, so the bound is k+1
             assert r["acceptance_length"] == pytest.approx(k + 1) and r["bound"] == pytest.approx(k + 1)
             assert r["acceptance_rate_per_position"] == pytest.approx([1.0] * k)
-            assert r["speedup"] == pytest.approx(r["output_throughput"] / at["baseline_output_throughput"])
+            # three counted runs each: the median and its Student-t interval, speedups from paired runs
+            assert r["repeats"] == 3 and r["intervals"]["output_throughput"]["method"] == "t"
+            samples = r["intervals"]["output_throughput"]["samples"]
+            assert len(samples) == 3 and r["output_throughput"] == pytest.approx(sorted(samples)[1])
+            iv = r["speedup_interval"]
+            assert iv["method"] == "t" and iv["low"] <= r["speedup"] <= iv["high"]
             assert r["efficiency"] == pytest.approx(r["speedup"] / r["bound"])
             cells = rows[f"tiny_eagle k={k}"]
-            speedup, bound, eff = float(cells[4].rstrip("x")), float(cells[5].rstrip("x")), float(cells[6].rstrip("%"))
-            assert eff == pytest.approx(100 * speedup / bound, abs=1.0)  # the table agrees with itself
-            assert cells[4] == f"{r['speedup']:.2f}x" and cells[6] == f"{100 * r['efficiency']:.0f}%"
+            assert cells[4].startswith(f"{r['speedup']:.2f}x [") and cells[6] == f"{100 * r['efficiency']:.0f}%"
         fastest = max(tput, key=tput.get)
-        best = f"{at['best_lookahead']}" if at["best_lookahead"] is not None else "none (no speculation)"
-        assert fastest == ("no speculation" if at["best_lookahead"] is None else f"tiny_eagle k={at['best_lookahead']}")
-        assert any(f.startswith(f"best lookahead by output throughput: {best} ") for f in findings)
+        assert fastest == ("no speculation" if at["fastest"].startswith("sweep-none") else
+                           f"tiny_eagle k={at['fastest'].split('-k')[1].split('-')[0]}")
+        choice = at["choices"]["tiny_eagle"]
+        assert f"best lookahead by output throughput: {choice['sentence']}" in findings
+        if c == 1:  # the perfect pair at concurrency 1: k=3 clearly beats k=1, no tie
+            assert choice["tied"] == ["k=3"], choice
         model = at["model"]["tiny_eagle"]
         assert model["draft_cost"] is not None and model["draft_cost"] >= 0
+        assert set(model["residuals"]) == {"1", "3"}
         k_model = model["predicted_best_lookahead"]
         assert any(f"predicted best lookahead {k_model} " in f or f"(best {k_model} at " in f for f in findings)
     assert analysis["verdict"] in md
     for png in ("sweep/acceptance_by_position.png", "sweep/throughput_vs_concurrency.png", "sweep/speedup.png"):
         assert f"]({png})" in md and png_series(run_dir / png)
     assert png_series(run_dir / "sweep" / "acceptance_by_position.png") == ["tiny_eagle k=1", "tiny_eagle k=3"]
-    # every point in vLLM's own sweep format: <point>/run=0.json and a summary.json list
+    # every point in vLLM's own sweep format: <point>/run=N.json per counted run and a summary.json list,
+    # after an unrecorded warm-up run (its own file), counted runs sending no warm-up requests of their own
     for point in [s["id"] for s in summary["steps"] if s["kind"] == "bench"]:
         runs = json.loads((run_dir / point / "summary.json").read_text())
-        assert isinstance(runs, list) and runs[0]["output_throughput"] > 0
+        assert [r["run_number"] for r in runs] == [0, 1, 2] and all(r["output_throughput"] > 0 for r in runs)
+        assert all((run_dir / point / f"run={i}.json").is_file() for i in range(3))
+        assert json.loads((run_dir / point / "warmup.json").read_text())["completed"] == 2
+        record = json.loads((run_dir / point / "record.json").read_text())
+        assert record["repeats"] == 3 and record["warmup"] == 2
+        argv = record["runs"][0]["argv"]
+        assert argv[argv.index("--num-warmups") + 1] == "0"
+    rows = (run_dir / "sweep" / "sweep.csv").read_text().splitlines()
+    assert len(rows) == 1 + 3 * 8 and rows[0].startswith("id,run,repeats,warmup,config.")
     assert "## compare" in md
+
+
+def test_report_rebuilds_the_same_sweep_report_from_the_records(sweep_run, tmp_path) -> None:
+    run_dir, _ = sweep_run
+    names = ("report.md", "sweep.json", "sweep.csv")
+    before = {name: (run_dir / "sweep" / name).read_text() for name in names}
+    done = run_cli("report", str(run_dir))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert {name: (run_dir / "sweep" / name).read_text() for name in names} == before
+    copy = tmp_path / "copy"  # into a directory of its own: the same report, and a run directory itself
+    done = run_cli("report", str(run_dir), "--out", str(copy))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert (copy / "sweep" / "report.md").read_text() == before["report.md"].replace(str(run_dir), str(copy))
+    assert json.loads((copy / "sweep-tiny_eagle-k3-c1" / "record.json").read_text())["repeats"] == 3
+
+
+def test_vllms_own_sweep_plotter_reads_the_run_directory(sweep_run, tmp_path) -> None:
+    run_dir, _ = sweep_run
+    figs = tmp_path / "figs"
+    done = subprocess.run([sys.executable, "-m", "vllm.benchmarks.sweep.plot", str(run_dir), "--fig-dir", str(figs),
+                           "--var-x", "max_concurrency", "--var-y", "output_throughput", "--curve-by", "lookahead",
+                           "--fig-dpi", "50"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    pngs = list(figs.rglob("*.png"))
+    assert pngs and all(p.read_bytes().startswith(b"\x89PNG") for p in pngs)
 
 
 def test_resuming_the_finished_sweep_starts_no_server_and_reports_the_same(sweep_run) -> None:

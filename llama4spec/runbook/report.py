@@ -191,6 +191,11 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     from llama4spec.results import compare
     from llama4spec.runbook.steps import sweep as sweep_step
 
+    seen: dict[Path, Path] = {}
+    for d in run_dirs:
+        if Path(d).resolve() in seen:
+            raise UserError(f"{d} is given twice (as {seen[Path(d).resolve()]} too); its runs would count twice")
+        seen[Path(d).resolve()] = Path(d)
     sources = [load(d) for d in run_dirs]
     if out is None:
         if len(sources) > 1:

@@ -453,7 +453,24 @@ def finish(plan, status: dict[str, Any], jobs, use_slurm: bool) -> int:
         say("the groups ran on different node types: " +
             "; ".join(f"{kind}: {', '.join(names)}" for kind, names in types.items()), "yellow")
     code = merge(run_dir)
+    where_ran(run_dir, jobs, types)
     return 1 if failed else code
+
+
+def where_ran(run_dir: Path, jobs, types: dict[str, list[str]]) -> None:
+    """The merged summary.md says where each group ran, and when groups ran on different node types."""
+    lines = ["", "## Where the groups ran", "", "| group | job | state | node | devices | start | end |",
+             "|---|---|---|---|---|---|---|"]
+    for j in jobs:
+        devices = " ".join(f"{k}={v}" for k, v in (j.devices or {}).items())
+        lines.append(f"| {j.group} | {j.job_id} | {j.state} | {j.node or ''} | {devices} | {j.start or ''} | "
+                     f"{j.end or ''} |")
+    if len(types) > 1:
+        lines += ["", "The groups ran on different node types: " +
+                  "; ".join(f"{kind}: {', '.join(names)}" for kind, names in types.items()) + "."]
+    path = run_dir / "summary.md"
+    with open(path, "a") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 def merge(run_dir: Path) -> int:
@@ -499,4 +516,7 @@ def show_groups(plan, groups, use_slurm: bool, args: argparse.Namespace) -> None
         say(f"run here before the groups: {', '.join(here)}")
     if merged:
         say(f"when results merge (llama4spec report): {', '.join(merged)}")
-    say(f"each group runs: {' '.join(command(args, plan.runbook.path, plan.run_dir, groups[0].name)[1:])}")
+    import shlex
+
+    argv = command(args, plan.runbook.path, plan.run_dir, groups[0].name)
+    say(f"each group runs: {shlex.join(['llama4spec', *argv[argv.index('run'):]])}")

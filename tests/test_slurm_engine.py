@@ -1,0 +1,282 @@
+"""Server groups as Slurm jobs on a real one-node Slurm (scripts/slurm-local.sh: Debian's slurm-wlm
+and MUNGE, started here when not running and stopped at the end), with the tiny pair on vLLM's
+CPU build:
+
+- two groups (no draft, EAGLE k=3) run as two jobs of one CPU each, at the same time; every point
+  is there, with the sequential run's points, and the EAGLE group's acceptance counters equal the
+  sequential run's exactly; a token planted in the environment appears nowhere on disk;
+- Ctrl-C of the submitting command cancels both jobs and leaves no vLLM process;
+- a job that fails is reported with its log tail, and --resume re-submits only its group.
+
+Needs root (to start the daemons) or a running Slurm; ``.ci/run`` installs the packages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO
+
+pytestmark = pytest.mark.engine
+
+TOKEN = "hf_plantedSlurmToken7Qx2"  # must appear in no file the run writes
+RUNBOOK = """\
+name: two_groups
+description: the tiny pair without a draft and with EAGLE k=3, one server each
+env:
+  VLLM_CPU_KVCACHE_SPACE: "1"
+overrides: [target=tiny, memory=cpu, bench=random_tiny, bench.num_prompts=8, bench.output_len=32, lookahead=3]
+steps:
+  - id: sweep
+    kind: sweep
+    matrix:
+      draft: [none, tiny_eagle]
+      bench.max_concurrency: [4]
+    repeats: 1
+    extra_args: [--ignore-eos]
+"""
+GROUPS = ["sweep-none", "sweep-tiny_eagle"]
+POINTS = {"sweep-none": "sweep-none-c4", "sweep-tiny_eagle": "sweep-tiny_eagle-c4"}
+SLURM = ["cluster=slurm_local", "--launcher", "slurm"]
+
+
+def _sinfo_ok() -> bool:
+    try:
+        done = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0 and any(s in done.stdout for s in ("idle", "mix", "alloc"))
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    """A Slurm that takes jobs: the running one, or one started here (and stopped at the end)."""
+    if _sinfo_ok():
+        yield None
+        return
+    if os.geteuid() != 0:
+        pytest.skip("no Slurm answers (sinfo) and starting one needs root; run scripts/slurm-local.sh start as root")
+    if not shutil.which("slurmctld") and not Path("/usr/sbin/slurmctld").exists():
+        pytest.skip("Slurm is not installed (Debian: apt-get install slurm-wlm munge; scripts/ci-system-deps.sh does)")
+    pids = tmp_path_factory.mktemp("slurm") / "daemons.pids"
+    start = subprocess.run(["bash", str(REPO / "scripts" / "slurm-local.sh"), "start", str(pids)],
+                           capture_output=True, text=True, timeout=120)
+    try:
+        assert start.returncode == 0, f"slurm-local.sh start failed:\n{start.stdout}\n{start.stderr}"
+        yield pids
+    finally:
+        subprocess.run(["bash", str(REPO / "scripts" / "slurm-local.sh"), "stop", str(pids)], timeout=60)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("slurm-runs")
+    (d / "two_groups.yaml").write_text(RUNBOOK)
+    return d
+
+
+def llama4spec(workdir: Path, *args: str, timeout: float = 1200) -> tuple[subprocess.CompletedProcess, float]:
+    env = dict(os.environ, COLUMNS="160", HF_TOKEN=TOKEN)
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "llama4spec", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO, env=env)
+    return done, time.monotonic() - started
+
+
+def run_dir_in(root: Path) -> Path:
+    (run_dir,) = [d for d in root.glob("two_groups/*") if d.is_dir()]
+    return run_dir
+
+
+def record(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def stamp(text: str) -> float:
+    return datetime.fromisoformat(text[:19]).timestamp()
+
+
+@pytest.fixture(scope="module")
+def sequential(slurm, workdir):
+    runs = workdir / "sequential"
+    done, seconds = llama4spec(workdir, "run", str(workdir / "two_groups.yaml"), "--runs-dir", str(runs), "-q")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return run_dir_in(runs), seconds
+
+
+@pytest.fixture(scope="module")
+def as_jobs(slurm, workdir):
+    runs = workdir / "jobs"
+    done, seconds = llama4spec(workdir, "run", str(workdir / "two_groups.yaml"), *SLURM, "--runs-dir", str(runs))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return run_dir_in(runs), seconds, done
+
+
+def test_two_groups_run_as_two_jobs_at_the_same_time(as_jobs):
+    run_dir, seconds, done = as_jobs
+    status = record(run_dir / "status.json")
+    assert status["launcher"] == "slurm" and status["status"] == "done"
+    jobs = {j["group"]: j for j in status["jobs"]}
+    assert set(jobs) == set(GROUPS) and all(j["state"] == "done" for j in jobs.values())
+    assert len({j["job_id"] for j in jobs.values()}) == 2
+    a, b = (jobs[g] for g in GROUPS)
+    assert stamp(a["start"]) < stamp(b["end"]) and stamp(b["start"]) < stamp(a["end"]), jobs  # they overlapped
+    for g in GROUPS:  # where each ran: job id, node, its own core, start and end
+        where = record(run_dir / "groups" / g / "job.json")
+        assert where["job_id"] == jobs[g]["job_id"] and where["node"] and where["exit"] == 0
+        assert where["started"] and where["finished"]
+    binds = {record(run_dir / "groups" / g / "job.json")["devices"]["VLLM_CPU_OMP_THREADS_BIND"] for g in GROUPS}
+    assert binds == {"0", "1"}, binds  # disjoint cores from the allocation
+    print(f"\ntwo groups as two Slurm jobs: {seconds:.1f} s wall; submission {status['submit_seconds']:.3f} s "
+          f"for 2 jobs")
+
+
+def test_every_point_is_there_and_acceptance_equals_the_sequential_run(as_jobs, sequential):
+    run_dir, _, _ = as_jobs
+    seq_dir, _ = sequential
+    for group, point in POINTS.items():
+        mine = record(run_dir / "groups" / group / point / "record.json")
+        theirs = record(seq_dir / point / "record.json")
+        assert mine["returncode"] == 0 and theirs["returncode"] == 0
+        if group == "sweep-tiny_eagle":
+            assert mine["acceptance"] == theirs["acceptance"], (mine["acceptance"], theirs["acceptance"])
+            assert mine["acceptance"]["mean_acceptance_length"] == 4.0
+    seq_points = {p["id"] for p in record(seq_dir / "plan.json") if p["kind"] == "bench"}
+    job_points = {p["id"] for g in GROUPS for p in record(run_dir / "groups" / g / "plan.json") if p["kind"] == "bench"}
+    assert job_points == seq_points
+    seq_report, merged = seq_dir / "sweep" / "sweep.csv", run_dir / "sweep" / "sweep.csv"
+    if merged.exists():  # the merged report (llama4spec report) has the sequential run's rows
+        rows = lambda path: sorted(tuple(line.split(",")[:4]) for line in path.read_text().splitlines()[1:])  # noqa: E731
+        assert rows(merged) == rows(seq_report)
+
+
+def test_no_secret_reaches_the_submitit_folder_the_logs_or_the_records(as_jobs):
+    run_dir, _, done = as_jobs
+    assert (run_dir / "slurm").is_dir() and list((run_dir / "slurm").glob("*_submitted.pkl"))
+    leaks = [str(p) for p in run_dir.rglob("*") if p.is_file() and TOKEN.encode() in p.read_bytes()]
+    assert not leaks, leaks
+    assert TOKEN not in done.stdout + done.stderr
+
+
+def _our_jobs(name: str) -> list[str]:
+    done = subprocess.run(["squeue", "-h", "-n", name, "-o", "%i %T"], capture_output=True, text=True, timeout=30)
+    return [line for line in done.stdout.splitlines() if line.strip()]
+
+
+def _vllm_in_jobs(job_ids: set[str]) -> list[int]:
+    """vLLM processes started by these Slurm jobs (their environment names the job)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
+            env = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        ids = {e.split(b"=", 1)[1].decode() for e in env if e.startswith(b"SLURM_JOB_ID=")}
+        if b"vllm" in cmd and ids & job_ids:
+            found.append(int(entry))
+    return found
+
+
+def _states(run_dir: Path) -> dict[str, str]:
+    try:
+        return {j["group"]: j["state"] for j in record(run_dir / "status.json").get("jobs", [])}
+    except (OSError, ValueError):
+        return {}
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def test_ctrl_c_cancels_both_jobs_and_leaves_no_vllm(slurm, workdir):
+    runs = workdir / "interrupted"
+    proc = subprocess.Popen([sys.executable, "-m", "llama4spec", "run", str(workdir / "two_groups.yaml"), *SLURM,
+                             "--runs-dir", str(runs), "-q"], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, HF_TOKEN=TOKEN),
+                            preexec_fn=_default_sigint)
+    try:
+        deadline = time.monotonic() + 300
+        job_ids: set[str] = set()
+        while time.monotonic() < deadline:  # both jobs running, a vLLM server starting in each
+            dirs = [d for d in runs.glob("two_groups/*") if d.is_dir()]
+            if dirs and set(_states(dirs[0]).values()) == {"running"}:
+                job_ids = {str(record(p)["slurm_job_id"]) for p in dirs[0].glob("groups/*/job.json")}
+                if len(job_ids) == 2 and len(_vllm_in_jobs(job_ids)) >= 2:
+                    break
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(1)
+        assert len(job_ids) == 2, "the two jobs did not start their servers in time"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out + err
+    assert "cancelled" in out + err
+    run_dir = run_dir_in(runs)
+    assert set(_states(run_dir).values()) == {"cancelled"}, _states(run_dir)
+    deadline = time.monotonic() + 60
+    while (_our_jobs("l4s-two_groups") or _vllm_in_jobs(job_ids)) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert not _our_jobs("l4s-two_groups")
+    assert not _vllm_in_jobs(job_ids)
+
+
+def test_a_failed_job_is_reported_and_resume_resubmits_only_its_group(slurm, workdir):
+    runs = workdir / "failing"
+    proc = subprocess.Popen([sys.executable, "-m", "llama4spec", "run", str(workdir / "two_groups.yaml"), *SLURM,
+                             "--runs-dir", str(runs)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=dict(os.environ, COLUMNS="160"))
+    try:  # the EAGLE group's run dies (as on a node that fails): SIGKILL its llama4spec process in the job
+        deadline = time.monotonic() + 300
+        victim = None
+        while victim is None and time.monotonic() < deadline:
+            for entry in os.listdir("/proc"):
+                try:
+                    cmd = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                if b"--only-group" in cmd and b"sweep-tiny_eagle" in cmd and str(runs).encode() in b" ".join(cmd):
+                    victim = int(entry)
+            time.sleep(1)
+        assert victim, "the EAGLE group's job did not start"
+        time.sleep(5)
+        os.kill(victim, signal.SIGKILL)
+        out, err = proc.communicate(timeout=900)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, out + err
+    assert "group sweep-tiny_eagle" in out and "failed" in out and "  | " in out  # with its log tail
+    assert "--resume" in out
+    run_dir = run_dir_in(runs)
+    states = _states(run_dir)
+    assert states == {"sweep-none": "done", "sweep-tiny_eagle": "failed"}, states
+    first = {j["group"]: j["job_id"] for j in record(run_dir / "status.json")["jobs"]}
+    submitted_before = set((run_dir / "slurm").glob("*_submission.sh"))
+
+    done, _ = llama4spec(workdir, "run", str(workdir / "two_groups.yaml"), *SLURM, "--resume", str(run_dir))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "already measured in this run directory: sweep-none" in done.stdout
+    status = record(run_dir / "status.json")
+    jobs = {j["group"]: j for j in status["jobs"]}
+    assert all(j["state"] == "done" for j in jobs.values())
+    assert jobs["sweep-none"]["job_id"] == first["sweep-none"]  # kept, not re-run
+    assert jobs["sweep-tiny_eagle"]["job_id"] != first["sweep-tiny_eagle"]
+    new = set((run_dir / "slurm").glob("*_submission.sh")) - submitted_before
+    assert len(new) == 1, new  # one job, for that group only
+    eagle = record(run_dir / "groups" / "sweep-tiny_eagle" / "sweep-tiny_eagle-c4" / "record.json")
+    assert eagle["acceptance"]["mean_acceptance_length"] == 4.0

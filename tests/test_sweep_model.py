@@ -115,3 +115,22 @@ def test_verdicts_when_it_always_or_never_pays() -> None:
                                                                      "(single samples: no interval)")
     alone = analyse([_p("eagle", 2, 1, 90.0, (0.1, 0.0))])
     assert alone.at[0].rows[0].speedup is None and alone.verdict().startswith("no speedup measured")
+
+
+def test_points_of_a_prompt_category_are_analysed_per_category() -> None:
+    from llama4spec.sweep import report
+
+    def pt(cat: str, k: int | None, tput: float, rates: tuple[float, ...] = ()) -> Point:
+        return Point(id=f"{cat}-{k}", draft="eagle" if k else "none", lookahead=k, concurrency=1,
+                     output_throughput=tput, acceptance_length=1 + sum(rates) if k else None, rates=rates,
+                     category=cat)
+
+    points = [pt("coding", None, 100.0), pt("coding", 2, 180.0, (0.9, 0.8)),
+              pt("writing", None, 100.0), pt("writing", 2, 120.0, (0.5, 0.2))]
+    a = analyse(points)
+    assert [(x.category, x.concurrency) for x in a.at] == [("coding", 1), ("writing", 1)]
+    assert [r.speedup for x in a.at for r in x.rows] == pytest.approx([1.8, 1.2])  # each against its own baseline
+    md = report.markdown(a)
+    assert "### concurrency 1, category coding" in md and "## acceptance by category" in md
+    table = md.split("## acceptance by category", 1)[1]
+    assert "| writing |" in table and "| coding |" in table and "writing" in table.split("least", 1)[1]

@@ -63,6 +63,10 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:8000")
     p.add_argument("--out", type=Path, metavar="DIR", help="where results go (default: runs/bench/<timestamp>/)")
     p.add_argument("--label", help="name of this result in tables (default: the draft's name or baseline)")
+    p.add_argument("--repeats", type=int, default=1, metavar="N",
+                   help="counted runs against the server (default 1); the record holds each and their medians")
+    p.add_argument("--warmup", type=int, default=0, metavar="N",
+                   help="warm-up requests in an unrecorded run before the counted ones (default 0)")
 
 
 def _bench_validate(args: argparse.Namespace) -> None:
@@ -79,6 +83,11 @@ def _bench_validate(args: argparse.Namespace) -> None:
         raise UserError(f"--url {args.url}: not a server URL; give one such as http://127.0.0.1:8000")
     if args.out is not None:
         check_output_dir(args.out, "--out")
+    from llama4spec.runbook.schema import MAX_REPEATS, MAX_WARMUP
+
+    for name, value, low, high in (("--repeats", args.repeats, 1, MAX_REPEATS), ("--warmup", args.warmup, 0, MAX_WARMUP)):
+        if not low <= value <= high:
+            raise UserError(f"{name} {value}: must be a whole number from {low} to {high}")
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -94,7 +103,7 @@ def _bench(args: argparse.Namespace) -> int:
 
         cfg = compose_valid(overrides).cfg
         label = cfg.draft.name if cfg.draft.method else "baseline"
-    step = Step(id="bench", kind="bench", url=args.url, label=label)
+    step = Step(id="bench", kind="bench", url=args.url, label=label, repeats=args.repeats, warmup=args.warmup)
     out_dir = args.out or new_run_dir(RUNS_DIR, "bench")
     plan = one_step_plan(step, out_dir, overrides)
     note(f"benchmarking {args.url}; results in {out_dir}")

@@ -40,6 +40,7 @@ class BenchRecord:
     runs: list["BenchRecord"] = field(default_factory=list)  # repeats: each counted run (empty: one run)
     warmup: int = 0  # warm-up requests sent in an unrecorded run before the counted ones
     models: dict[str, str] = field(default_factory=dict)  # config key -> fingerprint of a local model directory
+    category_prompts: int | None = None  # a category point: the distinct prompts its category has, when known
 
     @classmethod
     def of_runs(cls, label: str, runs: list["BenchRecord"], *, url: str | None = None, argv: list[str] | None = None,
@@ -129,6 +130,8 @@ class BenchRecord:
             data["result"] = self.result
         if self.models:
             data["models"] = dict(self.models)
+        if self.category_prompts is not None:
+            data["category_prompts"] = self.category_prompts
         if self.runs:
             data.update(repeats=len(self.runs), warmup=self.warmup, runs=[r.to_dict() for r in self.runs])
         elif self.warmup:
@@ -145,6 +148,7 @@ class BenchRecord:
             runs = data.get("runs") if isinstance(data.get("runs"), list) else []
             warmup = data.get("warmup")
             models = data.get("models")
+            prompts = data.get("category_prompts")
             return cls(
                 label=str(data.get("label") or fallback_label),
                 url=data.get("url") if isinstance(data.get("url"), str) else None,
@@ -157,6 +161,7 @@ class BenchRecord:
                 runs=[cls.from_dict(r, fallback_label) for r in runs if isinstance(r, Mapping)],
                 warmup=warmup if isinstance(warmup, int) and not isinstance(warmup, bool) and warmup > 0 else 0,
                 models={str(k): str(v) for k, v in models.items()} if isinstance(models, Mapping) else {},
+                category_prompts=prompts if isinstance(prompts, int) and not isinstance(prompts, bool) else None,
             )
         return cls(label=str(data.get("label") or fallback_label), returncode=0, result=dict(data))
 

@@ -98,6 +98,7 @@ class Point:
     # acceptance_length); the figures above are their medians
     samples: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     category: str | None = None  # the prompts' category, when the point measured one
+    prompts: int | None = None  # a category point: its category's distinct prompts, when known
 
     def interval(self, key: str) -> Interval:
         """The 95% interval of a figure over the repeats (one sample: the figure alone, no interval)."""

@@ -50,4 +50,5 @@ def point(step_id: str, config: Mapping[str, Any], record: BenchRecord) -> Point
         accepted_per_pos=tuple(acc.accepted_per_pos) if acc else (),
         samples={key: values for key, values in samples.items() if values},
         category=str(category) if category is not None else None,
+        prompts=record.category_prompts,
     )

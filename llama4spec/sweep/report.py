@@ -104,7 +104,7 @@ def method_line(analysis: Analysis) -> str:
 
 def category_stats(analysis: Analysis) -> list[categories.CategoryStat]:
     """The speculative points measured on one prompt category, for the category x position table."""
-    return [categories.CategoryStat(a.category, r.point.draft, r.point.lookahead, a.concurrency, None,
+    return [categories.CategoryStat(a.category, r.point.draft, r.point.lookahead, a.concurrency, r.point.prompts,
                                     r.point.acceptance_length, r.point.rates, r.speedup)
             for a in analysis.at if a.category for r in a.rows if not r.point.scheduled]
 

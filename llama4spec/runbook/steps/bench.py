@@ -63,8 +63,14 @@ def execute(run, p) -> dict[str, Any]:
         raise StepFailed(failure(record, files.log), log_tail(files.log, 15))
     from llama4spec.results.provenance import model_fingerprints
 
+    from llama4spec.engine.bench import category_prompt_count, oversampling_warning
+
     record.models = model_fingerprints(p.composed.cfg)  # which model files, wherever they lie (report merges)
+    record.category_prompts = category_prompt_count(p.composed.cfg)
     record.write(files.record)
+    warning = oversampling_warning(p.composed.cfg)
+    if warning:
+        run.say(f"      warning: {warning}")
     from llama4spec.runbook.steps.sweep import config_data
 
     write_json(p.artifacts["points"], vllm_runs(config_data(p), record))

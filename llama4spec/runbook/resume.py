@@ -1,8 +1,10 @@
 """Resuming a run: which steps an earlier run in the same directory already finished.
 
 A bench step is finished when its record exists, counts, holds at least the repeats the step asks
-for, and was made by the very command the plan would run now (so a changed override measures
-again instead of mixing runs).
+for, was made by the very command the plan would run now, and its server would be started with
+the very command the earlier run planned for it (its plan.json): a changed override, on the client
+or the server side, measures again instead of mixing runs. What failed, was skipped or never ran
+has no counted record, so it runs again, and so does its server.
 """
 
 from __future__ import annotations
@@ -40,12 +42,33 @@ def finished_record(planned) -> BenchRecord | None:
     return None
 
 
+def _earlier_commands(run_dir: Path) -> dict[str, Any]:
+    """Step id -> the command the earlier run planned for it (its plan.json; empty without one)."""
+    try:
+        records = json.loads((run_dir / "plan.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(records, list):
+        return {}
+    return {r["id"]: r.get("argv") for r in records if isinstance(r, dict) and isinstance(r.get("id"), str)}
+
+
+def changed_servers(plan) -> set[str]:
+    """Serve steps whose command differs from the one the earlier run in the same directory planned."""
+    earlier = _earlier_commands(plan.run_dir)
+    if not earlier:
+        return set()
+    now = {r["id"]: r["argv"] for r in plan.to_record()}  # redacted as plan.json is
+    return {p.id for p in plan.steps if p.kind == "serve" and p.id in earlier and earlier[p.id] != now[p.id]}
+
+
 def finished_steps(plan) -> dict[str, BenchRecord | None]:
     """Steps a resumed run skips: finished benches (with their records), and servers (with
     their stops) whose every bench is finished."""
     done: dict[str, BenchRecord | None] = {}
+    changed = changed_servers(plan)
     for p in plan.steps:
-        if p.kind == "bench":
+        if p.kind == "bench" and p.step.server not in changed:
             record = finished_record(p)
             if record is not None:
                 done[p.id] = record

@@ -16,14 +16,32 @@ from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.resume import finished_steps
 from llama4spec.runbook.steps.compare import missing_input
 from llama4spec.runbook.steps.sweep import run_report
-from tests.helpers import REPO
 from tests.test_sweep_resume import _point, write_record
 
-SWEEP = REPO / "runbooks" / "tiny_cpu_sweep.yaml"
+SWEEP = """
+name: failures_sweep
+overrides: [target=tiny, memory=cpu, bench=random_tiny, bench.num_prompts=16, serve.port=8741]
+steps:
+  - id: sweep
+    kind: sweep
+    verify_schedule: true
+    repeats: 1
+    matrix:
+      draft: [none, tiny_eagle]
+      lookahead: [1, 3]
+      bench.max_concurrency: [1, 4]
+  - id: compare
+    kind: compare
+    baseline: sweep-none-c4
+    candidate: sweep-tiny_eagle-k3-c4
+"""
 
 
-def _sweep_plan(run_dir: Path):
-    return plan_file(SWEEP, lambda name: run_dir, [], vllm_cli=False)
+def _sweep_plan(run_dir: Path, *overrides: str):
+    """The tiny CPU sweep's shape (3 servers x 2 concurrencies, a schedule server, a compare), measured once."""
+    runbook = run_dir.parent / f"{run_dir.name}.yaml"
+    runbook.write_text(SWEEP)
+    return plan_file(runbook, lambda name: run_dir, list(overrides), vllm_cli=False)
 
 
 def _simulate(plan, failing: set[str]) -> dict[str, dict]:
@@ -163,3 +181,17 @@ def test_resume_retries_exactly_the_failed_and_missing_points_and_their_servers(
                      "sweep-tiny_eagle-k1", "sweep-tiny_eagle-k1-c1", "sweep-tiny_eagle-k1-c4", "sweep-tiny_eagle-k1-stop",
                      "sweep-schedule", "sweep-schedule-c1", "sweep-schedule-c4", "sweep-schedule-stop"]
     assert {"sweep-none-c1", "sweep-tiny_eagle-k3", "sweep-tiny_eagle-k3-c1", "sweep-tiny_eagle-k3-stop"} <= set(done)
+
+
+def test_resume_measures_again_when_a_servers_command_changed(tmp_path: Path) -> None:
+    """The benchmark command does not show every server setting (the draft, the batch limit): the
+    earlier run's plan.json does."""
+    plan = _sweep_plan(tmp_path)
+    for p in plan.steps:
+        if p.kind == "bench" and p.step.server != "sweep-schedule":
+            write_record(p, *_point(p))
+    (tmp_path / "plan.json").write_text(json.dumps(plan.to_record()))
+    assert len(finished_steps(_sweep_plan(tmp_path))) == 12  # 6 points, their 3 servers and 3 stops
+    changed = _sweep_plan(tmp_path, "memory.max_num_seqs=8")
+    assert [p.argv for p in changed.steps if p.kind == "bench"] == [p.argv for p in plan.steps if p.kind == "bench"]
+    assert finished_steps(changed) == {}

@@ -82,7 +82,8 @@ def test_cpu_build_leader_runs_the_api_server_module():
 def test_prefix_launcher_is_an_argv_with_the_host_filled_in():
     cfg = cfg_of(*MAVERICK, "cluster=slurm_two_nodes")
     follower = plan_nodes(cfg, vllm_cli=True)[1]
-    assert follower.exec_argv[:5] == ["srun", "--nodes=1", "--ntasks=1", "--overlap", "--nodelist=node1"]
+    # hosts from the allocation: a placeholder per rank until the job runs (tests/unit/launch: real nodes)
+    assert follower.exec_argv[:5] == ["srun", "--nodes=1", "--ntasks=1", "--overlap", "--nodelist=slurm-node1"]
     assert follower.exec_argv[5:] == follower.remote_argv
     assert launcher_argv(cfg, follower.host, ["true"])[-1] == "true"
 

@@ -89,6 +89,9 @@ def served(tmp_path_factory, tiny_dir):
     base = tmp_path_factory.mktemp("served")
     benches = "".join(f"  - id: bench_{c}\n    kind: bench\n    server: server\n    overrides: [bench.category={c}]\n"
                       for c in CATEGORIES)
+    # the same prompts again after a warm-up run, twice: only the counted runs' requests are counted
+    benches += (f"  - id: bench_warm\n    kind: bench\n    server: server\n    overrides: [bench.category={CATEGORIES[0]}]\n"
+                f"    warmup: 3\n    repeats: 2\n")
     path = base / "categories.yaml"
     path.write_text(RUNBOOK.format(k=K, n=16, out=BENCH_OUTPUT, port=free_port(), benches=benches))
     result = run_cli("run", str(path), "--runs-dir", str(base / "runs"), timeout=900)
@@ -110,3 +113,17 @@ def test_served_counters_per_category_equal_the_simulation(served) -> None:
         assert record["result"]["completed"] == 16 and record["result"]["failed"] == 0
         assert "--dataset-name" in record["argv"] and "custom" in record["argv"]
         assert str(builtin_category_file(category)) in record["argv"]
+
+
+def test_warm_up_requests_stay_out_of_the_counted_runs(served) -> None:
+    """A warm-up run of 3 requests, then 2 counted runs of the category's 16 prompts: each run's
+    counters equal the prediction for its 16 prompts alone, and the point's are their sum."""
+    record = json.loads((served / "bench_warm" / "record.json").read_text())
+    expected = tiny_sim.predict(_file_prompts(CATEGORIES[0]), BENCH_OUTPUT, K, tiny_sim.imperfect).record()
+    assert record["warmup"] == 3 and record["repeats"] == 2
+    assert json.loads((served / "bench_warm" / "warmup.json").read_text())["completed"] == 3
+    for run in record["runs"]:
+        assert _raw(run["acceptance"]) == expected
+        assert run["argv"][run["argv"].index("--num-warmups") + 1] == "0"
+    assert _raw(record["acceptance"]) == {key: [2 * v for v in value] if isinstance(value, list) else 2 * value
+                                          for key, value in expected.items()}

@@ -176,6 +176,8 @@ def _hosts(sources: list[Source]) -> list[str]:
     seen: dict[str, list[str]] = {}
     for s in sources:
         for where in s.runs:
+            if not any(bench_files(d)["record"].is_file() for d in where.iterdir() if d.is_dir()):
+                continue  # measured nothing here (a launcher's own directory): not a machine points ran on
             info = (_json(where / "host.json") or {}).get("host") or {}
             kind = ", ".join(str(info[k]) for k in ("machine", "cpu", "gpus") if info.get(k)) or "unknown machine"
             seen.setdefault(kind, []).append(str(where))

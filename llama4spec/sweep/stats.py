@@ -91,7 +91,8 @@ def interval(samples: Sequence[float], confidence: float = CONFIDENCE, seed: int
     """Median and interval of repeated measurements (non-finite samples are dropped).
 
     2..BOOTSTRAP_FROM-1 samples: mean +- t_{n-1} s / sqrt(n) (the interval of the mean; the
-    reported centre stays the median). From BOOTSTRAP_FROM on: percentile bootstrap of the median.
+    reported centre stays the median), its lower end clipped at 0 when no sample is negative.
+    From BOOTSTRAP_FROM on: percentile bootstrap of the median.
     """
     xs = _finite(samples)
     n = len(xs)
@@ -106,7 +107,10 @@ def interval(samples: Sequence[float], confidence: float = CONFIDENCE, seed: int
     if method == "t":
         mean = float(np.mean(xs))
         half = _t(confidence, n - 1) * float(np.std(xs, ddof=1)) / math.sqrt(n)
-        return Interval(med, mean - half, mean + half, n, method, confidence)
+        low = mean - half
+        if min(xs) >= 0 and low < 0:
+            low = 0.0  # a quantity that cannot be negative (throughput, latency, a ratio) is not
+        return Interval(med, low, mean + half, n, method, confidence)
     low, high = _bootstrap((np.asarray(xs),), _median_of, confidence, seed)
     return Interval(med, low, high, n, method, confidence)
 

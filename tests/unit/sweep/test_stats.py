@@ -32,19 +32,19 @@ def _numpy_bootstrap(groups, statistic, seed=123, resamples=20000):
 # interval()
 
 def test_three_samples_give_the_student_t_interval_of_the_mean() -> None:
-    iv = interval([1.0, 2.0, 3.0])
+    iv = interval([11.0, 12.0, 13.0])
     half = T_975_2 * 1.0 / math.sqrt(3)  # s = 1
-    assert (iv.method, iv.n, iv.median) == ("t", 3, 2.0)
-    assert iv.low == pytest.approx(2 - half, abs=1e-5) and iv.high == pytest.approx(2 + half, abs=1e-5)
+    assert (iv.method, iv.n, iv.median) == ("t", 3, 12.0)
+    assert iv.low == pytest.approx(12 - half, abs=1e-5) and iv.high == pytest.approx(12 + half, abs=1e-5)
     assert half == pytest.approx(2.484138, abs=1e-5)
-    assert iv.text(".2f") == "2.00 [-0.48, 4.48]"
+    assert iv.text(".2f") == "12.00 [9.52, 14.48]"
 
 
 def test_the_centre_is_the_median_while_the_t_interval_is_around_the_mean() -> None:
     iv = interval([1.0, 2.0, 6.0])  # median 2, mean 3, s = sqrt(7)
     half = T_975_2 * math.sqrt(7) / math.sqrt(3)
     assert iv.median == 2.0
-    assert iv.low == pytest.approx(3 - half, abs=1e-5) and iv.high == pytest.approx(3 + half, abs=1e-5)
+    assert iv.low == pytest.approx(max(0.0, 3 - half), abs=1e-5) and iv.high == pytest.approx(3 + half, abs=1e-5)
 
 
 def test_bootstrap_from_ten_samples_is_deterministic_and_matches_a_plain_bootstrap() -> None:
@@ -97,7 +97,7 @@ def test_paired_ratio_drops_a_pair_whose_baseline_is_zero() -> None:
     iv = ratio_interval([110.0, 120.0, 130.0], [100.0, 0.0, 100.0])  # ratios 1.1, 1.3
     half = T_975_1 * math.sqrt(0.02) / math.sqrt(2)
     assert iv.n == 2 and iv.median == pytest.approx(1.2)
-    assert iv.low == pytest.approx(1.2 - half, abs=1e-5) and iv.high == pytest.approx(1.2 + half, abs=1e-5)
+    assert iv.low == pytest.approx(max(0.0, 1.2 - half), abs=1e-5) and iv.high == pytest.approx(1.2 + half, abs=1e-5)
 
 
 def test_unpaired_ratio_bootstraps_the_ratio_of_medians() -> None:
@@ -251,3 +251,9 @@ def test_one_sample_has_no_cost_interval_and_nothing_usable_gives_none() -> None
     fit = fit_cost([(3, 2.5, 2.0)])
     assert fit.c == pytest.approx(0.25 / 3) and fit.c_low is None and fit.c_high is None
     assert fit_cost([]) is None and fit_cost([(0, 1.0, 1.0), (2, 2.0, -1.0)]) is None
+
+
+def test_a_t_interval_of_non_negative_samples_stays_non_negative() -> None:
+    iv = interval([1.0, 2.0, 60.0])  # mean 21, s = 33.8: mean - t s / sqrt(3) < 0
+    assert iv.low == 0.0 and iv.high == pytest.approx(21.0 + 4.302653 * 33.7787 / 3 ** 0.5, rel=1e-4)
+    assert interval([-1.0, 2.0, 60.0]).low < 0  # a quantity that can be negative keeps its interval

@@ -89,7 +89,7 @@ def test_tiny_sweep_reports_efficiency_and_best_lookahead_consistent_with_its_ta
         by_k = {r["lookahead"]: r["intervals"]["output_throughput"] for r in at["rows"]
                 if not r["draft"].endswith(" schedule")}
         overlap = by_k[1]["low"] <= by_k[3]["high"] and by_k[3]["low"] <= by_k[1]["high"]
-        fast, slow = (3, 1) if by_k[3]["median"] >= by_k[1]["median"] else (1, 3)
+        fast = 3 if by_k[3]["median"] >= by_k[1]["median"] else 1
         assert choice["best"] == f"k={fast}"
         assert choice["tied"] == (["k=1", "k=3"] if overlap else [f"k={fast}"]), choice
         assert choice["recommended"] == ("k=1" if overlap else f"k={fast}")

@@ -475,12 +475,8 @@ def where_ran(run_dir: Path, jobs, types: dict[str, list[str]]) -> None:
 
 def merge(run_dir: Path) -> int:
     """The merged report over every group's records (llama4spec report RUN_DIR)."""
-    try:
-        from llama4spec.runbook.report import rebuild
-    except ImportError:
-        say(f"merging the groups' records needs `llama4spec report`, which this installation lacks; "
-            f"every group's records are under {run_dir / 'groups'}", "yellow")
-        return 0
+    from llama4spec.runbook.report import rebuild
+
     return rebuild([run_dir], None, out)
 
 

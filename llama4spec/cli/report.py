@@ -25,7 +25,13 @@ def _validate(args: argparse.Namespace) -> None:
 def _run(args: argparse.Namespace) -> int:
     from llama4spec.runbook.report import rebuild
 
-    code = rebuild(list(args.run_dirs), args.out, out)
+    from llama4spec.errors import UserError
+
+    try:
+        code = rebuild(list(args.run_dirs), args.out, out)
+    except OSError as err:
+        raise UserError(f"cannot write the report: {err.strerror or err} ({err.filename or args.out or args.run_dirs[0]}); "
+                        f"give --out a directory you can write to") from None
     target = args.out or args.run_dirs[0]
     out.print(f"summary: {target / 'summary.md'}", markup=False, highlight=False, soft_wrap=True)
     if code:

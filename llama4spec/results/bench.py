@@ -174,6 +174,6 @@ def read(path: Path) -> BenchRecord | None:
     """The record at ``path``, or None when it is missing or unreadable."""
     try:
         data = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return BenchRecord.from_dict(data, Path(path).parent.name) if isinstance(data, dict) else None

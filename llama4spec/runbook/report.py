@@ -58,7 +58,7 @@ class Source:
 def _json(path: Path) -> Any:
     try:
         return json.loads(path.read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, RecursionError):
         return None
 
 
@@ -77,13 +77,15 @@ def load(run_dir: Path) -> Source:
 
 
 def measured_here(source: Source, step_id: str) -> list[Measured]:
-    """Every counted record of bench step ``step_id`` in a run directory and its group runs."""
+    """Every counted record of bench step ``step_id`` in a run directory and its group runs (with
+    the config.yaml it was measured with: a record without one cannot say what it measured)."""
     found = []
     for where in source.runs:
         directory = where / step_id
         record = bench_record.read(bench_files(directory)["record"])
-        if record is not None and record.counted:
-            found.append(Measured(step_id, read_config(directory / "config.yaml") or {}, record, directory))
+        config = read_config(directory / "config.yaml")
+        if record is not None and record.counted and config is not None:
+            found.append(Measured(step_id, config, record, directory))
     return found
 
 

@@ -75,7 +75,7 @@ def read_config(path: Path | None) -> dict[str, Any] | None:
         return None
     try:
         data = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+    except (OSError, yaml.YAMLError, UnicodeDecodeError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 

@@ -142,3 +142,14 @@ def test_not_a_run_directory_is_a_clear_error(tmp_path: Path) -> None:
     assert done.returncode == 2 and "not a run directory" in done.stderr and "Traceback" not in done.stderr
     done = run_cli("report", str(tmp_path / "nope"))
     assert done.returncode == 2 and "no such run directory" in done.stderr
+
+
+def test_broken_records_count_as_not_measured(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    _finished_run(run_dir)
+    (run_dir / "sweep-none-c1" / "record.json").write_text("[" * 100_000)  # nesting json cannot read
+    (run_dir / "sweep-tiny_eagle-k1-c1" / "config.yaml").write_text("{{{")  # no config: what did it measure?
+    assert rebuild([run_dir], None, _console()) == 1
+    missing = (run_dir / "sweep" / "report.md").read_text().split("not measured")[1]
+    assert "sweep-none-c1" in missing and "sweep-tiny_eagle-k1-c1" in missing
+

@@ -85,9 +85,8 @@ def test_tiny_sweep_reports_efficiency_and_best_lookahead_consistent_with_its_ta
                            f"tiny_eagle k={at['fastest'].split('-k')[1].split('-')[0]}")
         choice = at["choices"]["tiny_eagle"]
         assert f"best lookahead by output throughput: {choice['sentence']}" in findings
-        # the choice follows the intervals: k=1 ties with k=3 exactly when their intervals overlap
-        by_k = {r["lookahead"]: r["intervals"]["output_throughput"] for r in at["rows"]
-                if not r["draft"].endswith(" schedule")}
+        # the choice follows the speedup intervals: k=1 ties with k=3 exactly when theirs overlap
+        by_k = {r["lookahead"]: r["speedup_interval"] for r in at["rows"] if not r["draft"].endswith(" schedule")}
         overlap = by_k[1]["low"] <= by_k[3]["high"] and by_k[3]["low"] <= by_k[1]["high"]
         fast = 3 if by_k[3]["median"] >= by_k[1]["median"] else 1
         assert choice["best"] == f"k={fast}"

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from llama4spec.sweep import report
 from llama4spec.sweep.model import (
     Point,
     analyse,
+    choice,
     efficiency,
     expected_tokens,
     fit_draft_cost,
@@ -134,3 +136,20 @@ def test_points_of_a_prompt_category_are_analysed_per_category() -> None:
     assert "### concurrency 1, category coding" in md and "## acceptance by category" in md
     table = md.split("## acceptance by category", 1)[1]
     assert "| writing |" in table and "| coding |" in table and "writing" in table.split("least", 1)[1]
+
+
+def test_settings_compare_by_their_paired_speedups() -> None:
+    """Run-to-run drift moves every setting's throughput together: the throughput intervals of no
+    speculation and k=1 overlap, but each run of k=1 beats the same run of no speculation by 30%
+    or so, so k=1 is recommended and no speculation does not tie with it."""
+    base = Point(id="none", draft="none", lookahead=None, concurrency=4, output_throughput=365.0,
+                 samples={"output_throughput": (280.0, 365.0, 440.0)})
+    k1 = Point(id="k1", draft="eagle", lookahead=1, concurrency=4, output_throughput=473.0,
+               samples={"output_throughput": (370.0, 473.0, 560.0)})
+    k3 = Point(id="k3", draft="eagle", lookahead=3, concurrency=4, output_throughput=459.0,
+               samples={"output_throughput": (300.0, 459.0, 620.0)})
+    assert base.interval("output_throughput").overlaps(k1.interval("output_throughput"))
+    at = analyse([base, k1, k3]).at[0]
+    assert at.best.id == "k1" and at.choices["eagle"].recommended == "k=1"
+    assert "none" not in choice([base, k1, k3], base).tied
+    assert "recommended here: no speculation" not in " ".join(report.findings(at))

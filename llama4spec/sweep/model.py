@@ -236,11 +236,22 @@ def speedup_interval(p: Point, base: Point | None) -> Interval | None:
     return iv if iv.median is not None else None
 
 
-def choice(points: Sequence[Point], drafts: int = 1) -> Choice:
-    """The fastest of ``points`` by output throughput, with every one it cannot be told apart from;
-    on a tie the cheapest (no speculation, then the smallest lookahead) is recommended."""
+def choice(points: Sequence[Point], base: Point | None = None, drafts: int = 1) -> Choice:
+    """The fastest of ``points`` with every one it cannot be told apart from; on a tie the cheapest
+    (no speculation, then the smallest lookahead) is recommended. With no speculation measured,
+    settings compare by their speedup intervals (each run against the same run of no speculation,
+    which itself stands at exactly 1x), so a choice agrees with the verdicts against no speculation;
+    without it, by their throughput intervals."""
     ordered = sorted(points, key=lambda p: (p.speculative, p.lookahead or 0))
-    return choose([(label(p, drafts), p.interval("output_throughput")) for p in ordered])
+    if base is None or not base.output_throughput:
+        return choose([(label(p, drafts), p.interval("output_throughput")) for p in ordered])
+    options = []
+    for p in ordered:
+        if not p.speculative:
+            options.append((label(p, drafts), Interval(1.0, 1.0, 1.0, p.repeats, "reference")))
+        else:
+            options.append((label(p, drafts), speedup_interval(p, base) or Interval(None, None, None, 0, "none")))
+    return choose(options)
 
 
 def analyse_concurrency(concurrency: int, points: list[Point], category: str | None = None) -> AtConcurrency:
@@ -269,10 +280,10 @@ def analyse_concurrency(concurrency: int, points: list[Point], category: str | N
                 if r.point.lookahead <= len(widest.rates):
                     r.predicted = cost.predict(expected_tokens(widest.rates, r.point.lookahead), r.point.lookahead)
         fits[draft] = fit
-        choices[draft] = choice([r.point for r in mine if r.point.output_throughput is not None], len(drafts))
+        choices[draft] = choice([r.point for r in mine if r.point.output_throughput is not None], base, len(drafts))
     fixed = [p for p in points if p.output_throughput is not None and not p.scheduled]
     fastest = max(fixed, key=_throughput, default=None)
-    pick = choice(fixed, len(drafts))
+    pick = choice(fixed, base, len(drafts))
     best = next((p for p in fixed if label(p, len(drafts)) == pick.recommended), None)
     by_acc = max((p for p in spec if p.acceptance_length is not None and not p.scheduled),
                  key=lambda p: p.acceptance_length, default=None)

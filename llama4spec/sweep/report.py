@@ -98,8 +98,9 @@ def method_line(analysis: Analysis) -> str:
     if many:
         how.append(f"bootstrap intervals of the median ({', '.join(map(str, many))} repeats)")
     return (f"Each figure is the median of a point's repeated runs, with its 95% interval in brackets: "
-            f"{' and '.join(how)}. Speedups: the paired runs' ratios (or a bootstrap of the ratio). A lookahead "
-            f"is named best only when no cheaper setting's interval overlaps it.")
+            f"{' and '.join(how)}. Speedups: the paired runs' ratios (or a bootstrap of the ratio). Settings "
+            f"compare by their speedup intervals: a lookahead is named best only when no cheaper setting's "
+            f"interval overlaps it, and no speculation (exactly 1x) only ties when the best interval reaches 1.")
 
 
 def category_stats(analysis: Analysis) -> list[categories.CategoryStat]:

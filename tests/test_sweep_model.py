@@ -8,7 +8,7 @@ from llama4spec.sweep import report
 from llama4spec.sweep.model import (
     Point,
     analyse,
-    choice,
+    recommend,
     efficiency,
     expected_tokens,
     fit_draft_cost,
@@ -151,5 +151,31 @@ def test_settings_compare_by_their_paired_speedups() -> None:
     assert base.interval("output_throughput").overlaps(k1.interval("output_throughput"))
     at = analyse([base, k1, k3]).at[0]
     assert at.best.id == "k1" and at.choices["eagle"].recommended == "k=1"
-    assert "none" not in choice([base, k1, k3], base).tied
-    assert "recommended here: no speculation" not in " ".join(report.findings(at))
+    pick, ch = recommend([k1, k3], base)
+    assert pick.id == "k1" and ch.tied == ("k=1", "k=3")
+    assert "recommended: no speculation" not in " ".join(report.findings(at))
+
+
+def test_the_smallest_tied_lookahead_that_beats_no_speculation_is_recommended() -> None:
+    """k=1, k=2 and k=3 tie by throughput; only k=2's paired speedup is above 1 with 95% confidence:
+    k=2 is recommended. When no tied lookahead beats no speculation, no speculation is."""
+    base = Point(id="none", draft="none", lookahead=None, concurrency=1, output_throughput=100.0,
+                 samples={"output_throughput": (80.0, 100.0, 120.0)})
+    k1 = Point(id="k1", draft="eagle", lookahead=1, concurrency=1, output_throughput=110.0,
+               samples={"output_throughput": (60.0, 110.0, 170.0)})
+    k2 = Point(id="k2", draft="eagle", lookahead=2, concurrency=1, output_throughput=130.0,
+               samples={"output_throughput": (110.0, 130.0, 150.0)})
+    k3 = Point(id="k3", draft="eagle", lookahead=3, concurrency=1, output_throughput=140.0,
+               samples={"output_throughput": (90.0, 140.0, 200.0)})
+    pick, ch = recommend([k1, k2, k3], base)
+    assert ch.tied == ("k=1", "k=2", "k=3") and pick.id == "k2"
+    at = analyse([base, k1, k2, k3]).at[0]
+    assert at.best.id == "k2"
+    assert ("best lookahead by output throughput: k=1, k=2 and k=3 tie (intervals overlap); recommended: k=2, the "
+            "smallest of them that beats no speculation with 95% confidence") in report.findings(at)
+    flat = Point(id="k2", draft="eagle", lookahead=2, concurrency=1, output_throughput=101.0,
+                 samples={"output_throughput": (70.0, 101.0, 140.0)})
+    pick, _ = recommend([k1, flat], base)
+    assert pick.id == "none"
+    assert any(f.endswith("recommended: no speculation (no lookahead beats it with 95% confidence)")
+               for f in report.findings(analyse([base, k1, flat]).at[0]))

@@ -17,7 +17,8 @@ no speculation at the same concurrency.
 
 Every point is the median of its repeated runs, with a 95% interval (``sweep.stats``); the best
 lookahead is the fastest one unless a smaller one's interval overlaps it (then the smaller one
-is recommended), so no winner is picked from noise.
+is recommended, provided it beats no speculation with 95% confidence), so no winner is picked
+from noise.
 """
 
 from __future__ import annotations
@@ -165,6 +166,7 @@ class AtConcurrency:
     choices: dict[str, Choice] = field(default_factory=dict)  # per draft: its best lookahead, ties named
     fastest: Point | None = None  # the highest median output throughput, no speculation included
     category: str | None = None  # the prompts' category these points measured (None: no category)
+    picks: dict[str, Point | None] = field(default_factory=dict)  # per draft: what to deploy (``recommend``)
 
     @property
     def title(self) -> str:
@@ -236,22 +238,33 @@ def speedup_interval(p: Point, base: Point | None) -> Interval | None:
     return iv if iv.median is not None else None
 
 
-def choice(points: Sequence[Point], base: Point | None = None, drafts: int = 1) -> Choice:
-    """The fastest of ``points`` with every one it cannot be told apart from; on a tie the cheapest
-    (no speculation, then the smallest lookahead) is recommended. With no speculation measured,
-    settings compare by their speedup intervals (each run against the same run of no speculation,
-    which itself stands at exactly 1x), so a choice agrees with the verdicts against no speculation;
-    without it, by their throughput intervals."""
+def choice(points: Sequence[Point], drafts: int = 1) -> Choice:
+    """The fastest of ``points`` by output throughput, with every one it cannot be told apart from
+    (95% intervals overlap); on a tie the cheapest (the smallest lookahead) first."""
     ordered = sorted(points, key=lambda p: (p.speculative, p.lookahead or 0))
-    if base is None or not base.output_throughput:
-        return choose([(label(p, drafts), p.interval("output_throughput")) for p in ordered])
-    options = []
-    for p in ordered:
-        if not p.speculative:
-            options.append((label(p, drafts), Interval(1.0, 1.0, 1.0, p.repeats, "reference")))
-        else:
-            options.append((label(p, drafts), speedup_interval(p, base) or Interval(None, None, None, 0, "none")))
-    return choose(options)
+    return choose([(label(p, drafts), p.interval("output_throughput")) for p in ordered])
+
+
+def beats_baseline(p: Point, base: Point | None) -> bool:
+    """``p`` is faster than no speculation: its speedup interval lies above 1 (a single sample:
+    its speedup is above 1)."""
+    iv = speedup_interval(p, base) if p.speculative else None
+    if iv is None or iv.median is None:
+        return False
+    return iv.low > 1.0 if iv.bounded else iv.median > 1.0
+
+
+def recommend(points: Sequence[Point], base: Point | None, drafts: int = 1) -> tuple[Point | None, Choice]:
+    """What to deploy among one draft's fixed lookaheads (and no speculation): the lookaheads tie
+    by their throughput intervals (independent measurements); the recommendation is the smallest
+    tied lookahead that beats no speculation with 95% confidence (its paired speedup interval above
+    1), else no speculation. Without a no-speculation point: the smallest tied lookahead."""
+    spec = [p for p in points if p.speculative and p.output_throughput is not None]
+    ch = choice(spec, drafts)
+    tied = [p for p in sorted(spec, key=lambda p: p.lookahead or 0) if label(p, drafts) in ch.tied]
+    if base is None or base.output_throughput is None:
+        return (tied[0] if tied else None), ch
+    return next((p for p in tied if beats_baseline(p, base)), base), ch
 
 
 def analyse_concurrency(concurrency: int, points: list[Point], category: str | None = None) -> AtConcurrency:
@@ -267,6 +280,7 @@ def analyse_concurrency(concurrency: int, points: list[Point], category: str | N
         rows.append(Row(p, speedup, bound, efficiency(speedup, bound), None, iv))
     drafts = list(dict.fromkeys(p.draft for p in spec if not p.scheduled))
     choices: dict[str, Choice] = {}
+    picks: dict[str, Point | None] = {}
     for draft in drafts:
         mine = [r for r in rows if r.point.draft == draft]
         widest = max((r.point for r in mine if r.point.rates), key=lambda p: len(p.rates), default=None)
@@ -280,14 +294,15 @@ def analyse_concurrency(concurrency: int, points: list[Point], category: str | N
                 if r.point.lookahead <= len(widest.rates):
                     r.predicted = cost.predict(expected_tokens(widest.rates, r.point.lookahead), r.point.lookahead)
         fits[draft] = fit
-        choices[draft] = choice([r.point for r in mine if r.point.output_throughput is not None], base, len(drafts))
+        picks[draft], choices[draft] = recommend([r.point for r in mine], base, len(drafts))
     fixed = [p for p in points if p.output_throughput is not None and not p.scheduled]
     fastest = max(fixed, key=_throughput, default=None)
-    pick = choice(fixed, base, len(drafts))
-    best = next((p for p in fixed if label(p, len(drafts)) == pick.recommended), None)
+    # the recommendation: the fastest draft's pick (by median throughput), no speculation when none pays
+    spec_picks = [p for p in picks.values() if p is not None and p.speculative]
+    best = max(spec_picks, key=_throughput, default=None) or base or fastest
     by_acc = max((p for p in spec if p.acceptance_length is not None and not p.scheduled),
                  key=lambda p: p.acceptance_length, default=None)
-    return AtConcurrency(concurrency, base, rows, best, by_acc, fits, choices, fastest, category)
+    return AtConcurrency(concurrency, base, rows, best, by_acc, fits, choices, fastest, category, picks)
 
 
 def analyse(points: Iterable[Point]) -> Analysis:

@@ -98,9 +98,9 @@ def method_line(analysis: Analysis) -> str:
     if many:
         how.append(f"bootstrap intervals of the median ({', '.join(map(str, many))} repeats)")
     return (f"Each figure is the median of a point's repeated runs, with its 95% interval in brackets: "
-            f"{' and '.join(how)}. Speedups: the paired runs' ratios (or a bootstrap of the ratio). Settings "
-            f"compare by their speedup intervals: a lookahead is named best only when no cheaper setting's "
-            f"interval overlaps it, and no speculation (exactly 1x) only ties when the best interval reaches 1.")
+            f"{' and '.join(how)}. Speedups: the paired runs' ratios (or a bootstrap of the ratio). Lookaheads "
+            f"whose throughput intervals overlap tie; the smallest tied lookahead whose speedup interval lies "
+            f"above 1 is recommended, and no speculation when none does.")
 
 
 def category_stats(analysis: Analysis) -> list[categories.CategoryStat]:
@@ -114,19 +114,37 @@ def _points(a: AtConcurrency) -> list[Point]:
     return ([a.baseline] if a.baseline else []) + [r.point for r in a.rows]
 
 
+def choice_text(a: AtConcurrency, draft: str) -> str:
+    """The best lookahead of ``draft`` at one concurrency in words: the fastest, the ties, and
+    what is recommended (``model.recommend``)."""
+    ch, pick = a.choices[draft], a.picks.get(draft)
+    n = len(a.choices)
+    if pick is None or (pick.speculative and label(pick, n) == ch.recommended):
+        return ch.sentence()
+    if len(ch.tied) > 1:
+        names = ", ".join(ch.tied[:-1]) + f" and {ch.tied[-1]}"
+        head = f"{names} tie ({'intervals overlap' if ch.confident else 'equal medians, single samples'})"
+    else:
+        head = ch.sentence()
+    if pick.speculative:
+        return f"{head}; recommended: {label(pick, n)}, the smallest of them that beats no speculation with 95% confidence"
+    return f"{head}; recommended: no speculation (no lookahead beats it with 95% confidence)"
+
+
 def findings(a: AtConcurrency) -> list[str]:
     """What one concurrency's table says, in sentences."""
     lines = []
     several = len(a.choices) > 1
-    for draft, ch in a.choices.items():
-        lines.append(f"best lookahead{f' ({draft})' if several else ''} by output throughput: {ch.sentence()}")
-        pick = next((r for r in a.rows if r.point.draft == draft and label(r.point, len(a.choices)) == ch.recommended),
-                    None)
-        if pick is not None and pick.speedup_interval is not None:
-            lines.append(f"{pick.point.name} against no speculation: speedup {_iv(pick.speedup_interval, '.2f', 'x')}: "
-                         f"{verdict(pick.speedup_interval)}")
-    if a.best is not None and not a.best.speculative and a.rows:
-        lines.append("recommended here: no speculation (no lookahead is clearly faster)")
+    for draft in a.choices:
+        lines.append(f"best lookahead{f' ({draft})' if several else ''} by output throughput: {choice_text(a, draft)}")
+        pick = a.picks.get(draft)
+        shown = pick if pick is not None and pick.speculative else next(
+            (r.point for r in a.rows if r.point.draft == draft and label(r.point, len(a.choices)) == a.choices[draft].best),
+            None)
+        row = next((r for r in a.rows if shown is not None and r.point.id == shown.id), None)
+        if row is not None and row.speedup_interval is not None:
+            lines.append(f"{row.point.name} against no speculation: speedup {_iv(row.speedup_interval, '.2f', 'x')}: "
+                         f"{verdict(row.speedup_interval)}")
     if a.best_by_acceptance is not None and a.fastest is not None and a.best_by_acceptance.id != a.fastest.id:
         lines.append(f"the longest acceptance ({a.best_by_acceptance.acceptance_length:.2f}, lookahead "
                      f"{a.best_by_acceptance.lookahead}) is not the fastest")
@@ -284,8 +302,9 @@ def to_record(analysis: Analysis) -> dict[str, Any]:
                 "baseline_output_throughput": a.baseline.output_throughput if a.baseline else None,
                 "fastest": a.fastest.id if a.fastest else None,
                 "baseline_intervals": _intervals(a.baseline) if a.baseline else None,
-                "choices": {draft: {"best": ch.best, "tied": list(ch.tied), "recommended": ch.recommended,
-                                    "confident": ch.confident, "sentence": ch.sentence()}
+                "choices": {draft: {"best": ch.best, "tied": list(ch.tied),
+                                    "recommended": (a.picks[draft].id if a.picks.get(draft) else None),
+                                    "confident": ch.confident, "sentence": choice_text(a, draft)}
                             for draft, ch in a.choices.items()},
                 "rows": [
                     {"id": r.point.id, "draft": r.point.draft, "lookahead": r.point.lookahead,

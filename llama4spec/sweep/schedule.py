@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from llama4spec.sweep.model import Analysis, AtConcurrency, choice, label
+from llama4spec.sweep.model import Analysis, AtConcurrency, recommend
 
 
 @dataclass
@@ -49,17 +49,16 @@ class Schedule:
 
 
 def recommended_k(a: AtConcurrency, draft: str) -> tuple[int, str] | None:
-    """(k, point id) of the setting to deploy for ``draft`` at one concurrency: 0 for no speculation.
-    The fastest by median speedup, unless a cheaper setting (no speculation, a smaller lookahead)
-    cannot be told apart from it (95% intervals overlap): then the cheapest of those."""
-    candidates = [r.point for r in a.rows if r.point.draft == draft and r.point.output_throughput is not None]
+    """(k, point id) of the setting to deploy for ``draft`` at one concurrency: 0 for no speculation
+    (``model.recommend``: the smallest lookahead tied with the fastest that beats no speculation
+    with 95% confidence, else no speculation)."""
+    points = [r.point for r in a.rows if r.point.draft == draft and r.point.output_throughput is not None]
     # (points measured under a schedule carry another draft name: never part of a derivation)
-    if a.baseline is not None and a.baseline.output_throughput is not None:
-        candidates.append(a.baseline)
-    if not candidates:
+    if not points and (a.baseline is None or a.baseline.output_throughput is None):
         return None
-    pick = choice(candidates, a.baseline).recommended
-    best = next(p for p in candidates if label(p) == pick)
+    best, _ = recommend(points, a.baseline)
+    if best is None:
+        return None
     return (best.lookahead or 0) if best.speculative else 0, best.id
 
 

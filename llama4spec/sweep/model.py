@@ -199,19 +199,26 @@ class Analysis:
     def verdict(self) -> str:
         if not self.at or all(a.best_speedup is None for a in self.at):
             return "no speedup measured (a sweep needs points with and without a draft at the same concurrency)"
+        if not self.repeated:
+            single = " (single samples: no interval)"
+            if self.pays_up_to is None:
+                return "speculation does not pay at any measured concurrency" + single
+            if self.stops_paying_at is None:
+                return f"speculation pays at every measured concurrency (up to {self.at[-1].concurrency}){single}"
+            return (f"speculation pays up to concurrency {self.pays_up_to}; from concurrency "
+                    f"{self.stops_paying_at} on, no lookahead beats no speculation{single}")
         if self.pays_up_to is None:
-            return "speculation does not pay at any measured concurrency" + self.confidence
+            return "no lookahead beats no speculation with 95% confidence at any measured concurrency"
         if self.stops_paying_at is None:
-            return f"speculation pays at every measured concurrency (up to {self.at[-1].concurrency}){self.confidence}"
-        return (f"speculation pays up to concurrency {self.pays_up_to}; from concurrency "
-                f"{self.stops_paying_at} on, no lookahead beats no speculation{self.confidence}")
+            return (f"speculation pays at every measured concurrency (up to {self.at[-1].concurrency}), "
+                    f"with 95% confidence")
+        return (f"speculation pays up to concurrency {self.pays_up_to} with 95% confidence; from concurrency "
+                f"{self.stops_paying_at} on, no lookahead beats no speculation with that confidence")
 
     @property
-    def confidence(self) -> str:
-        """How sure the verdict is: repeated points carry 95% intervals, single samples none."""
-        repeated = [r.speedup_interval for a in self.at for r in a.rows
-                    if r.speedup_interval is not None and r.speedup_interval.bounded]
-        return " (95% confidence)" if repeated else " (single samples: no interval)"
+    def repeated(self) -> bool:
+        """Whether the speedups carry 95% intervals (repeated points), or are single samples."""
+        return any(r.speedup_interval is not None and r.speedup_interval.bounded for a in self.at for r in a.rows)
 
 
 def _throughput(p: Point | None) -> float:

@@ -203,16 +203,6 @@ def write_records(plan, status: dict[str, Any]) -> None:
     write_json(run_dir / STATUS, redact(status, secrets))
 
 
-def earlier_status(run_dir: Path) -> dict[str, Any]:
-    import json
-
-    try:
-        data = json.loads((run_dir / "status.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def run_local_steps(args: argparse.Namespace, plan) -> int:
     """Fetch, offline and url benches: run here before the groups, recorded in the run directory."""
     from llama4spec.runbook import execute
@@ -252,7 +242,9 @@ def submit(args: argparse.Namespace, plan) -> int:
     run_dir = plan.run_dir
     if run_local_steps(args, plan):
         raise UserError(f"a step run before the groups failed; see {run_dir / 'summary.md'}")
-    earlier = earlier_status(run_dir) if args.resume is not None else {}
+    from llama4spec.runbook.rundir import read_status
+
+    earlier = (read_status(run_dir) or {}) if args.resume is not None else {}
     old_jobs = {j["group"]: J.Job.from_record(j) for j in earlier.get("jobs", []) if isinstance(j, dict)}
     finished = {g.name for g in groups if J.group_status(run_dir, g.name) == "done"}
     todo = [g for g in groups if g.name not in finished]

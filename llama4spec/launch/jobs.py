@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from llama4spec.runbook.groups import group_dir
+from llama4spec.runbook.rundir import read_status
 
 PENDING, RUNNING, DONE, FAILED, CANCELLED, SKIPPED = "pending", "running", "done", "failed", "cancelled", "skipped"
 FINAL = (DONE, FAILED, CANCELLED, SKIPPED)
@@ -37,11 +38,8 @@ class Job:
 
 def group_status(run_dir: Path, group: str) -> str | None:
     """The status a group's own run recorded (done, failed, interrupted, running), or None."""
-    try:
-        data = json.loads((group_dir(run_dir, group) / "status.json").read_text())
-    except (OSError, ValueError):
-        return None
-    return data.get("status") if isinstance(data, dict) else None
+    data = read_status(group_dir(run_dir, group))
+    return data.get("status") if data is not None else None
 
 
 def group_where(run_dir: Path, group: str) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from rich.console import Console
 from llama4spec.errors import UserError
 from llama4spec.results import bench as bench_record
 from llama4spec.results.bench import BenchRecord
-from llama4spec.runbook.rundir import (LEGACY_STATUS, STATUS, Measured, bench_files, flatten, not_run, read_config,
+from llama4spec.runbook.rundir import (STATUS, Measured, bench_files, flatten, not_run, read_config, read_status,
                                        summary_markdown, vllm_runs)
 
 GROUPS = "groups"  # <run>/groups/<group>/: the run directory of one server group run on its own
@@ -67,7 +67,7 @@ def load(run_dir: Path) -> Source:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise UserError(f"{run_dir}: no such run directory; give one under runs/<runbook>/")
-    status = _json(run_dir / STATUS) or _json(run_dir / LEGACY_STATUS)
+    status = read_status(run_dir)
     plan = _json(run_dir / "plan.json")
     if not isinstance(status, dict) or not isinstance(plan, list):
         raise UserError(f"{run_dir}: no {STATUS} and plan.json there, so it is not a run directory of llama4spec; "

@@ -16,7 +16,7 @@ from typing import Any
 from llama4spec.errors import UserError
 from llama4spec.results import bench as bench_record
 from llama4spec.results.bench import BenchRecord
-from llama4spec.runbook.rundir import LEGACY_STATUS, STATUS, legacy_bench_record
+from llama4spec.runbook.rundir import STATUS, legacy_bench_record, read_status
 
 
 def _command(argv: Any) -> list[str] | None:
@@ -83,23 +83,12 @@ def finished_steps(plan) -> dict[str, BenchRecord | None]:
     return done
 
 
-def _status(run_dir: Path) -> dict[str, Any] | None:
-    for name in (STATUS, LEGACY_STATUS):
-        try:
-            data = json.loads((run_dir / name).read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict):
-            return data
-    return None
-
-
 def resume_dir(run_dir: Path, runbook_name: str) -> Path:
     """``run_dir`` if it is an earlier run of ``runbook_name``; UserError naming the fix otherwise."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise UserError(f"--resume {run_dir}: no such run directory; give one under runs/{runbook_name}/")
-    summary = _status(run_dir)
+    summary = read_status(run_dir)
     if summary is None:
         raise UserError(f"--resume {run_dir}: no {STATUS} there, so it is not a run directory; "
                         f"give one under runs/{runbook_name}/")

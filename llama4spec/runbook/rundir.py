@@ -45,6 +45,19 @@ def new_run_dir(root: Path, runbook_name: str) -> Path:
     return run_dir
 
 
+def read_status(run_dir: Path) -> dict[str, Any] | None:
+    """A run directory's status (status.json, or summary.json of the earlier layout); None when
+    there is none that reads as a mapping."""
+    for name in (STATUS, LEGACY_STATUS):
+        try:
+            data = json.loads((Path(run_dir) / name).read_text())
+        except (OSError, ValueError, RecursionError):
+            continue
+        if isinstance(data, dict):
+            return data
+    return None
+
+
 def step_dir(run_dir: Path, step_id: str) -> Path:
     return Path(run_dir) / step_id
 

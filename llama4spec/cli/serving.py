@@ -83,11 +83,9 @@ def _bench_validate(args: argparse.Namespace) -> None:
         raise UserError(f"--url {args.url}: not a server URL; give one such as http://127.0.0.1:8000")
     if args.out is not None:
         check_output_dir(args.out, "--out")
-    from llama4spec.runbook.schema import MAX_REPEATS, MAX_WARMUP
+    from llama4spec.runbook.schema import check_measurement
 
-    for name, value, low, high in (("--repeats", args.repeats, 1, MAX_REPEATS), ("--warmup", args.warmup, 0, MAX_WARMUP)):
-        if not low <= value <= high:
-            raise UserError(f"{name} {value}: must be a whole number from {low} to {high}")
+    check_measurement(args.repeats, args.warmup)
 
 
 def _bench(args: argparse.Namespace) -> int:

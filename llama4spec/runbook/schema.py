@@ -427,18 +427,22 @@ def _count(raw: dict, key: str, default: int, low: int, high: int, at: str, prob
 def with_measurement(runbook: Runbook, repeats: int | None = None, warmup: int | None = None) -> Runbook:
     """The runbook with every bench and sweep step's ``repeats`` / ``warmup`` replaced (the command
     line's --repeats / --warmup); UserError when a value is out of bounds."""
-    problems = []
-    for name, value, low, high in (("--repeats", repeats, 1, MAX_REPEATS), ("--warmup", warmup, 0, MAX_WARMUP)):
-        if value is not None and not low <= value <= high:
-            problems.append(f"{name} {value}: must be a whole number from {low} to {high}")
-    if problems:
-        raise UserError(*problems)
+    check_measurement(repeats, warmup)
     if repeats is None and warmup is None:
         return runbook
     steps = [dataclasses.replace(s, repeats=s.repeats if repeats is None else repeats,
                                  warmup=s.warmup if warmup is None else warmup)
              if s.kind in ("bench", "sweep") else s for s in runbook.steps]
     return dataclasses.replace(runbook, steps=steps)
+
+
+def check_measurement(repeats: int | None, warmup: int | None) -> None:
+    """--repeats / --warmup from a command line within their bounds; UserError naming each that is not."""
+    problems = [f"{name} {value}: must be a whole number from {low} to {high}"
+                for name, value, low, high in (("--repeats", repeats, 1, MAX_REPEATS), ("--warmup", warmup, 0, MAX_WARMUP))
+                if value is not None and not low <= value <= high]
+    if problems:
+        raise UserError(*problems)
 
 
 def warmup_flag_problems(extra_args: list[str], at: str) -> list[str]:

@@ -89,3 +89,21 @@ def edited(src: Path, dst: Path, **changes) -> Path:
             config[key] = value
     (dst / "config.json").write_text(json.dumps(config))
     return dst
+
+
+# Two server groups of the tiny pair (no draft, EAGLE k=3), one benchmark each: the launcher tests' sweep.
+TWO_GROUPS_RUNBOOK = """\
+name: two_groups
+description: the tiny pair without a draft and with EAGLE k=3, one server each
+env:
+  VLLM_CPU_KVCACHE_SPACE: "1"
+overrides: [target=tiny, memory=cpu, bench=random_tiny, bench.num_prompts=8, bench.output_len=32, lookahead=3]
+steps:
+  - id: sweep
+    kind: sweep
+    matrix:
+      draft: [none, tiny_eagle]
+      bench.max_concurrency: [4]
+    repeats: 1
+    extra_args: [--ignore-eos]
+"""

@@ -12,31 +12,15 @@ from datetime import datetime
 
 import pytest
 
-from tests.helpers import REPO
+from tests.helpers import REPO, TWO_GROUPS_RUNBOOK
 
 pytestmark = pytest.mark.engine
-
-RUNBOOK = """\
-name: two_groups
-description: the tiny pair without a draft and with EAGLE k=3, one server each
-env:
-  VLLM_CPU_KVCACHE_SPACE: "1"
-overrides: [target=tiny, memory=cpu, bench=random_tiny, bench.num_prompts=8, bench.output_len=32, lookahead=3]
-steps:
-  - id: sweep
-    kind: sweep
-    matrix:
-      draft: [none, tiny_eagle]
-      bench.max_concurrency: [4]
-    repeats: 1
-    extra_args: [--ignore-eos]
-"""
 
 
 def test_two_groups_at_once_on_disjoint_cores(tmp_path):
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("--parallel 2 on the CPU build needs two cores")
-    (tmp_path / "two_groups.yaml").write_text(RUNBOOK)
+    (tmp_path / "two_groups.yaml").write_text(TWO_GROUPS_RUNBOOK)
     runs = tmp_path / "runs"
     done = subprocess.run([sys.executable, "-m", "llama4spec", "run", str(tmp_path / "two_groups.yaml"),
                            "--parallel", "2", "--runs-dir", str(runs), "-q"], capture_output=True, text=True,

@@ -25,26 +25,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO
+from tests.helpers import REPO, TWO_GROUPS_RUNBOOK
 
 pytestmark = pytest.mark.engine
 
 TOKEN = "hf_plantedSlurmToken7Qx2"  # must appear in no file the run writes
-RUNBOOK = """\
-name: two_groups
-description: the tiny pair without a draft and with EAGLE k=3, one server each
-env:
-  VLLM_CPU_KVCACHE_SPACE: "1"
-overrides: [target=tiny, memory=cpu, bench=random_tiny, bench.num_prompts=8, bench.output_len=32, lookahead=3]
-steps:
-  - id: sweep
-    kind: sweep
-    matrix:
-      draft: [none, tiny_eagle]
-      bench.max_concurrency: [4]
-    repeats: 1
-    extra_args: [--ignore-eos]
-"""
 GROUPS = ["sweep-none", "sweep-tiny_eagle"]
 POINTS = {"sweep-none": "sweep-none-c4", "sweep-tiny_eagle": "sweep-tiny_eagle-c4"}
 SLURM = ["cluster=slurm_local", "--launcher", "slurm"]
@@ -81,7 +66,7 @@ def slurm(tmp_path_factory):
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("slurm-runs")
-    (d / "two_groups.yaml").write_text(RUNBOOK)
+    (d / "two_groups.yaml").write_text(TWO_GROUPS_RUNBOOK)
     return d
 
 

@@ -138,16 +138,19 @@ def test_points_of_a_prompt_category_are_analysed_per_category() -> None:
     assert "| writing |" in table and "| coding |" in table and "writing" in table.split("least", 1)[1]
 
 
+def _runs(pid: str, k: int | None, concurrency: int, throughputs: tuple[float, ...]) -> Point:
+    """A point measured three times: output throughput per run, the figure their median."""
+    return Point(id=pid, draft="eagle" if k else "none", lookahead=k, concurrency=concurrency,
+                 output_throughput=sorted(throughputs)[len(throughputs) // 2], samples={"output_throughput": throughputs})
+
+
 def test_settings_compare_by_their_paired_speedups() -> None:
     """Run-to-run drift moves every setting's throughput together: the throughput intervals of no
     speculation and k=1 overlap, but each run of k=1 beats the same run of no speculation by 30%
     or so, so k=1 is recommended and no speculation does not tie with it."""
-    base = Point(id="none", draft="none", lookahead=None, concurrency=4, output_throughput=365.0,
-                 samples={"output_throughput": (280.0, 365.0, 440.0)})
-    k1 = Point(id="k1", draft="eagle", lookahead=1, concurrency=4, output_throughput=473.0,
-               samples={"output_throughput": (370.0, 473.0, 560.0)})
-    k3 = Point(id="k3", draft="eagle", lookahead=3, concurrency=4, output_throughput=459.0,
-               samples={"output_throughput": (300.0, 459.0, 620.0)})
+    base = _runs("none", None, 4, (280.0, 365.0, 440.0))
+    k1 = _runs("k1", 1, 4, (370.0, 473.0, 560.0))
+    k3 = _runs("k3", 3, 4, (300.0, 459.0, 620.0))
     assert base.interval("output_throughput").overlaps(k1.interval("output_throughput"))
     at = analyse([base, k1, k3]).at[0]
     assert at.best.id == "k1" and at.choices["eagle"].recommended == "k=1"
@@ -159,22 +162,17 @@ def test_settings_compare_by_their_paired_speedups() -> None:
 def test_the_smallest_tied_lookahead_that_beats_no_speculation_is_recommended() -> None:
     """k=1, k=2 and k=3 tie by throughput; only k=2's paired speedup is above 1 with 95% confidence:
     k=2 is recommended. When no tied lookahead beats no speculation, no speculation is."""
-    base = Point(id="none", draft="none", lookahead=None, concurrency=1, output_throughput=100.0,
-                 samples={"output_throughput": (80.0, 100.0, 120.0)})
-    k1 = Point(id="k1", draft="eagle", lookahead=1, concurrency=1, output_throughput=110.0,
-               samples={"output_throughput": (60.0, 110.0, 170.0)})
-    k2 = Point(id="k2", draft="eagle", lookahead=2, concurrency=1, output_throughput=130.0,
-               samples={"output_throughput": (110.0, 130.0, 150.0)})
-    k3 = Point(id="k3", draft="eagle", lookahead=3, concurrency=1, output_throughput=140.0,
-               samples={"output_throughput": (90.0, 140.0, 200.0)})
+    base = _runs("none", None, 1, (80.0, 100.0, 120.0))
+    k1 = _runs("k1", 1, 1, (60.0, 110.0, 170.0))
+    k2 = _runs("k2", 2, 1, (110.0, 130.0, 150.0))
+    k3 = _runs("k3", 3, 1, (90.0, 140.0, 200.0))
     pick, ch = recommend([k1, k2, k3], base)
     assert ch.tied == ("k=1", "k=2", "k=3") and pick.id == "k2"
     at = analyse([base, k1, k2, k3]).at[0]
     assert at.best.id == "k2"
     assert ("best lookahead by output throughput: k=1, k=2 and k=3 tie (intervals overlap); recommended: k=2, the "
             "smallest of them that beats no speculation with 95% confidence") in report.findings(at)
-    flat = Point(id="k2", draft="eagle", lookahead=2, concurrency=1, output_throughput=101.0,
-                 samples={"output_throughput": (70.0, 101.0, 140.0)})
+    flat = _runs("k2", 2, 1, (70.0, 101.0, 140.0))
     pick, _ = recommend([k1, flat], base)
     assert pick.id == "none"
     assert any(f.endswith("recommended: no speculation (no lookahead beats it with 95% confidence)")

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from llama4spec.config.schema import Config
-from llama4spec.engine.bench import bench_flags, display_argv, exec_argv, num_prompts
+from llama4spec.engine.bench import bench_flags, category_prompt_count, display_argv, exec_argv, num_prompts
 from llama4spec.engine.secrets import api_key_env
 from llama4spec.results.acceptance import AcceptanceCounters, from_prometheus_text
 from llama4spec.results.bench import BenchRecord
+from llama4spec.results.provenance import model_fingerprints
 from llama4spec.serving.process import run_to_completion
 from llama4spec.serving.watch import LogFollower, extra_requests, finished_requests, requests_done
 
@@ -171,5 +172,7 @@ def run_bench(cfg: Config, url: str, files: BenchFiles, *, label: str,
     else:
         record = BenchRecord.of_runs(label, runs, url=url, lookahead=k, warmup=warmup,
                                      wall_time_s=time.monotonic() - started)
+    record.models = model_fingerprints(cfg)  # which model files, wherever they lie (report merges points)
+    record.category_prompts = category_prompt_count(cfg)
     record.write(files.record)
     return record

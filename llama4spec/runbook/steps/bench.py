@@ -61,13 +61,8 @@ def execute(run, p) -> dict[str, Any]:
                            on_progress=live.count, on_line=live.line if run.progress.verbose else None)
     if not record.counted:
         raise StepFailed(failure(record, files.log), log_tail(files.log, 15))
-    from llama4spec.results.provenance import model_fingerprints
+    from llama4spec.engine.bench import oversampling_warning
 
-    from llama4spec.engine.bench import category_prompt_count, oversampling_warning
-
-    record.models = model_fingerprints(p.composed.cfg)  # which model files, wherever they lie (report merges)
-    record.category_prompts = category_prompt_count(p.composed.cfg)
-    record.write(files.record)
     warning = oversampling_warning(p.composed.cfg)
     if warning:
         run.say(f"      warning: {warning}")

@@ -7,6 +7,7 @@ through session-scoped fixtures.
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 from pathlib import Path
 
@@ -17,6 +18,11 @@ os.environ.setdefault("LLAMA4SPEC_TINY_DIR", str(Path(tempfile.mkdtemp(prefix="l
 # No test reaches the model hub: configs come from local directories or bundled copies.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
+# A shell starts a background job with SIGINT ignored, and exec keeps an ignored signal ignored:
+# every command a test starts (and Ctrl-Cs) would then ignore SIGINT. A handler here is reset to
+# the default in each child, however the suite itself was started.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.resume import finished_steps
 from llama4spec.runbook.steps.compare import missing_input
 from llama4spec.runbook.steps.sweep import run_report
-from tests.test_sweep_resume import _point, write_record
+from tests.unit.sweep.test_sweep_resume import _point, write_record
 
 SWEEP = """
 name: failures_sweep

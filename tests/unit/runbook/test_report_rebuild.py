@@ -17,7 +17,7 @@ from llama4spec.errors import UserError
 from llama4spec.runbook import execute
 from llama4spec.runbook.report import rebuild
 from tests.helpers import run_cli
-from tests.test_sweep_resume import _plan, _point, _throughput, write_record
+from tests.unit.sweep.test_sweep_resume import _plan, _point, _throughput, write_record
 
 
 def _console() -> Console:

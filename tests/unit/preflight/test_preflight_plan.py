@@ -168,9 +168,17 @@ def test_doctor_and_plan_import_neither_vllm_nor_torch(tiny_dir, overrides, code
     assert found == codes and heavy == []
 
 
-def test_tiny_weights_match_safetensors(tiny_dir):
-    from test_preflight_engine import tensor_bytes
+def tensor_bytes(path) -> int:
+    """Sum of tensor data sizes from a safetensors header."""
+    import struct
 
+    with path.open("rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+    return sum(end - start for key, v in header.items() if key != "__metadata__" for start, end in [v["data_offsets"]])
+
+
+def test_tiny_weights_match_safetensors(tiny_dir):
     from llama4spec.preflight import device_memory_gib, pairing
 
     cfg = compose_config([]).cfg

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO
+from tests.helpers import REPO
 
 # What a wheel build needs; copied so the build neither reads a stale build/ nor writes into the
 # shared working tree (build/, *.egg-info).

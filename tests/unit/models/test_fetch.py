@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, run_cli
+from tests.helpers import REPO, run_cli
 
 ORG = "tiny-org"
 MAIN = "0123456789abcdef0123456789abcdef01234567"  # refs/main

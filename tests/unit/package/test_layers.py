@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import REPO
+from tests.helpers import REPO
 
 
 def test_import_contracts_are_kept():

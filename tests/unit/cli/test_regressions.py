@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_cli
+from tests.helpers import run_cli
 
 CPU_UTILISATION = re.compile(r"gpu[-_]memory[-_]utili[sz]ation[\s=:]*0\.4\b")
 

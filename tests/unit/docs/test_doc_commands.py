@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, run_cli
+from tests.helpers import REPO, run_cli
 
 # Words standing for something the reader fills in: such a line cannot run as written.
 PLACEHOLDER = re.compile(r"\b(ADDR\w*|TIMESTAMP|RUN|PATH|FILE|DIR)\b|<[^<>\s]+>|\.\.\.")

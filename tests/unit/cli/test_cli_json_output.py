@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import REPO, run_cli
+from tests.helpers import REPO
 
 DATA = REPO / "tests" / "data" / "serving"
 NUM = (int, float)
@@ -63,15 +63,15 @@ COMPARE = {"schema": str, "baseline": SIDE, "candidate": SIDE,
            "notes": [str]}
 
 
-def _json(*args: str, code: int = 0) -> dict:
-    res = run_cli(*args, timeout=180)
+def _json(cli, *args: str, code: int = 0) -> dict:
+    res = cli(*args, timeout=180)
     assert res.returncode == code, res.stdout[-2000:] + res.stderr[-2000:]
     assert "Traceback" not in res.stderr
     return json.loads(res.stdout)  # the whole of stdout is one document
 
 
-def test_show_json() -> None:
-    doc = _json("show", "draft=tiny_eagle", "lookahead=5", "--json")
+def test_show_json(cli) -> None:
+    doc = _json(cli, "show", "draft=tiny_eagle", "lookahead=5", "--json")
     check(doc, SHOW)
     assert doc["schema"] == "llama4spec.show/1"
     assert doc["config"]["lookahead"] == 5 and doc["choices"]["draft"] == "tiny_eagle"
@@ -79,17 +79,17 @@ def test_show_json() -> None:
     assert doc["llm_kwargs"]["speculative_config"]["num_speculative_tokens"] == 5
 
 
-def test_show_json_redacts_secrets() -> None:
-    doc = _json("show", "+env.HF_TOKEN=hf_abcdefghijklmnop", "--json")
+def test_show_json_redacts_secrets(cli) -> None:
+    doc = _json(cli, "show", "+env.HF_TOKEN=hf_abcdefghijklmnop", "--json")
     assert "hf_abcdefghijklmnop" not in json.dumps(doc)
     assert doc["env"]["HF_TOKEN"] == "***"
 
 
-def test_validate_json_valid_and_not() -> None:
-    doc = _json("validate", "--json")
+def test_validate_json_valid_and_not(cli) -> None:
+    doc = _json(cli, "validate", "--json")
     check(doc, VALIDATE)
     assert doc["schema"] == "llama4spec.validate/1" and doc["valid"] is True and doc["problems"] == []
-    res = run_cli("validate", "target=llama4_scout", "parallel=tp8", "lookahead=0", "--json", timeout=180)
+    res = cli("validate", "target=llama4_scout", "parallel=tp8", "lookahead=0", "--json", timeout=180)
     assert res.returncode == 2
     doc = json.loads(res.stdout)
     check(doc, VALIDATE)
@@ -98,38 +98,38 @@ def test_validate_json_valid_and_not() -> None:
     assert all(line.startswith("error: ") for line in res.stderr.splitlines())  # still one line each on stderr
 
 
-def test_validate_json_unknown_option_is_a_problem() -> None:
-    res = run_cli("validate", "draft=nonexistent", "--json", timeout=180)
+def test_validate_json_unknown_option_is_a_problem(cli) -> None:
+    res = cli("validate", "draft=nonexistent", "--json", timeout=180)
     assert res.returncode == 2
     doc = json.loads(res.stdout)
     assert doc["valid"] is False and "unknown draft option 'nonexistent'" in doc["problems"][0]
 
 
-def test_doctor_json() -> None:
-    doc = _json("doctor", "--json")
+def test_doctor_json(cli) -> None:
+    doc = _json(cli, "doctor", "--json")
     check(doc, DOCTOR)
     assert doc["schema"] == "llama4spec.doctor/1" and doc["ok"] is True and doc["errors"] == 0
     assert [m["role"] for m in doc["models"]] == ["target", "draft"]
-    doc = _json("doctor", "experiment=scout_eagle_reference", "--json", code=1)  # the published head's config
+    doc = _json(cli, "doctor", "experiment=scout_eagle_reference", "--json", code=1)  # the published head's config
     check(doc, DOCTOR)
     assert doc["ok"] is False and doc["errors"] == 1 and doc["findings"][0]["severity"] == "error"
 
 
 @pytest.mark.parametrize("command", ["memory", "plan"])
-def test_memory_json(command: str) -> None:
-    doc = _json(command, "experiment=scout_eagle_reference", "--json")
+def test_memory_json(cli, command: str) -> None:
+    doc = _json(cli, command, "experiment=scout_eagle_reference", "--json")
     check(doc, MEMORY)
     assert doc["schema"] == "llama4spec.memory/1" and doc["fits"] is True
     assert doc["plan"]["hardware"] == "h100_80gb" and doc["plan"]["devices"] == 4
-    doc = _json(command, "target=llama4_scout", "draft=eagle_llama4_scout", "parallel=tp1", "hardware=h100_80gb",
+    doc = _json(cli, command, "target=llama4_scout", "draft=eagle_llama4_scout", "parallel=tp1", "hardware=h100_80gb",
                 "--json", code=1)
     check(doc, MEMORY)
     assert doc["fits"] is False and doc["problems"]
 
 
-def test_compare_json_is_a_ci_gate() -> None:
+def test_compare_json_is_a_ci_gate(cli) -> None:
     base, cand = DATA / "scout_baseline.vllm.json", DATA / "scout_eagle.record.json"
-    doc = _json("compare", str(base), str(cand), "--json")
+    doc = _json(cli, "compare", str(base), str(cand), "--json")
     check(doc, COMPARE)
     assert doc["schema"] == "llama4spec.compare/1"
     assert doc["baseline"] == {"label": "baseline", "file": str(base), "speculative": False}
@@ -146,11 +146,11 @@ def test_compare_json_is_a_ci_gate() -> None:
     assert "ITL is per streamed chunk" in doc["notes"][0]
 
 
-def test_errors_stay_on_stderr_with_nothing_on_stdout(tmp_path) -> None:
+def test_errors_stay_on_stderr_with_nothing_on_stdout(cli, tmp_path) -> None:
     for args in (["show", "draft=nonexistent", "--json"], ["doctor", "draft=nonexistent", "--json"],
                  ["memory", "lookahead=0", "--json"],
                  ["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--json"]):
-        res = run_cli(*args, timeout=180)
+        res = cli(*args, timeout=180)
         assert res.returncode == 2, (args, res.stderr)
         assert res.stdout == "" and res.stderr.startswith("error: ") and "Traceback" not in res.stderr
 

@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 
 from llama4spec.runbook.schema import check_matrix
-from tests.helpers import run_cli
-
 AT = "rb.yaml: step 'sweep'"
 
 
@@ -40,7 +38,7 @@ def test_bad_sweep_strings_are_one_line(raw: dict, expected: str) -> None:
     assert "\n" not in problems[0]
 
 
-def test_runbook_with_hydra_syntax_plans(tmp_path: Path) -> None:
+def test_runbook_with_hydra_syntax_plans(cli, tmp_path: Path) -> None:
     runbook = tmp_path / "hydra_sweep.yaml"
     runbook.write_text("""name: hydra_sweep
 overrides: [bench=random_tiny]
@@ -52,11 +50,11 @@ steps:
       lookahead: range(1,3)
       bench.max_concurrency: "1,4"
 """)
-    res = run_cli("run", str(runbook), "--dry-run", timeout=180)
+    res = cli("run", str(runbook), "--dry-run", timeout=180)
     assert res.returncode == 0, res.stderr
     for step in ("sweep-none-c1", "sweep-none-c4", "sweep-tiny_eagle-k1-c4", "sweep-tiny_eagle-k2-c1"):
         assert f"{step}: bench" in res.stdout
     bad = tmp_path / "bad.yaml"
     bad.write_text(runbook.read_text().replace("range(1,3)", "range(1,"))
-    res = run_cli("run", str(bad), "--dry-run", timeout=180)
+    res = cli("run", str(bad), "--dry-run", timeout=180)
     assert res.returncode == 2 and "matrix 'lookahead'" in res.stderr and "Traceback" not in res.stderr

@@ -12,8 +12,6 @@ import yaml
 from llama4spec.cli.sweep import runbook_yaml, split_overrides, sweep_runbook
 from llama4spec.errors import UserError
 from llama4spec.runbook.plan import make_plan
-from tests.helpers import run_cli
-
 EXPECTED = [
     ("sweep-none", "serve"), ("sweep-none-c1", "bench"), ("sweep-none-c4", "bench"), ("sweep-none-stop", "stop"),
     ("sweep-k1-tiny_eagle", "serve"), ("sweep-k1-tiny_eagle-c1", "bench"), ("sweep-k1-tiny_eagle-c4", "bench"),
@@ -25,8 +23,8 @@ EXPECTED = [
 ARGS = ["lookahead=1,3", "bench.max_concurrency=1,4", "draft=none,tiny_eagle"]
 
 
-def test_dry_run_prints_the_generated_steps(tmp_path: Path) -> None:
-    res = run_cli("sweep", *ARGS, "serve.port=8801", "--dry-run", "--runs-dir", str(tmp_path), timeout=180)
+def test_dry_run_prints_the_generated_steps(cli, tmp_path: Path) -> None:
+    res = cli("sweep", *ARGS, "serve.port=8801", "--dry-run", "--runs-dir", str(tmp_path), timeout=180)
     assert res.returncode == 0, res.stderr
     steps = re.findall(r"^\[\d+/\d+\] ([\w-]+): (\w+)", res.stdout, re.M)
     assert steps == EXPECTED
@@ -78,12 +76,12 @@ def test_bad_sweeps_are_one_line(args: list[str], expected: str) -> None:
     assert any(expected in p for p in info.value.problems), info.value.problems
 
 
-def test_cli_bad_sweep_exit_2() -> None:
-    res = run_cli("sweep", "lookahead=1,3", "draft=none,nonexistent", "--dry-run", timeout=120)
+def test_cli_bad_sweep_exit_2(cli) -> None:
+    res = cli("sweep", "lookahead=1,3", "draft=none,nonexistent", "--dry-run", timeout=120)
     assert res.returncode == 2 and res.stdout == ""
     assert res.stderr.startswith("error: ") and "Traceback" not in res.stderr
 
 
-def test_resume_needs_a_sweep_run(tmp_path: Path) -> None:
-    res = run_cli("sweep", *ARGS, "--dry-run", "--resume", str(tmp_path), timeout=120)
+def test_resume_needs_a_sweep_run(cli, tmp_path: Path) -> None:
+    res = cli("sweep", *ARGS, "--dry-run", "--resume", str(tmp_path), timeout=120)
     assert res.returncode == 2 and "not a run directory" in res.stderr

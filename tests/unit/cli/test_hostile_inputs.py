@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import run_cli
-
 
 @pytest.mark.parametrize("args,expected", [
     (["offline", "--json", "/proc/x/run.json"], "--json /proc/x/run.json"),
@@ -15,18 +13,18 @@ from tests.helpers import run_cli
     (["bench", "--url", "not a url"], "not a server URL"),
     (["run", "runbooks/tiny_cpu_eagle_vs_baseline.yaml", "--runs-dir", "/proc/nope"], "--runs-dir /proc/nope"),
 ])
-def test_output_paths_are_checked_before_anything_starts(args, expected) -> None:
-    res = run_cli(*args, timeout=60)
+def test_output_paths_are_checked_before_anything_starts(cli, args, expected) -> None:
+    res = cli(*args, timeout=60)
     assert res.returncode == 2, res.stdout + res.stderr
     assert expected in res.stderr and "Traceback" not in res.stderr
 
 
 @pytest.mark.parametrize("value", ["[/x]", "[red]oops", "[bold]x[/bold]"])
-def test_markup_in_user_values_is_printed_as_text(value: str) -> None:
-    res = run_cli("show", f"+env.L4S_MARK='{value}'", timeout=60)  # quoted: Hydra reads [..] as a list
+def test_markup_in_user_values_is_printed_as_text(cli, value: str) -> None:
+    res = cli("show", f"+env.L4S_MARK='{value}'", timeout=60)  # quoted: Hydra reads [..] as a list
     assert res.returncode == 0, res.stderr
     assert value in res.stdout and "MarkupError" not in res.stderr
-    bad = run_cli("validate", f"target.model='/nonexistent/{value}'", timeout=60)
+    bad = cli("validate", f"target.model='/nonexistent/{value}'", timeout=60)
     assert bad.returncode == 2 and value in bad.stderr and "Traceback" not in bad.stderr
 
 
@@ -42,7 +40,7 @@ def test_markup_in_user_values_is_printed_as_text(value: str) -> None:
     ("target=../../x", "not a path"),
     ("hydra.run.dir=x", "hydra.searchpath"),
 ])
-def test_values_vllm_would_reject_are_refused_by_validate(override: str, expected: str) -> None:
-    res = run_cli("validate", override, timeout=60)
+def test_values_vllm_would_reject_are_refused_by_validate(cli, override: str, expected: str) -> None:
+    res = cli("validate", override, timeout=60)
     assert res.returncode == 2 and expected in res.stderr, res.stdout + res.stderr
     assert "Traceback" not in res.stderr and "sekrit" not in res.stderr

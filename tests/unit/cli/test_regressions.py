@@ -34,9 +34,9 @@ def _no_tiny_defaults(output: str) -> None:
 TWO_NODES_NO_HOSTS = ["target=llama4_scout", "draft=none", "parallel=two_nodes_tp8_pp2", "memory=default"]
 
 
-def test_validate_and_serve_dry_run_agree_on_missing_hosts():
-    validate = run_cli("validate", *TWO_NODES_NO_HOSTS, timeout=120)
-    serve = run_cli("serve", *TWO_NODES_NO_HOSTS, "--dry-run", timeout=120)
+def test_validate_and_serve_dry_run_agree_on_missing_hosts(cli):
+    validate = cli("validate", *TWO_NODES_NO_HOSTS, timeout=120)
+    serve = cli("serve", *TWO_NODES_NO_HOSTS, "--dry-run", timeout=120)
     assert validate.returncode == 2, validate.stdout + validate.stderr
     assert serve.returncode == 2, serve.stdout + serve.stderr
     v, s = _one_error_line(validate), _one_error_line(serve)
@@ -70,14 +70,15 @@ def _no_engine_env(tmp_path: Path) -> dict:
     return {"PYTHONPATH": str(tmp_path / "no_engine")}
 
 
-def test_the_doctor_finding_fires_for_prefix_caching():
-    result = run_cli("doctor", "serve.enable_prefix_caching=true", timeout=120)
+def test_the_doctor_finding_fires_for_prefix_caching(cli):
+    result = cli("doctor", "serve.enable_prefix_caching=true", timeout=120)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "prefix-caching" in result.stdout
 
 
 def test_run_force_carries_to_the_doctor_of_an_offline_step(offline_runbook):
     runbook, tmp_path = offline_runbook
+    # a subprocess: PYTHONPATH puts the poisoned vllm/torch first, which only a fresh interpreter honours
     result = run_cli("run", str(runbook), "--force", "--runs-dir", str(tmp_path / "runs"),
                      env=_no_engine_env(tmp_path), timeout=120)
     output = result.stdout + result.stderr
@@ -100,6 +101,7 @@ def test_run_force_carries_to_the_doctor_of_an_offline_step(offline_runbook):
 
 def test_run_without_force_refuses_with_the_doctor_finding(offline_runbook):
     runbook, tmp_path = offline_runbook
+    # a subprocess: PYTHONPATH puts the poisoned vllm/torch first, which only a fresh interpreter honours
     result = run_cli("run", str(runbook), "--runs-dir", str(tmp_path / "runs"),
                      env=_no_engine_env(tmp_path), timeout=120)
     output = result.stdout + result.stderr
@@ -117,8 +119,8 @@ def test_run_without_force_refuses_with_the_doctor_finding(offline_runbook):
     ["memory", "target=llama4_scout", "hardware=h100_80gb"],
     ["plan", "target=llama4_scout", "hardware=h100_80gb"],
 ], ids=" ".join)
-def test_real_targets_get_no_tiny_defaults(args):
-    result = run_cli(*args, timeout=120)
+def test_real_targets_get_no_tiny_defaults(cli, args):
+    result = cli(*args, timeout=120)
     output = result.stdout + result.stderr
     assert "Traceback" not in result.stderr, result.stderr
     # memory/plan exit 1 when the plan does not fit (documented in `llama4spec memory --help`)
@@ -127,8 +129,8 @@ def test_real_targets_get_no_tiny_defaults(args):
     _no_tiny_defaults(output)
 
 
-def test_maverick_on_two_nodes_pairs_with_the_eagle3_head():
-    result = run_cli("show", "target=llama4_maverick", "parallel=two_nodes_tp8_pp2", "cluster=two_nodes_ssh",
+def test_maverick_on_two_nodes_pairs_with_the_eagle3_head(cli):
+    result = cli("show", "target=llama4_maverick", "parallel=two_nodes_tp8_pp2", "cluster=two_nodes_ssh",
                      timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
@@ -140,8 +142,8 @@ def test_maverick_on_two_nodes_pairs_with_the_eagle3_head():
 
 # d. hydra.* overrides: only hydra.searchpath, and a user's own target composes.
 
-def test_hydra_run_dir_is_refused_in_one_line():
-    result = run_cli("show", "hydra.run.dir=x", timeout=120)
+def test_hydra_run_dir_is_refused_in_one_line(cli):
+    result = cli("show", "hydra.run.dir=x", timeout=120)
     assert result.returncode == 2
     line = _one_error_line(result)
     assert "hydra.run.dir" in line and "hydra.searchpath" in line, line
@@ -154,8 +156,8 @@ def own_conf(tmp_path: Path) -> str:
     return f"hydra.searchpath=[file://{tmp_path}]"
 
 
-def test_own_target_through_the_searchpath(own_conf):
-    result = run_cli("show", own_conf, "target=mine", "draft=none", "memory=default", "bench=mtbench",
+def test_own_target_through_the_searchpath(cli, own_conf):
+    result = cli("show", own_conf, "target=mine", "draft=none", "memory=default", "bench=mtbench",
                      "dataset=mtbench", "hardware=h100_80gb", timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "model: some/model" in result.stdout
@@ -163,8 +165,8 @@ def test_own_target_through_the_searchpath(own_conf):
     _no_tiny_defaults(result.stdout + result.stderr)
 
 
-def test_own_target_alone_asks_for_a_draft(own_conf):
-    result = run_cli("show", own_conf, "target=mine", timeout=120)
+def test_own_target_alone_asks_for_a_draft(cli, own_conf):
+    result = cli("show", own_conf, "target=mine", timeout=120)
     assert result.returncode == 2, result.stdout + result.stderr
     line = _one_error_line(result)
     assert "target=mine" in line, line
@@ -174,17 +176,15 @@ def test_own_target_alone_asks_for_a_draft(own_conf):
 # e. A path as a group option is refused.
 
 @pytest.mark.parametrize("command", ["show", "validate"])
-def test_a_path_as_group_option_is_refused(command):
-    result = run_cli(command, "target=../../x", timeout=120)
+def test_a_path_as_group_option_is_refused(cli, command):
+    result = cli(command, "target=../../x", timeout=120)
     assert result.returncode == 2
     line = _one_error_line(result)
     assert "target=../../x" in line and "not a path" in line, line
 
 
-def test_one_step_commands_apply_their_overrides_once() -> None:
+def test_one_step_commands_apply_their_overrides_once(cli) -> None:
     """`serve +env.X=1` used to compose the override twice ("An item is already at 'env.X'")."""
-    from tests.helpers import run_cli
-
-    res = run_cli("serve", "+env.L4S_ONCE=1", "--dry-run", timeout=120)
+    res = cli("serve", "+env.L4S_ONCE=1", "--dry-run", timeout=120)
     assert res.returncode == 0, res.stderr
     assert "L4S_ONCE=1" in res.stdout and "already at" not in res.stderr

@@ -150,9 +150,9 @@ def test_validation_reports_every_problem_at_once():
     (["serve.enable_prefix_caching=true"], "serve.enable_prefix_caching=false"),
     (["target=llama4_scout", "draft=none", "memory=default", "parallel.tensor_parallel_size=3"], "does not divide"),
 ])
-def test_validate_runs_the_doctor_rules_that_read_config_json(overrides, expected):
+def test_validate_runs_the_doctor_rules_that_read_config_json(cli, overrides, expected):
     """Rules that need a model's config.json live only in the doctor; `validate` runs it (network-free)."""
-    result = run_cli("validate", *overrides)
+    result = cli("validate", *overrides)
     assert result.returncode == 2 and expected in result.stderr, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
 
@@ -164,8 +164,8 @@ def test_draft_tp_equal_to_target_tp_or_one_is_valid():
         assert validate(c) == []
 
 
-def test_validate_cli_exit_code_and_no_traceback():
-    result = run_cli("validate", "lookahead=0", "serve.port=0")
+def test_validate_cli_exit_code_and_no_traceback(cli):
+    result = cli("validate", "lookahead=0", "serve.port=0")
     assert result.returncode == 2
     lines = [l for l in result.stderr.splitlines() if l.strip()]
     assert len(lines) == 2 and all(l.startswith("error:") for l in lines)
@@ -173,15 +173,15 @@ def test_validate_cli_exit_code_and_no_traceback():
 
 
 @pytest.mark.parametrize("args", [["show", "draft=nope"], ["validate", "bogus_key=1"], ["show", "target.model=/x", "y"]])
-def test_bad_overrides_exit_2_with_one_line(args):
-    result = run_cli(*args)
+def test_bad_overrides_exit_2_with_one_line(cli, args):
+    result = cli(*args)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert len([l for l in result.stderr.splitlines() if l.strip()]) == 1
 
 
-def test_show_prints_tree_llm_kwargs_and_serve_line():
-    result = run_cli("show", "experiment=scout_eagle_reference")
+def test_show_prints_tree_llm_kwargs_and_serve_line(cli):
+    result = cli("show", "experiment=scout_eagle_reference")
     assert result.returncode == 0, result.stderr
     golden = (REPO / "tests" / "golden" / "scout_eagle_reference.serve.txt").read_text().strip()
     assert golden in result.stdout
@@ -202,14 +202,15 @@ def test_light_commands_import_neither_vllm_nor_torch(args):
 
 
 def test_module_entry_point_and_console_script():
+    # a subprocess: this is the test of `python -m llama4spec` itself
     assert run_cli("--version").stdout.startswith("llama4spec ")
     script = REPO / ".venv" / "bin" / "llama4spec"
     if script.exists():
         assert subprocess.run([str(script), "--help"], capture_output=True, text=True).returncode == 0
 
 
-def test_secret_looking_env_values_are_never_shown(tmp_path):
-    result = run_cli("show", "+env.HF_TOKEN=hf_secretvalue123", "+env.OMP_NUM_THREADS=2")
+def test_secret_looking_env_values_are_never_shown(cli, tmp_path):
+    result = cli("show", "+env.HF_TOKEN=hf_secretvalue123", "+env.OMP_NUM_THREADS=2")
     assert result.returncode == 0, result.stderr
     assert "hf_secretvalue123" not in result.stdout
     assert "OMP_NUM_THREADS: 2" in result.stdout

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, run_cli
+from tests.helpers import REPO
 
 # Words standing for something the reader fills in: such a line cannot run as written.
 PLACEHOLDER = re.compile(r"\b(ADDR\w*|TIMESTAMP|RUN|PATH|FILE|DIR)\b|<[^<>\s]+>|\.\.\.")
@@ -188,9 +188,9 @@ def names_real_model(argv: list[str]) -> bool:
 
 
 @pytest.mark.parametrize("command", DOC_COMMANDS, ids=_ids(DOC_COMMANDS))
-def test_doc_command_runs(command: DocCommand, tmp_path: Path):
+def test_doc_command_runs(cli, command: DocCommand, tmp_path: Path):
     argv = safe_argv(command, tmp_path)
-    result = run_cli(*argv, timeout=120)
+    result = cli(*argv, timeout=120)
     output = result.stdout + result.stderr
     where = f"{command.source}:{command.line}: llama4spec {' '.join(argv)}"
     assert "Traceback" not in result.stderr, f"{where}\n{result.stderr}"

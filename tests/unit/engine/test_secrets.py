@@ -14,8 +14,6 @@ from rich.console import Console
 
 from llama4spec.engine.secrets import REDACTED, known_secrets, redact, redact_env, redact_yaml
 from llama4spec.results.provenance import recorded_name
-from tests.helpers import run_cli
-
 PLANTED = "hf_planted_secret_123"
 PLANTED2 = "planted2"
 API_KEY = "sk-planted-api-key-456"
@@ -137,8 +135,8 @@ def _no_planted(text: str) -> None:
         assert planted not in text
 
 
-def test_run_dry_run_prints_no_secret(tmp_path: Path) -> None:
-    res = run_cli("run", str(_runbook(tmp_path)), f"+env.MY_API_KEY={PLANTED2}", "--dry-run",
+def test_run_dry_run_prints_no_secret(cli, tmp_path: Path) -> None:
+    res = cli("run", str(_runbook(tmp_path)), f"+env.MY_API_KEY={PLANTED2}", "--dry-run",
                   "--runs-dir", str(tmp_path / "runs"), timeout=120, env={"MY_API_KEY": API_KEY})
     assert res.returncode == 0, res.stderr
     _no_planted(res.stdout + res.stderr)
@@ -148,19 +146,19 @@ def test_run_dry_run_prints_no_secret(tmp_path: Path) -> None:
     assert not (tmp_path / "runs").exists()
 
 
-def test_serve_dry_run_and_show_print_no_secret() -> None:
+def test_serve_dry_run_and_show_print_no_secret(cli) -> None:
     # ++ (add or override): serve composes its overrides as the step's and the command line's
-    res = run_cli("serve", "--dry-run", f"++env.HF_TOKEN={PLANTED}", f"++env.MY_API_KEY={PLANTED2}", timeout=120)
+    res = cli("serve", "--dry-run", f"++env.HF_TOKEN={PLANTED}", f"++env.MY_API_KEY={PLANTED2}", timeout=120)
     assert res.returncode == 0, res.stderr
     _no_planted(res.stdout + res.stderr)
     assert "HF_TOKEN=***" in res.stdout and "MY_API_KEY=***" in res.stdout
     # two nodes: the follower's launch line carries its environment (`env HF_TOKEN=...` over ssh)
-    res = run_cli("serve", "--dry-run", "parallel=tiny_two_host_tp2", "cluster=tiny_two_host",
+    res = cli("serve", "--dry-run", "parallel=tiny_two_host_tp2", "cluster=tiny_two_host",
                   f"++env.HF_TOKEN={PLANTED}", timeout=120)
     assert res.returncode == 0, res.stderr
     _no_planted(res.stdout + res.stderr)
     assert "'env HF_TOKEN=*** " in res.stdout
-    res = run_cli("show", f"+env.HF_TOKEN={PLANTED}", f"serve.extra_args=[--api-key,{API_KEY}]",
+    res = cli("show", f"+env.HF_TOKEN={PLANTED}", f"serve.extra_args=[--api-key,{API_KEY}]",
                   f"serve.served_model_name=https://user:{PLANTED2}@host", timeout=120)
     assert res.returncode == 0, res.stderr
     _no_planted(res.stdout + res.stderr)

@@ -15,7 +15,7 @@ from llama4spec.launch.slurm import parameters, parse_show_job
 from llama4spec.runbook import groups as G
 from llama4spec.runbook.groups import Shape
 from llama4spec.runbook.plan import make_plan, plan_file
-from tests.helpers import REPO, run_cli
+from tests.helpers import REPO
 
 SWEEP = REPO / "runbooks" / "tiny_cpu_sweep.yaml"
 
@@ -119,8 +119,8 @@ def test_scontrol_lines_give_every_array_task():
     assert set(found) == {"7_0", "7_1", "9_0"} and found["9_0"]["JobState"] == "COMPLETED"
 
 
-def test_dry_run_shows_the_groups_and_what_each_job_asks_for(tmp_path: Path):
-    res = run_cli("run", str(SWEEP), "cluster=slurm_local", "--launcher", "slurm", "--dry-run", "--runs-dir",
+def test_dry_run_shows_the_groups_and_what_each_job_asks_for(cli, tmp_path: Path):
+    res = cli("run", str(SWEEP), "cluster=slurm_local", "--launcher", "slurm", "--dry-run", "--runs-dir",
                   str(tmp_path), timeout=180)
     assert res.returncode == 0, res.stderr
     assert "4 server groups, as Slurm jobs" in res.stdout and "cpus_per_task=1" in res.stdout
@@ -128,10 +128,10 @@ def test_dry_run_shows_the_groups_and_what_each_job_asks_for(tmp_path: Path):
     assert not list(tmp_path.iterdir())  # nothing written, nothing submitted
 
 
-def test_option_mistakes_are_one_line_each():
-    res = run_cli("run", str(SWEEP), "--only-group", "x", "--parallel", "2")
+def test_option_mistakes_are_one_line_each(cli):
+    res = cli("run", str(SWEEP), "--only-group", "x", "--parallel", "2")
     assert res.returncode == 2 and "--only-group/--shard run groups here" in res.stderr
-    res = run_cli("run", str(SWEEP), "--detach")
+    res = cli("run", str(SWEEP), "--detach")
     assert res.returncode == 2 and "--detach needs --launcher slurm" in res.stderr
-    res = run_cli("run", str(SWEEP), "--only-group", "nope", "--dry-run")
+    res = cli("run", str(SWEEP), "--only-group", "nope", "--dry-run")
     assert res.returncode == 2 and "no such server group" in res.stderr and "Traceback" not in res.stderr

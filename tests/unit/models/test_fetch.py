@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, run_cli
+from tests.helpers import REPO
 
 ORG = "tiny-org"
 MAIN = "0123456789abcdef0123456789abcdef01234567"  # refs/main
@@ -80,8 +80,8 @@ def error_lines(stderr: str) -> list[str]:
 
 
 # -- llama4spec fetch against the cache -------------------------------------------------------
-def test_fetch_resolves_the_cached_snapshot_offline(hf_home: Path):
-    result = run_cli("fetch", f"target.model={ORG}/llama", "draft=none", env=offline_env(hf_home), timeout=120)
+def test_fetch_resolves_the_cached_snapshot_offline(cli, hf_home: Path):
+    result = cli("fetch", f"target.model={ORG}/llama", "draft=none", env=offline_env(hf_home), timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert f"fetch target.model {ORG}/llama at revision main" in out
@@ -93,18 +93,18 @@ def test_fetch_resolves_the_cached_snapshot_offline(hf_home: Path):
     assert "Traceback" not in result.stderr
 
 
-def test_fetch_pins_a_revision(hf_home: Path):
+def test_fetch_pins_a_revision(cli, hf_home: Path):
     env = offline_env(hf_home)
-    tag = run_cli("fetch", f"target.model={ORG}/llama", "draft=none", "target.revision=v1", env=env, timeout=120)
+    tag = cli("fetch", f"target.model={ORG}/llama", "draft=none", "target.revision=v1", env=env, timeout=120)
     assert tag.returncode == 0, tag.stderr
     assert f"at revision v1" in tag.stdout and f"commit {V1}" in tag.stdout
-    commit = run_cli("fetch", f"target.model={ORG}/llama", "draft=none", f"target.revision={MAIN}", env=env,
+    commit = cli("fetch", f"target.model={ORG}/llama", "draft=none", f"target.revision={MAIN}", env=env,
                      timeout=120)
     assert commit.returncode == 0 and f"commit {MAIN}" in commit.stdout, commit.stderr
 
 
-def test_fetch_target_draft_and_tokenizer(hf_home: Path):
-    result = run_cli("fetch", f"target.model={ORG}/llama", "draft=tiny_eagle", f"draft.model={ORG}/eagle",
+def test_fetch_target_draft_and_tokenizer(cli, hf_home: Path):
+    result = cli("fetch", f"target.model={ORG}/llama", "draft=tiny_eagle", f"draft.model={ORG}/eagle",
                      f"target.tokenizer={ORG}/tok", env=offline_env(hf_home), timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
@@ -113,40 +113,40 @@ def test_fetch_target_draft_and_tokenizer(hf_home: Path):
     assert "tokenizer.json" in tokenizer and "model.safetensors" not in tokenizer  # only the tokenizer's files
 
 
-def test_fetch_of_a_repository_missing_offline_is_one_line(hf_home: Path):
-    result = run_cli("fetch", f"target.model={ORG}/missing", "draft=none", env=offline_env(hf_home), timeout=120)
+def test_fetch_of_a_repository_missing_offline_is_one_line(cli, hf_home: Path):
+    result = cli("fetch", f"target.model={ORG}/missing", "draft=none", env=offline_env(hf_home), timeout=120)
     assert result.returncode == 2
     assert error_lines(result.stderr) == [
         f"error: target.model: {ORG}/missing is not in the local cache and offline (HF_HUB_OFFLINE is set); run "
         f"`llama4spec fetch` where the hub is reachable or unset HF_HUB_OFFLINE"], result.stderr
 
 
-def test_fetch_of_an_uncached_revision_offline_is_one_line(hf_home: Path):
-    result = run_cli("fetch", f"target.model={ORG}/llama", "draft=none", "target.revision=v9",
+def test_fetch_of_an_uncached_revision_offline_is_one_line(cli, hf_home: Path):
+    result = cli("fetch", f"target.model={ORG}/llama", "draft=none", "target.revision=v9",
                      env=offline_env(hf_home), timeout=120)
     assert result.returncode == 2
     lines = error_lines(result.stderr)
     assert len(lines) == 1 and f"{ORG}/llama at revision v9 is not in the local cache and offline" in lines[0]
 
 
-def test_fetch_reports_every_missing_model_at_once(hf_home: Path):
-    result = run_cli("fetch", f"target.model={ORG}/missing", "draft=tiny_eagle", f"draft.model={ORG}/gone",
+def test_fetch_reports_every_missing_model_at_once(cli, hf_home: Path):
+    result = cli("fetch", f"target.model={ORG}/missing", "draft=tiny_eagle", f"draft.model={ORG}/gone",
                      env=offline_env(hf_home), timeout=120)
     assert result.returncode == 2
     lines = error_lines(result.stderr)
     assert len(lines) == 2 and "target.model" in lines[0] and "draft.model" in lines[1], lines
 
 
-def test_fetch_refuses_a_cached_config_without_weights_offline(hf_home: Path):
+def test_fetch_refuses_a_cached_config_without_weights_offline(cli, hf_home: Path):
     """The doctor caches config.json alone: that is not a fetched model."""
-    result = run_cli("fetch", f"target.model={ORG}/config-only", "draft=none", env=offline_env(hf_home), timeout=120)
+    result = cli("fetch", f"target.model={ORG}/config-only", "draft=none", env=offline_env(hf_home), timeout=120)
     assert result.returncode == 2
     lines = error_lines(result.stderr)
     assert len(lines) == 1 and "holds no weights" in lines[0] and "HF_HUB_OFFLINE" in lines[0], lines
 
 
-def test_fetch_dry_run_lists_repository_revision_files_and_cache(hf_home: Path):
-    result = run_cli("fetch", f"target.model={ORG}/not-cached", "draft=tiny_eagle", f"draft.model={ORG}/eagle",
+def test_fetch_dry_run_lists_repository_revision_files_and_cache(cli, hf_home: Path):
+    result = cli("fetch", f"target.model={ORG}/not-cached", "draft=tiny_eagle", f"draft.model={ORG}/eagle",
                      "draft.revision=v2", "--dry-run", env=offline_env(hf_home), timeout=120)
     assert result.returncode == 0, result.stderr
     out = result.stdout
@@ -157,21 +157,21 @@ def test_fetch_dry_run_lists_repository_revision_files_and_cache(hf_home: Path):
     assert "commit" not in out  # nothing resolved, nothing downloaded
 
 
-def test_fetch_dry_run_of_a_multinode_config_says_the_cache_is_this_machines(hf_home: Path):
-    result = run_cli("fetch", "cluster=tiny_two_host", "parallel=tiny_two_host_tp2", f"target.model={ORG}/llama",
+def test_fetch_dry_run_of_a_multinode_config_says_the_cache_is_this_machines(cli, hf_home: Path):
+    result = cli("fetch", "cluster=tiny_two_host", "parallel=tiny_two_host_tp2", f"target.model={ORG}/llama",
                      "draft=none", "--dry-run", env=offline_env(hf_home), timeout=120)
     assert result.returncode == 0, result.stderr
     assert "on this machine (the cluster's hosts share it only through a shared HF_HOME)" in result.stdout
 
 
-def test_fetch_skips_the_tiny_models_and_local_directories(hf_home: Path, tmp_path: Path):
-    result = run_cli("fetch", env=offline_env(hf_home), timeout=120)
+def test_fetch_skips_the_tiny_models_and_local_directories(cli, hf_home: Path, tmp_path: Path):
+    result = cli("fetch", env=offline_env(hf_home), timeout=120)
     assert result.returncode == 0, result.stderr
     assert "a tiny model, built here (no download)" in result.stdout and "nothing to fetch" in result.stdout
     local = tmp_path / "model"
     local.mkdir()
     (local / "config.json").write_text("{}")
-    result = run_cli("fetch", f"target.model={local}", "draft=none", env=offline_env(hf_home), timeout=120)
+    result = cli("fetch", f"target.model={local}", "draft=none", env=offline_env(hf_home), timeout=120)
     assert result.returncode == 0, result.stderr
     assert f"skip target.model {local}: a local directory" in result.stdout
 
@@ -195,8 +195,8 @@ steps:
     return path
 
 
-def test_runbook_fetch_step_dry_run(hf_home: Path, tmp_path: Path):
-    result = run_cli("run", str(_runbook(tmp_path)), "--dry-run", env=offline_env(hf_home), timeout=120)
+def test_runbook_fetch_step_dry_run(cli, hf_home: Path, tmp_path: Path):
+    result = cli("run", str(_runbook(tmp_path)), "--dry-run", env=offline_env(hf_home), timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert "[1/2] models: fetch" in out
@@ -206,9 +206,9 @@ def test_runbook_fetch_step_dry_run(hf_home: Path, tmp_path: Path):
     assert f"    cache: {hf_home / 'hub'}" in out
 
 
-def test_runbook_fetch_step_runs_and_records_the_commits(hf_home: Path, tmp_path: Path):
+def test_runbook_fetch_step_runs_and_records_the_commits(cli, hf_home: Path, tmp_path: Path):
     runs = tmp_path / "runs"
-    result = run_cli("run", str(_runbook(tmp_path)), "--runs-dir", str(runs), env=offline_env(hf_home), timeout=300)
+    result = cli("run", str(_runbook(tmp_path)), "--runs-dir", str(runs), env=offline_env(hf_home), timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     (run_dir,) = (runs / "fetch_first").iterdir()
     status = json.loads((run_dir / "status.json").read_text())
@@ -221,12 +221,12 @@ def test_runbook_fetch_step_runs_and_records_the_commits(hf_home: Path, tmp_path
     assert host["models"]["models"]["draft"]["commit"] == DRAFT
 
 
-def test_runbook_fetch_step_failure_fails_the_run(hf_home: Path, tmp_path: Path):
+def test_runbook_fetch_step_failure_fails_the_run(cli, hf_home: Path, tmp_path: Path):
     path = tmp_path / "missing.yaml"
     path.write_text(f"name: missing\nsteps:\n  - id: models\n    kind: fetch\n"
                     f"    overrides: [target.model={ORG}/missing, draft=none]\n")
     runs = tmp_path / "runs"
-    result = run_cli("run", str(path), "--runs-dir", str(runs), env=offline_env(hf_home), timeout=120)
+    result = cli("run", str(path), "--runs-dir", str(runs), env=offline_env(hf_home), timeout=120)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "not in the local cache and offline" in result.stdout and "Traceback" not in result.stderr
     (run_dir,) = (runs / "missing").iterdir()
@@ -307,13 +307,13 @@ def test_revisions_reach_vllm():
     assert "revision" not in llm_kwargs(plain)
 
 
-def test_serve_dry_run_shows_the_revisions():
-    result = run_cli("serve", "target=llama4_scout", "draft=eagle_llama4_scout", "target.revision=abc123",
+def test_serve_dry_run_shows_the_revisions(cli):
+    result = cli("serve", "target=llama4_scout", "draft=eagle_llama4_scout", "target.revision=abc123",
                      "draft.revision=0123abc", "--dry-run", timeout=120)
     assert result.returncode == 0, result.stderr
     assert "--revision abc123" in result.stdout
     assert '"model":"morgendave/EAGLE-Llama-4-Scout-17B-16E-Instruct","revision":"0123abc"' in result.stdout
-    tiny = run_cli("serve", "target.revision=abc123", "--dry-run", timeout=120)
+    tiny = cli("serve", "target.revision=abc123", "--dry-run", timeout=120)
     assert tiny.returncode == 0 and "--revision abc123" in tiny.stdout, tiny.stderr
 
 

@@ -14,7 +14,7 @@ from llama4spec.config.validate import validate
 from llama4spec.multinode.checks import host_problems
 from llama4spec.config.layout import is_multinode, problems
 from llama4spec.multinode.plan import dry_run_lines, launcher_argv, plan_nodes
-from tests.helpers import REPO, run_cli
+from tests.helpers import REPO
 
 MAVERICK = ["target=llama4_maverick", "draft=none", "parallel=two_nodes_tp8_pp2", "hardware=h100_80gb",
             "memory=default", "cluster=two_nodes_ssh", "cluster.python=/opt/venv/bin/python"]
@@ -139,22 +139,22 @@ def test_master_port_in_use():
                      f"with cluster.master_port=N"]
 
 
-def test_cli_refuses_bad_layouts_with_exit_2_and_one_line_each():
-    done = run_cli("serve", "parallel=tiny_two_host_tp2", timeout=120)
+def test_cli_refuses_bad_layouts_with_exit_2_and_one_line_each(cli):
+    done = cli("serve", "parallel=tiny_two_host_tp2", timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert errors == ["error: parallel.nnodes=2 needs 2 hosts but cluster 'local' lists 0; pick a cluster preset "
                       "(cluster=...) or list cluster.hosts"]
-    done = run_cli("serve", *TINY_TWO, "cluster.hosts.1.address=127.0.0.2", f"cluster.ssh_options=[-p,{_closed_port()}]",
+    done = cli("serve", *TINY_TWO, "cluster.hosts.1.address=127.0.0.2", f"cluster.ssh_options=[-p,{_closed_port()}]",
                    timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert [line for line in done.stderr.splitlines() if line.startswith("error:")][-1].startswith(
         "error: cluster.hosts.1 (127.0.0.2): cannot reach the host over ssh")
 
 
-def test_cli_dry_run_prints_every_node():
-    done = run_cli("serve", *MAVERICK, "--dry-run", timeout=120)
+def test_cli_dry_run_prints_every_node(cli):
+    done = cli("serve", *MAVERICK, "--dry-run", timeout=120)
     assert done.returncode == 0, done.stderr
     assert "node 0 (leader) on 10.0.0.1 (here):" in done.stdout and "node 1 (follower) on 10.0.0.2:" in done.stdout
     assert "--node-rank 1 --master-addr 10.0.0.1 --master-port 29500 --headless" in done.stdout
@@ -170,7 +170,7 @@ steps:
 """
 
 
-def test_runbook_serve_step_plans_every_node(tmp_path):
+def test_runbook_serve_step_plans_every_node(cli, tmp_path):
     from llama4spec.runbook.plan import plan_file
 
     path = tmp_path / "two_hosts.yaml"
@@ -182,14 +182,14 @@ def test_runbook_serve_step_plans_every_node(tmp_path):
     assert serve.artifacts["log"].name == "node0.log" and serve.artifacts["log_node1"].name == "node1.log"
     assert serve.artifacts["log"].parent.name == "eagle"  # the step's own directory
     assert plan.to_record()[0]["nodes"][1]["argv"][-1] == "--headless"
-    done = run_cli("run", str(path), "--dry-run", "--runs-dir", str(tmp_path / "runs"), timeout=120)
+    done = cli("run", str(path), "--dry-run", "--runs-dir", str(tmp_path / "runs"), timeout=120)
     assert done.returncode == 0, done.stderr
     assert "node 1 (follower) on 10.77.0.2: vllm serve" in done.stdout
 
 
-def test_runbook_refuses_a_bad_layout_when_planning(tmp_path):
+def test_runbook_refuses_a_bad_layout_when_planning(cli, tmp_path):
     path = tmp_path / "two_hosts.yaml"
     path.write_text(RUNBOOK.replace("cluster=tiny_two_host, ", ""))
-    done = run_cli("run", str(path), "--dry-run", "--runs-dir", str(tmp_path / "runs"), timeout=120)
+    done = cli("run", str(path), "--dry-run", "--runs-dir", str(tmp_path / "runs"), timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "step 'eagle': parallel.nnodes=2 needs 2 hosts but cluster 'local' lists 0" in done.stderr

@@ -17,7 +17,7 @@ from llama4spec.preflight import examine, hfconfig, pairing, values
 from llama4spec.preflight.doctor import ERROR, INFO, Pairing, transformers_config
 from llama4spec.preflight.memory import memory_plan, suggest
 from llama4spec.preflight.sources import KNOWN_DIR, ModelConfig
-from tests.helpers import DROP, REPO, edited, run_cli
+from tests.helpers import DROP, REPO, edited
 
 HEAD = "morgendave/EAGLE-Llama-4-Scout-17B-16E-Instruct"
 HEAD_FILE = KNOWN_DIR / "morgendave--EAGLE-Llama-4-Scout-17B-16E-Instruct.json"
@@ -130,8 +130,8 @@ def test_a_local_head_with_an_int_names_the_file(tmp_path):
     assert f.fix == f'set "attn_temperature_tuning": true in {d / "config.json"}'
 
 
-def test_cli_doctor_on_the_reference_experiment():
-    run = run_cli("doctor", "experiment=scout_eagle_reference", env={"HF_HUB_OFFLINE": "1"})
+def test_cli_doctor_on_the_reference_experiment(cli):
+    run = cli("doctor", "experiment=scout_eagle_reference", env={"HF_HUB_OFFLINE": "1"})
     assert run.returncode == 1, run.stdout + run.stderr
     assert "Traceback" not in run.stderr
     assert "transformers-config" in run.stdout and "bundled copy" in run.stdout and FIX in run.stdout
@@ -184,10 +184,10 @@ def malformed_dir(tiny_dir: Path, tmp_path: Path, role: str, changes: dict) -> P
 
 @pytest.mark.parametrize("case", sorted(MALFORMED))
 @pytest.mark.parametrize("role", ["target", "draft"])
-def test_malformed_config_doctor_cli(case, role, tiny_dir, tmp_path):
+def test_malformed_config_doctor_cli(cli, case, role, tiny_dir, tmp_path):
     changes, words = MALFORMED[case]
     d = malformed_dir(tiny_dir, tmp_path, role, changes)
-    run = run_cli("doctor", f"{role}.model={d}", env={"HF_HUB_OFFLINE": "1"})
+    run = cli("doctor", f"{role}.model={d}", env={"HF_HUB_OFFLINE": "1"})
     assert run.returncode == 1, run.stdout + run.stderr
     assert "Traceback" not in run.stderr and run.stderr.strip() == ""
     lines = [line for line in run.stdout.splitlines() if line.startswith("error ")]
@@ -198,10 +198,10 @@ def test_malformed_config_doctor_cli(case, role, tiny_dir, tmp_path):
 
 @pytest.mark.parametrize("case", sorted(MALFORMED))
 @pytest.mark.parametrize("role", ["target", "draft"])
-def test_malformed_config_memory_cli(case, role, tiny_dir, tmp_path):
+def test_malformed_config_memory_cli(cli, case, role, tiny_dir, tmp_path):
     changes, words = MALFORMED[case]
     d = malformed_dir(tiny_dir, tmp_path, role, changes)
-    run = run_cli("memory", f"{role}.model={d}", env={"HF_HUB_OFFLINE": "1"})
+    run = cli("memory", f"{role}.model={d}", env={"HF_HUB_OFFLINE": "1"})
     assert run.returncode == 2, run.stdout + run.stderr
     assert "Traceback" not in run.stderr
     lines = [line for line in run.stderr.splitlines() if line.strip()]
@@ -209,9 +209,9 @@ def test_malformed_config_memory_cli(case, role, tiny_dir, tmp_path):
     assert f"{role} config.json ({role}.model={d})" in lines[0] and words in lines[0]
 
 
-def test_malformed_config_validate_cli(tiny_dir, tmp_path):
+def test_malformed_config_validate_cli(cli, tiny_dir, tmp_path):
     d = malformed_dir(tiny_dir, tmp_path, "target", {"num_attention_heads": 0})
-    run = run_cli("validate", f"target.model={d}", env={"HF_HUB_OFFLINE": "1"})
+    run = cli("validate", f"target.model={d}", env={"HF_HUB_OFFLINE": "1"})
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert "num_attention_heads" in run.stderr
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +12,7 @@ from llama4spec.config.compose import compose_config
 from llama4spec.preflight import gate, pairing
 from llama4spec.preflight.doctor import ERROR, RULES, WARNING, examine
 from llama4spec.errors import UserError
-from tests.helpers import DROP, edited
+from tests.helpers import DROP, edited, run_cli
 
 
 @pytest.fixture(autouse=True)
@@ -116,16 +114,10 @@ def test_gate_refuses_on_error_unless_forced(tiny_dir):
     assert gate(compose_config([]).cfg, console) == []
 
 
-def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    import os
-
-    return subprocess.run(
-        [sys.executable, "-m", "llama4spec", *args], capture_output=True, text=True,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}, timeout=120,
-    )
+OFFLINE = {"HF_HUB_OFFLINE": "1"}
 
 
-def one_error_line(run: subprocess.CompletedProcess, *words: str) -> None:
+def one_error_line(run, *words: str) -> None:
     assert run.returncode == 2, run.stdout + run.stderr
     lines = [line for line in run.stderr.splitlines() if line.strip()]
     assert "Traceback" not in run.stderr
@@ -137,34 +129,36 @@ def one_error_line(run: subprocess.CompletedProcess, *words: str) -> None:
     ("{not json", ["not valid JSON", "line 1"]),
     ("[1, 2]", ["not an object"]),
 ])
-def test_bad_config_file(tiny_dir, tmp_path, content, words):
+def test_bad_config_file(cli, tiny_dir, tmp_path, content, words):
     d = tmp_path / "target"
     shutil.copytree(tiny_dir / "target", d)
     (d / "config.json").unlink()
     if content is not None:
         (d / "config.json").write_text(content)
     for command in ("doctor", "plan"):
-        one_error_line(cli(command, f"target.model={d}"), *words)
+        one_error_line(cli(command, f"target.model={d}", env=OFFLINE), *words)
 
 
-def test_unreadable_config_file(tiny_dir, tmp_path):
+def test_unreadable_config_file(cli, tiny_dir, tmp_path):
     d = tmp_path / "target"
     shutil.copytree(tiny_dir / "target", d)
     (d / "config.json").unlink()
     (d / "config.json").mkdir()  # a directory where the file should be: unreadable as text
-    one_error_line(cli("doctor", f"target.model={d}"), "config.json")
+    one_error_line(cli("doctor", f"target.model={d}", env=OFFLINE), "config.json")
 
 
 def test_unknown_model_offline(tmp_path):
-    run = cli("doctor", "target.model=nobody/no-such-model", env={"HF_HOME": str(tmp_path)})
+    # a subprocess: huggingface_hub reads HF_HOME (an empty cache here) only when it is first imported
+    run = run_cli("doctor", "target.model=nobody/no-such-model", env={**OFFLINE, "HF_HOME": str(tmp_path)},
+                  timeout=120)
     one_error_line(run, "nobody/no-such-model", "offline", "hf download")
 
 
-def test_unknown_hardware_preset():
-    one_error_line(cli("plan", "hardware=h900"), "unknown hardware option 'h900'", "h100_80gb")
+def test_unknown_hardware_preset(cli):
+    one_error_line(cli("plan", "hardware=h900", env=OFFLINE), "unknown hardware option 'h900'", "h100_80gb")
 
 
-def test_doctor_exit_codes(tiny_dir):
-    assert cli("doctor").returncode == 0
-    run = cli("doctor", "serve.enable_prefix_caching=true")
+def test_doctor_exit_codes(cli, tiny_dir):
+    assert cli("doctor", env=OFFLINE).returncode == 0
+    run = cli("doctor", "serve.enable_prefix_caching=true", env=OFFLINE)
     assert run.returncode == 1 and "prefix-caching" in run.stdout

@@ -131,17 +131,13 @@ def test_multi_node_needs_enough_gpus():
     assert two_nodes.fits and two_nodes.weights_per_device < one_node.weights_per_device * 1.01
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "llama4spec", *args], capture_output=True, text=True, env=env, timeout=120)
-
-
-def test_plan_cli_scout(tiny_dir):
-    run = run_cli("plan", "experiment=scout_eagle_reference", "hardware=h100_80gb", "parallel=tp1",
-                  "parallel.draft_tensor_parallel_size=null")
+def test_plan_cli_scout(cli, tiny_dir):
+    offline = {"HF_HUB_OFFLINE": "1"}
+    run = cli("plan", "experiment=scout_eagle_reference", "hardware=h100_80gb", "parallel=tp1",
+              "parallel.draft_tensor_parallel_size=null", env=offline)
     assert run.returncode == 1, run.stderr
     assert "does not fit" in run.stdout and "parallel.tensor_parallel_size=4" in run.stdout
-    assert run_cli("plan", "experiment=scout_eagle_reference", "hardware=h100_80gb").returncode == 0
+    assert cli("plan", "experiment=scout_eagle_reference", "hardware=h100_80gb", env=offline).returncode == 0
 
 
 PROBE = """

@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_cli
-
 GOOD = {"output_throughput": 100.0, "completed": 16, "failed": 0, "mean_tpot_ms": 10.0}
 
 
@@ -27,33 +25,33 @@ def _write(path: Path, data) -> Path:
     ("\x00\xff garbage", "cannot read it as JSON"),
     ({"kind": "llama4spec.bench", "label": "x", "returncode": 1}, "did not finish"),
 ])
-def test_bad_inputs_are_one_line(tmp_path: Path, bad, expected) -> None:
+def test_bad_inputs_are_one_line(cli, tmp_path: Path, bad, expected) -> None:
     good = _write(tmp_path / "good.json", GOOD)
     path = tmp_path / "bad.json"
     if isinstance(bad, str):
         path.write_bytes(bad.encode("latin-1"))
     else:
         path.write_text(json.dumps(bad))
-    res = run_cli("compare", str(good), str(path), timeout=60)
+    res = cli("compare", str(good), str(path), timeout=60)
     assert res.returncode == 2 and expected in res.stderr, res.stdout + res.stderr
     assert "Traceback" not in res.stderr and "nanx" not in res.stdout
 
 
-def test_the_same_file_twice_is_refused(tmp_path: Path) -> None:
+def test_the_same_file_twice_is_refused(cli, tmp_path: Path) -> None:
     good = _write(tmp_path / "good.json", GOOD)
-    res = run_cli("compare", str(good), str(good), timeout=60)
+    res = cli("compare", str(good), str(good), timeout=60)
     assert res.returncode == 2 and "both baseline and candidate" in res.stderr
 
 
-def test_a_directory_is_refused(tmp_path: Path) -> None:
+def test_a_directory_is_refused(cli, tmp_path: Path) -> None:
     good = _write(tmp_path / "good.json", GOOD)
-    res = run_cli("compare", str(tmp_path), str(good), timeout=60)
+    res = cli("compare", str(tmp_path), str(good), timeout=60)
     assert res.returncode == 2 and "is a directory" in res.stderr and "Traceback" not in res.stderr
 
 
-def test_markup_in_a_label_is_printed_as_text(tmp_path: Path) -> None:
+def test_markup_in_a_label_is_printed_as_text(cli, tmp_path: Path) -> None:
     a = _write(tmp_path / "a.json", {**GOOD, "label": "[/x] base"})
     b = _write(tmp_path / "b.json", {**GOOD, "label": "[red]cand", "output_throughput": 150.0})
-    res = run_cli("compare", str(a), str(b), timeout=60)
+    res = cli("compare", str(a), str(b), timeout=60)
     assert res.returncode == 0, res.stderr
     assert "[/x] base" in res.stdout and "[red]cand" in res.stdout and "1.50x" in res.stdout

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from llama4spec.results import compare
 from llama4spec.errors import UserError
-from tests.helpers import REPO, run_cli
+from tests.helpers import REPO
 
 DATA = REPO / "tests" / "data" / "serving"
 GOLDEN = REPO / "tests" / "golden"
@@ -57,13 +57,13 @@ def test_unfinished_record_and_foreign_json_are_refused(tmp_path: Path) -> None:
         compare.load(other)
 
 
-def test_cli_compare_and_its_errors(tmp_path: Path) -> None:
-    res = run_cli("compare", str(DATA / "scout_baseline.vllm.json"), str(DATA / "scout_eagle.record.json"), "--markdown",
+def test_cli_compare_and_its_errors(cli, tmp_path: Path) -> None:
+    res = cli("compare", str(DATA / "scout_baseline.vllm.json"), str(DATA / "scout_eagle.record.json"), "--markdown",
                   timeout=120)
     assert res.returncode == 0, res.stderr
     assert "| output throughput (tok/s) | 710.51 | 1,114.62 | 1.57x |" in res.stdout
     bad = tmp_path / "bad.json"
     bad.write_text("not json")
-    res = run_cli("compare", str(bad), str(tmp_path / "missing.json"), timeout=120)
+    res = cli("compare", str(bad), str(tmp_path / "missing.json"), timeout=120)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert res.stderr.startswith("error: ") and "cannot read it as JSON" in res.stderr

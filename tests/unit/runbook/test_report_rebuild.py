@@ -16,7 +16,6 @@ from rich.console import Console
 from llama4spec.errors import UserError
 from llama4spec.runbook import execute
 from llama4spec.runbook.report import rebuild
-from tests.helpers import run_cli
 from tests.unit.sweep.test_sweep_resume import _plan, _point, _throughput, write_record
 
 
@@ -63,12 +62,12 @@ def test_rebuilt_report_equals_the_one_the_run_wrote(tmp_path: Path) -> None:
     assert rebuilt.split("## sweep", 1)[1] == summary.split("## sweep", 1)[1]
 
 
-def test_the_report_command_rebuilds_in_place(tmp_path: Path) -> None:
+def test_the_report_command_rebuilds_in_place(cli, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     _finished_run(run_dir)
     before = (run_dir / "sweep" / "report.md").read_text()
     (run_dir / "sweep" / "report.md").unlink()
-    done = run_cli("report", str(run_dir))
+    done = cli("report", str(run_dir))
     assert done.returncode == 0, done.stdout + done.stderr
     assert (run_dir / "sweep" / "report.md").read_text() == before
     assert "best lookahead by output throughput" in done.stdout
@@ -95,14 +94,14 @@ def test_two_runs_merge_into_one_with_every_run_of_each_point(tmp_path: Path) ->
     assert rebuild([merged], None, _console()) == 0
 
 
-def test_points_measured_differently_are_refused_naming_the_keys(tmp_path: Path) -> None:
+def test_points_measured_differently_are_refused_naming_the_keys(cli, tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     _finished_run(a)
     _finished_run(b, 1.0, "bench.output_len=64")
     with pytest.raises(UserError) as err:
         rebuild([a, b], tmp_path / "merged", _console())
     assert "config bench.output_len" in str(err.value) and "differ" in str(err.value)
-    done = run_cli("report", str(a), str(b), "--out", str(tmp_path / "m2"))
+    done = cli("report", str(a), str(b), "--out", str(tmp_path / "m2"))
     assert done.returncode == 2 and "Traceback" not in done.stderr and "bench.output_len" in done.stderr
 
 
@@ -137,10 +136,10 @@ def test_missing_points_are_named_and_the_exit_code_says_so(tmp_path: Path) -> N
     assert "sweep-tiny_eagle-k3-c4" in (run_dir / "sweep" / "report.md").read_text().split("not measured")[1]
 
 
-def test_not_a_run_directory_is_a_clear_error(tmp_path: Path) -> None:
-    done = run_cli("report", str(tmp_path))
+def test_not_a_run_directory_is_a_clear_error(cli, tmp_path: Path) -> None:
+    done = cli("report", str(tmp_path))
     assert done.returncode == 2 and "not a run directory" in done.stderr and "Traceback" not in done.stderr
-    done = run_cli("report", str(tmp_path / "nope"))
+    done = cli("report", str(tmp_path / "nope"))
     assert done.returncode == 2 and "no such run directory" in done.stderr
 
 

@@ -13,8 +13,6 @@ import pytest
 
 from llama4spec.runbook import matrix as matrix_mod
 from llama4spec.runbook import schema
-from tests.helpers import run_cli
-
 TIMEOUT = 20  # each case finishes in about a second; a hang or an alias bomb would not
 
 
@@ -35,8 +33,8 @@ def _refused(done, *words: str) -> list[str]:
     return lines
 
 
-def _run(path: Path | str, *extra: str):
-    return run_cli("run", str(path), "--dry-run", *extra, timeout=TIMEOUT)
+def _run(cli, path: Path | str, *extra: str):
+    return cli("run", str(path), "--dry-run", *extra, timeout=TIMEOUT)
 
 
 BOMB = """\
@@ -55,8 +53,8 @@ steps: [{id: s, kind: serve}]
 
 
 # -- bounded input -------------------------------------------------------------------------------
-def test_alias_bomb_is_refused_in_one_line(tmp_path: Path) -> None:
-    lines = _refused(_run(_write(tmp_path, BOMB)), "expands to more than 100,000 values", "line 6")
+def test_alias_bomb_is_refused_in_one_line(cli, tmp_path: Path) -> None:
+    lines = _refused(_run(cli, _write(tmp_path, BOMB)), "expands to more than 100,000 values", "line 6")
     assert len(lines) == 1
 
 
@@ -72,23 +70,23 @@ def test_alias_bomb_never_builds_the_expansion(tmp_path: Path) -> None:
     assert peak < 20 * 2**20, f"loading a 500-byte file peaked at {peak / 2**20:.0f} MiB"
 
 
-def test_dev_zero_is_not_read() -> None:
-    lines = _refused(_run("/dev/zero"), "/dev/zero", "not a regular file")
+def test_dev_zero_is_not_read(cli) -> None:
+    lines = _refused(_run(cli, "/dev/zero"), "/dev/zero", "not a regular file")
     assert len(lines) == 1
 
 
-def test_fifo_is_not_opened(tmp_path: Path) -> None:
+def test_fifo_is_not_opened(cli, tmp_path: Path) -> None:
     fifo = tmp_path / "rb.yaml"
     os.mkfifo(fifo)  # opening it for reading would wait for a writer forever
-    _refused(_run(fifo), "not a regular file")
+    _refused(_run(cli, fifo), "not a regular file")
 
 
-def test_directory_is_one_line(tmp_path: Path) -> None:
-    lines = _refused(_run(tmp_path), "is a directory")
+def test_directory_is_one_line(cli, tmp_path: Path) -> None:
+    lines = _refused(_run(cli, tmp_path), "is a directory")
     assert len(lines) == 1
 
 
-def test_fifty_megabyte_file_is_refused_unread(tmp_path: Path) -> None:
+def test_fifty_megabyte_file_is_refused_unread(cli, tmp_path: Path) -> None:
     path = tmp_path / "big.yaml"
     with path.open("w") as f:
         f.write("name: big\nsteps: [{id: s, kind: serve}]\ndescription: |\n")
@@ -96,46 +94,46 @@ def test_fifty_megabyte_file_is_refused_unread(tmp_path: Path) -> None:
         for _ in range(50):
             f.write(line * 10_000)  # 1 MB at a time: 50 MB in all
     assert path.stat().st_size > 50_000_000
-    lines = _refused(_run(path), "larger than 1,024 KiB")
+    lines = _refused(_run(cli, path), "larger than 1,024 KiB")
     assert len(lines) == 1
 
 
-def test_a_file_at_the_cap_is_still_read(tmp_path: Path) -> None:
+def test_a_file_at_the_cap_is_still_read(cli, tmp_path: Path) -> None:
     head = "name: ok\nsteps: [{id: s, kind: nope}]\ndescription: |\n"
     body = ("  " + "x" * 97 + "\n") * ((schema.MAX_BYTES - len(head)) // 100)
     path = _write(tmp_path, head + body)
     assert path.stat().st_size <= schema.MAX_BYTES
-    _refused(_run(path), "kind 'nope' is not one of")  # read and parsed: the step's own problem
+    _refused(_run(cli, path), "kind 'nope' is not one of")  # read and parsed: the step's own problem
 
 
 # -- binary, undecodable, nested -------------------------------------------------------------------
-def test_binary_garbage_is_one_line(tmp_path: Path) -> None:
+def test_binary_garbage_is_one_line(cli, tmp_path: Path) -> None:
     rng = random.Random(0)
     path = _write(tmp_path, bytes(rng.randrange(256) for _ in range(4096)))
-    lines = _refused(_run(path), "not UTF-8 text")
+    lines = _refused(_run(cli, path), "not UTF-8 text")
     assert len(lines) == 1
 
 
-def test_invalid_utf8_names_the_line(tmp_path: Path) -> None:
+def test_invalid_utf8_names_the_line(cli, tmp_path: Path) -> None:
     path = _write(tmp_path, b"name: x\nsteps: [{id: s, kind: serve}]\ndescription: caf\xe9\n")
-    _refused(_run(path), "not UTF-8 text", "byte 0xe9", "line 3")
+    _refused(_run(cli, path), "not UTF-8 text", "byte 0xe9", "line 3")
 
 
-def test_control_characters_are_one_line(tmp_path: Path) -> None:
+def test_control_characters_are_one_line(cli, tmp_path: Path) -> None:
     path = _write(tmp_path, "name: x\nsteps: [{id: s, kind: serve}]\ndescription: a\x00b\x07\n")
-    _refused(_run(path), "not a text file", "line 3")
+    _refused(_run(cli, path), "not a text file", "line 3")
 
 
-def test_ten_thousand_deep_nesting_is_one_line(tmp_path: Path) -> None:
+def test_ten_thousand_deep_nesting_is_one_line(cli, tmp_path: Path) -> None:
     path = _write(tmp_path, "name: deep\nsteps: [{id: s, kind: serve}]\ndescription: " + "[" * 10_000 + "]" * 10_000 + "\n")
-    lines = _refused(_run(path), "nested more than 64 levels", "line 3")
+    lines = _refused(_run(cli, path), "nested more than 64 levels", "line 3")
     assert len(lines) == 1
 
 
-def test_deep_block_nesting_is_one_line(tmp_path: Path) -> None:
+def test_deep_block_nesting_is_one_line(cli, tmp_path: Path) -> None:
     text = "name: deep\nsteps: [{id: s, kind: serve}]\ndescription:\n" + "".join(
         " " * i + f"k{i}:\n" for i in range(1, 1000)) + " " * 1000 + "end: 1\n"
-    _refused(_run(_write(tmp_path, text)), "nested more than 64 levels")
+    _refused(_run(cli, _write(tmp_path, text)), "nested more than 64 levels")
 
 
 @pytest.mark.parametrize("text,words", [
@@ -156,15 +154,15 @@ def test_every_yaml_error_is_one_line_with_its_line(tmp_path: Path, text: str, w
 
 
 # -- duplicate keys --------------------------------------------------------------------------------
-def test_duplicate_keys_are_an_error_naming_key_and_line(tmp_path: Path) -> None:
+def test_duplicate_keys_are_an_error_naming_key_and_line(cli, tmp_path: Path) -> None:
     path = _write(tmp_path, "name: x\nsteps: [{id: s, kind: serve}]\nname: y\n")
-    lines = _refused(_run(path), "key 'name' is repeated", "line 3", "first at line 1")
+    lines = _refused(_run(cli, path), "key 'name' is repeated", "line 3", "first at line 1")
     assert len(lines) == 1
 
 
-def test_duplicate_keys_inside_a_step(tmp_path: Path) -> None:
+def test_duplicate_keys_inside_a_step(cli, tmp_path: Path) -> None:
     path = _write(tmp_path, "name: x\nsteps:\n  - id: s\n    kind: serve\n    id: t\n")
-    _refused(_run(path), "key 'id' is repeated", "line 5")
+    _refused(_run(cli, path), "key 'id' is repeated", "line 5")
 
 
 def test_merge_keys_may_still_override(tmp_path: Path) -> None:
@@ -176,9 +174,9 @@ def test_merge_keys_may_still_override(tmp_path: Path) -> None:
 
 
 # -- env -------------------------------------------------------------------------------------------
-def test_env_null_is_refused_naming_the_key(tmp_path: Path) -> None:
+def test_env_null_is_refused_naming_the_key(cli, tmp_path: Path) -> None:
     path = _write(tmp_path, "name: x\nenv:\n  FOO: null\n  BAR: ~\nsteps: [{id: s, kind: serve}]\n")
-    lines = _refused(_run(path), "env FOO is null")
+    lines = _refused(_run(cli, path), "env FOO is null")
     assert any("env BAR is null" in line for line in lines)
 
 
@@ -191,9 +189,9 @@ def test_env_null_is_refused_naming_the_key(tmp_path: Path) -> None:
     ("12: x", ["env name 12 is not a variable name"]),
     ('FOO: "a\\0b"', ["env FOO contains a NUL"]),
 ])
-def test_env_values_are_text_and_names_are_names(tmp_path: Path, entry: str, words: list[str]) -> None:
+def test_env_values_are_text_and_names_are_names(cli, tmp_path: Path, entry: str, words: list[str]) -> None:
     path = _write(tmp_path, f"name: x\nenv:\n  {entry}\nsteps: [{{id: s, kind: serve}}]\n")
-    _refused(_run(path), *words)
+    _refused(_run(cli, path), *words)
 
 
 def test_env_numbers_become_text(tmp_path: Path) -> None:
@@ -203,7 +201,7 @@ def test_env_numbers_become_text(tmp_path: Path) -> None:
 
 
 # -- sweeps ----------------------------------------------------------------------------------------
-def test_million_point_matrix_fails_fast_with_count_and_cap(tmp_path: Path) -> None:
+def test_million_point_matrix_fails_fast_with_count_and_cap(cli, tmp_path: Path) -> None:
     axes = {
         "lookahead": list(range(1, 11)),
         "memory.max_num_seqs": list(range(1, 11)),
@@ -214,7 +212,7 @@ def test_million_point_matrix_fails_fast_with_count_and_cap(tmp_path: Path) -> N
     }
     body = "".join(f"      {k}: {v}\n" for k, v in axes.items())
     path = _write(tmp_path, f"name: big\nsteps:\n  - id: sw\n    kind: sweep\n    matrix:\n{body}")
-    lines = _refused(_run(path), "1,000,000 combinations", "10 x 10 x 10 x 10 x 10 x 10", "at most 1,000")
+    lines = _refused(_run(cli, path), "1,000,000 combinations", "10 x 10 x 10 x 10 x 10 x 10", "at most 1,000")
     assert len(lines) == 1
 
 
@@ -227,10 +225,10 @@ def test_points_of_all_sweeps_count_together(tmp_path: Path) -> None:
     assert runbook.step("a").matrix and runbook.step("b").matrix is None  # b is never expanded
 
 
-def test_matrix_values_are_printable_and_short(tmp_path: Path) -> None:
+def test_matrix_values_are_printable_and_short(cli, tmp_path: Path) -> None:
     long = "x" * 300
     path = _write(tmp_path, f'name: m\nsteps:\n  - {{id: sw, kind: sweep, matrix: {{target.model: ["a\\nb", {long}]}}}}\n')
-    _refused(_run(path), "matrix 'target.model'", "control character")
+    _refused(_run(cli, path), "matrix 'target.model'", "control character")
 
 
 def test_sweep_composes_once_per_server_and_ids_stay_unique(monkeypatch) -> None:
@@ -271,37 +269,37 @@ def test_generated_ids_are_bounded(monkeypatch) -> None:
 
 
 # -- overrides -------------------------------------------------------------------------------------
-def test_every_bad_override_is_reported_at_once() -> None:
-    done = run_cli("validate", "lookahead=x", "memory.nope=1", "draft=unknown", timeout=TIMEOUT)
+def test_every_bad_override_is_reported_at_once(cli) -> None:
+    done = cli("validate", "lookahead=x", "memory.nope=1", "draft=unknown", timeout=TIMEOUT)
     lines = _refused(done, "lookahead=x", "Integer")
     assert len(lines) == 3
     assert any("unknown config key 'memory.nope'" in line for line in lines)
     assert any("unknown draft option 'unknown'" in line for line in lines)
 
 
-def test_unparsable_and_unknown_overrides_together() -> None:
-    done = run_cli("validate", "lookahead=[", "a b", "memory.nope=1", "serve.port=x", timeout=TIMEOUT)
+def test_unparsable_and_unknown_overrides_together(cli) -> None:
+    done = cli("validate", "lookahead=[", "a b", "memory.nope=1", "serve.port=x", timeout=TIMEOUT)
     lines = _refused(done, "cannot parse override 'lookahead=['")
     assert any("cannot parse override 'a b'" in line and "position 2" in line for line in lines)
     assert any("memory.nope" in line for line in lines) and any("serve.port" in line for line in lines)
     assert len(lines) == 4
 
 
-def test_an_override_with_a_newline_is_one_line() -> None:
-    _refused(run_cli("validate", "lookahead=\n3", timeout=TIMEOUT), "cannot parse override 'lookahead=\\n3'")
+def test_an_override_with_a_newline_is_one_line(cli) -> None:
+    _refused(cli("validate", "lookahead=\n3", timeout=TIMEOUT), "cannot parse override 'lookahead=\\n3'")
 
 
-def test_a_long_override_is_refused_before_parsing(tmp_path: Path) -> None:
+def test_a_long_override_is_refused_before_parsing(cli, tmp_path: Path) -> None:
     # Hydra's parser needs minutes for a list of 100,000 characters; this must not reach it.
     long = "serve.extra_args=[" + ",".join(["a"] * 50_000) + "]"
     path = _write(tmp_path, f"name: x\noverrides: ['{long}']\nsteps: [{{id: s, kind: serve}}]\n")
-    _refused(_run(path), "overrides: item 1", "100,018 characters long", "at most 1,000")
-    _refused(run_cli("validate", long, timeout=TIMEOUT), "100,018 characters long")
+    _refused(_run(cli, path), "overrides: item 1", "100,018 characters long", "at most 1,000")
+    _refused(cli("validate", long, timeout=TIMEOUT), "100,018 characters long")
 
 
-def test_runbook_overrides_report_every_problem(tmp_path: Path) -> None:
+def test_runbook_overrides_report_every_problem(cli, tmp_path: Path) -> None:
     path = _write(tmp_path, "name: x\noverrides: [lookahead=x, draft=unknown]\nsteps: [{id: s, kind: serve}]\n")
-    lines = _refused(_run(path), "step 's'", "lookahead=x")
+    lines = _refused(_run(cli, path), "step 's'", "lookahead=x")
     assert any("unknown draft option 'unknown'" in line for line in lines)
 
 
@@ -318,11 +316,11 @@ def test_runbook_overrides_report_every_problem(tmp_path: Path) -> None:
     ('{id: s, kind: serve, needs: ["a\\nb"]}', ["needs: item 1", "control character"]),
     ('{id: s, kind: serve, overrides: ["lookahead=1\\n"]}', ["overrides: item 1", "control character"]),
 ])
-def test_user_strings_are_checked(tmp_path: Path, step: str, words: list[str]) -> None:
+def test_user_strings_are_checked(cli, tmp_path: Path, step: str, words: list[str]) -> None:
     path = _write(tmp_path, f"name: x\nsteps: [{step}]\n")
-    _refused(_run(path), *words)
+    _refused(_run(cli, path), *words)
 
 
-def test_runbook_name_is_a_safe_directory_name(tmp_path: Path) -> None:
+def test_runbook_name_is_a_safe_directory_name(cli, tmp_path: Path) -> None:
     path = _write(tmp_path, 'name: "x\\n"\nsteps: [{id: s, kind: serve}]\n')
-    _refused(_run(path), "name 'x\\n' must be letters")
+    _refused(_run(cli, path), "name 'x\\n' must be letters")

@@ -15,7 +15,7 @@ from llama4spec.runbook.plan import plan_file
 from llama4spec.engine.secrets import redact_env
 from llama4spec.runbook.render import plan_text
 from llama4spec.tiny.paths import tiny_root
-from tests.helpers import REPO, run_cli
+from tests.helpers import REPO
 
 RUNBOOKS = sorted((REPO / "runbooks").glob("*.yaml"))
 GOLDEN = REPO / "tests" / "golden"
@@ -183,9 +183,9 @@ steps:
     assert redact_env({"A_TOKEN": "x", "PLAIN": "sekrit-value"}, ("sekrit-value",)) == {"A_TOKEN": "***", "PLAIN": "***"}
 
 
-def test_cli_reports_runbook_errors_without_traceback(tmp_path: Path) -> None:
+def test_cli_reports_runbook_errors_without_traceback(cli, tmp_path: Path) -> None:
     path = _write(tmp_path, "name: x\nsteps:\n  - {id: a, kind: serve, overrides: [no_such_key=1]}\n  - {id: b, kind: stop, server: zz}\n")
-    res = run_cli("run", str(path), "--dry-run", timeout=120)
+    res = cli("run", str(path), "--dry-run", timeout=120)
     assert res.returncode == 2
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert len(lines) == 2 and all(line.startswith("error: ") for line in lines)
@@ -193,8 +193,8 @@ def test_cli_reports_runbook_errors_without_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in res.stderr + res.stdout
 
 
-def test_cli_dry_run_starts_nothing_and_writes_nothing(tmp_path: Path) -> None:
-    res = run_cli("run", "runbooks/tiny_cpu_eagle_vs_baseline.yaml", "--dry-run", "--runs-dir", str(tmp_path), timeout=120)
+def test_cli_dry_run_starts_nothing_and_writes_nothing(cli, tmp_path: Path) -> None:
+    res = cli("run", "runbooks/tiny_cpu_eagle_vs_baseline.yaml", "--dry-run", "--runs-dir", str(tmp_path), timeout=120)
     assert res.returncode == 0, res.stderr
     assert "[7/7] compare: compare (needs bench_baseline, bench_eagle)" in res.stdout
     assert list(tmp_path.iterdir()) == []

@@ -17,7 +17,7 @@ from llama4spec.results.acceptance import AcceptanceCounters
 from llama4spec.engine.launch import launch_argv
 from llama4spec.serving.process import ServerError, port_in_use, spawn, stop_group
 from llama4spec.serving.server import Server
-from tests.helpers import run_cli, free_port
+from tests.helpers import free_port
 
 
 def _pid_alive(pid: int) -> bool:
@@ -126,18 +126,18 @@ def test_stop_ends_the_whole_process_group(tmp_path: Path) -> None:
     assert not _pid_alive(grandchild)
 
 
-def test_cli_serve_and_run_report_a_busy_port_before_launch(busy_port: int, tmp_path: Path) -> None:
-    res = run_cli("serve", f"serve.port={busy_port}", "--log", str(tmp_path / "s.log"), timeout=120)
+def test_cli_serve_and_run_report_a_busy_port_before_launch(cli, busy_port: int, tmp_path: Path) -> None:
+    res = cli("serve", f"serve.port={busy_port}", "--log", str(tmp_path / "s.log"), timeout=120)
     assert res.returncode == 2 and f"port {busy_port} on 127.0.0.1 is already in use" in res.stderr
     assert not (tmp_path / "s.log").exists() and "Traceback" not in res.stderr
-    res = run_cli("run", "runbooks/tiny_cpu_eagle_vs_baseline.yaml", f"serve.port={busy_port}",
+    res = cli("run", "runbooks/tiny_cpu_eagle_vs_baseline.yaml", f"serve.port={busy_port}",
                   "--runs-dir", str(tmp_path / "runs"), timeout=120)
     assert res.returncode == 2 and f"step 'eagle': port {busy_port} on 127.0.0.1 is already in use" in res.stderr
     assert "step 'baseline'" in res.stderr and not (tmp_path / "runs").exists()
 
 
-def test_cli_serve_dry_run_prints_the_pasteable_command() -> None:
-    res = run_cli("serve", "serve.port=8124", "--dry-run", timeout=120)
+def test_cli_serve_dry_run_prints_the_pasteable_command(cli) -> None:
+    res = cli("serve", "serve.port=8124", "--dry-run", timeout=120)
     assert res.returncode == 0, res.stderr
     first = res.stdout.splitlines()[0]
     assert first.startswith("vllm serve ") and "--port 8124" in first and "--speculative-config" in first
@@ -162,13 +162,11 @@ def test_a_benchmark_that_completed_no_request_does_not_count(tmp_path) -> None:
     assert read(tmp_path / "rec.json").counted
 
 
-def test_bench_against_a_url_where_no_server_answers_is_one_clear_error() -> None:
-    from tests.helpers import run_cli
-
+def test_bench_against_a_url_where_no_server_answers_is_one_clear_error(cli) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    res = run_cli("bench", "--url", f"http://127.0.0.1:{port}", timeout=60)
+    res = cli("bench", "--url", f"http://127.0.0.1:{port}", timeout=60)
     assert res.returncode == 2 and "no server answers" in res.stderr and "Traceback" not in res.stderr
 
 

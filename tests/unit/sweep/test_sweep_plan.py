@@ -9,7 +9,7 @@ import pytest
 
 from llama4spec.errors import UserError
 from llama4spec.runbook.plan import plan_file
-from tests.helpers import REPO, run_cli
+from tests.helpers import REPO
 
 RUN_DIR = Path("runs/RUNBOOK/TIMESTAMP")
 
@@ -134,13 +134,13 @@ steps:
         _plan(path)
 
 
-def test_cli_bad_matrix_key_is_one_line_and_exit_2(tmp_path: Path) -> None:
+def test_cli_bad_matrix_key_is_one_line_and_exit_2(cli, tmp_path: Path) -> None:
     path = _write(tmp_path, """
 name: cli_bad
 steps:
   - {id: s, kind: sweep, matrix: {bench.max_concurency: [1, 4]}}
 """)
-    done = run_cli("run", str(path), "--dry-run", timeout=120)
+    done = cli("run", str(path), "--dry-run", timeout=120)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert lines == [f"error: {path}: step 's': matrix key 'bench.max_concurency' is not a config key; "
@@ -148,13 +148,13 @@ steps:
     assert "Traceback" not in done.stderr + done.stdout
 
 
-def test_resume_dir_must_be_a_run_of_this_runbook(tmp_path: Path) -> None:
-    missing = run_cli("run", "runbooks/tiny_cpu_sweep.yaml", "--resume", str(tmp_path / "nope"), timeout=120)
+def test_resume_dir_must_be_a_run_of_this_runbook(cli, tmp_path: Path) -> None:
+    missing = cli("run", "runbooks/tiny_cpu_sweep.yaml", "--resume", str(tmp_path / "nope"), timeout=120)
     assert missing.returncode == 2 and "no such run directory" in missing.stderr
     other = tmp_path / "other"
     other.mkdir()
     (other / "summary.json").write_text(json.dumps({"runbook": "tiny_cpu_eagle_vs_baseline"}))
-    wrong = run_cli("run", "runbooks/tiny_cpu_sweep.yaml", "--resume", str(other), timeout=120)
+    wrong = cli("run", "runbooks/tiny_cpu_sweep.yaml", "--resume", str(other), timeout=120)
     assert wrong.returncode == 2
     assert "a run of runbook 'tiny_cpu_eagle_vs_baseline', not 'tiny_cpu_sweep'" in wrong.stderr
     assert "Traceback" not in wrong.stderr

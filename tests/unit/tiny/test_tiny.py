@@ -7,8 +7,6 @@ import json
 from pathlib import Path
 
 from llama4spec.tiny import build as tiny
-from tests.helpers import run_cli
-
 
 def _digest(root: Path) -> dict[str, str]:
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
@@ -20,8 +18,8 @@ def test_build_is_deterministic(tmp_path):
     assert {"target/config.json", "draft/model.safetensors", "draft_imperfect/config.json"} <= set(_digest(a))
 
 
-def test_cli_builds_into_a_directory(tmp_path):
-    result = run_cli("tiny-models", str(tmp_path / "pair"))
+def test_cli_builds_into_a_directory(cli, tmp_path):
+    result = cli("tiny-models", str(tmp_path / "pair"))
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "pair" / "target" / "model.safetensors").is_file()
 

@@ -1,7 +1,8 @@
 """SIGTERM and SIGHUP during a run, without an engine: both take one code path
 (``serving.process.sigterm_unwinds`` turns them into ``SystemExit(128 + signal)``), so a stand-in
-HTTP server carries them through the real planner and executor. SIGINT (the KeyboardInterrupt
-path) and SIGKILL (the lifeline path) are tested on the real engine in
+HTTP server carries them through the real planner and executor; so does SIGKILL during a
+benchmark (the lifeline path: nothing of the tool runs after it). SIGINT (the KeyboardInterrupt
+path) and SIGKILL at start-up are tested on the real engine in
 ``tests/engine/test_faults_engine.py``.
 
 The stand-in is the serve step's command replaced in the plan: in ``start-up`` mode it never
@@ -61,6 +62,7 @@ steps:
 """
 
 SIGNALS = {"SIGTERM": signal.SIGTERM, "SIGHUP": signal.SIGHUP}
+CASES = [(name, mode) for name in SIGNALS for mode in ("start-up", "bench")] + [("SIGKILL", "bench")]
 
 
 def _cmdlines() -> list[str]:
@@ -82,10 +84,9 @@ def _wait(condition, proc: subprocess.Popen, what: str, out: Path, timeout: floa
         time.sleep(0.2)
 
 
-@pytest.mark.parametrize("mode", ["start-up", "bench"])
-@pytest.mark.parametrize("name", list(SIGNALS))
+@pytest.mark.parametrize("name,mode", CASES)
 def test_sigterm_and_sighup_unwind_the_run(name: str, mode: str, tmp_path: Path, tiny_dir) -> None:
-    sig, port = SIGNALS[name], free_port()
+    sig, port = getattr(signal, name), free_port()
     runbook, runs, out = tmp_path / "signals.yaml", tmp_path / "runs", tmp_path / "driver.out"
     runbook.write_text(RUNBOOK.format(port=port))
     with open(out, "w") as log:
@@ -106,13 +107,16 @@ def test_sigterm_and_sighup_unwind_the_run(name: str, mode: str, tmp_path: Path,
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert code == 128 + sig, out.read_text()
+    assert code == (-sig if sig == signal.SIGKILL else 128 + sig), out.read_text()
     assert not wait_gone(sessions, timeout=20), "a server or benchmark process outlived the run"
     assert not alive_in(sessions)
     with socket.socket() as probe:  # nothing listens (the stand-in's closed connection may sit in TIME_WAIT)
         assert probe.connect_ex(("127.0.0.1", port)) != 0
     status = json.loads((run_dir_of(runs) / "status.json").read_text())
     steps = {s["id"]: s["status"] for s in status["steps"]}
+    if sig == signal.SIGKILL:  # nothing can run after SIGKILL: the file shows where it stood
+        assert status["status"] == "running" and steps["long"] == "running" and steps["server"] == "done"
+        return
     assert status["status"] == "interrupted"
     if mode == "start-up":
         assert steps == {"server": "interrupted", "long": "skipped", "stop": "skipped"}

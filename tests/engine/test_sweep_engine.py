@@ -1,7 +1,10 @@
 """The tiny CPU sweep end to end with real vLLM servers (the perfect pair), then resumed.
 
 Four servers start one after the other (about a minute each on two shared cores), each
-measured at concurrency 1 and 4 with a few short prompts, three times after a warm-up run. The
+measured at concurrency 1 and 4, three times after a warm-up run. The shipped runbook sends 16
+prompts x 128 tokens a run; the test runs the same code on 8 x 64 tokens (``SMALL``). Three runs
+stay: with two, a Student-t interval (t = 12.7 at one degree of freedom) decides nothing, and the
+schedule the second phase verifies would have no point to come from. The
 finished run directory is then read by ``llama4spec report`` (rebuilt from the records alone)
 and by vLLM's own sweep plotter.
 """
@@ -22,6 +25,9 @@ from tests.helpers import run_cli
 
 pytestmark = pytest.mark.engine
 
+SMALL = ["bench.num_prompts=8", "bench.output_len=64"]
+REPEATS = 3
+
 
 def _table(md: str, concurrency: int) -> tuple[dict[str, list[str]], list[str]]:
     """The rows (setting -> cells) and findings of one concurrency's section of summary.md."""
@@ -38,7 +44,7 @@ def _table(md: str, concurrency: int) -> tuple[dict[str, list[str]], list[str]]:
 def sweep_run(tmp_path_factory, tiny_dir) -> tuple[Path, float]:
     runs = tmp_path_factory.mktemp("runs")
     started = time.monotonic()
-    done = run_cli("run", "runbooks/tiny_cpu_sweep.yaml", "--runs-dir", str(runs), timeout=1500)
+    done = run_cli("run", "runbooks/tiny_cpu_sweep.yaml", *SMALL, "--runs-dir", str(runs), timeout=1500)
     wall = time.monotonic() - started
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (run_dir,) = (runs / "tiny_cpu_sweep").iterdir()
@@ -73,9 +79,9 @@ def test_tiny_sweep_reports_efficiency_and_best_lookahead_consistent_with_its_ta
             assert r["acceptance_length"] == pytest.approx(k + 1) and r["bound"] == pytest.approx(k + 1)
             assert r["acceptance_rate_per_position"] == pytest.approx([1.0] * k)
             # three counted runs each: the median and its Student-t interval, speedups from paired runs
-            assert r["repeats"] == 3 and r["intervals"]["output_throughput"]["method"] == "t"
+            assert r["repeats"] == REPEATS and r["intervals"]["output_throughput"]["method"] == "t"
             samples = r["intervals"]["output_throughput"]["samples"]
-            assert len(samples) == 3 and r["output_throughput"] == pytest.approx(sorted(samples)[1])
+            assert len(samples) == REPEATS and r["output_throughput"] == pytest.approx(sorted(samples)[1])
             iv = r["speedup_interval"]
             assert iv["method"] == "t" and iv["low"] <= r["speedup"] <= iv["high"]
             assert r["efficiency"] == pytest.approx(r["speedup"] / r["bound"])
@@ -110,15 +116,15 @@ def test_tiny_sweep_reports_efficiency_and_best_lookahead_consistent_with_its_ta
     # after an unrecorded warm-up run (its own file), counted runs sending no warm-up requests of their own
     for point in [s["id"] for s in summary["steps"] if s["kind"] == "bench"]:
         runs = json.loads((run_dir / point / "summary.json").read_text())
-        assert [r["run_number"] for r in runs] == [0, 1, 2] and all(r["output_throughput"] > 0 for r in runs)
-        assert all((run_dir / point / f"run={i}.json").is_file() for i in range(3))
+        assert [r["run_number"] for r in runs] == list(range(REPEATS)) and all(r["output_throughput"] > 0 for r in runs)
+        assert all((run_dir / point / f"run={i}.json").is_file() for i in range(REPEATS))
         assert json.loads((run_dir / point / "warmup.json").read_text())["completed"] == 2
         record = json.loads((run_dir / point / "record.json").read_text())
-        assert record["repeats"] == 3 and record["warmup"] == 2
+        assert record["repeats"] == REPEATS and record["warmup"] == 2
         argv = record["runs"][0]["argv"]
         assert argv[argv.index("--num-warmups") + 1] == "0"
     rows = (run_dir / "sweep" / "sweep.csv").read_text().splitlines()
-    assert len(rows) == 1 + 3 * 8 and rows[0].startswith("id,run,repeats,warmup,config.")
+    assert len(rows) == 1 + REPEATS * 8 and rows[0].startswith("id,run,repeats,warmup,config.")
     assert "## compare" in md
 
 
@@ -133,7 +139,7 @@ def test_report_rebuilds_the_same_sweep_report_from_the_records(sweep_run, tmp_p
     done = run_cli("report", str(run_dir), "--out", str(copy))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert (copy / "sweep" / "report.md").read_text() == before["report.md"].replace(str(run_dir), str(copy))
-    assert json.loads((copy / "sweep-tiny_eagle-k3-c1" / "record.json").read_text())["repeats"] == 3
+    assert json.loads((copy / "sweep-tiny_eagle-k3-c1" / "record.json").read_text())["repeats"] == REPEATS
 
 
 def test_vllms_own_sweep_plotter_reads_the_run_directory(sweep_run, tmp_path) -> None:
@@ -151,7 +157,7 @@ def test_resuming_the_finished_sweep_starts_no_server_and_reports_the_same(sweep
     run_dir, wall = sweep_run
     before = json.loads((run_dir / "sweep" / "sweep.json").read_text())
     started = time.monotonic()
-    done = run_cli("run", "runbooks/tiny_cpu_sweep.yaml", "--resume", str(run_dir), timeout=600)
+    done = run_cli("run", "runbooks/tiny_cpu_sweep.yaml", *SMALL, "--resume", str(run_dir), timeout=600)
     again = time.monotonic() - started
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert done.stdout.count("already measured in this run directory; skipped") == 16

@@ -1,7 +1,12 @@
-"""Faults on the real engine: the tool killed (SIGINT, SIGTERM, SIGHUP, SIGKILL) during a server's
-start-up and during a benchmark, and the server killed during a benchmark. In every case no
-process is left, the port is free within seconds, status.json says what finished and what did
-not, and earlier results are kept."""
+"""Faults on the real engine: the tool killed (SIGINT, SIGKILL) during a server's start-up and
+during a benchmark, a benchmark that fails, and the server killed during a benchmark. In every
+case no process is left, the port is free within seconds, status.json says what finished and
+what did not, and earlier results are kept.
+
+SIGTERM and SIGHUP take SIGINT's unwinding through one code path (``sigterm_unwinds``): they are
+tested with a stand-in server in ``tests/unit/serving/test_signals_unwind.py``, and so is SIGKILL
+during a benchmark. SIGINT is the KeyboardInterrupt path and SIGKILL the lifeline path: both stay
+here at a real engine's start-up, SIGINT during a real benchmark too."""
 
 from __future__ import annotations
 
@@ -20,12 +25,12 @@ from tests.helpers import REPO, alive_in, free_port, run_dir_of, sessions_below,
 
 pytestmark = pytest.mark.engine
 
-SIGNALS = {"SIGINT": (signal.SIGINT, 130), "SIGTERM": (signal.SIGTERM, 143), "SIGHUP": (signal.SIGHUP, 129),
-           "SIGKILL": (signal.SIGKILL, -9)}
+SIGNALS = {"SIGINT": (signal.SIGINT, 130), "SIGKILL": (signal.SIGKILL, -9)}
 
 
 def _runbook(tmp_path: Path, port: int) -> Path:
-    """A server, a short benchmark that finishes, a long one to interrupt, then the stop."""
+    """A server, a short benchmark that finishes, one that fails (a flag vLLM's benchmark refuses),
+    a long one to interrupt, a comparison that needs the failed one, then the stop."""
     path = tmp_path / "faults.yaml"
     path.write_text(f"""
 name: faults
@@ -33,8 +38,10 @@ overrides: [draft=none, serve.port={port}, bench.input_len=16]
 steps:
   - {{id: server, kind: serve}}
   - {{id: short, kind: bench, server: server, overrides: [bench.num_prompts=4, bench.output_len=8]}}
+  - {{id: bad, kind: bench, server: server, extra_args: [--no-such-bench-flag]}}
   - {{id: long, kind: bench, server: server, overrides: [bench.num_prompts=400, bench.output_len=256,
       bench.max_concurrency=2], extra_args: [--ignore-eos]}}
+  - {{id: cmp, kind: compare, baseline: short, candidate: bad}}
   - {{id: stop, kind: stop, server: server}}
 """)
     return path
@@ -110,11 +117,13 @@ def test_tool_killed_during_server_start_up(name: str, tmp_path: Path, tiny_dir)
         assert status["status"] == "running" and steps["server"] == "running"
     else:
         assert status["status"] == "interrupted" and steps["server"] == "interrupted"
-        assert steps["short"] == steps["long"] == "skipped"
+        assert steps["short"] == steps["bad"] == steps["long"] == "skipped"
         assert "Traceback" not in (tmp_path / "cli.out").read_text()
 
 
-@pytest.mark.parametrize("name", list(SIGNALS))
+# SIGKILL during a benchmark: the lifeline path of start-up above, with the benchmark's process too;
+# tested around a stand-in server in tests/unit/serving/test_signals_unwind.py.
+@pytest.mark.parametrize("name", ["SIGINT"])
 def test_tool_killed_during_a_benchmark_keeps_earlier_results(name: str, tmp_path: Path, tiny_dir) -> None:
     sig, code = SIGNALS[name]
     port = free_port()
@@ -139,6 +148,9 @@ def test_tool_killed_during_a_benchmark_keeps_earlier_results(name: str, tmp_pat
 
 
 def test_server_killed_during_a_benchmark(tmp_path: Path, tiny_dir) -> None:
+    """Also: a benchmark that fails before it (``bad``) keeps the earlier result, skips the comparison
+    that needs it and leaves the server serving the next benchmark (merged from the serving tests'
+    ``test_failing_benchmark_keeps_results_and_stops_the_server``)."""
     port = free_port()
     proc, runs = _start(tmp_path, port)
     try:
@@ -159,5 +171,11 @@ def test_server_killed_during_a_benchmark(tmp_path: Path, tiny_dir) -> None:
     assert status["status"] == "failed"
     assert steps["short"]["status"] == "done" and steps["long"]["status"] == "failed"
     assert steps["stop"]["status"] == "skipped"
-    assert (run_dir / "short" / "record.json").is_file()
+    short = json.loads((run_dir / "short" / "record.json").read_text())
+    assert short["result"]["completed"] > 0 and (run_dir / "short" / "run=0.json").is_file()
+    assert steps["short"]["result"]["output_throughput"] == short["result"]["output_throughput"]
+    # the failing benchmark: its own log names the refused flag; the comparison that needs it is skipped
+    assert steps["bad"]["status"] == "failed" and steps["cmp"]["status"] == "skipped"
+    assert "step 'bad' failed: the benchmark exited with code" in (tmp_path / "cli.out").read_text()
+    assert "--no-such-bench-flag" in (run_dir / "bad" / "bench.log").read_text()
     assert "Traceback" not in (tmp_path / "cli.out").read_text()

@@ -1,7 +1,8 @@
 """Acceptance by prompt category on a real vLLM (CPU build) with the imperfect tiny pair, offline and
 served: each category's counters equal what the simulation of greedy EAGLE verification
-(tests/tiny_sim.py) predicts for that category's prompts, exactly. Two engine starts: one offline
-engine, one server shared by the two category benchmarks."""
+(tests/tiny_sim.py) predicts for that category's prompts, exactly. No engine of its own: the offline
+run and the server are the shared ones of tests/engine/conftest.py (``imperfect_offline``,
+``imperfect_server``), read through each benchmark's own counter deltas."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from llama4spec.engine.bench import builtin_category_file
 from llama4spec.tiny.prompts import CATEGORIES, builtin_items
 from tests import tiny_sim
-from tests.helpers import free_port, run_cli, run_dir_of
+from tests.helpers import run_cli, run_dir_of
 
 pytestmark = pytest.mark.engine
 
@@ -27,12 +28,8 @@ def _raw(record: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def offline(tmp_path_factory):
-    path = tmp_path_factory.mktemp("by_category") / "run.json"
-    result = run_cli("offline", "draft=tiny_eagle_imperfect", "offline.by_category=true", f"lookahead={K}",
-                     f"generation.max_tokens={MAX_TOKENS}", f"dataset.num_prompts={PROMPTS}", "--json", str(path))
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return result.stdout, json.loads(path.read_text())
+def offline(imperfect_offline):
+    return imperfect_offline
 
 
 def test_offline_counters_per_category_equal_the_simulation(offline) -> None:
@@ -69,31 +66,24 @@ def test_offline_prints_the_category_by_position_table(offline) -> None:
 RUNBOOK = """\
 name: categories
 overrides: [target=tiny, memory=cpu, bench=random_tiny, draft=tiny_eagle_imperfect, lookahead={k},
-            bench.num_prompts={n}, bench.output_len={out}, serve.port={port}]
-env:
-  VLLM_CPU_KVCACHE_SPACE: "1"
+            bench.num_prompts={n}, bench.output_len={out}]
 steps:
-  - id: server
-    kind: serve
-{benches}
-  - id: stop
-    kind: stop
-    server: server
-"""
+{benches}"""
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory, tiny_dir):
-    """One server of the imperfect pair; one benchmark per category of the built-in prompts (its
-    file holds 16 prompts: 16 requests send each once)."""
+def served(tmp_path_factory, imperfect_server):
+    """One benchmark per category of the built-in prompts (its file holds 16 prompts: 16 requests
+    send each once) against the shared server of the imperfect pair."""
     base = tmp_path_factory.mktemp("served")
-    benches = "".join(f"  - id: bench_{c}\n    kind: bench\n    server: server\n    overrides: [bench.category={c}]\n"
+    url = imperfect_server.url
+    benches = "".join(f"  - id: bench_{c}\n    kind: bench\n    url: {url}\n    overrides: [bench.category={c}]\n"
                       for c in CATEGORIES)
     # the same prompts again after a warm-up run, twice: only the counted runs' requests are counted
-    benches += (f"  - id: bench_warm\n    kind: bench\n    server: server\n    overrides: [bench.category={CATEGORIES[0]}]\n"
+    benches += (f"  - id: bench_warm\n    kind: bench\n    url: {url}\n    overrides: [bench.category={CATEGORIES[0]}]\n"
                 f"    warmup: 3\n    repeats: 2\n")
     path = base / "categories.yaml"
-    path.write_text(RUNBOOK.format(k=K, n=16, out=BENCH_OUTPUT, port=free_port(), benches=benches))
+    path.write_text(RUNBOOK.format(k=K, n=16, out=BENCH_OUTPUT, benches=benches))
     result = run_cli("run", str(path), "--runs-dir", str(base / "runs"), timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return run_dir_of(base / "runs")

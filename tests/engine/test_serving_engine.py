@@ -1,20 +1,21 @@
 """Real vLLM servers (CPU build on machines without a GPU): the tiny runbook end to end, the
-serve and bench commands, and the fault cases. Server starts are the expensive part, so each
-test starts as few as it can and faults are provoked where they are cheap (start-up)."""
+serve and bench commands, and a server that dies during start-up. Server starts are the expensive
+part: the bench command uses the shared server (tests/engine/conftest.py), and the signals a run
+can get are tested in test_faults_engine.py."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, alive_in, free_port, run_cli, run_dir_of, sessions_below, wait_gone
+from tests.engine.conftest import serving
+from tests.helpers import alive_in, free_port, run_cli, run_dir_of, wait_gone
 
 pytestmark = pytest.mark.engine
 
@@ -120,98 +121,53 @@ def test_server_that_dies_during_start_up_fails_at_once_with_its_log_tail(tmp_pa
     assert not alive_in({pid})
 
 
-def test_failing_benchmark_keeps_results_and_stops_the_server(tmp_path: Path, tiny_dir) -> None:
-    runbook = tmp_path / "failing_bench.yaml"
-    runbook.write_text(f"""
-name: failing_bench
-overrides: [draft=none, serve.port={free_port()}]
-steps:
-  - {{id: server, kind: serve}}
-  - {{id: good, kind: bench, server: server}}
-  - {{id: bad, kind: bench, server: server, extra_args: [--no-such-bench-flag]}}
-  - {{id: cmp, kind: compare, baseline: good, candidate: bad}}
-""")
-    res = run_cli("run", str(runbook), "--runs-dir", str(tmp_path / "runs"), timeout=600)
-    assert res.returncode == 1, res.stderr
-    assert "step 'bad' failed: the benchmark exited with code" in res.stdout
-    run_dir = run_dir_of(tmp_path / "runs")
-    summary = json.loads((run_dir / "status.json").read_text())
-    assert [s["status"] for s in summary["steps"]] == ["done", "done", "failed", "skipped"]
-    assert summary["status"] == "failed"
-    good = json.loads((run_dir / "good" / "record.json").read_text())
-    assert good["result"]["completed"] > 0 and (run_dir / "good" / "run=0.json").is_file()
-    assert summary["steps"][1]["result"]["output_throughput"] == good["result"]["output_throughput"]
-    assert "--no-such-bench-flag" in (run_dir / "bad" / "bench.log").read_text()
-    assert not alive_in({summary["steps"][0]["result"]["pid"]})
+def test_bench_command_against_a_running_server(imperfect_server, tmp_path: Path) -> None:
+    """``llama4spec bench --url`` against the shared server of the imperfect pair: the category's
+    16 built-in prompts, the counters exactly as the simulation of greedy EAGLE predicts (the
+    record's acceptance is the /metrics delta around its own run)."""
+    from llama4spec.engine.bench import builtin_category_file
+    from tests import tiny_sim
+
+    category = "clean_start"
+    res = run_cli("bench", "draft=tiny_eagle_imperfect", "lookahead=3", f"bench.category={category}",
+                  "bench.num_prompts=16", "bench.output_len=32", "--url", imperfect_server.url,
+                  "--out", str(tmp_path / "b"), timeout=300)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    record = json.loads((tmp_path / "b" / "record.json").read_text())
+    prompts = [json.loads(line)["prompt"] for line in builtin_category_file(category).read_text().splitlines()]
+    expected = tiny_sim.predict(prompts, 32, 3, tiny_sim.imperfect).record()
+    assert record["result"]["completed"] == 16
+    assert {key: record["acceptance"][key] for key in expected} == expected
+    for label in ("output throughput (tok/s)", "median TTFT (ms)", "p99 TPOT (ms)", "mean ITL (ms)",
+                  "acceptance at position 2"):
+        assert label in res.stdout
 
 
-def _start(args: list[str], tmp_path: Path) -> subprocess.Popen:
-    log = open(tmp_path / "cli.out", "w")
-    return subprocess.Popen([sys.executable, "-m", "llama4spec", *args], cwd=REPO, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+# What a tiny CPU server goes through (no CUDA graphs on CPU), each line as printed without a terminal.
+ELAPSED = r"\((?:\d+ min )?\d+ s\)"  # "(12 s)", or "(1 min 20 s)" on a loaded machine
+PHASE_LINES = [r"starting; log: \S+server\.log", rf"starting the engine {ELAPSED}", rf"loading weights {ELAPSED}",
+               rf"compiling / warming up {ELAPSED}", rf"starting the API server {ELAPSED}",
+               r"ready at http://127\.0\.0\.1:\d+ after \d+ s"]
 
 
-def _wait_for_engine(proc: subprocess.Popen, timeout: float = 180) -> set[int]:
-    """Wait until a server below ``proc`` has spawned its engine process; return the sessions."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "the command ended before its server started"
-        sessions = sessions_below(proc.pid)
-        if any(len([p for p in alive_in({sid})]) >= 2 for sid in sessions):
-            return sessions
-        time.sleep(0.5)
-    raise AssertionError("no engine process appeared")
-
-
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_signal_during_a_run_leaves_no_child(sig: int, tmp_path: Path, tiny_dir) -> None:
-    proc = _start(["run", TINY_RUNBOOK, f"serve.port={free_port()}", "--runs-dir", str(tmp_path / "runs")], tmp_path)
-    try:
-        sessions = _wait_for_engine(proc)
-        os.kill(proc.pid, sig)
-        code = proc.wait(timeout=90)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert code == (130 if sig == signal.SIGINT else 128 + sig)
-    assert not wait_gone(sessions | sessions_below(proc.pid))
-    summary = json.loads((run_dir_of(tmp_path / "runs") / "status.json").read_text())
-    assert summary["status"] == "interrupted" and summary["steps"][0]["status"] == "interrupted"
-    assert "Traceback" not in (tmp_path / "cli.out").read_text()
-
-
-def test_serve_then_bench_then_ctrl_c(tmp_path: Path, tiny_dir) -> None:
-    import requests
-
-    port = free_port()
-    proc = _start(["serve", f"serve.port={port}", "--log", str(tmp_path / "server.log")], tmp_path)
-    try:
-        deadline = time.monotonic() + 240
-        while True:
-            assert proc.poll() is None, (tmp_path / "cli.out").read_text()
-            try:
-                if requests.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            assert time.monotonic() < deadline, "server did not become healthy"
-            time.sleep(0.5)
-        sessions = sessions_below(proc.pid)
-        res = run_cli("bench", "bench.num_prompts=8", "--url", f"http://127.0.0.1:{port}", "--out", str(tmp_path / "b"),
-                      timeout=300)
-        assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-        record = json.loads((tmp_path / "b" / "record.json").read_text())
-        assert record["result"]["completed"] == 8 and record["acceptance"]["mean_acceptance_length"] == 4.0
-        for label in ("output throughput (tok/s)", "median TTFT (ms)", "p99 TPOT (ms)", "mean ITL (ms)",
-                      "acceptance at position 2"):
-            assert label in res.stdout
-        os.kill(proc.pid, signal.SIGINT)
-        code = proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+def test_serve_then_ctrl_c(tmp_path: Path, tiny_dir) -> None:
+    """``llama4spec serve`` of the embedded default (the perfect pair): its start-up phases, one
+    line each and in order (its output is not a terminal), then Ctrl-C stops it with 130 and leaves
+    no process (merged from test_progress_engine.py's ``test_serve_shows_start_up_phases_in_order``;
+    the benchmark against a running server is ``test_bench_command_against_a_running_server``)."""
+    with serving([], tmp_path) as server:
+        os.kill(server.proc.pid, signal.SIGINT)
+        code = server.proc.wait(timeout=120)
     assert code == 130
-    assert not wait_gone(sessions)
-    out = (tmp_path / "cli.out").read_text()
+    assert not wait_gone(server.sessions)
+    out = server.output()
     assert out.startswith("vllm serve ") and "ready at http://127.0.0.1:" in out
-    assert (tmp_path / "server.log").stat().st_size > 0
+    assert server.log.stat().st_size > 0
+    where = []
+    for pattern in PHASE_LINES:
+        found = re.search(rf"^ +{pattern}$", out, re.MULTILINE)
+        assert found, f"no line /{pattern}/ in:\n{out}"
+        where.append(found.start())
+    assert where == sorted(where), f"phases out of order:\n{out}"
+    assert "\x1b[" not in out  # not a terminal: plain lines, no spinner
+    assert "Traceback" not in out

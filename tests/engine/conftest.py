@@ -1,0 +1,140 @@
+"""Engines and servers shared by several engine test files (vLLM's CPU build, the tiny pair).
+
+An engine start costs 30-60 s here, so each fixture below starts once per session and several
+files read it:
+
+- ``imperfect_server``: ``llama4spec serve`` with the imperfect EAGLE draft (k=3), as a user runs
+  it. Tests read it only through before/after counter deltas (every benchmark record's
+  acceptance is the ``/metrics`` delta around its own run), so they cannot disturb each other.
+  Used by test_categories_engine.py and test_serving_engine.py.
+- ``perfect_offline``: one runbook ``offline`` step of the perfect pair with
+  ``offline.baseline=true`` (EAGLE k=3, then the same prompts without a draft), run at ``-v`` so
+  vLLM's own start-up log is kept. Used by test_offline_engine.py, test_runbook_offline_engine.py
+  and test_preflight_engine.py.
+- ``imperfect_offline``: ``llama4spec offline`` with the imperfect draft and
+  ``offline.by_category=true``. Used by test_offline_engine.py and test_categories_engine.py.
+
+A test that signals, kills or reconfigures a server starts its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from tests.helpers import free_port, run_cli, run_dir_of, sessions_below, wait_gone
+
+K = 3
+OFFLINE_TOKENS = 64
+PERFECT_PROMPTS = 4
+IMPERFECT_PROMPTS = 8
+KV_GIB = 1  # the perfect run's KV cache space (memory.cpu_kvcache_space_gib), which the planner predicts
+
+
+@dataclass
+class Serving:
+    """A ``llama4spec serve`` process that is ready."""
+
+    url: str
+    proc: subprocess.Popen
+    out: Path  # the command's own output (not a terminal)
+    log: Path  # the server's log
+    sessions: set[int]  # the server's (and its engine's) sessions
+
+    def output(self) -> str:
+        return self.out.read_text(errors="replace")
+
+
+@contextlib.contextmanager
+def serving(overrides: list[str], where: Path, timeout: float = 600) -> Iterator[Serving]:
+    """Start ``llama4spec serve OVERRIDES`` on a free port and wait until it serves; stop it with
+    Ctrl-C (SIGINT) at the end and wait until none of its processes is left."""
+    from llama4spec.serving.process import is_healthy
+
+    where.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    out, log = where / "serve.out", where / "server.log"
+    with open(out, "w") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "llama4spec", "serve", *overrides, f"serve.port={port}",
+                                 "--log", str(log)], cwd=where, stdout=sink, stderr=subprocess.STDOUT,
+                                env={**os.environ, "COLUMNS": "160"}, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    sessions: set[int] = set()
+    try:
+        deadline = time.monotonic() + timeout
+        while not (is_healthy(url, timeout_s=2) and "serving" in out.read_text()):
+            if proc.poll() is not None:
+                pytest.fail(f"llama4spec serve exited with {proc.returncode}:\n{out.read_text()[-4000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"llama4spec serve was not ready within {timeout:.0f} s:\n{out.read_text()[-4000:]}")
+            sessions |= sessions_below(proc.pid)
+            time.sleep(0.5)
+        sessions |= sessions_below(proc.pid)
+        yield Serving(url, proc, out, log, sessions)
+    finally:
+        sessions |= sessions_below(proc.pid)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
+        wait_gone(sessions, timeout=30)
+
+
+@pytest.fixture(scope="session")
+def imperfect_server(tmp_path_factory, tiny_dir) -> Iterator[Serving]:
+    with serving(["draft=tiny_eagle_imperfect", f"lookahead={K}"], tmp_path_factory.mktemp("imperfect-server")) as s:
+        yield s
+
+
+OFFLINE_RUNBOOK = f"""\
+# llama4spec run offline_perfect.yaml
+name: offline_perfect
+description: the perfect tiny pair offline, EAGLE k={K} and the same prompts without a draft
+overrides: [target=tiny, memory=cpu, memory.cpu_kvcache_space_gib={KV_GIB}, lookahead={K}]
+steps:
+  - id: perfect
+    kind: offline
+    overrides: [draft=tiny_eagle, offline.baseline=true, dataset.num_prompts={PERFECT_PROMPTS},
+                generation.max_tokens={OFFLINE_TOKENS}]
+"""
+
+
+@dataclass
+class OfflineRun:
+    stdout: str
+    stderr: str  # at -v: vLLM's own log
+    record: dict
+    run_dir: Path
+
+
+@pytest.fixture(scope="session")
+def perfect_offline(tmp_path_factory, tiny_dir) -> OfflineRun:
+    base = tmp_path_factory.mktemp("perfect-offline")
+    (base / "offline_perfect.yaml").write_text(OFFLINE_RUNBOOK)
+    res = run_cli("run", str(base / "offline_perfect.yaml"), "--runs-dir", str(base / "runs"), "-v", timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    run_dir = run_dir_of(base / "runs")
+    return OfflineRun(res.stdout, res.stderr, json.loads((run_dir / "perfect" / "record.json").read_text()), run_dir)
+
+
+@pytest.fixture(scope="session")
+def imperfect_offline(tmp_path_factory, tiny_dir) -> tuple[str, dict]:
+    path = tmp_path_factory.mktemp("imperfect-offline") / "run.json"
+    res = run_cli("offline", "draft=tiny_eagle_imperfect", "offline.by_category=true", f"lookahead={K}",
+                  f"generation.max_tokens={OFFLINE_TOKENS}", f"dataset.num_prompts={IMPERFECT_PROMPTS}",
+                  "--json", str(path))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return res.stdout, json.loads(path.read_text())

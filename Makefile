@@ -10,5 +10,11 @@ setup:
 demo: setup
 	$(BIN)/llama4spec offline
 
+# Two lanes: the tests without an engine on every core (pytest-xdist), then the engine tests in
+# one process, so that their shared servers start once. Each prints its 25 slowest tests; both
+# lanes run, and the target fails when either does.
 test: setup
-	$(BIN)/python -m pytest
+	@status=0; \
+	$(BIN)/python -m pytest tests/unit -n auto --durations=25 || status=$$?; \
+	$(BIN)/python -m pytest tests/engine --durations=25 || status=$$?; \
+	exit $$status

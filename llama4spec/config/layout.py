@@ -67,7 +67,7 @@ SSH_PLAIN_FLAGS = set("1246afgknqstvxACGKMNTVXYy")
 # ssh -o keywords that run a command or load code here (or replace the remote command).
 SSH_COMMAND_KEYWORDS = {"proxycommand", "proxyjump", "localcommand", "permitlocalcommand", "knownhostscommand",
                         "pkcs11provider", "securitykeyprovider", "remotecommand"}
-# -F (a config file of the user's own, as tests/test_multinode_engine.py passes) stays allowed.
+# -F (a config file of the user's own, as tests/engine/test_multinode_engine.py passes) stays allowed.
 SSH_COMMAND_FLAGS = {"J": "ProxyJump", "I": "PKCS11Provider"}
 
 

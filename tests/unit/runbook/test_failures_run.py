@@ -1,6 +1,6 @@
 """A failed step costs only what depends on it: on a real sweep plan, through the executor (steps
 that fail before any engine starts), in the sweep's report, and when the run is resumed. No
-engine runs here; tests/test_sweep_failures_engine.py does the same with real vLLM servers."""
+engine runs here; tests/engine/test_sweep_failures_engine.py does the same with real vLLM servers."""
 
 from __future__ import annotations
 

@@ -85,7 +85,7 @@ def _wait(condition, proc: subprocess.Popen, what: str, out: Path, timeout: floa
 
 
 @pytest.mark.parametrize("name,mode", CASES)
-def test_sigterm_and_sighup_unwind_the_run(name: str, mode: str, tmp_path: Path, tiny_dir) -> None:
+def test_signal_during_a_run_leaves_no_child(name: str, mode: str, tmp_path: Path, tiny_dir) -> None:
     sig, port = getattr(signal, name), free_port()
     runbook, runs, out = tmp_path / "signals.yaml", tmp_path / "runs", tmp_path / "driver.out"
     runbook.write_text(RUNBOOK.format(port=port))

@@ -55,6 +55,18 @@ def sessions_below(root: int) -> set[int]:
     return found - {procs.get(root, (0, 0, ""))[1]}
 
 
+def cmdlines() -> dict[int, str]:
+    """pid -> command line (arguments joined by spaces) for every process (from /proc)."""
+    out = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                out[int(entry)] = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                pass
+    return out
+
+
 def alive_in(sessions: set[int]) -> list[int]:
     return [pid for pid, (_, sid, state) in _processes().items() if sid in sessions and state != "Z"]
 

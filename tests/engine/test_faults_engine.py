@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from llama4spec.serving.process import port_in_use
-from tests.helpers import REPO, alive_in, free_port, run_dir_of, sessions_below, wait_gone
+from tests.helpers import REPO, alive_in, cmdlines, free_port, run_dir_of, sessions_below, wait_gone
 
 pytestmark = pytest.mark.engine
 
@@ -48,17 +48,6 @@ steps:
     return path
 
 
-def _cmdlines() -> dict[int, str]:
-    out = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                out[int(entry)] = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                pass
-    return out
-
-
 def _wait_for(condition, proc: subprocess.Popen, what: str, timeout: float = 300) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -72,7 +61,7 @@ def _engine_started(proc: subprocess.Popen) -> bool:
 
 
 def _long_bench_running(proc: subprocess.Popen, runs: Path) -> bool:
-    running = any("llama4spec.serving.vllm_bench" in c and "--label long" in c for c in _cmdlines().values())
+    running = any("llama4spec.serving.vllm_bench" in c and "--label long" in c for c in cmdlines().values())
     return running and bool(list(runs.glob("faults/*/long/bench.log")))
 
 
@@ -157,7 +146,7 @@ def test_server_killed_during_a_benchmark(tmp_path: Path, tiny_dir) -> None:
     try:
         _wait_for(lambda: _long_bench_running(proc, runs), proc, "long benchmark")
         sessions = sessions_below(proc.pid)
-        server = next(pid for pid, c in _cmdlines().items() if "vllm.entrypoints.openai.api_server" in c
+        server = next(pid for pid, c in cmdlines().items() if "vllm.entrypoints.openai.api_server" in c
                       and f"--port {port}" in c and "lifeline" not in c)  # vLLM's, not the lifeline around it
         os.killpg(os.getpgid(server), signal.SIGKILL)
         code = proc.wait(timeout=300)

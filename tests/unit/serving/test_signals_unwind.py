@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, alive_in, free_port, run_dir_of, sessions_below, wait_gone
+from tests.helpers import REPO, alive_in, cmdlines, free_port, run_dir_of, sessions_below, wait_gone
 
 STAND_IN = r"""
 import http.server, sys, time
@@ -65,17 +65,6 @@ SIGNALS = {"SIGTERM": signal.SIGTERM, "SIGHUP": signal.SIGHUP}
 CASES = [(name, mode) for name in SIGNALS for mode in ("start-up", "bench")] + [("SIGKILL", "bench")]
 
 
-def _cmdlines() -> list[str]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                found.append(Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode())
-            except OSError:
-                pass
-    return found
-
-
 def _wait(condition, proc: subprocess.Popen, what: str, out: Path, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -97,7 +86,7 @@ def test_signal_during_a_run_leaves_no_child(name: str, mode: str, tmp_path: Pat
             _wait(lambda: bool(sessions_below(proc.pid)), proc, "server process", out)
             time.sleep(1)
         else:  # vLLM's benchmark client is waiting on the stand-in
-            _wait(lambda: any("llama4spec.serving.vllm_bench" in c and "--label long" in c for c in _cmdlines()),
+            _wait(lambda: any("llama4spec.serving.vllm_bench" in c and "--label long" in c for c in cmdlines().values()),
                   proc, "benchmark", out)
             time.sleep(1)
         sessions = sessions_below(proc.pid)

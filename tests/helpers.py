@@ -78,6 +78,18 @@ def wait_gone(sessions: set[int], timeout: float = 20) -> list[int]:
     return left
 
 
+def bench_started(runs: Path, step: str) -> bool:
+    """Whether vLLM's benchmark of step ``step`` has begun under ``runs`` (a runs directory): it
+    prints its arguments, its label among them, when it starts (in the run's benchmark worker)."""
+    for log in runs.glob(f"*/*/{step}/bench.log"):
+        try:
+            if f"label='{step}'" in log.read_text(errors="replace"):
+                return True
+        except OSError:
+            pass
+    return False
+
+
 def run_dir_of(runs: Path) -> Path:
     (run_dir,) = [d for d in runs.glob("*/*") if d.is_dir()]
     return run_dir

@@ -1,7 +1,8 @@
 """Running vLLM's own serving benchmark against a server and recording what it measured.
 
-The benchmark runs in its own process group (so a failure or an interruption never takes this
-process or its servers with it) and writes vLLM's result JSON; acceptance figures come from the
+The benchmark runs in a worker process of its own (``serving.bench_runner``: vLLM's imports paid
+once a run of the tool; a failure or an interruption never takes this process or its servers with
+it) and writes vLLM's result JSON; acceptance figures come from the
 server's ``/metrics`` before/after deltas. One point is an optional warm-up run (unrecorded: its
 requests never land in a counted delta), then ``repeats`` counted runs against the same server,
 each with its own result file and counter deltas; the outcome is one ``BenchRecord``.
@@ -17,12 +18,12 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from llama4spec.config.schema import Config
-from llama4spec.engine.bench import bench_flags, category_prompt_count, display_argv, exec_argv, num_prompts
+from llama4spec.engine.bench import bench_flags, category_prompt_count, display_argv, num_prompts
 from llama4spec.engine.secrets import api_key_env
 from llama4spec.results.acceptance import AcceptanceCounters, from_prometheus_text
 from llama4spec.results.bench import BenchRecord
 from llama4spec.results.provenance import model_fingerprints
-from llama4spec.serving.process import run_to_completion
+from llama4spec.serving.bench_runner import BenchRunner
 from llama4spec.serving.watch import LogFollower, extra_requests, finished_requests, requests_done
 
 # Live progress: (measured requests finished so far or None when /metrics cannot tell, total).
@@ -102,7 +103,7 @@ def failure(record: BenchRecord, log: Path) -> str:
 
 def _one_run(cfg: Config, url: str, result: Path, log: Path, *, label: str, extra_args: list[str] | tuple[str, ...],
              env: dict[str, str], prompts: int | None, on_progress: OnProgress | None,
-             on_line: Callable[[str], None] | None) -> BenchRecord:
+             on_line: Callable[[str], None] | None, runner: BenchRunner) -> BenchRecord:
     """One ``vllm bench serve`` run: its result and its acceptance deltas (not written)."""
     flags = bench_flags(cfg, url, result.parent, result.name, label, extra_args, prompts=prompts)
     before = scrape(url, env.get("OPENAI_API_KEY"))
@@ -111,7 +112,7 @@ def _one_run(cfg: Config, url: str, result: Path, log: Path, *, label: str, extr
         tick = progress_tick(url, env.get("OPENAI_API_KEY"), flags, prompts or num_prompts(cfg), log,
                              on_progress, on_line)
     started = time.monotonic()
-    code = run_to_completion(exec_argv(flags), env, log, tick=tick)
+    code = runner.run(flags, env, log, tick=tick)
     if tick is not None:
         tick()  # the last lines and the final count
     wall = time.monotonic() - started
@@ -138,17 +139,22 @@ def _mark(log: Path, text: str) -> None:
 def run_bench(cfg: Config, url: str, files: BenchFiles, *, label: str,
               extra_args: list[str] | tuple[str, ...] = (), environ: Mapping[str, str] | None = None,
               repeats: int = 1, warmup: int = 0, on_progress: OnProgress | None = None,
-              on_line: Callable[[str], None] | None = None) -> BenchRecord:
+              on_line: Callable[[str], None] | None = None, runner: BenchRunner | None = None) -> BenchRecord:
     """Measure one point against ``url``: ``warmup`` requests in an unrecorded run, then ``repeats``
     counted runs (stopping at the first that does not count); write vLLM's results and the record;
     return the record. While a run goes, ``on_progress`` hears the measured requests finished and
-    ``on_line`` every new line of its log (both polled about once a second)."""
+    ``on_line`` every new line of its log (both polled about once a second). The runs go to
+    ``runner`` (a run's worker), else to a worker of their own."""
+    if runner is None:
+        with BenchRunner() as own:
+            return run_bench(cfg, url, files, label=label, extra_args=extra_args, environ=environ, repeats=repeats,
+                             warmup=warmup, on_progress=on_progress, on_line=on_line, runner=own)
     environ = os.environ if environ is None else environ
     files.result.parent.mkdir(parents=True, exist_ok=True)
     env = bench_env(cfg, environ)
     started = time.monotonic()
     k = cfg.lookahead if cfg.draft.method else None
-    common = dict(label=label, extra_args=extra_args, env=env, on_progress=on_progress, on_line=on_line)
+    common = dict(label=label, extra_args=extra_args, env=env, on_progress=on_progress, on_line=on_line, runner=runner)
     runs: list[BenchRecord] = []
     if warmup:
         _mark(files.log, f"warm-up: {warmup} requests, not recorded")

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from llama4spec.serving.process import port_in_use
-from tests.helpers import REPO, alive_in, cmdlines, free_port, run_dir_of, sessions_below, wait_gone
+from tests.helpers import REPO, alive_in, bench_started, cmdlines, free_port, run_dir_of, sessions_below, wait_gone
 
 pytestmark = pytest.mark.engine
 
@@ -61,8 +61,7 @@ def _engine_started(proc: subprocess.Popen) -> bool:
 
 
 def _long_bench_running(proc: subprocess.Popen, runs: Path) -> bool:
-    running = any("llama4spec.serving.vllm_bench" in c and "--label long" in c for c in cmdlines().values())
-    return running and bool(list(runs.glob("faults/*/long/bench.log")))
+    return bench_started(runs, "long")
 
 
 def _start(tmp_path: Path, port: int, failing: bool = False) -> tuple[subprocess.Popen, Path]:

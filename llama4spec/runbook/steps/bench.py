@@ -58,7 +58,8 @@ def execute(run, p) -> dict[str, Any]:
         record = run_bench(p.composed.cfg, p.url, files, label=p.step.label or p.id,
                            extra_args=p.step.extra_args, environ=run.environ,
                            repeats=p.step.repeats, warmup=p.step.warmup,
-                           on_progress=live.count, on_line=live.line if run.progress.verbose else None)
+                           on_progress=live.count, on_line=live.line if run.progress.verbose else None,
+                           runner=run.benches)
     if not record.counted:
         raise StepFailed(failure(record, files.log), log_tail(files.log, 15))
     from llama4spec.engine.bench import oversampling_warning

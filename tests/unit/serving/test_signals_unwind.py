@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, alive_in, cmdlines, free_port, run_dir_of, sessions_below, wait_gone
+from tests.helpers import REPO, alive_in, bench_started, free_port, run_dir_of, sessions_below, wait_gone
 
 STAND_IN = r"""
 import http.server, sys, time
@@ -86,8 +86,7 @@ def test_signal_during_a_run_leaves_no_child(name: str, mode: str, tmp_path: Pat
             _wait(lambda: bool(sessions_below(proc.pid)), proc, "server process", out)
             time.sleep(1)
         else:  # vLLM's benchmark client is waiting on the stand-in
-            _wait(lambda: any("llama4spec.serving.vllm_bench" in c and "--label long" in c for c in cmdlines().values()),
-                  proc, "benchmark", out)
+            _wait(lambda: bench_started(runs, "long"), proc, "benchmark", out)
             time.sleep(1)
         sessions = sessions_below(proc.pid)
         assert sessions, "the server and the benchmark lead sessions of their own"

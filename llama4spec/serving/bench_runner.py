@@ -1,0 +1,122 @@
+"""Where vLLM's serving benchmark runs: one worker process per run of the tool.
+
+Importing vLLM's benchmark costs about 10 s here, as long as a short benchmark run itself; a sweep
+makes dozens of runs. A ``BenchRunner`` keeps one worker (``python -m
+llama4spec.serving.vllm_bench --worker``) that imports it once and then runs each ``vllm bench
+serve`` in turn, each run's output appended to that run's log. The worker leads its own session
+and dies with this process (as every child here does), so a failure or an interruption never takes
+this process or its servers with it: on any interruption during a run its whole group is stopped,
+and the next run starts a new worker. A worker is reused only with the environment it was started
+with.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import IO, Callable, Mapping, Sequence
+
+from llama4spec.engine.bench import BENCH_MODULE
+from llama4spec.multinode.lifeline import die_with_parent
+from llama4spec.serving.process import stop_group
+from llama4spec.serving.vllm_bench import WORKER_FLAG
+
+
+class BenchRunner:
+    """Runs ``vllm bench serve FLAGS`` in one long-lived worker; a context manager that stops it."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.env: dict[str, str] | None = None
+        self.errors: IO[bytes] | None = None  # the worker's own stderr (its start-up, between runs)
+
+    def __enter__(self) -> BenchRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def prestart(self, env: Mapping[str, str]) -> None:
+        """Start the worker now (its imports overlap whatever runs next), for runs with ``env``."""
+        if self.proc is None:
+            self._start(env)
+
+    def _start(self, env: Mapping[str, str]) -> None:
+        self.errors = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([sys.executable, "-m", BENCH_MODULE, WORKER_FLAG], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.errors, env={**os.environ, **env},
+                                     preexec_fn=die_with_parent)
+        self.env = dict(env)
+
+    def close(self, grace_s: float = 5.0) -> None:
+        """End the worker: the end of its input, then its group stopped if it lingers."""
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            try:
+                proc.stdin.close()
+                proc.wait(timeout=grace_s)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            stop_group(proc, grace_s=grace_s)
+        if self.errors is not None:
+            self.errors.close()
+            self.errors = None
+
+    def run(self, flags: Sequence[str], env: Mapping[str, str], log_path: Path,
+            tick: Callable[[], None] | None = None, interval_s: float = 1.0) -> int:
+        """Run ``vllm bench serve FLAGS`` to its end, its output appended to ``log_path``; its exit
+        code (negative: the signal that ended the worker). ``tick`` (live progress) is called every
+        ``interval_s`` while it runs."""
+        if self.proc is not None and (self.proc.poll() is not None or self.env != dict(env)):
+            self.close()
+        if self.proc is None:
+            self._start(env)
+        proc = self.proc
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        finished = False
+        try:
+            code = self._ask(proc, {"argv": list(flags), "log": str(log_path)}, tick, interval_s)
+            finished = True
+        finally:
+            if not finished:  # interrupted: the run in flight goes with its worker
+                self.close()
+        if code is None:  # the worker ended without an answer: its exit code, and what it said
+            code = proc.wait()
+            self._keep_errors(log_path)
+            self.close()
+        return code
+
+    def _ask(self, proc: subprocess.Popen, request: dict, tick: Callable[[], None] | None,
+             interval_s: float) -> int | None:
+        try:
+            proc.stdin.write((json.dumps(request) + "\n").encode())
+            proc.stdin.flush()
+        except OSError:  # the worker is gone
+            return None
+        fd, answer = proc.stdout.fileno(), b""
+        while not answer.endswith(b"\n"):
+            ready, _, _ = select.select([fd], [], [], interval_s)
+            if not ready:
+                if tick is not None:
+                    tick()
+                continue
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return None
+            answer += chunk
+        return int(json.loads(answer)["code"])
+
+    def _keep_errors(self, log_path: Path) -> None:
+        if self.errors is None:
+            return
+        self.errors.seek(0)
+        said = self.errors.read()[-20000:]
+        if said:
+            with open(log_path, "ab") as log:
+                log.write(said)
+

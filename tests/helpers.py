@@ -78,6 +78,16 @@ def wait_gone(sessions: set[int], timeout: float = 20) -> list[int]:
     return left
 
 
+def listening(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether something accepts connections on ``port`` (a server's closed connections may still
+    sit in TIME_WAIT there, which a bind would mistake for a listener)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex((host, port)) == 0
+
+
 def bench_started(runs: Path, step: str) -> bool:
     """Whether vLLM's benchmark of step ``step`` has begun under ``runs`` (a runs directory): it
     prints its arguments, its label among them, when it starts (in the run's benchmark worker)."""

@@ -34,7 +34,7 @@ from llama4spec.runbook.progress import Progress
 from llama4spec.runbook.rundir import STATUS, not_run, summary_markdown
 from llama4spec.runbook.steps import StepFailed
 from llama4spec.serving.bench_runner import BenchRunner
-from llama4spec.serving.process import log_tail, port_in_use, sigterm_unwinds
+from llama4spec.serving.process import is_healthy, log_tail, port_in_use, sigterm_unwinds
 
 Gate = Callable[[Composed, str], None]
 ENGINE_KINDS = ("serve", "offline")
@@ -190,7 +190,7 @@ class Run:
                            f"{escape(self.redact(self.entry(p.id)['error']))}", highlight=False, soft_wrap=True)
         self.progress.dropped(p)
         server = self.servers.get(p.step.server) if p.kind == "bench" and p.step.server else None
-        if server is not None and not server.alive():
+        if server is not None and not server_survived(server, p.url):
             self.entry(p.step.server)["exited"] = True
             server.stop()
         self.write_summary()
@@ -282,6 +282,20 @@ class Run:
         return 1 if failed else 0
 
 
+def server_survived(server: Any, url: str, within_s: float = 5.0) -> bool:
+    """After a benchmark failed: whether its server is still there. A benchmark can fail the moment
+    its server dies, before the process watching the server has seen it go (it looks twice a
+    second), so a server that does not answer ``/health`` gets ``within_s`` to be seen gone."""
+    deadline = time.monotonic() + within_s
+    while server.alive():
+        if is_healthy(url, timeout_s=1.0):
+            return True
+        if time.monotonic() > deadline:
+            return True  # running but not answering: its next benchmark finds out
+        time.sleep(0.2)
+    return False
+
+
 def _tag(plan: Plan, p: PlannedStep, line: str) -> str:
     """A problem of a step; a one-step CLI plan's problems are the command's own."""
     return line if p.flat else f"step '{p.id}': {line}"
@@ -314,7 +328,6 @@ def preflight(plan: Plan, gate: Gate | None, skip: Mapping[str, Any]) -> None:
     if refused:
         raise UserError(*refused)
     ports_free(plan, skip)
-    from llama4spec.serving.process import is_healthy
 
     for p in plan.steps:  # a bench against a server that runs already: it must answer now
         if p.kind == "bench" and p.step.url and p.id not in skip and p.url and not is_healthy(p.url):

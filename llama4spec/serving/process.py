@@ -143,23 +143,6 @@ def spawn_tethered(argv: Sequence[str], env: Mapping[str, str], log_path: Path) 
     return spawn(lifeline, env, log_path, stdin=subprocess.PIPE)
 
 
-def run_to_completion(argv: Sequence[str], env: Mapping[str, str], log_path: Path,
-                      tick: Callable[[], None] | None = None, interval_s: float = 1.0) -> int:
-    """Run a command to its end in its own process group; on any interruption stop the group.
-    ``tick`` (live progress) is called every ``interval_s`` while it runs."""
-    proc = spawn(argv, env, log_path)
-    try:
-        while tick is not None:
-            try:
-                return proc.wait(timeout=interval_s)
-            except subprocess.TimeoutExpired:
-                tick()
-        return proc.wait()
-    finally:
-        if proc.poll() is None or group_alive(proc.pid):
-            stop_group(proc, grace_s=5.0)
-
-
 def is_healthy(url: str, timeout_s: float = 5.0) -> bool:
     """Whether ``url/health`` answers 200 now."""
     import requests

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from llama4spec.serving.process import port_in_use
-from tests.helpers import REPO, alive_in, bench_started, cmdlines, free_port, run_dir_of, sessions_below, wait_gone
+from tests.helpers import (REPO, alive_in, bench_started, cmdlines, free_port, listening, run_dir_of, sessions_below,
+                           wait_gone)
 
 pytestmark = pytest.mark.engine
 
@@ -86,9 +86,9 @@ def _finish(proc: subprocess.Popen, sig: int, sessions: set[int]) -> int:
 def _assert_nothing_left(sessions: set[int], port: int) -> None:
     assert not wait_gone(sessions, timeout=20), "a server, engine or benchmark process outlived the tool"
     deadline = time.monotonic() + 10
-    while port_in_use("127.0.0.1", port) and time.monotonic() < deadline:
+    while listening(port) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not port_in_use("127.0.0.1", port)
+    assert not listening(port)
 
 
 @pytest.mark.parametrize("name", list(SIGNALS))

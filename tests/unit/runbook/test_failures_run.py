@@ -195,3 +195,25 @@ def test_resume_measures_again_when_a_servers_command_changed(tmp_path: Path) ->
     changed = _sweep_plan(tmp_path, "memory.max_num_seqs=8")
     assert [p.argv for p in changed.steps if p.kind == "bench"] == [p.argv for p in plan.steps if p.kind == "bench"]
     assert finished_steps(changed) == {}
+
+
+class _Dying:
+    """A server handle whose process is seen gone after a few looks (as the watcher lags its death)."""
+
+    def __init__(self, looks: int | None) -> None:
+        self.looks = looks
+
+    def alive(self) -> bool:
+        if self.looks is None:
+            return True
+        self.looks -= 1
+        return self.looks > 0
+
+
+def test_a_benchmark_failing_as_its_server_dies_waits_to_see_it_gone() -> None:
+    from llama4spec.runbook.execute import server_survived
+    from tests.helpers import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"  # nothing answers /health
+    assert server_survived(_Dying(looks=3), url) is False  # seen gone on the third look: its benches are skipped
+    assert server_survived(_Dying(looks=None), url, within_s=0.3) is True  # running, not answering: not declared gone

@@ -15,7 +15,6 @@ from rich.console import Console
 
 from llama4spec.runbook.progress import (NORMAL, QUIET, VERBOSE, Progress, duration_text, eta_s, sweep_points,
                                          time_left_s)
-from llama4spec.serving.process import run_to_completion
 from llama4spec.serving.watch import (PHASE_NAMES, LogFollower, PhaseTracker, ServerWatch, extra_requests,
                                       finished_requests, phase_of, requests_done)
 
@@ -143,13 +142,6 @@ def test_requests_done_is_a_clamped_delta() -> None:
     assert requests_done(100.0, 110.0, 2, 16) == 8
     assert requests_done(100.0, 130.0, 2, 16) == 16
     assert requests_done(None, 130.0, 2, 16) is None
-
-
-def test_run_to_completion_ticks_while_the_process_runs(tmp_path: Path) -> None:
-    ticks: list[int] = []
-    code = run_to_completion([sys.executable, "-c", "import time; time.sleep(1.2)"], {}, tmp_path / "b.log",
-                             tick=lambda: ticks.append(1), interval_s=0.2)
-    assert code == 0 and len(ticks) >= 3
 
 
 # -- sweeps: point n of N and the time left --------------------------------------------------------

@@ -68,13 +68,16 @@ def test_one_worker_runs_each_benchmark_into_its_own_log_and_survives_interrupti
         assert "unrecognized arguments: --no-such-flag" in logs[0].read_text()
         assert "--no-such-flag" not in logs[1].read_text() and "invalid int value" in logs[1].read_text()
 
+        ticks: list[float] = []
+
         def interrupt() -> None:  # Ctrl-C while the benchmark waits on the server
-            if _started(logs[2]):
+            ticks.append(time.monotonic())
+            if _started(logs[2]) and len(ticks) >= 3:
                 raise KeyboardInterrupt
 
         with pytest.raises(KeyboardInterrupt):
             runner.run(_flags(hanging_url, tiny_dir / "target"), {}, logs[2], tick=interrupt, interval_s=0.2)
-        assert runner.proc is None
+        assert runner.proc is None and len(ticks) >= 3  # live progress ticked while it ran
         _until(lambda: not group_alive(first))  # the run in flight went with its worker
 
         second: list[int] = []

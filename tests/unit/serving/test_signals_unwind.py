@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, alive_in, bench_started, free_port, run_dir_of, sessions_below, wait_gone
+from tests.helpers import REPO, alive_in, bench_started, free_port, listening, run_dir_of, sessions_below, wait_gone
 
 STAND_IN = r"""
 import http.server, sys, time
@@ -98,8 +97,7 @@ def test_signal_during_a_run_leaves_no_child(name: str, mode: str, tmp_path: Pat
     assert code == (-sig if sig == signal.SIGKILL else 128 + sig), out.read_text()
     assert not wait_gone(sessions, timeout=20), "a server or benchmark process outlived the run"
     assert not alive_in(sessions)
-    with socket.socket() as probe:  # nothing listens (the stand-in's closed connection may sit in TIME_WAIT)
-        assert probe.connect_ex(("127.0.0.1", port)) != 0
+    assert not listening(port)  # nothing listens
     status = json.loads((run_dir_of(runs) / "status.json").read_text())
     steps = {s["id"]: s["status"] for s in status["steps"]}
     if sig == signal.SIGKILL:  # nothing can run after SIGKILL: the file shows where it stood

@@ -1,7 +1,7 @@
 """Machine-readable output (``--json``, ``--yaml``): ONE document on stdout and nothing else there.
 
 Every document carries a ``schema`` key, ``llama4spec.<command>/<version>``; the shapes are listed
-in README.md ("Machine-readable output"). A version changes only when a key is removed or changes
+in docs/machine-readable-output.md. A version changes only when a key is removed or changes
 meaning; new keys may appear without one. Errors stay one line on stderr (exit 2)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def schema(command: str) -> str:
 
 def add_json_flag(p: argparse.ArgumentParser, what: str = "the result") -> None:
     p.add_argument("--json", action="store_true",
-                   help=f"print {what} as one JSON document on stdout (shape: README, Machine-readable output)")
+                   help=f"print {what} as one JSON document on stdout (shape: docs/machine-readable-output.md)")
 
 
 def emit(document: dict[str, Any]) -> None:

@@ -129,7 +129,8 @@ def rows(baseline: BenchRecord, candidate: BenchRecord) -> list[tuple[str, float
 
 def document(baseline: BenchRecord, candidate: BenchRecord, baseline_file: Path | str | None = None,
              candidate_file: Path | str | None = None) -> dict[str, Any]:
-    """The comparison as one JSON document (``llama4spec compare --json``; shape in README.md)."""
+    """The comparison as one JSON document (``llama4spec compare --json``; its shape:
+    docs/machine-readable-output.md)."""
     found = metrics(baseline, candidate)
 
     def side(record: BenchRecord, file: Path | str | None) -> dict[str, Any]:

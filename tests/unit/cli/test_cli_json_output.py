@@ -155,15 +155,15 @@ def test_errors_stay_on_stderr_with_nothing_on_stdout(cli, tmp_path) -> None:
         assert res.stdout == "" and res.stderr.startswith("error: ") and "Traceback" not in res.stderr
 
 
-def test_readme_ci_gate_runs_as_written(tmp_path) -> None:
-    """The README's CI-gate pipeline, run by a shell: passes at 1.2x, fails at 2x."""
+def test_docs_ci_gate_runs_as_written(tmp_path) -> None:
+    """The CI-gate pipeline of docs/machine-readable-output.md, run by a shell: passes at 1.2x, fails at 2x."""
     import os
     import subprocess
     import sys
 
-    readme = (REPO / "README.md").read_text().splitlines()
-    start = next(i for i, line in enumerate(readme) if "--json" in line and "compare" in line and line.endswith("\\"))
-    pipeline = readme[start].rstrip("\\") + readme[start + 1].strip()
+    page = (REPO / "docs" / "machine-readable-output.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(page) if "--json" in line and "compare" in line and line.endswith("\\"))
+    pipeline = page[start].rstrip("\\") + page[start + 1].strip()
     assert "| python -c" in pipeline, pipeline
     env = dict(os.environ, PATH=f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
     done = subprocess.run(["bash", "-c", f"set -o pipefail; {pipeline}"], cwd=REPO, env=env, capture_output=True,

@@ -1,9 +1,10 @@
 """Every ``llama4spec ...`` command the documentation quotes runs as written (in a form that
 starts no engine).
 
-Commands are collected at collection time from README.md (fenced blocks and `inline code`) and
-from the comments of every YAML under conf/ and runbooks/. Each becomes its own test, named
-``FILE:LINE``. A command may fail only when the text right next to it says so ("exit 2").
+Commands are collected at collection time from README.md and every page under docs/ (fenced
+blocks and `inline code`) and from the comments of every YAML under conf/ and runbooks/. Each
+becomes its own test, named ``FILE:LINE`` (``docs/offline.md:12``). A command may fail only when
+the text right next to it says so ("exit 2").
 """
 
 from __future__ import annotations
@@ -60,8 +61,9 @@ def _command_in(text: str) -> str | None:
     return text[match.start():].strip() if match else None
 
 
-def readme_commands(path: Path) -> list[DocCommand]:
+def markdown_commands(path: Path) -> list[DocCommand]:
     found: list[DocCommand] = []
+    source = str(path.relative_to(REPO))
     lines = path.read_text().splitlines()
     in_fence = False
     i = 0
@@ -80,14 +82,14 @@ def readme_commands(path: Path) -> list[DocCommand]:
             code, comment = split_comment(logical)
             command = _command_in(code)
             if command:
-                found.append(DocCommand(path.name, start + 1, command, comment))
+                found.append(DocCommand(source, start + 1, command, comment))
         else:
             for match in INLINE.finditer(line):
                 command = _command_in(match.group(1))
                 if command:
                     code, comment = split_comment(command)
                     rest = line[match.end():]
-                    found.append(DocCommand(path.name, i + 1, code, (comment + " " + rest).strip()))
+                    found.append(DocCommand(source, i + 1, code, (comment + " " + rest).strip()))
         i += 1
     return found
 
@@ -115,8 +117,13 @@ def yaml_comment_commands(path: Path) -> list[DocCommand]:
     return found
 
 
+def markdown_pages() -> list[Path]:
+    """README.md, then every page under docs/, each read the same way."""
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
 def doc_commands() -> list[DocCommand]:
-    commands = readme_commands(REPO / "README.md")
+    commands = [c for page in markdown_pages() for c in markdown_commands(page)]
     for directory in ("conf", "runbooks"):
         for path in sorted((REPO / directory).rglob("*.yaml")):
             commands.extend(yaml_comment_commands(path))
@@ -132,13 +139,14 @@ def _ids(commands: list[DocCommand]) -> list[str]:
     return ids
 
 
-DOC_COMMANDS = doc_commands()  # read at collection time: the README changes
+DOC_COMMANDS = doc_commands()  # read at collection time: the docs change
 
 
 def test_the_docs_quote_commands():
     sources = {c.source for c in DOC_COMMANDS}
-    assert "README.md" in sources and any(s.startswith("conf/") for s in sources) \
-        and any(s.startswith("runbooks/") for s in sources), sources
+    assert "README.md" in sources, sources
+    assert any(s.startswith("docs/") for s in sources), sources  # the reference pages quote commands too
+    assert any(s.startswith("conf/") for s in sources) and any(s.startswith("runbooks/") for s in sources), sources
     assert len(DOC_COMMANDS) >= 20, [c.text for c in DOC_COMMANDS]
 
 

@@ -105,6 +105,20 @@ def run_dir_of(runs: Path) -> Path:
     return run_dir
 
 
+def png_series(path: Path) -> list[str] | None:
+    """The series labels a sweep plot stores in its PNG's text metadata (None if absent)."""
+    import json
+
+    from PIL import Image  # a dependency of matplotlib
+
+    from llama4spec.sweep.plots import SERIES_KEY
+
+    with Image.open(path) as image:
+        assert image.format == "PNG", f"{path}: {image.format}, not PNG"
+        text = image.text.get(SERIES_KEY)
+    return None if text is None else json.loads(text)
+
+
 # -- model directories with a changed config.json ---------------------------------------------
 DROP = object()  # as a value in ``edited``: remove the key
 

@@ -66,11 +66,6 @@ def validate_options(args: argparse.Namespace) -> None:
         parse_shard(args.shard)
 
 
-def run_dir_for(args: argparse.Namespace) -> Path | None:
-    """--into: the run directory groups go under (created by whoever submitted them)."""
-    return args.into
-
-
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """The measurement options of ``run`` that are set, to pass on as given."""
     return {k: getattr(args, k) for k in ("repeats", "warmup") if getattr(args, k, None) is not None}

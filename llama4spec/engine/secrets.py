@@ -11,7 +11,7 @@ it walks dicts, lists and strings and replaces with ``***``
 - the value of a secret flag on a command line (``--api-key VALUE``, ``--api-key=VALUE``);
 - credentials in URLs (``http://user:pass@host`` -> ``http://user:***@host``).
 
-``redact_env`` and ``redact_text`` are the same function for an environment mapping and a text.
+``redact_env`` is the same function for an environment mapping.
 """
 
 from __future__ import annotations
@@ -153,10 +153,6 @@ def redact(obj: Any, secrets: Iterable[str] = ()) -> Any:
 def redact_env(env: Mapping[str, str], secrets: Iterable[str] = ()) -> dict[str, str]:
     """An environment mapping (sorted by name), redacted: every name is judged as a variable name."""
     return _Walk(secrets).value(dict(sorted(env.items())), env=True)
-
-
-def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
-    return redact(text, secrets)
 
 
 def harvest(*sources: Any) -> set[str]:

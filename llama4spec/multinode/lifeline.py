@@ -77,7 +77,7 @@ def main(argv: list[str]) -> int:
             pass
         done.set()
 
-    def on_signal(signum: int, frame: object) -> None:
+    def on_signal(signum: int, _frame: object) -> None:
         done.set()
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):

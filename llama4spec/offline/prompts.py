@@ -102,10 +102,6 @@ def mtbench_file(dataset_id: str) -> Path:
     return files[0]
 
 
-def load_mtbench(dataset_id: str, n: int) -> list[str]:
-    return [text for text, _ in load_mtbench_items(dataset_id, n)]
-
-
 def load_mtbench_items(dataset_id: str, n: int, category: str | None = None) -> list[tuple[str, str | None]]:
     """First turn of each mt-bench question, with its category (of ``category`` only, when given)."""
     path = mtbench_file(dataset_id)

@@ -65,10 +65,6 @@ class ModelConfig:
         return self.path.parent if self.source == "local" and self.path else None
 
 
-def bundled_ids() -> list[str]:
-    return sorted(p.stem.replace("--", "/") for p in KNOWN_DIR.glob("*.json"))
-
-
 def bundled(model_id: str) -> Path | None:
     model_id = ALIASES.get(model_id, model_id)
     path = KNOWN_DIR / (model_id.replace("/", "--") + ".json")

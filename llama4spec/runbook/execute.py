@@ -35,6 +35,7 @@ from llama4spec.runbook.rundir import STATUS, not_run, summary_markdown
 from llama4spec.runbook.steps import StepFailed
 from llama4spec.serving.bench_runner import BenchRunner
 from llama4spec.serving.process import is_healthy, log_tail, port_in_use, sigterm_unwinds
+from llama4spec.serving.server import ServerProcess
 
 Gate = Callable[[Composed, str], None]
 ENGINE_KINDS = ("serve", "offline")
@@ -51,7 +52,7 @@ class Run:
         self.finished = dict(finished or {})  # resuming: step id -> its record (benches) or None
         self.environ = dict(os.environ if environ is None else environ)
         self.dir = plan.run_dir
-        self.servers: dict[str, Any] = {}
+        self.servers: dict[str, ServerProcess] = {}
         self.results: dict[str, BenchRecord] = {}
         self.comparisons: dict[str, str] = {}
         self.stack = contextlib.ExitStack()

@@ -235,13 +235,10 @@ def plan_file(path: Path, run_dir_for: Callable[[str], Path], cli_overrides: lis
     raise UserError(*problems)
 
 
-def one_step_plan(step: Step, run_dir: Path, overrides: list[str], *, artifacts: dict[str, Path] | None = None,
-                  hold: bool = False) -> Plan:
+def one_step_plan(step: Step, run_dir: Path, overrides: list[str], *, hold: bool = False) -> Plan:
     """A CLI command as a plan of one step (``serve``, ``bench`` or ``offline``), with its artifacts
     where the command puts them; no run-directory records."""
     runbook = Runbook(name=step.kind, path=Path(f"<{step.kind}>"), steps=[step])
     plan = make_plan(runbook, run_dir, overrides, flat=True)
-    if artifacts:
-        plan.steps[0].artifacts.update(artifacts)
     plan.record, plan.hold = False, hold
     return plan

@@ -602,10 +602,3 @@ def load(path: Path) -> tuple[Runbook | None, list[str]]:
     except RecursionError:
         return None, [f"{where}: nested too deeply; a runbook needs a few levels"]
     return parse(data, path)
-
-
-def load_or_raise(path: Path) -> Runbook:
-    runbook, problems = load(path)
-    if problems or runbook is None:
-        raise UserError(*problems)
-    return runbook

@@ -28,10 +28,6 @@ def _spawn_follower(argv: Sequence[str], env: Mapping[str, str], log_path: Path)
     return spawn(argv, env, log_path, stdin=subprocess.PIPE)
 
 
-def log_paths(log_dir: Path, nodes: list[NodeCommand], prefix: str = "") -> list[Path]:
-    return [log_dir / f"{prefix}node{n.rank}.log" for n in nodes]
-
-
 class Nodes:
     """A multi-node vLLM server (a context manager), used wherever a ``Server`` is.
 

@@ -47,14 +47,6 @@ def port_in_use(host: str, port: int) -> bool:
     return False
 
 
-def check_port_free(host: str, port: int) -> None:
-    if port_in_use(host, port):
-        raise UserError(
-            f"port {port} on {host} is already in use; stop what listens there or pick another "
-            f"port with serve.port=N"
-        )
-
-
 def log_tail(path: Path, lines: int = 30) -> list[str]:
     try:
         with open(path, errors="replace") as f:
@@ -195,7 +187,7 @@ def sigterm_unwinds() -> Iterator[None]:
     terminal's Ctrl-C reaches only this process, which then stops them in order.
     """
 
-    def _raise(signum: int, frame: object) -> None:
+    def _raise(signum: int, _frame: object) -> None:
         raise SystemExit(128 + signum)
 
     previous: dict[int, object] = {}

@@ -47,39 +47,6 @@ def efficiency(measured_speedup: float | None, bound: float | None) -> float | N
     return measured_speedup / bound
 
 
-def fit_draft_cost(samples: Iterable[tuple[int, float, float]]) -> float | None:
-    """Least-squares ``c`` from (lookahead k, tokens per step E, measured speedup S) samples.
-
-    Minimises ``sum (E/S - 1 - c k)^2``; a negative fit (speculation better than free) is
-    clipped to 0. None without a usable sample.
-    """
-    num = den = 0.0
-    for k, e, s in samples:
-        if k > 0 and s and s > 0 and e:
-            num += k * (e / s - 1.0)
-            den += k * k
-    if den == 0:
-        return None
-    return max(0.0, num / den)
-
-
-def predicted_speedup(rates: Sequence[float], k: int, draft_cost: float) -> float:
-    return expected_tokens(rates, k) / (1.0 + draft_cost * k)
-
-
-def predicted_curve(rates: Sequence[float], draft_cost: float) -> list[tuple[int, float]]:
-    """(k, predicted speedup) for every lookahead up to the positions measured."""
-    return [(k, predicted_speedup(rates, k, draft_cost)) for k in range(1, len(rates) + 1)]
-
-
-def predicted_best(rates: Sequence[float], draft_cost: float) -> tuple[int, float] | None:
-    """The lookahead with the highest predicted speedup (the smaller one on a tie)."""
-    curve = predicted_curve(rates, draft_cost)
-    if not curve:
-        return None
-    return max(curve, key=lambda kv: (kv[1], -kv[0]))
-
-
 @dataclass(frozen=True)
 class Point:
     """One measured point of a sweep (one benchmark)."""

@@ -25,7 +25,7 @@ def _pyplot():
 
 
 def _save(fig, ax, path: Path, title: str) -> list[str]:
-    handles, labels = ax.get_legend_handles_labels()
+    _, labels = ax.get_legend_handles_labels()
     if labels:
         ax.legend(fontsize=8)
     ax.set_title(title)
@@ -114,29 +114,3 @@ def speedup_measured_vs_predicted(analysis: Analysis, path: Path) -> list[str]:
     ax.set_xlabel("lookahead (speculative tokens)")
     ax.set_ylabel("speedup over no speculation")
     return _save(fig, ax, path, "Speedup: measured vs predicted")
-
-
-def png_series(path: Path) -> list[str] | None:
-    """The series labels stored in a PNG written here (None if absent); checks the PNG signature."""
-    import struct
-    import zlib
-
-    data = Path(path).read_bytes()
-    if not data.startswith(b"\x89PNG\r\n\x1a\n"):
-        raise ValueError(f"{path} is not a PNG file")
-    pos = 8
-    while pos + 8 <= len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + length]
-        if kind in (b"tEXt", b"zTXt", b"iTXt"):
-            key, _, rest = body.partition(b"\0")
-            if key.decode("latin-1") == SERIES_KEY:
-                if kind == b"zTXt":
-                    rest = zlib.decompress(rest[1:])
-                elif kind == b"iTXt":
-                    flag, rest = rest[0], rest[2:]
-                    rest = rest.split(b"\0", 2)[2]
-                    rest = zlib.decompress(rest) if flag else rest
-                return json.loads(rest.decode("utf-8" if kind == b"iTXt" else "latin-1"))
-        pos += 12 + length
-    return None

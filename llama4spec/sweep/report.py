@@ -30,12 +30,6 @@ def _f(value: float | None, fmt: str = ".2f", suffix: str = "") -> str:
     return "-" if value is None else f"{value:{fmt}}{suffix}"
 
 
-def lookahead_label(p: Point | None) -> str:
-    if p is None:
-        return "-"
-    return str(p.lookahead) if p.speculative else "none (no speculation)"
-
-
 def short_name(p: Point, a: AtConcurrency) -> str:
     """'k=3' where one draft is swept, 'none' for no speculation (narrow terminals)."""
     if not p.speculative:

@@ -45,10 +45,6 @@ class Interval:
             return self.low <= other.high and other.low <= self.high
         return self.median is not None and self.median == other.median
 
-    def excludes(self, value: float) -> bool:
-        """The interval lies entirely above or below ``value`` (False without an interval)."""
-        return self.bounded and (self.low > value or self.high < value)
-
     def text(self, fmt: str = ".1f") -> str:
         """``812.3 [790.1, 830.2]``, ``812.3 (1 sample)``, or ``no samples``."""
         if self.median is None:

@@ -412,11 +412,6 @@ def build_into(root: Path, force: bool = False) -> Path:
     return root
 
 
-def build(root: Path, force: bool = False) -> Path:
-    """Same as ``build_into`` (kept for callers of the old name)."""
-    return build_into(root, force=force)
-
-
 def _why(err: OSError, fallback: Path) -> str:
     return f"{err.filename or fallback}: {err.strerror or err}"
 

@@ -21,8 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from llama4spec.sweep.plots import png_series
-from tests.helpers import run_cli
+from tests.helpers import png_series, run_cli
 
 pytestmark = pytest.mark.engine
 

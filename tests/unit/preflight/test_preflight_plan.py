@@ -12,7 +12,7 @@ import pytest
 from llama4spec.config.compose import compose_config
 from llama4spec.preflight import count
 from llama4spec.preflight.memory import memory_plan as make_plan, suggest
-from llama4spec.preflight.sources import bundled, bundled_ids
+from llama4spec.preflight.sources import KNOWN_DIR, bundled
 
 SCOUT = "meta-llama/Llama-4-Scout-17B-16E-Instruct"
 MAVERICK = "meta-llama/Llama-4-Maverick-17B-128E-Instruct"
@@ -32,7 +32,7 @@ def offline(monkeypatch, tmp_path_factory):
 
 
 def test_bundled_configs():
-    assert set(bundled_ids()) == {SCOUT, MAVERICK, LLAMA31, DRAFT}
+    assert {p.stem.replace("--", "/") for p in KNOWN_DIR.glob("*.json")} == {SCOUT, MAVERICK, LLAMA31, DRAFT}
 
 
 @pytest.mark.parametrize("model_id, total, active", [

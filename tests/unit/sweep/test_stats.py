@@ -73,15 +73,13 @@ def test_equal_samples_give_a_point_interval() -> None:
     assert interval([4.0] * 12) == Interval(4.0, 4.0, 4.0, 12, "bootstrap")
 
 
-def test_overlaps_and_excludes() -> None:
+def test_overlaps() -> None:
     a = Interval(10, 8, 12, 3, "t")
     assert a.overlaps(Interval(13, 12, 14, 3, "t"))  # closed: touching counts
     assert not a.overlaps(Interval(14, 12.5, 15, 3, "t"))
     single = Interval(10, None, None, 1, "single sample")
     assert not a.overlaps(Interval(11, None, None, 1, "single sample"))
     assert a.overlaps(single) and single.overlaps(Interval(10, None, None, 1, "single sample"))
-    assert a.excludes(7.9) and a.excludes(12.1) and not a.excludes(8) and not a.excludes(10)
-    assert not single.excludes(0)
 
 
 # ratio_interval()
@@ -231,6 +229,14 @@ def test_two_parameter_slope_interval_uses_n_minus_2_degrees_of_freedom() -> Non
     assert fit.c == pytest.approx(slope) and fit.c0 == pytest.approx(icept)
     assert fit.c_low == pytest.approx(slope - half, rel=1e-5)
     assert fit.c_high == pytest.approx(slope + half, rel=1e-5)
+
+
+def test_a_negative_fixed_overhead_falls_back_to_the_one_parameter_model() -> None:
+    # E/S - 1 = 0.2, 0.5, 0.8 at k = 1, 2, 3 lie on -0.1 + 0.3 k: the line with an intercept fits exactly
+    # but its c0 is negative, so the fit through the origin is used, c = (1*0.2 + 2*0.5 + 3*0.8) / (1 + 4 + 9)
+    fit = fit_cost([(1, 1.8, 1.5), (2, 2.4, 1.6), (3, 2.7, 1.5)])
+    assert fit.model == "1 + c k" and fit.c0 == 0.0 and fit.clipped == ("c0",)
+    assert fit.c == pytest.approx(3.6 / 14)
 
 
 def test_negative_cost_is_clipped_and_reported() -> None:

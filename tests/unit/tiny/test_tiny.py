@@ -13,7 +13,7 @@ def _digest(root: Path) -> dict[str, str]:
 
 
 def test_build_is_deterministic(tmp_path):
-    a, b = tiny.build(tmp_path / "a"), tiny.build(tmp_path / "b")
+    a, b = tiny.build_into(tmp_path / "a"), tiny.build_into(tmp_path / "b")
     assert _digest(a) == _digest(b)
     assert {"target/config.json", "draft/model.safetensors", "draft_imperfect/config.json"} <= set(_digest(a))
 

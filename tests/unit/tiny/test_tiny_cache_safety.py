@@ -250,7 +250,7 @@ def test_tiny_models_with_force_leaves_foreign_files_intact(tmp_path):
     after = _snapshot(root)
     assert {k: v for k, v in after.items() if k in before} == before
     _assert_cache(root)
-    assert tiny.build(root, force=True) == root  # again: only its own files rewritten
+    assert tiny.build_into(root, force=True) == root  # again: only its own files rewritten
     assert {k: v for k, v in _snapshot(root).items() if k in before} == before
     # The marker covers only llama4spec's files, so the cache can never be "replaced" wholesale.
     marker = json.loads((root / tiny.MARKER).read_text())

@@ -102,7 +102,7 @@ def _stop_args(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _replan(args: argparse.Namespace, run_dir: Path, overrides: list[str]):
-    from llama4spec.cli.run import runbook_path
+    from llama4spec.cli.paths import runbook_path
     from llama4spec.runbook.plan import plan_file
 
     return plan_file(runbook_path(args.runbook), lambda name: run_dir, overrides, **measure(args))

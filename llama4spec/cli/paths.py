@@ -1,4 +1,5 @@
-"""Output paths given on the command line, checked before anything starts: one line each."""
+"""Paths given on the command line: the runbook to read (a file, or a shipped runbook by name), and
+output paths, checked before anything starts (one line each)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,16 @@ import os
 from pathlib import Path
 
 from llama4spec.errors import UserError
+
+
+def runbook_path(name: Path) -> Path:
+    """A runbook file as given, or a shipped runbook by name (``tiny_cpu_sweep``) from the package."""
+    if name.exists() or name.suffix or len(name.parts) > 1:
+        return name
+    import importlib.resources
+
+    shipped = Path(str(importlib.resources.files("llama4spec.runbooks"))) / f"{name}.yaml"
+    return shipped if shipped.is_file() else name
 
 
 def _nearest_existing(path: Path) -> Path:

@@ -6,17 +6,7 @@ import argparse
 from pathlib import Path
 
 from llama4spec.cli.common import Command, RUNS_DIR, gate, out
-from llama4spec.cli.paths import check_output_dir
-
-
-def runbook_path(name: Path) -> Path:
-    """A runbook file as given, or a shipped runbook by name (``tiny_cpu_sweep``) from the package."""
-    if name.exists() or name.suffix or len(name.parts) > 1:
-        return name
-    import importlib.resources
-
-    shipped = Path(str(importlib.resources.files("llama4spec.runbooks"))) / f"{name}.yaml"
-    return shipped if shipped.is_file() else name
+from llama4spec.cli.paths import check_output_dir, runbook_path
 
 
 def add_run_options(p: argparse.ArgumentParser, resume_help: str) -> None:

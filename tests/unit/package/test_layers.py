@@ -1,5 +1,7 @@
-"""The package's layering holds: import-linter's contract (pyproject.toml [tool.importlinter]) is
-kept, and building the CLI's parser pulls in neither vllm nor torch."""
+"""The package's layering holds: import-linter's contracts (pyproject.toml [tool.importlinter]: imports
+run downward, no cycle between the modules of a package) are kept, no module's imports lead back to
+it (a package's __init__ and its own modules included), and building the CLI's parser pulls in
+neither vllm nor torch."""
 
 from __future__ import annotations
 
@@ -17,6 +19,18 @@ def test_import_contracts_are_kept():
     result = subprocess.run([str(lint_imports), "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, f"lint-imports exit {result.returncode}\n{result.stdout}\n{result.stderr}"
     assert "broken" in result.stdout and "0 broken" in result.stdout, result.stdout
+
+
+def test_no_module_imports_itself_through_others():
+    import grimp  # import-linter's graph; function-level imports count
+
+    graph = grimp.build_graph("llama4spec", cache_dir=None)
+    loops = sorted((module, imported) for module in graph.modules
+                   for imported in graph.find_modules_directly_imported_by(module)
+                   if graph.chain_exists(imported, module))
+    assert loops == [], "imports that lead back to their importer:\n" + "\n".join(
+        f"{module} -> {imported}: {' -> '.join(graph.find_shortest_chain(imported, module))}"
+        for module, imported in loops)
 
 
 def test_building_the_parser_imports_no_engine():

@@ -185,4 +185,7 @@ class Config:
 
 
 def register() -> None:
-    ConfigStore.instance().store(name="llama4spec_schema", node=Config)
+    """The schema in Hydra's ConfigStore, once (storing it builds the structured config: slow)."""
+    store = ConfigStore.instance()
+    if "llama4spec_schema.yaml" not in store.repo:
+        store.store(name="llama4spec_schema", node=Config)

@@ -38,11 +38,25 @@ def environment(environ: Mapping[str, str], sets: Mapping[str, str], secret_name
     return redact_env(env, secrets)
 
 
+_PLAIN: dict[int, tuple[Any, bytes]] = {}  # id(raw) -> (raw, its plain data pickled): read-only configs only
+
+
 def _containers(raw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A composed config as plain data: (resolved, unresolved)."""
+    """A composed config as plain data: (resolved, unresolved). A read-only config (what
+    ``compose_config`` returns: one shared by every caller of the same overrides) is converted once."""
+    import pickle
+
     from omegaconf import OmegaConf
 
-    return OmegaConf.to_container(raw, resolve=True), OmegaConf.to_container(raw, resolve=False)
+    seen = _PLAIN.get(id(raw))
+    if seen is not None and seen[0] is raw:
+        return pickle.loads(seen[1])
+    plain = OmegaConf.to_container(raw, resolve=True), OmegaConf.to_container(raw, resolve=False)
+    if OmegaConf.is_readonly(raw):
+        if len(_PLAIN) >= 4096:
+            _PLAIN.clear()
+        _PLAIN[id(raw)] = raw, pickle.dumps(plain)
+    return plain
 
 
 def config_secrets(raw: Any, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:

@@ -58,7 +58,10 @@ def _reset_globals() -> None:
         GlobalHydra.instance().clear()
     common.set_verbosity(common.NORMAL)  # also the runbook progress display's default
     compose._ATTEMPTS.clear()
+    compose._GROUP_TREES.clear()
+    compose._COMPOSED.clear()
     provenance._FINGERPRINTS.clear()
+    provenance._PLAIN.clear()
 
 
 @contextlib.contextmanager

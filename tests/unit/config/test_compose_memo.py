@@ -1,0 +1,114 @@
+"""Composing once per distinct choice of config groups gives what a full Hydra composition gives:
+the same resolved config, the same choices, the same error, for every composition the shipped
+runbooks make and for 200 generated override lists (group choices whose defaults interpolate the
+target, settings, ``+key``, ``~key``, mistakes)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from llama4spec.config import compose
+from tests.helpers import REPO
+
+GROUPS = {
+    "target": ["tiny", "llama4_scout", "llama4_maverick", "llama4_maverick_fp8"],
+    "draft": ["none", "tiny_eagle", "tiny_eagle_imperfect", "eagle_llama4_scout", "ngram", "eagle3_llama4_maverick"],
+    "memory": ["cpu", "default", "scout_reference"],
+    "bench": ["random_tiny", "mtbench"],
+    "dataset": ["builtin", "mtbench"],
+    "hardware": ["cpu", "h100_80gb"],
+    "parallel": ["tp1", "tp4"],
+    "experiment": ["tiny_cpu", "scout_eagle_offline"],
+    "cluster": ["local", "slurm"],
+}
+SETTINGS = [
+    "lookahead=1", "lookahead=5", "bench.max_concurrency=4", "memory.max_num_seqs=32", "serve.port=8800",
+    "bench.num_prompts=8", "bench.output_len=64", "generation.max_tokens=16", "serve.host=0.0.0.0",
+    "lookahead=${bench.max_concurrency}",  # an interpolation resolved after the settings apply
+    "+serve.no_such_key=1", "+extra_top_level=2", "~draft.model", "~serve.api_key_env", "no_such_key=3",
+    "bench.max_concurrency=not_a_number", "draft.method=eagle", "target.model=/tmp/elsewhere",
+]
+
+
+def _outcome(compose_fn, overrides: list[str]):
+    """(resolved YAML, choices, typed config) or the one-line error, as compose_config reports it."""
+    try:
+        c = compose_fn(overrides)
+    except compose._compose_errors() as err:
+        return ("error", compose._friendly(err, overrides))
+    return OmegaConf.to_yaml(c.raw), c.choices, c.cfg
+
+
+def _registered() -> None:
+    compose.register()
+    compose._register_resolvers()
+
+
+def _in_full(overrides: list[str]):
+    """One full Hydra composition, settings included (no memo): the reference."""
+    _registered()
+    return compose._finish(*compose._tree_and_choices(list(overrides)), list(overrides))
+
+
+def _memoised(overrides: list[str]):
+    _registered()
+    return compose._compose(list(overrides), list(overrides))
+
+
+def _same(overrides: list[str]) -> None:
+    assert _outcome(_memoised, overrides) == _outcome(_in_full, overrides), overrides
+
+
+def generated(n: int, seed: int = 20261201) -> list[list[str]]:
+    """``n`` override lists: one of 25 choices of groups (as a sweep reuses a few), settings, in
+    any order."""
+    rng = random.Random(seed)
+    choices = [[f"{g}={rng.choice(options)}" for g, options in GROUPS.items() if rng.random() < 0.35]
+               for _ in range(25)]
+    lists = []
+    for _ in range(n):
+        groups, settings = rng.choice(choices), rng.sample(SETTINGS, rng.randint(0, 3))
+        lists.append(rng.sample(groups + settings, len(groups) + len(settings)))
+    return lists
+
+
+@pytest.mark.parametrize("chunk", range(4))
+def test_the_memo_equals_a_full_composition_on_generated_override_lists(chunk: int) -> None:
+    lists = generated(200)
+    assert len({tuple(sorted(o)) for o in lists}) > 150 and sum("~" in " ".join(o) for o in lists) > 20
+    for overrides in lists[chunk::4]:
+        _same(overrides)
+
+
+def _shipped_compositions() -> list[list[str]]:
+    from llama4spec.runbook.plan import plan_file
+
+    seen: dict[tuple[str, ...], None] = {}
+    for path in sorted((REPO / "runbooks").glob("*.yaml")):
+        plan = plan_file(path, lambda name: Path("/nonexistent-runs") / name)
+        for p in plan.steps:
+            if p.composed is not None:
+                seen.setdefault(tuple(p.composed.overrides))
+    return [list(o) for o in seen]
+
+
+def test_the_memo_equals_a_full_composition_for_every_shipped_runbook() -> None:
+    compositions = _shipped_compositions()
+    assert len(compositions) >= 20
+    for overrides in compositions:
+        _same(overrides)
+
+
+def test_a_sweep_composes_each_distinct_choice_of_groups_once(monkeypatch) -> None:
+    trees: list[list[str]] = []
+    real = compose._tree_and_choices
+    monkeypatch.setattr(compose, "_GROUP_TREES", {})
+    monkeypatch.setattr(compose, "_tree_and_choices", lambda kept: trees.append(list(kept)) or real(kept))
+    for k in (1, 2, 3, 5):
+        for c in (1, 4):
+            compose.compose_config(["target=tiny", "draft=tiny_eagle", f"lookahead={k}", f"bench.max_concurrency={c}"])
+    assert trees == [["target=tiny", "draft=tiny_eagle"]]

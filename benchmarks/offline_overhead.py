@@ -44,7 +44,7 @@ def main() -> None:
 
     from llama4spec.config.compose import compose_config
     from llama4spec.engine.args import engine_env, llm_kwargs
-    from llama4spec.prompts import load_prompts
+    from llama4spec.offline.prompts import load_prompts
     from llama4spec.tiny.build import ensure_built
 
     ensure_built()

@@ -32,7 +32,7 @@ from llama4spec.runbook.failures import blocked_by
 from llama4spec.runbook.plan import Plan, PlannedStep
 from llama4spec.runbook.progress import Progress
 from llama4spec.runbook.rundir import STATUS, not_run, summary_markdown
-from llama4spec.runbook.steps import StepFailed
+from llama4spec.runbook.steps.failed import StepFailed
 from llama4spec.serving.bench_runner import BenchRunner
 from llama4spec.serving.process import is_healthy, log_tail, port_in_use, sigterm_unwinds
 from llama4spec.serving.server import ServerProcess

@@ -1,7 +1,7 @@
 """One module per step kind; each plans, executes and describes itself:
 
     plan(ctx, step)        fill the planned step (argv, env, artifacts); problems go to ctx.problems
-    execute(run, step)     run it; return its figures for the run's status (StepFailed on failure)
+    execute(run, step)     run it; return its figures for the run's status (``steps.failed.StepFailed`` on failure)
     describe(step, say)    the dry run's lines for it beyond the common ones
 """
 
@@ -11,14 +11,6 @@ import importlib
 from types import ModuleType
 
 KINDS = ("serve", "bench", "stop", "offline", "compare", "sweep", "fetch")
-
-
-class StepFailed(Exception):
-    """A step that failed; ``tail`` holds the last lines of the log that says why."""
-
-    def __init__(self, message: str, tail: list[str] | None = None):
-        super().__init__(message)
-        self.tail = tail or []
 
 
 def module(kind: str) -> ModuleType:

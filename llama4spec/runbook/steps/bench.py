@@ -7,7 +7,7 @@ from typing import Any
 from llama4spec.engine.bench import bench_flags, display_argv, exec_argv
 from llama4spec.engine.launch import base_url
 from llama4spec.runbook.rundir import bench_files, vllm_runs
-from llama4spec.runbook.steps import StepFailed
+from llama4spec.runbook.steps.failed import StepFailed
 
 
 # Flags the tool sets itself for every benchmark: repeating them in extra_args would contradict it.

@@ -8,7 +8,7 @@ from typing import Any
 from llama4spec.errors import UserError
 from llama4spec.results import compare
 from llama4spec.runbook.rundir import bench_files, step_dir
-from llama4spec.runbook.steps import StepFailed
+from llama4spec.runbook.steps.failed import StepFailed
 
 
 def plan(ctx, p) -> None:

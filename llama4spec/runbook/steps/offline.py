@@ -7,7 +7,7 @@ import os
 from typing import Any, Mapping
 
 from llama4spec.engine.args import engine_env
-from llama4spec.runbook.steps import StepFailed
+from llama4spec.runbook.steps.failed import StepFailed
 
 
 def plan(ctx, p) -> None:

@@ -9,7 +9,7 @@ from llama4spec.engine.args import engine_env, serve_argv
 from llama4spec.engine.launch import base_url, launch_argv
 from llama4spec.config.layout import is_multinode, layout_problems
 from llama4spec.multinode.plan import plan_nodes
-from llama4spec.runbook.steps import StepFailed
+from llama4spec.runbook.steps.failed import StepFailed
 from llama4spec.serving.process import ServerError
 
 

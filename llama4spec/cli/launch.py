@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from llama4spec.cli.common import QUIET, gate, out, say
+from llama4spec.cli.options import RunOptions
 from llama4spec.errors import UserError
 
 POLL_S = 2.0
@@ -27,7 +28,7 @@ CANCEL_WAIT_S = 60.0
 
 
 # -- options (added to `run` by cli/run.py) ---------------------------------------------------
-def add_options(p: argparse.ArgumentParser) -> None:
+def add_options(p: argparse.ArgumentParser) -> None:  # the parser: argparse itself
     g = p.add_argument_group("server groups (a server with all its benchmarks, started and stopped once)")
     g.add_argument("--only-group", metavar="NAME",
                    help="run one group (a serve step's id, e.g. sweep-tiny_eagle-k3) into RUN_DIR/groups/NAME/")
@@ -44,31 +45,31 @@ def add_options(p: argparse.ArgumentParser) -> None:
                         "merges later, llama4spec cancel RUN_DIR cancels them)")
 
 
-def validate_options(args: argparse.Namespace) -> None:
-    if args.only_group and args.shard:
+def validate_options(opts: RunOptions) -> None:
+    if opts.only_group and opts.shard:
         raise UserError("--only-group and --shard exclude each other; give one")
-    if args.parallel is not None and args.parallel < 1:
-        raise UserError(f"--parallel {args.parallel}: give a number of groups, 1 or more")
-    if args.into is not None and not (args.only_group or args.shard):
+    if opts.parallel is not None and opts.parallel < 1:
+        raise UserError(f"--parallel {opts.parallel}: give a number of groups, 1 or more")
+    if opts.into is not None and not (opts.only_group or opts.shard):
         raise UserError("--into names the run directory of --only-group or --shard; give one of them, or drop --into")
-    if args.into is not None and args.resume is not None:
+    if opts.into is not None and opts.resume is not None:
         raise UserError("--into and --resume both name the run directory; give one")
-    if (args.only_group or args.shard) and (args.parallel or args.launcher == "slurm" or args.detach):
+    if (opts.only_group or opts.shard) and (opts.parallel or opts.launcher == "slurm" or opts.detach):
         raise UserError("--only-group/--shard run groups here, one after another; drop --parallel, "
                         "--launcher slurm and --detach (the launcher itself runs --only-group)")
-    if args.detach and args.launcher != "slurm":
+    if opts.detach and opts.launcher != "slurm":
         raise UserError("--detach needs --launcher slurm (groups run here stop when this command ends)")
-    if args.parallel and args.parallel > 1 and args.launcher == "slurm":
+    if opts.parallel and opts.parallel > 1 and opts.launcher == "slurm":
         raise UserError("--parallel is for one machine; under --launcher slurm every group is its own job")
-    if args.shard:
+    if opts.shard:
         from llama4spec.runbook.groups import parse_shard
 
-        parse_shard(args.shard)
+        parse_shard(opts.shard)
 
 
-def measure(args: argparse.Namespace) -> dict[str, Any]:
+def measure(opts: RunOptions) -> dict[str, Any]:
     """The measurement options of ``run`` that are set, to pass on as given."""
-    return {k: getattr(args, k) for k in ("repeats", "warmup") if getattr(args, k, None) is not None}
+    return {k: getattr(opts, k) for k in ("repeats", "warmup") if getattr(opts, k, None) is not None}
 
 
 def submits(plan) -> bool:
@@ -77,38 +78,38 @@ def submits(plan) -> bool:
                for p in plan.steps)
 
 
-def launched(args: argparse.Namespace, plan) -> bool:
+def launched(opts: RunOptions, plan) -> bool:
     """Whether ``run`` hands this plan to a launcher instead of running it step by step here."""
-    return bool(args.only_group or args.shard or (args.parallel or 1) > 1 or args.launcher == "slurm"
-                or (args.launcher is None and submits(plan)))
+    return bool(opts.only_group or opts.shard or (opts.parallel or 1) > 1 or opts.launcher == "slurm"
+                or (opts.launcher is None and submits(plan)))
 
 
-def run_launched(args: argparse.Namespace, plan) -> int:
-    if args.only_group or args.shard:
+def run_launched(opts: RunOptions, plan) -> int:
+    if opts.only_group or opts.shard:
         from llama4spec.runbook.groups import parse_shard, plan_groups, shard
 
-        names = [args.only_group] if args.only_group else [
-            g.name for g in shard(plan_groups(plan), *parse_shard(args.shard))]
+        names = [opts.only_group] if opts.only_group else [
+            g.name for g in shard(plan_groups(plan), *parse_shard(opts.shard))]
         code = 0
         for name in names:
-            code = max(code, run_group(args, plan, name))
+            code = max(code, run_group(opts, plan, name))
         return code
-    return submit(args, plan)
+    return submit(opts, plan)
 
 
 # -- one group, here ----------------------------------------------------------------------------
-def _stop_args(args: argparse.Namespace) -> dict[str, Any]:
-    return {"stop_on_error": True} if getattr(args, "stop_on_error", False) else {}
+def _stop_args(opts: RunOptions) -> dict[str, Any]:
+    return {"stop_on_error": True} if opts.stop_on_error else {}
 
 
-def _replan(args: argparse.Namespace, run_dir: Path, overrides: list[str]):
+def _replan(opts: RunOptions, run_dir: Path, overrides: list[str]):
     from llama4spec.cli.paths import runbook_path
     from llama4spec.runbook.plan import plan_file
 
-    return plan_file(runbook_path(args.runbook), lambda name: run_dir, overrides, **measure(args))
+    return plan_file(runbook_path(opts.runbook), lambda name: run_dir, overrides, **measure(opts))
 
 
-def run_group(args: argparse.Namespace, plan, name: str) -> int:
+def run_group(opts: RunOptions, plan, name: str) -> int:
     """Group ``name`` into ``<RUN_DIR>/groups/<name>/``, on a free port, with job.json saying where."""
     from llama4spec.launch import group as one
     from llama4spec.runbook import execute
@@ -119,15 +120,15 @@ def run_group(args: argparse.Namespace, plan, name: str) -> int:
     if one.follower_task(os.environ):  # a multi-node job's other nodes: the leader starts vLLM there
         return 0
     find(plan_groups(plan), name)
-    overrides = list(args.overrides)
+    overrides = list(opts.overrides)
     if one.needs_slurm_hosts(plan, name):
         hosts = one.slurm_hosts(os.environ)
         if hosts:
             overrides.append(hosts)
-            plan = _replan(args, plan.run_dir, overrides)
+            plan = _replan(opts, plan.run_dir, overrides)
     host = plan.get(name).composed.cfg.serve.host
     sub, group = one.group_plan(plan, plan.run_dir, name, overrides, one.free_port(host))
-    if args.dry_run:
+    if opts.dry_run:
         plan_text(out, sub)
         return 0
     os.environ.update(one.slurm_devices(group, os.environ))
@@ -136,7 +137,7 @@ def run_group(args: argparse.Namespace, plan, name: str) -> int:
     resume = (group_dir(plan.run_dir, name) / STATUS).is_file() or bool(group.after)
     code = 130
     try:
-        code = execute.run(sub, out, gate=gate(args.force), resume=resume, **_stop_args(args))
+        code = execute.run(sub, out, gate=gate(opts.force), resume=resume, **_stop_args(opts))
     finally:
         one.record(plan.run_dir, name, {**info, "finished": one.stamp(), "exit": code,
                                         "status": "done" if code == 0 else "failed" if code == 1 else "interrupted"})
@@ -144,21 +145,21 @@ def run_group(args: argparse.Namespace, plan, name: str) -> int:
 
 
 # -- every group, elsewhere ---------------------------------------------------------------------
-def command(args: argparse.Namespace, runbook: Path, run_dir: Path, name: str) -> list[str]:
+def command(opts: RunOptions, runbook: Path, run_dir: Path, name: str) -> list[str]:
     """What a job or a slot runs for group ``name`` (no secrets: the job's environment carries them)."""
     safe_path = ["-P"] if sys.version_info >= (3, 11) else []  # never a llama4spec/ of the working directory
-    argv = [sys.executable, *safe_path, "-m", "llama4spec", "run", str(runbook.resolve()), *args.overrides,
+    argv = [sys.executable, *safe_path, "-m", "llama4spec", "run", str(runbook.resolve()), *opts.overrides,
             "--only-group", name, "--into", str(run_dir.resolve())]
-    for k, v in measure(args).items():
+    for k, v in measure(opts).items():
         argv += [f"--{k}", str(v)]
-    return argv + (["--force"] if args.force else []) + (["--stop-on-error"] if _stop_args(args) else [])
+    return argv + (["--force"] if opts.force else []) + (["--stop-on-error"] if _stop_args(opts) else [])
 
 
-def refuse_secret_overrides(args: argparse.Namespace) -> None:
+def refuse_secret_overrides(opts: RunOptions) -> None:
     """A job's command is written to shared disk: an override holding a secret may not go there."""
     from llama4spec.engine.secrets import redact
 
-    secret = [o for o in args.overrides if redact(o) != o]
+    secret = [o for o in opts.overrides if redact(o) != o]
     if secret:
         raise UserError(*(f"override '{redact(o)}' holds a secret, and a job's command is written to shared disk; "
                           f"export it and name the variable instead (e.g. serve.api_key_env=MY_KEY)" for o in secret))
@@ -198,7 +199,7 @@ def write_records(plan, status: dict[str, Any]) -> None:
     write_json(run_dir / STATUS, redact(status, secrets))
 
 
-def run_local_steps(args: argparse.Namespace, plan) -> int:
+def run_local_steps(opts: RunOptions, plan) -> int:
     """Fetch, offline and url benches: run here before the groups, recorded in the run directory."""
     from llama4spec.runbook import execute
     from llama4spec.runbook.groups import local_steps
@@ -209,10 +210,10 @@ def run_local_steps(args: argparse.Namespace, plan) -> int:
         return 0
     sub = Plan(runbook=plan.runbook, run_dir=plan.run_dir, overrides=plan.overrides,
                steps=[p for p in plan.steps if p.id in ids], source=plan.source)
-    return execute.run(sub, out, gate=gate(args.force), resume=args.resume is not None)
+    return execute.run(sub, out, gate=gate(opts.force), resume=opts.resume is not None)
 
 
-def submit(args: argparse.Namespace, plan) -> int:
+def submit(opts: RunOptions, plan) -> int:
     from llama4spec.launch import jobs as J
     from llama4spec.runbook.groups import plan_groups, waves
     from llama4spec.runbook.render import plan_text
@@ -221,31 +222,31 @@ def submit(args: argparse.Namespace, plan) -> int:
     if not groups:
         raise UserError("the runbook has no serve step, so no server group to hand out; run it without "
                         "--parallel or --launcher slurm")
-    use_slurm = args.launcher == "slurm" or (args.launcher is None and submits(plan))
-    if args.dry_run:
+    use_slurm = opts.launcher == "slurm" or (opts.launcher is None and submits(plan))
+    if opts.dry_run:
         plan_text(out, plan)
-        show_groups(plan, groups, use_slurm, args)
+        show_groups(plan, groups, use_slurm, opts)
         return 0
-    refuse_secret_overrides(args)
+    refuse_secret_overrides(opts)
     if use_slurm:
         from llama4spec.launch import slurm
 
         why = slurm.available()
         if why:
             raise UserError(f"--launcher slurm: {why}")
-    preflight_here(plan, args.force)
+    preflight_here(plan, opts.force)
     run_dir = plan.run_dir
-    if run_local_steps(args, plan):
+    if run_local_steps(opts, plan):
         raise UserError(f"a step run before the groups failed; see {run_dir / 'summary.md'}")
     from llama4spec.runbook.rundir import read_status
 
-    earlier = (read_status(run_dir) or {}) if args.resume is not None else {}
+    earlier = (read_status(run_dir) or {}) if opts.resume is not None else {}
     old_jobs = {j["group"]: J.Job.from_record(j) for j in earlier.get("jobs", []) if isinstance(j, dict)}
     finished = {g.name for g in groups if J.group_status(run_dir, g.name) == "done"}
     todo = [g for g in groups if g.name not in finished]
     status: dict[str, Any] = {
         "runbook": plan.runbook.name, "runbook_path": str(plan.runbook.path), "run_dir": str(run_dir),
-        "overrides": plan.overrides, "launcher": "slurm" if use_slurm else f"local --parallel {args.parallel or 1}",
+        "overrides": plan.overrides, "launcher": "slurm" if use_slurm else f"local --parallel {opts.parallel or 1}",
         "status": "running", "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "groups": [g.name for g in groups], "jobs": [],
     }
@@ -258,20 +259,20 @@ def submit(args: argparse.Namespace, plan) -> int:
     if finished:
         say(f"already measured in this run directory: {', '.join(sorted(finished))}")
     runbook = (run_dir / "runbook.yaml") if plan.source is not None else plan.runbook.path
-    commands = {g.name: command(args, runbook, run_dir, g.name) for g in todo}
+    commands = {g.name: command(opts, runbook, run_dir, g.name) for g in todo}
     if use_slurm:
         launcher = SlurmRun(plan, todo, commands, waves(todo))
     else:
         from llama4spec.launch.local import Pool
 
-        launcher = LocalRun(Pool(todo, commands, args.parallel or 1, run_dir / "logs"), todo)
+        launcher = LocalRun(Pool(todo, commands, opts.parallel or 1, run_dir / "logs"), todo)
     try:
         started = time.monotonic()
         launcher.start()
         status["submit_seconds"] = round(time.monotonic() - started, 3)
         status["jobs"] = [j.to_record() for j in [*kept, *launcher.jobs]]
         write_records(plan, status)
-        if args.detach:
+        if opts.detach:
             status["status"] = "submitted"
             write_records(plan, status)
             show_table([*kept, *launcher.jobs])
@@ -467,7 +468,7 @@ def merge(run_dir: Path) -> int:
     return rebuild([run_dir], None, out)
 
 
-def show_groups(plan, groups, use_slurm: bool, args: argparse.Namespace) -> None:
+def show_groups(plan, groups, use_slurm: bool, opts: RunOptions) -> None:
     """The dry run's last part: the groups, what each asks for, when it may start, how it runs."""
     from rich.table import Table
     from rich.text import Text
@@ -475,7 +476,7 @@ def show_groups(plan, groups, use_slurm: bool, args: argparse.Namespace) -> None
     from llama4spec.runbook.groups import local_steps, merge_steps, waves
 
     wave_of = {g.name: n for n, wave in enumerate(waves(groups), 1) for g in wave}
-    how = "Slurm jobs (one array per shape)" if use_slurm else f"up to {args.parallel or 1} at once here"
+    how = "Slurm jobs (one array per shape)" if use_slurm else f"up to {opts.parallel or 1} at once here"
     t = Table(title=f"{len(groups)} server groups, as {how}", title_justify="left")
     for column in ("group", "steps", "asks for", "wave", "after"):
         t.add_column(column)
@@ -501,5 +502,5 @@ def show_groups(plan, groups, use_slurm: bool, args: argparse.Namespace) -> None
         say(f"when results merge (llama4spec report): {', '.join(merged)}")
     import shlex
 
-    argv = command(args, plan.runbook.path, plan.run_dir, groups[0].name)
+    argv = command(opts, plan.runbook.path, plan.run_dir, groups[0].name)
     say(f"each group runs: {shlex.join(['llama4spec', *argv[argv.index('run'):]])}")

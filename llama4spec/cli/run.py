@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from llama4spec.cli.common import Command, RUNS_DIR, gate, out
+from llama4spec.cli.options import RunOptions
 from llama4spec.cli.paths import check_output_dir, runbook_path
 
 
@@ -25,35 +26,35 @@ def add_run_options(p: argparse.ArgumentParser, resume_help: str) -> None:
                         "runbook's)")
 
 
-def validate_run_options(args: argparse.Namespace) -> None:
-    if not args.dry_run and args.resume is None:
-        check_output_dir(args.runs_dir, "--runs-dir")
+def validate_run_options(opts: RunOptions) -> None:
+    if not opts.dry_run and opts.resume is None:
+        check_output_dir(opts.runs_dir, "--runs-dir")
 
 
-def run_dir_for(args: argparse.Namespace, name: str) -> Path:
+def run_dir_for(opts: RunOptions, name: str) -> Path:
     """A new run directory under --runs-dir, or the one --resume names (checked to be a run of ``name``),
     or the one --into names (a launcher's run: the group goes under it)."""
     from llama4spec.runbook.rundir import new_run_dir
 
-    if getattr(args, "into", None) is not None:
-        return args.into
+    if opts.into is not None:
+        return opts.into
 
-    if args.resume is not None:  # the same run directory: measure only what is missing
+    if opts.resume is not None:  # the same run directory: measure only what is missing
         from llama4spec.runbook.resume import resume_dir
 
-        return resume_dir(args.resume, name)
-    return new_run_dir(args.runs_dir, name)
+        return resume_dir(opts.resume, name)
+    return new_run_dir(opts.runs_dir, name)
 
 
-def dry_run_or_execute(plan, args: argparse.Namespace) -> int:
+def dry_run_or_execute(plan, opts: RunOptions) -> int:
     from llama4spec.runbook import execute
     from llama4spec.runbook.render import plan_text
 
-    if args.dry_run:
+    if opts.dry_run:
         plan_text(out, plan)
         return 0
-    return execute.run(plan, out, gate=gate(args.force), resume=args.resume is not None,
-                       stop_on_error=args.stop_on_error)
+    return execute.run(plan, out, gate=gate(opts.force), resume=opts.resume is not None,
+                       stop_on_error=opts.stop_on_error)
 
 
 def _arguments(p: argparse.ArgumentParser) -> None:
@@ -70,20 +71,22 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 def _validate(args: argparse.Namespace) -> None:
     from llama4spec.cli.launch import validate_options
 
-    validate_run_options(args)
-    validate_options(args)
+    opts = RunOptions.from_cli_args(args)
+    validate_run_options(opts)
+    validate_options(opts)
 
 
 def _run(args: argparse.Namespace) -> int:
     from llama4spec.runbook.plan import plan_file
 
-    plan = plan_file(runbook_path(args.runbook), lambda name: run_dir_for(args, name), args.overrides,
-                     repeats=args.repeats, warmup=args.warmup)
+    opts = RunOptions.from_cli_args(args)
+    plan = plan_file(runbook_path(opts.runbook), lambda name: run_dir_for(opts, name), list(opts.overrides),
+                     repeats=opts.repeats, warmup=opts.warmup)
     from llama4spec.cli.launch import launched, run_launched
 
-    if launched(args, plan):  # server groups: one here, several at once, or as Slurm jobs
-        return run_launched(args, plan)
-    return dry_run_or_execute(plan, args)
+    if launched(opts, plan):  # server groups: one here, several at once, or as Slurm jobs
+        return run_launched(opts, plan)
+    return dry_run_or_execute(plan, opts)
 
 
 COMMANDS = [Command(

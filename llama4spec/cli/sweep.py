@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from llama4spec.cli.common import Command
+from llama4spec.cli.options import RunOptions
 from llama4spec.cli.run import add_run_options, dry_run_or_execute, run_dir_for, validate_run_options
 from llama4spec.errors import UserError
 
@@ -101,16 +102,21 @@ def _run(args: argparse.Namespace) -> int:
     from llama4spec.runbook.plan import make_plan
     from llama4spec.runbook.schema import with_measurement
 
-    runbook = with_measurement(sweep_runbook(args.overrides), args.repeats, args.warmup)
-    plan = make_plan(runbook, run_dir_for(args, NAME))
+    opts = RunOptions.from_cli_args(args)
+    runbook = with_measurement(sweep_runbook(list(opts.overrides)), opts.repeats, opts.warmup)
+    plan = make_plan(runbook, run_dir_for(opts, NAME))
     step = runbook.steps[0]
-    plan.source = runbook_yaml(step.matrix or {}, runbook.overrides, list(args.overrides), step.repeats, step.warmup)
-    return dry_run_or_execute(plan, args)
+    plan.source = runbook_yaml(step.matrix or {}, runbook.overrides, list(opts.overrides), step.repeats, step.warmup)
+    return dry_run_or_execute(plan, opts)
+
+
+def _validate(args: argparse.Namespace) -> None:
+    validate_run_options(RunOptions.from_cli_args(args))
 
 
 COMMANDS = [Command(
     "sweep", "sweep a matrix from the command line: overrides with a Hydra sweep (lookahead=1,3,5) are its axes",
-    _arguments, _run, validate_run_options,
+    _arguments, _run, _validate,
     examples=["llama4spec sweep lookahead=1,3 bench.max_concurrency=1,4 draft=none,tiny_eagle --dry-run",
               "llama4spec sweep 'lookahead=range(1,4)' bench=random_tiny serve.port=8800",
               "llama4spec sweep lookahead=1,3 --resume runs/sweep/TIMESTAMP"])]

@@ -1,0 +1,36 @@
+"""The options of the commands that run a runbook (``run``, ``sweep``), typed once from argparse:
+nothing past the command's own function reads a ``Namespace``."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    runbook: Path | None = None  # `run` only; `sweep` builds its runbook from overrides
+    overrides: tuple[str, ...] = ()
+    dry_run: bool = False
+    force: bool = False
+    runs_dir: Path = Path("runs")
+    resume: Path | None = None
+    stop_on_error: bool = False
+    repeats: int | None = None
+    warmup: int | None = None
+    # server groups (`run` only)
+    only_group: str | None = None
+    shard: str | None = None
+    into: Path | None = None
+    parallel: int | None = None
+    launcher: str | None = None
+    detach: bool = False
+
+    @classmethod
+    def from_cli_args(cls, args: argparse.Namespace) -> RunOptions:
+        given = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
+        if "overrides" in given:
+            given["overrides"] = tuple(given["overrides"] or ())
+        return cls(**given)

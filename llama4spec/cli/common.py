@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from rich.console import Console
-from rich.markup import escape
 
 out = Console()
 err = Console(stderr=True)
@@ -108,11 +107,6 @@ def gate(force: bool) -> Callable:
     return check
 
 
-def print_tail(lines: Sequence[str]) -> None:
-    for line in lines:
-        out.print(f"  | {line}", markup=False, highlight=False, soft_wrap=True)
-
-
 def note(text: str) -> None:
     """A progress line (what is about to happen): like ``say``, and not printed with -q."""
     if verbosity > QUIET:
@@ -121,5 +115,6 @@ def note(text: str) -> None:
 
 def say(text: str, style: str | None = None) -> None:
     """Print text that may hold user input (paths, names): never read as markup."""
-    out.print(escape(text) if style is None else f"[{style}]{escape(text)}[/{style}]", highlight=False,
-              soft_wrap=True)
+    from llama4spec.launch.render import say as say_on
+
+    say_on(out, text, style)

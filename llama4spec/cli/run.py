@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from llama4spec.cli.common import Command, RUNS_DIR, gate, out
-from llama4spec.cli.options import RunOptions
+from llama4spec.launch.options import RunOptions
 from llama4spec.cli.paths import check_output_dir, runbook_path
 
 
@@ -69,7 +70,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _validate(args: argparse.Namespace) -> None:
-    from llama4spec.cli.launch import validate_options
+    from llama4spec.launch.submit import validate_options
 
     opts = RunOptions.from_cli_args(args)
     validate_run_options(opts)
@@ -79,10 +80,11 @@ def _validate(args: argparse.Namespace) -> None:
 def _run(args: argparse.Namespace) -> int:
     from llama4spec.runbook.plan import plan_file
 
-    opts = RunOptions.from_cli_args(args)
-    plan = plan_file(runbook_path(opts.runbook), lambda name: run_dir_for(opts, name), list(opts.overrides),
+    opts = dataclasses.replace(RunOptions.from_cli_args(args), runbook=runbook_path(args.runbook))
+    plan = plan_file(opts.runbook, lambda name: run_dir_for(opts, name), list(opts.overrides),
                      repeats=opts.repeats, warmup=opts.warmup)
-    from llama4spec.cli.launch import launched, run_launched
+    from llama4spec.cli.launch import run_launched
+    from llama4spec.launch.submit import launched
 
     if launched(opts, plan):  # server groups: one here, several at once, or as Slurm jobs
         return run_launched(opts, plan)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from llama4spec.cli.common import Command
-from llama4spec.cli.options import RunOptions
+from llama4spec.launch.options import RunOptions
 from llama4spec.cli.run import add_run_options, dry_run_or_execute, run_dir_for, validate_run_options
 from llama4spec.errors import UserError
 

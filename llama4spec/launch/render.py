@@ -1,9 +1,12 @@
-"""The job table: one row per server group (its job, state, node, devices, start and end)."""
+"""What the submitting side shows: the job table (one row per server group: its job, state, node,
+devices, start and end), lines of text, log tails."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
+from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -27,3 +30,20 @@ def counts(jobs: Sequence[Job]) -> str:
     order = (PENDING, RUNNING, DONE, FAILED, CANCELLED)
     found = {s: sum(j.state == s for j in jobs) for s in order}
     return ", ".join(f"{n} {s}" for s, n in found.items() if n) or "no jobs"
+
+
+def jobs(console: Console, found: Sequence[Job]) -> None:
+    """The job table, with its counts as the title."""
+    console.print(table(found, title=f"jobs: {counts(found)}"))
+
+
+def say(console: Console, text: str, style: str | None = None) -> None:
+    """Text that may hold user input (paths, names): never read as markup."""
+    console.print(escape(text) if style is None else f"[{style}]{escape(text)}[/{style}]", highlight=False,
+                  soft_wrap=True)
+
+
+def tail(console: Console, lines: Sequence[str]) -> None:
+    """A log's last lines, indented."""
+    for line in lines:
+        console.print(f"  | {line}", markup=False, highlight=False, soft_wrap=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class RunOptions:
-    runbook: Path | None = None  # `run` only; `sweep` builds its runbook from overrides
+    runbook: Path | None = None  # `run` only, the file (a shipped runbook's name resolved); `sweep` builds its own
     overrides: tuple[str, ...] = ()
     dry_run: bool = False
     force: bool = False

@@ -35,7 +35,7 @@ from llama4spec.runbook.rundir import STATUS, not_run, summary_markdown
 from llama4spec.runbook.steps.failed import StepFailed
 from llama4spec.serving.bench_runner import BenchRunner
 from llama4spec.serving.process import is_healthy, log_tail, port_in_use, sigterm_unwinds
-from llama4spec.serving.server import ServerProcess
+from llama4spec.serving.server import ServerHandle
 
 Gate = Callable[[Composed, str], None]
 ENGINE_KINDS = ("serve", "offline")
@@ -52,7 +52,7 @@ class Run:
         self.finished = dict(finished or {})  # resuming: step id -> its record (benches) or None
         self.environ = dict(os.environ if environ is None else environ)
         self.dir = plan.run_dir
-        self.servers: dict[str, ServerProcess] = {}
+        self.servers: dict[str, ServerHandle] = {}
         self.results: dict[str, BenchRecord] = {}
         self.comparisons: dict[str, str] = {}
         self.stack = contextlib.ExitStack()
@@ -283,7 +283,7 @@ class Run:
         return 1 if failed else 0
 
 
-def server_survived(server: Any, url: str, within_s: float = 5.0) -> bool:
+def server_survived(server: ServerHandle, url: str, within_s: float = 5.0) -> bool:
     """After a benchmark failed: whether its server is still there. A benchmark can fail the moment
     its server dies, before the process watching the server has seen it go (it looks twice a
     second), so a server that does not answer ``/health`` gets ``within_s`` to be seen gone."""

@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import IO, Callable, Mapping, Sequence
 
 from llama4spec.engine.bench import BENCH_MODULE
-from llama4spec.multinode.lifeline import die_with_parent
-from llama4spec.serving.process import stop_group
+from llama4spec.serving.process import spawn_piped, stop_group
 from llama4spec.serving.vllm_bench import WORKER_FLAG
 
 
@@ -48,9 +47,8 @@ class BenchRunner:
 
     def _start(self, env: Mapping[str, str]) -> None:
         self.errors = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([sys.executable, "-m", BENCH_MODULE, WORKER_FLAG], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.errors, env={**os.environ, **env},
-                                     preexec_fn=die_with_parent)
+        self.proc = spawn_piped([sys.executable, "-m", BENCH_MODULE, WORKER_FLAG], env, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=self.errors)
         self.env = dict(env)
 
     def close(self, grace_s: float = 5.0) -> None:

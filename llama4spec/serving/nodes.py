@@ -7,18 +7,13 @@ closing it stops the follower's whole process group over there.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 import subprocess
-import time
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
-from llama4spec.engine.launch import base_url
 from llama4spec.multinode.plan import NodeCommand
-from llama4spec.serving.process import group_alive, spawn, spawn_tethered, stop_group, wait_healthy
-from llama4spec.serving.watch import ServerWatch
+from llama4spec.serving.process import close_stdin, spawn, spawn_tethered, stop_groups, terminate_group
+from llama4spec.serving.server import OwnedServer
 
 STOP_WAIT_S = 30.0  # a follower's lifeline gives its group 15 s after SIGTERM, then kills it
 
@@ -28,7 +23,7 @@ def _spawn_follower(argv: Sequence[str], env: Mapping[str, str], log_path: Path)
     return spawn(argv, env, log_path, stdin=subprocess.PIPE)
 
 
-class Nodes:
+class Nodes(OwnedServer):
     """A multi-node vLLM server (a context manager), used wherever a ``Server`` is.
 
     ``start()`` launches every node, then waits for the leader's ``/health`` while polling every
@@ -40,84 +35,33 @@ class Nodes:
     def __init__(self, nodes: list[NodeCommand], *, host: str, port: int, log_paths: Sequence[Path],
                  secret_env: Mapping[str, str] | None = None, health_timeout_s: float = 900.0,
                  name: str = "server"):
+        super().__init__()
         self.nodes = nodes
         self.host, self.port = host, port
         self.log_paths = [Path(p) for p in log_paths]
         self.secret_env = dict(secret_env or {})  # the leader's only (followers serve no API)
         self.health_timeout_s = health_timeout_s
         self.name = name
-        self.procs: list[subprocess.Popen] = []
-        self.ready_after_s: float | None = None
 
-    @property
-    def url(self) -> str:
-        return base_url(self.host, self.port)
+    def _spawn(self) -> None:
+        for node, log in zip(self.nodes, self.log_paths):
+            if node.leader:
+                self.procs.append(spawn_tethered(node.exec_argv, {**node.env, **self.secret_env}, log))
+            else:
+                self.procs.append(_spawn_follower(node.exec_argv, {}, log))
 
-    @property
-    def log_path(self) -> Path:
-        return self.log_paths[0]
+    def _labels(self) -> list[str]:
+        return ["" if n.leader else n.label for n in self.nodes]
 
-    @property
-    def proc(self) -> subprocess.Popen | None:
-        return self.procs[0] if self.procs else None
-
-    def start(self, on_phase: Callable[[str], None] | None = None,
-              on_line: Callable[[str], None] | None = None) -> "Nodes":
-        started = time.monotonic()
-        watch = ServerWatch(self.log_paths, on_phase, on_line,
-                            labels=["" if n.leader else n.label for n in self.nodes])
-        try:
-            watch.start()
-            for node, log in zip(self.nodes, self.log_paths):
-                if node.leader:
-                    self.procs.append(spawn_tethered(node.exec_argv, {**node.env, **self.secret_env}, log))
-                else:
-                    self.procs.append(_spawn_follower(node.exec_argv, {}, log))
-            self._wait_ready(watch.tick)
-            watch.ready()
-        except BaseException:
-            self.stop()
-            raise
-        self.ready_after_s = time.monotonic() - started
-        return self
-
-    def exited(self) -> tuple[NodeCommand, int, Path] | None:
-        """The first node whose process has ended: (node, exit code, its log)."""
-        for node, proc, log in zip(self.nodes, self.procs, self.log_paths):
-            code = proc.poll()
-            if code is not None:
-                return node, code, log
-        return None
-
-    def _wait_ready(self, tick: Callable[[], None] | None = None) -> None:
-        wait_healthy(self.url, self.name, self.health_timeout_s, self.exit_status, self.log_path, tick)
-
-    def alive(self) -> bool:
-        return bool(self.procs) and self.exited() is None
-
-    def exit_status(self) -> tuple[str, int, Path] | None:
-        """(which node, exit code, its log) once any node has exited, else None."""
-        gone = self.exited()
-        return None if gone is None else (f"{self.name}: {gone[0].label}", gone[1], gone[2])
+    def _who(self, index: int) -> str:
+        return f"{self.name}: {self.nodes[index].label}"
 
     def stop(self) -> None:
         """Stop every node at once: the leader's group gets SIGTERM, each follower's lifeline its
         end of file; wait for all, then stop whatever is left the hard way."""
-        for node, proc in zip(self.nodes, self.procs):
-            if node.leader:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGTERM)
-            elif proc.stdin and not proc.stdin.closed:
-                with contextlib.suppress(OSError):
-                    proc.stdin.close()
-        deadline = time.monotonic() + STOP_WAIT_S
-        while time.monotonic() < deadline and any(p.poll() is None or group_alive(p.pid) for p in self.procs):
-            time.sleep(0.2)
-        for proc in self.procs:
-            stop_group(proc, grace_s=5.0)
+        leaders = {id(proc) for node, proc in zip(self.nodes, self.procs) if node.leader}
 
-    def __enter__(self) -> "Nodes":
-        return self.start()
+        def ask(proc: subprocess.Popen) -> None:
+            (terminate_group if id(proc) in leaders else close_stdin)(proc)
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        stop_groups(self.procs, STOP_WAIT_S, ask=ask, then_grace_s=5.0)

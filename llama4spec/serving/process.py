@@ -18,7 +18,7 @@ import sys
 import time
 from collections import deque
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import IO, Callable, Iterator, Mapping, Sequence
 
 from llama4spec.errors import UserError
 from llama4spec.multinode.lifeline import die_with_parent
@@ -47,10 +47,13 @@ def port_in_use(host: str, port: int) -> bool:
     return False
 
 
-def log_tail(path: Path, lines: int = 30) -> list[str]:
+def log_tail(path: Path, lines: int = 30, skip_blank: bool = False) -> list[str]:
+    """The last ``lines`` lines of a log (``skip_blank``: of its lines that are not blank); none
+    when it cannot be read."""
     try:
         with open(path, errors="replace") as f:
-            return [line.rstrip("\n") for line in deque(f, maxlen=lines)]
+            kept = (line for line in f if line.strip()) if skip_blank else f
+            return [line.rstrip("\n") for line in deque(kept, maxlen=lines)]
     except OSError:
         return []
 
@@ -91,35 +94,80 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
+def terminate_group(proc: subprocess.Popen) -> None:
+    """SIGTERM the process group led by ``proc`` (started here: it leads its own session)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+
+
+def close_stdin(proc: subprocess.Popen) -> None:
+    """Close ``proc``'s input pipe: the end of file a lifeline takes as the order to stop."""
+    if proc.stdin and not proc.stdin.closed:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+
+
+def _ended(proc: subprocess.Popen) -> bool:
+    return proc.poll() is not None and not group_alive(proc.pid)
+
+
+def _wait_ended(procs: Sequence[subprocess.Popen], wait_s: float) -> None:
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and not all(_ended(p) for p in procs):
+        time.sleep(0.2)
+
+
+def stop_groups(
+    procs: Sequence[subprocess.Popen],
+    wait_s: float,
+    ask: Callable[[subprocess.Popen], None] = terminate_group,
+    then_grace_s: float | None = None,
+) -> None:
+    """Stop processes started here, each with its whole group: ``ask`` every one at once (SIGTERM
+    to its group unless told otherwise), wait up to ``wait_s`` for all of them to end, then, for
+    whatever is left, SIGTERM its group again and wait ``then_grace_s`` (None: no second asking),
+    and SIGKILL it."""
+    for proc in procs:
+        ask(proc)
+    _wait_ended(procs, wait_s)
+    for proc in procs:
+        if then_grace_s is not None and not _ended(proc):
+            terminate_group(proc)
+            _wait_ended([proc], then_grace_s)
+        if _ended(proc):
+            continue
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        _wait_ended([proc], 10.0)
+        proc.wait(timeout=5)
+
+
 def stop_group(proc: subprocess.Popen, grace_s: float = 20.0) -> None:
     """SIGTERM the process group led by ``proc``, wait, then SIGKILL whatever is left."""
-    pgid = proc.pid  # start_new_session=True: the child leads its own group
-    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pgid, sig)
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=0.2)
-            if proc.poll() is not None and not group_alive(pgid):
-                return
-    proc.wait(timeout=5)
+    stop_groups([proc], grace_s)
 
 
-def spawn(argv: Sequence[str], env: Mapping[str, str], log_path: Path, stdin: int | None = subprocess.DEVNULL
-          ) -> subprocess.Popen:
+def spawn(argv: Sequence[str], env: Mapping[str, str], log_path: Path, stdin: int | None = subprocess.DEVNULL,
+          inherit_env: bool = True) -> subprocess.Popen:
     """Start ``argv`` (a list, never a shell string) in a new session, output appended to
-    ``log_path``; the child gets SIGTERM if this process dies, however it dies."""
+    ``log_path``; the child gets SIGTERM if this process dies, however it dies. ``env`` is added
+    to this process's environment (``inherit_env=False``: it is the whole environment)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
-        return subprocess.Popen(
-            list(argv),
-            stdin=stdin,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **env},
-            preexec_fn=die_with_parent,
-        )
+        return spawn_piped(argv, env, stdin=stdin, stdout=log, stderr=subprocess.STDOUT, inherit_env=inherit_env)
+
+
+def spawn_piped(argv: Sequence[str], env: Mapping[str, str], *, stdin: int | None, stdout: int | IO[bytes] | None,
+                stderr: int | IO[bytes] | None, inherit_env: bool = True) -> subprocess.Popen:
+    """``spawn`` with the child's streams given: a new session and the parent-death signal."""
+    return subprocess.Popen(
+        list(argv),
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        env={**os.environ, **env} if inherit_env else dict(env),
+        preexec_fn=die_with_parent,
+    )
 
 
 LIFELINE_MODULE = "llama4spec.multinode.lifeline"

@@ -1,4 +1,5 @@
-"""A vLLM OpenAI-compatible server on this machine, owned by this process."""
+"""A vLLM OpenAI-compatible server on this machine, owned by this process, and what every server
+handle shares with a multi-node one (``serving.nodes.Nodes``): start, watch, stop."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from llama4spec.serving.watch import ServerWatch
 OnText = Callable[[str], None]
 
 
-class ServerProcess(Protocol):
+class ServerHandle(Protocol):
     """What the executor needs of a server, single-node (``Server``) or multi-node (``Nodes``)."""
 
     name: str
@@ -29,7 +30,7 @@ class ServerProcess(Protocol):
     @property
     def proc(self) -> subprocess.Popen | None: ...
 
-    def start(self, on_phase: OnText | None = None, on_line: OnText | None = None) -> "ServerProcess": ...
+    def start(self, on_phase: OnText | None = None, on_line: OnText | None = None) -> "ServerHandle": ...
 
     def alive(self) -> bool: ...
 
@@ -38,14 +39,91 @@ class ServerProcess(Protocol):
     def stop(self) -> None: ...
 
 
-class Server:
-    """A vLLM OpenAI-compatible server owned by this process (a context manager).
+class OwnedServer:
+    """The processes of one server, owned by this process (a context manager): ``start()`` spawns
+    them, then waits for ``/health`` while polling every one of them, and on any failure stops
+    them all; ``stop()`` ends every process group. Logs are kept. While it starts, ``on_phase``
+    hears each start-up phase read from the first log (``serving.watch.PHASES``) and ``on_line``
+    every new line of every log (prefixed with its label, where it has one).
 
-    ``start()`` launches, then waits for ``/health`` while polling the process (the caller has
-    checked the port once, before anything started); ``stop()`` ends the whole process group.
-    The log file is kept. While it starts, ``on_phase`` hears each start-up phase read from the log
-    (``serving.watch.PHASES``) and ``on_line`` every new log line.
-    """
+    A subclass sets ``host``, ``port``, ``name``, ``health_timeout_s`` and ``log_paths`` (the first
+    is the one that serves the API), and says how its processes start (``_spawn``), what each
+    is called (``_labels``) and how they stop (``stop``)."""
+
+    host: str
+    port: int
+    name: str
+    health_timeout_s: float
+    log_paths: list[Path]
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen] = []
+        self.ready_after_s: float | None = None
+
+    @property
+    def url(self) -> str:
+        return base_url(self.host, self.port)
+
+    @property
+    def log_path(self) -> Path:
+        return self.log_paths[0]
+
+    @property
+    def proc(self) -> subprocess.Popen | None:
+        return self.procs[0] if self.procs else None
+
+    def _spawn(self) -> None:
+        """Start every process, each appended to ``procs`` as it starts."""
+        raise NotImplementedError
+
+    def _labels(self) -> list[str]:
+        """Each process's label in the live log lines ('' for none)."""
+        raise NotImplementedError
+
+    def _who(self, index: int) -> str:
+        """Who exited, in an error: the server's name, and the process's label where it has one."""
+        label = self._labels()[index]
+        return f"{self.name}: {label}" if label else self.name
+
+    def start(self, on_phase: OnText | None = None, on_line: OnText | None = None) -> "OwnedServer":
+        started = time.monotonic()
+        watch = ServerWatch(self.log_paths, on_phase, on_line, labels=self._labels())
+        try:
+            watch.start()
+            self._spawn()
+            wait_healthy(self.url, self.name, self.health_timeout_s, self.exit_status, self.log_path, watch.tick)
+            watch.ready()
+        except BaseException:
+            self.stop()
+            raise
+        self.ready_after_s = time.monotonic() - started
+        return self
+
+    def alive(self) -> bool:
+        return bool(self.procs) and self.exit_status() is None
+
+    def exit_status(self) -> tuple[str, int, Path] | None:
+        """(who, exit code, its log) once any of its processes has exited, else None."""
+        for index, (proc, log) in enumerate(zip(self.procs, self.log_paths)):
+            code = proc.poll()
+            if code is not None:
+                return self._who(index), code, log
+        return None
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> "OwnedServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class Server(OwnedServer):
+    """A vLLM OpenAI-compatible server owned by this process: one process, under the lifeline
+    (``spawn_tethered``); ``stop()`` ends its whole process group. The caller has checked the
+    port once, before anything started."""
 
     def __init__(
         self,
@@ -58,59 +136,20 @@ class Server:
         health_timeout_s: float = 900.0,
         name: str = "server",
     ):
+        super().__init__()
         self.argv = list(argv)
         self.host, self.port = host, port
-        self.log_path = Path(log_path)
+        self.log_paths = [Path(log_path)]
         self.env = dict(env or {})
         self.health_timeout_s = health_timeout_s
         self.name = name
-        self.proc: subprocess.Popen | None = None
-        self.ready_after_s: float | None = None
 
-    @property
-    def url(self) -> str:
-        return base_url(self.host, self.port)
+    def _spawn(self) -> None:
+        self.procs.append(spawn_tethered(self.argv, self.env, self.log_path))
 
-    def start(self, on_phase: OnText | None = None, on_line: OnText | None = None) -> "Server":
-        started = time.monotonic()
-        watch = ServerWatch([self.log_path], on_phase, on_line)
-        self.proc = spawn_tethered(self.argv, self.env, self.log_path)
-        try:
-            watch.start()
-            self._wait_ready(watch.tick)
-            watch.ready()
-        except BaseException:
-            self.stop()
-            raise
-        self.ready_after_s = time.monotonic() - started
-        return self
-
-    def _wait_ready(self, tick: Callable[[], None] | None = None) -> None:
-        assert self.proc is not None
-        proc = self.proc
-
-        def exited() -> tuple[str, int, Path] | None:
-            code = proc.poll()
-            return None if code is None else (self.name, code, self.log_path)
-
-        wait_healthy(self.url, self.name, self.health_timeout_s, exited, self.log_path, tick)
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def exit_status(self) -> tuple[str, int, Path] | None:
-        """(who, exit code, log) once the server has exited, else None."""
-        code = self.proc.poll() if self.proc is not None else None
-        return None if code is None else (self.name, code, self.log_path)
+    def _labels(self) -> list[str]:
+        return [""]
 
     def stop(self) -> None:
         if self.proc is not None:
             stop_group(self.proc)
-
-    def __enter__(self) -> "Server":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-

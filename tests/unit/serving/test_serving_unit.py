@@ -15,7 +15,7 @@ from llama4spec.engine.bench import bench_flags, display_argv, exec_argv
 from llama4spec.config.compose import compose_config
 from llama4spec.results.acceptance import AcceptanceCounters
 from llama4spec.engine.launch import launch_argv
-from llama4spec.serving.process import ServerError, port_in_use, spawn, stop_group
+from llama4spec.serving.process import ServerError, log_tail, port_in_use, spawn, stop_group, stop_groups
 from llama4spec.serving.server import Server
 from tests.helpers import free_port
 
@@ -124,6 +124,26 @@ def test_stop_ends_the_whole_process_group(tmp_path: Path) -> None:
     assert proc.poll() is not None
     time.sleep(0.2)
     assert not _pid_alive(grandchild)
+
+
+def test_stop_groups_asks_every_process_at_once_then_kills_what_is_left(tmp_path: Path) -> None:
+    stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+    procs = [spawn([sys.executable, "-c", stubborn], {}, tmp_path / f"{n}.log") for n in range(2)]
+    time.sleep(0.5)  # both have set their handler
+    asked: list[int] = []
+    started = time.monotonic()
+    stop_groups(procs, 1.0, ask=lambda p: asked.append(p.pid))
+    assert asked == [p.pid for p in procs]
+    assert time.monotonic() - started < 5  # one wait for both, then SIGKILL straight away
+    assert [p.returncode for p in procs] == [-9, -9]
+
+
+def test_log_tail_can_skip_blank_lines(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text("a\n\n  \nb\r\nc\n\n")
+    assert log_tail(log, 2) == ["c", ""]
+    assert log_tail(log, 2, skip_blank=True) == ["b", "c"]
+    assert log_tail(tmp_path / "absent.log", skip_blank=True) == []
 
 
 def test_cli_serve_and_run_report_a_busy_port_before_launch(cli, busy_port: int, tmp_path: Path) -> None:

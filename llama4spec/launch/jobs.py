@@ -9,6 +9,7 @@ from typing import Any
 
 from llama4spec.runbook.groups import group_dir
 from llama4spec.runbook.rundir import read_status
+from llama4spec.serving.process import log_tail
 
 PENDING, RUNNING, DONE, FAILED, CANCELLED, SKIPPED = "pending", "running", "done", "failed", "cancelled", "skipped"
 FINAL = (DONE, FAILED, CANCELLED, SKIPPED)
@@ -66,10 +67,5 @@ def settle(job: Job, run_dir: Path) -> Job:
 
 
 def tail(path: str | None, lines: int = 15) -> list[str]:
-    if not path:
-        return []
-    try:
-        text = Path(path).read_text(errors="replace")
-    except OSError:
-        return []
-    return [line for line in text.splitlines() if line.strip()][-lines:]
+    """The last ``lines`` lines of a job's log that are not blank; none without a log."""
+    return log_tail(Path(path), lines, skip_blank=True) if path else []

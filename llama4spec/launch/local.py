@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -16,8 +15,8 @@ from typing import Mapping, Sequence
 from llama4spec.errors import UserError
 from llama4spec.launch.devices import device_env, slots
 from llama4spec.launch.jobs import CANCELLED, DONE, FAILED, PENDING, RUNNING, Job
-from llama4spec.multinode.lifeline import die_with_parent
 from llama4spec.runbook.groups import Group, Shape
+from llama4spec.serving.process import spawn, stop_groups
 
 
 def machine_devices(device: str, environ: Mapping[str, str]) -> list[int]:
@@ -63,10 +62,7 @@ class Pool:
     def _start(self, group: Group, job: Job, devices: list[int]) -> None:
         env = {**self.environ, **device_env(group.shape, devices[:group.shape.per_node]
                                             if group.shape.device == "cuda" else devices)}
-        self.logs.mkdir(parents=True, exist_ok=True)
-        with open(job.log, "ab") as log:
-            proc = subprocess.Popen(self.commands[group.name], env=env, stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
+        proc = spawn(self.commands[group.name], env, Path(job.log), inherit_env=False)
         self.procs[group.name] = (proc, devices)
         job.state, job.node = RUNNING, os.uname().nodename
         job.devices = {k: v for k, v in env.items() if k in ("CUDA_VISIBLE_DEVICES", "VLLM_CPU_OMP_THREADS_BIND")}
@@ -95,18 +91,7 @@ class Pool:
 
     def cancel(self, grace_s: float = 30) -> None:
         """SIGTERM every running group (it stops its server), SIGKILL what is left after ``grace_s``."""
-        for proc, _ in self.procs.values():
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + grace_s
-        for name, (proc, _) in self.procs.items():
-            try:
-                proc.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_groups([proc for proc, _ in self.procs.values()], grace_s)
         for job in self.jobs:
             if job.state in (PENDING, RUNNING):
                 job.state = CANCELLED

@@ -139,16 +139,12 @@ def _mark(log: Path, text: str) -> None:
 def run_bench(cfg: Config, url: str, files: BenchFiles, *, label: str,
               extra_args: list[str] | tuple[str, ...] = (), environ: Mapping[str, str] | None = None,
               repeats: int = 1, warmup: int = 0, on_progress: OnProgress | None = None,
-              on_line: Callable[[str], None] | None = None, runner: BenchRunner | None = None) -> BenchRecord:
+              on_line: Callable[[str], None] | None = None, runner: BenchRunner) -> BenchRecord:
     """Measure one point against ``url``: ``warmup`` requests in an unrecorded run, then ``repeats``
     counted runs (stopping at the first that does not count); write vLLM's results and the record;
     return the record. While a run goes, ``on_progress`` hears the measured requests finished and
     ``on_line`` every new line of its log (both polled about once a second). The runs go to
-    ``runner`` (a run's worker), else to a worker of their own."""
-    if runner is None:
-        with BenchRunner() as own:
-            return run_bench(cfg, url, files, label=label, extra_args=extra_args, environ=environ, repeats=repeats,
-                             warmup=warmup, on_progress=on_progress, on_line=on_line, runner=own)
+    ``runner``, the run's benchmark worker."""
     environ = os.environ if environ is None else environ
     files.result.parent.mkdir(parents=True, exist_ok=True)
     env = bench_env(cfg, environ)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, Callable, Mapping, Sequence
 
 from llama4spec.engine.bench import BENCH_MODULE
-from llama4spec.serving.process import spawn_piped, stop_group
+from llama4spec.serving.process import close_stdin, spawn_piped, stop_groups, terminate_group
 from llama4spec.serving.vllm_bench import WORKER_FLAG
 
 
@@ -51,16 +51,14 @@ class BenchRunner:
                                 stdout=subprocess.PIPE, stderr=self.errors)
         self.env = dict(env)
 
-    def close(self, grace_s: float = 5.0) -> None:
-        """End the worker: the end of its input, then its group stopped if it lingers."""
+    def close(self, grace_s: float = 5.0, interrupted: bool = False) -> None:
+        """End the worker: the end of its input (at once SIGTERM to its group when a run was
+        interrupted), then its group stopped the hard way if it lingers."""
         proc, self.proc = self.proc, None
         if proc is not None:
-            try:
-                proc.stdin.close()
-                proc.wait(timeout=grace_s)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
-            stop_group(proc, grace_s=grace_s)
+            stop_groups([proc], grace_s, ask=terminate_group if interrupted else close_stdin,
+                        then_grace_s=None if interrupted else grace_s)
+            proc.stdout.close()
         if self.errors is not None:
             self.errors.close()
             self.errors = None
@@ -82,7 +80,7 @@ class BenchRunner:
             finished = True
         finally:
             if not finished:  # interrupted: the run in flight goes with its worker
-                self.close()
+                self.close(interrupted=True)
         if code is None:  # the worker ended without an answer: its exit code, and what it said
             code = proc.wait()
             self._keep_errors(log_path)

@@ -23,7 +23,7 @@ def _validate(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from llama4spec.runbook.report import rebuild
+    from llama4spec.runbook.merge import rebuild
 
     from llama4spec.errors import UserError
 

@@ -467,7 +467,7 @@ def where_ran(run_dir: Path, jobs, types: dict[str, list[str]]) -> None:
 
 def merge(run_dir: Path, console: Console) -> int:
     """The merged report over every group's records (llama4spec report RUN_DIR)."""
-    from llama4spec.runbook.report import rebuild
+    from llama4spec.runbook.merge import rebuild
 
     return rebuild([run_dir], None, console)
 

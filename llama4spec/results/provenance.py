@@ -28,7 +28,7 @@ def recorded_name(name: str) -> bool:
     return name in ENV_NAMES or name.startswith(ENV_PREFIXES)
 
 
-def environment(environ: Mapping[str, str], sets: Mapping[str, str], secret_names: Iterable[str] = (),
+def environment_record(environ: Mapping[str, str], sets: Mapping[str, str], secret_names: Iterable[str] = (),
                 secrets: Iterable[str] = ()) -> dict[str, str]:
     """environment.json: the allow-listed part of ``environ``, then what the run sets (``sets``,
     and ``secret_names`` it hands over from other variables, shown as ***), redacted."""

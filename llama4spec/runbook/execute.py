@@ -25,7 +25,7 @@ from llama4spec.config.compose import Composed
 from llama4spec.engine.secrets import redact, redact_yaml
 from llama4spec.errors import UserError
 from llama4spec.results.bench import BenchRecord
-from llama4spec.results.provenance import (environment, host, model_revisions, plan_secrets, public_config, versions,
+from llama4spec.results.provenance import (environment_record, host, model_revisions, plan_secrets, public_config, versions,
                                            write_json)
 from llama4spec.runbook import steps as step_kinds
 from llama4spec.runbook.failures import blocked_by
@@ -89,14 +89,14 @@ class Run:
         return {name: self.environ[src] for name, src in p.secret_env.items() if self.environ.get(src)}
 
     # -- records (each through self.redact) --------------------------------------------------
-    def environment(self) -> dict[str, str]:
+    def environment_record(self) -> dict[str, str]:
         """environment.json: the allow-listed variables (vLLM, CUDA, NCCL, HF, torch, paths) and
         everything the run sets (runbook env, every step's env, its secret env by name), redacted."""
         sets: dict[str, str] = dict(self.plan.runbook.env)
         for p in self.plan.steps:
             sets.update(p.env)
         secret_names = [name for p in self.plan.steps for name, src in p.secret_env.items() if self.environ.get(src)]
-        return environment(self.environ, sets, secret_names, self.known_secrets)
+        return environment_record(self.environ, sets, secret_names, self.known_secrets)
 
     def write_start(self) -> None:
         if not self.plan.record:
@@ -105,7 +105,7 @@ class Run:
         source = self.plan.source if self.plan.source is not None else self.plan.runbook.path.read_text()
         (self.dir / "runbook.yaml").write_text(redact_yaml(source, self.known_secrets))
         write_json(self.dir / "plan.json", self.plan.to_record(self.known_secrets))
-        write_json(self.dir / "environment.json", self.environment())
+        write_json(self.dir / "environment.json", self.environment_record())
         self.host_record = {"versions": versions(), "host": host()}
         self.write_host()
         self.write_summary()

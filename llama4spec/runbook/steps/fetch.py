@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from llama4spec.errors import UserError
-from llama4spec.runbook.steps.offline import environment
+from llama4spec.runbook.steps.environ import process_env
 
 
 def plan(ctx, p) -> None:
@@ -26,7 +26,7 @@ def execute(run, p) -> dict[str, Any]:
     fetched: dict[str, Any] = {}
     problems: list[str] = []
     plan = fetch_plan(p.composed.cfg)
-    with environment(p.env):  # HF_TOKEN and friends from the runbook's env, as the servers get them
+    with process_env(p.env):  # HF_TOKEN and friends from the runbook's env, as the servers get them
         for d in plan:
             if d.skip:
                 run.say(f"{pad}skip {d.key} {d.repo}: {d.skip}")

@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 
 from llama4spec.results import bench as bench_record
-from llama4spec.sweep import plots, report
+from llama4spec.sweep import plots, render
 from llama4spec.sweep.model import Analysis, Point, analyse
 from llama4spec.runbook.rundir import Measured, csv_rows, read_config
 from llama4spec.sweep.points import point
@@ -75,9 +75,9 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
         "speedup": plots.speedup_measured_vs_predicted(analysis, files["speedup"]),
     }
     images = {title: files[stem].name for title, stem in IMAGES.items()}
-    text = report.markdown(analysis, images)
+    text = render.markdown(analysis, images)
     files["report"].write_text(text)
-    files["analysis"].write_text(json.dumps({**report.to_record(analysis), "plots": series}, indent=2) + "\n")
+    files["analysis"].write_text(json.dumps({**render.to_record(analysis), "plots": series}, indent=2) + "\n")
     if "table" in files:
         header, rows = csv_rows([pt.id for pt in points], measured or {})
         with open(files["table"], "w", newline="") as f:
@@ -95,12 +95,12 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
     missing = [pid for pid in ids if pid not in measured]
     analysis = analyse(points)
     _, text = write(analysis, points, files, measured)
-    report.render(console, analysis)
+    render.render(console, analysis)
     why = {pid: (not_run or {}).get(pid, "no record") for pid in missing}
     if missing:
         text += "\nnot measured:\n\n" + "".join(f"- {pid}: {reason}\n" for pid, reason in why.items())
         files["report"].write_text(text)
-    return text, {**report.to_record(analysis), "missing": missing, **({"not_measured": why} if missing else {})}
+    return text, {**render.to_record(analysis), "missing": missing, **({"not_measured": why} if missing else {})}
 
 
 def run_report(plan, planned, console: Console, failures: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from llama4spec.errors import UserError
 from llama4spec.runbook import execute
-from llama4spec.runbook.report import rebuild
+from llama4spec.runbook.merge import rebuild
 from tests.unit.sweep.test_sweep_resume import _plan, _point, _throughput, write_record
 
 

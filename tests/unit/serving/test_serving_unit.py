@@ -191,7 +191,7 @@ def test_bench_against_a_url_where_no_server_answers_is_one_clear_error(cli) -> 
 
 
 def test_in_process_steps_get_their_environment_and_give_it_back(monkeypatch) -> None:
-    from llama4spec.runbook.steps.offline import environment as _environment
+    from llama4spec.runbook.steps.environ import process_env as _environment
 
     monkeypatch.setenv("L4S_KEPT", "before")
     monkeypatch.delenv("L4S_NEW", raising=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llama4spec.sweep import report
+from llama4spec.sweep import render as report
 from llama4spec.sweep.model import (
     Point,
     analyse,
@@ -69,7 +69,7 @@ def test_analysis_picks_best_by_throughput_not_acceptance_and_finds_where_specul
 
 
 def test_a_speedup_above_its_bound_is_flagged_as_noise() -> None:
-    from llama4spec.sweep.report import findings
+    from llama4spec.sweep.render import findings
 
     a = analyse([_p("none", None, 4, 100.0), _p("eagle", 1, 4, 210.0, (1.0,)), _p("eagle", 3, 4, 300.0, (1.0,) * 3)])
     lines = findings(a.at[0])
@@ -88,7 +88,7 @@ def test_verdicts_when_it_always_or_never_pays() -> None:
 
 
 def test_points_of_a_prompt_category_are_analysed_per_category() -> None:
-    from llama4spec.sweep import report
+    from llama4spec.sweep import render as report
 
     def pt(cat: str, k: int | None, tput: float, rates: tuple[float, ...] = ()) -> Point:
         return Point(id=f"{cat}-{k}", draft="eagle" if k else "none", lookahead=k, concurrency=1,

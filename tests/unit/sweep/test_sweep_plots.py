@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from llama4spec.sweep import plots, report
+from llama4spec.sweep import plots, render as report
 from llama4spec.sweep.model import Point, analyse
 from llama4spec.runbook.steps.sweep import artifacts, write
 from tests.helpers import png_series

@@ -10,12 +10,13 @@ from typing import Callable, Sequence
 
 from rich.console import Console
 
+# -q/--quiet and -v/--verbose (on the top-level parser and on every command): set once per command
+# with set_verbosity, read with current_verbosity; the one setting lives in runbook.progress
+from llama4spec.runbook.progress import NORMAL, QUIET, VERBOSE, current_verbosity, set_verbosity
+
 out = Console()
 err = Console(stderr=True)
 RUNS_DIR = Path("runs")
-# -q/--quiet and -v/--verbose (on the top-level parser and on every command): set once per command
-QUIET, NORMAL, VERBOSE = -1, 0, 1
-verbosity = NORMAL
 OVERRIDES_HELP = ("Hydra overrides (group=option or key=value), e.g. target=llama4_scout draft=eagle_llama4_scout "
                   "lookahead=5; your own config directories: hydra.searchpath=[file://DIR]")
 
@@ -59,16 +60,6 @@ def verbosity_of(args: argparse.Namespace) -> int:
     return VERBOSE if verbose else QUIET if quiet else NORMAL
 
 
-def set_verbosity(level: int) -> None:
-    """The setting every console and progress display of this command follows (the executor's
-    progress display takes it as its default)."""
-    from llama4spec.runbook.progress import set_default_verbosity
-
-    global verbosity
-    verbosity = level
-    set_default_verbosity(level)
-
-
 def groups_help() -> str:
     """Every config group and its options, for the help of commands that take overrides."""
     from llama4spec.config.compose import TARGET_DEFAULTS, group_options
@@ -109,7 +100,7 @@ def gate(force: bool) -> Callable:
 
 def note(text: str) -> None:
     """A progress line (what is about to happen): like ``say``, and not printed with -q."""
-    if verbosity > QUIET:
+    if current_verbosity() > QUIET:
         say(text)
 
 

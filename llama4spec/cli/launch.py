@@ -34,5 +34,5 @@ def run_launched(opts: RunOptions, plan) -> int:
     """The plan's server groups, where ``opts`` says (``launch.submit``)."""
     from llama4spec.launch import submit
 
-    here = Here(console=common.out, check=common.gate(opts.force), quiet=common.verbosity <= common.QUIET)
+    here = Here(console=common.out, check=common.gate(opts.force), quiet=common.current_verbosity() <= common.QUIET)
     return submit.run_launched(opts, plan, here)

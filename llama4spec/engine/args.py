@@ -1,13 +1,18 @@
-"""Pure builders: the engine arguments a config implies (no I/O, no vLLM import)."""
+"""Pure builders: the engine arguments a config implies (no vLLM import; the one fact read from the
+installation is which build it is, ``build.vllm_cli()``, detected once)."""
 
 from __future__ import annotations
 
 import json
 import shlex
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 from llama4spec.config.schema import Config
+from llama4spec.engine import build
+
+API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"  # how the CPU build starts a server
 
 
 def speculative_config(cfg: Config) -> dict[str, Any] | None:
@@ -121,6 +126,18 @@ def serve_flags(cfg: Config) -> list[str]:
 def serve_argv(cfg: Config) -> list[str]:
     """The ``vllm serve`` command a user could paste (the API key comes from the environment)."""
     return ["vllm", "serve", cfg.target.model, *serve_flags(cfg)]
+
+
+def server_exec_argv(cfg: Config) -> list[str]:
+    """The argv that starts the server: ``vllm serve`` (GPU build) or the API server module (CPU build)."""
+    if build.vllm_cli():
+        return serve_argv(cfg)
+    return [sys.executable, "-m", API_SERVER_MODULE, "--model", cfg.target.model, *serve_flags(cfg)]
+
+
+def base_url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
 
 
 def shell_line(argv: list[str]) -> str:

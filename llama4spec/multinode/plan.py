@@ -15,10 +15,10 @@ from typing import Any, Mapping
 
 from llama4spec.config.layout import ENV_NAME
 from llama4spec.config.schema import Config, HostConfig
-from llama4spec.engine.args import engine_env, serve_argv, serve_flags
+from llama4spec.engine import build
+from llama4spec.engine.args import API_SERVER_MODULE, engine_env, serve_argv, serve_flags
 from llama4spec.errors import UserError
 from llama4spec.engine.secrets import redact_env
-from llama4spec.engine.launch import API_SERVER_MODULE
 
 FOLLOWER_MODULE = "llama4spec.multinode.follower"
 LIFELINE_MODULE = "llama4spec.multinode.lifeline"
@@ -105,10 +105,11 @@ def launcher_argv(cfg: Config, host: HostConfig, remote: list[str]) -> list[str]
     return argv + remote
 
 
-def plan_nodes(cfg: Config, vllm_cli: bool, python: str | None = None,
+def plan_nodes(cfg: Config, python: str | None = None,
                extra_env: Mapping[str, str] | None = None) -> list[NodeCommand]:
-    """Leader first. ``vllm_cli``: the GPU build's ``vllm serve`` works (the CPU build's does not).
-    ``extra_env`` (a runbook's environment) goes to every node, under the config's own."""
+    """Leader first; it runs ``vllm serve`` where the build's console script works
+    (``build.vllm_cli()``), else the API server module. ``extra_env`` (a runbook's environment)
+    goes to every node, under the config's own."""
     python = cfg.cluster.python or python or sys.executable
     nodes = []
     for rank, host in enumerate(node_hosts(cfg)):
@@ -116,7 +117,8 @@ def plan_nodes(cfg: Config, vllm_cli: bool, python: str | None = None,
         argv = [*serve_argv(cfg)[:3], *flags]
         env = node_env(cfg, host, extra_env)
         if rank == 0:
-            exec_argv = argv if vllm_cli else [python, "-m", API_SERVER_MODULE, "--model", cfg.target.model, *flags]
+            api_server = [python, "-m", API_SERVER_MODULE, "--model", cfg.target.model, *flags]
+            exec_argv = argv if build.vllm_cli() else api_server
             nodes.append(NodeCommand(rank, host, argv, env, exec_argv))
             continue
         # The follower goes through vLLM's serve command on both builds (its --headless path).

@@ -17,17 +17,19 @@ from typing import Any, Callable, Iterator, Sequence
 from rich.console import Console
 from rich.text import Text
 
+# The verbosity levels (-q/--quiet, neither, -v/--verbose) and the one setting of them: the CLI sets
+# it once per command, before anything runs; its own output and every progress display follow it.
 QUIET, NORMAL, VERBOSE = -1, 0, 1
-_default = {"verbosity": NORMAL}  # set once by the CLI (-q/-v) before anything runs
+_setting = {"verbosity": NORMAL}
 PLAIN_COUNT_EVERY_S = 15.0  # without a terminal, a benchmark's count is printed at most this often
 
 
-def set_default_verbosity(level: int) -> None:
-    _default["verbosity"] = level
+def set_verbosity(level: int) -> None:
+    _setting["verbosity"] = level
 
 
-def default_verbosity() -> int:
-    return _default["verbosity"]
+def current_verbosity() -> int:
+    return _setting["verbosity"]
 
 
 # -- pure arithmetic ------------------------------------------------------------------------------
@@ -63,7 +65,7 @@ def sweep_points(steps: Sequence[Any]) -> dict[str, tuple[int, int]]:
     """Bench step id -> (n, N) for every point of every sweep step in the plan."""
     points: dict[str, tuple[int, int]] = {}
     for p in steps:
-        ids = list(getattr(p.step, "points", None) or []) if p.kind == "sweep" else []
+        ids = list(getattr(p.step.keys, "points", None) or [])  # a sweep's points
         for n, pid in enumerate(ids, 1):
             points[pid] = (n, len(ids))
     return points
@@ -126,7 +128,7 @@ class Progress:
     def __init__(self, console: Console, verbosity: int | None = None,
                  redact: Callable[[str], str] | None = None):
         self.console = console
-        self.verbosity = default_verbosity() if verbosity is None else verbosity
+        self.verbosity = current_verbosity() if verbosity is None else verbosity
         self.redact: Callable[[str], str] = redact or (lambda text: text)
         self.points: dict[str, tuple[int, int]] = {}
         self.pending: set[str] = set()  # sweep points not measured yet

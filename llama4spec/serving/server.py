@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Callable, Mapping, Protocol, Sequence
 
-from llama4spec.engine.launch import base_url
+from llama4spec.engine.args import base_url
 from llama4spec.serving.process import spawn_tethered, stop_group, wait_healthy
 from llama4spec.serving.watch import ServerWatch
 

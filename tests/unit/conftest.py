@@ -17,6 +17,10 @@ it found it), so no test depends on which command ran before it:
 
 Tests that need a real process (signals, import isolation, an environment of its own, an installed
 wheel) keep ``run_cli``.
+
+Every unit test plans for the CPU build of vLLM (servers through its API server module), whichever
+wheel is installed: ``gpu_build`` (a fixture) switches to the GPU build's ``vllm serve``, and
+``use_build("gpu" | "cpu")`` switches within a test.
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ def _reset_globals() -> None:
 
     if GlobalHydra.instance().is_initialized():
         GlobalHydra.instance().clear()
-    common.set_verbosity(common.NORMAL)  # also the runbook progress display's default
+    common.set_verbosity(common.NORMAL)  # the one setting (runbook.progress), as at a fresh import
     compose._ATTEMPTS.clear()
     compose._GROUP_TREES.clear()
     compose._COMPOSED.clear()
@@ -128,6 +132,31 @@ def run_in_process(*args: str, env: dict | None = None, timeout: float | None = 
                 signal.signal(sig, handler)
         _reset_globals()
     return CliResult(argv, code if code is not None else 0, stdout.getvalue(), stderr.getvalue())
+
+
+@pytest.fixture
+def use_build(monkeypatch):
+    """``use_build("gpu")`` / ``use_build("cpu")``: from here on the test plans for that vLLM build
+    (``llama4spec.engine.build.vllm_cli`` replaced for the test)."""
+    from llama4spec.engine import build
+
+    def use(which: str) -> None:
+        assert which in ("gpu", "cpu"), which
+        monkeypatch.setattr(build, "vllm_cli", lambda: which == "gpu")
+
+    return use
+
+
+@pytest.fixture(autouse=True)
+def cpu_build(use_build) -> None:
+    """The unit tests' default: the CPU build, whichever vLLM wheel is installed."""
+    use_build("cpu")
+
+
+@pytest.fixture
+def gpu_build(use_build) -> None:
+    """The GPU build: servers start with ``vllm serve``."""
+    use_build("gpu")
 
 
 @pytest.fixture

@@ -89,7 +89,7 @@ steps:
     kind: sweep
     matrix: {bench.category: [clean_start, early_miss]}
 """)
-    plan = plan_file(path, lambda name: Path("runs/x"), [], vllm_cli=False)
+    plan = plan_file(path, lambda name: Path("runs/x"), [])
     serves = [p for p in plan.steps if p.kind == "serve"]
     benches = [p for p in plan.steps if p.kind == "bench"]
     assert len(serves) == 1 and len(benches) == 2

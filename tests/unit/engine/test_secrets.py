@@ -171,7 +171,7 @@ def test_records_written_by_the_executor_keep_no_secret(tmp_path: Path, monkeypa
 
     monkeypatch.setenv("MY_API_KEY", API_KEY)  # serve.api_key_env is checked while planning
     run_dir = tmp_path / "runs" / "secret_check" / "t0"
-    plan = plan_file(_runbook(tmp_path), lambda name: run_dir, [f"+env.MY_API_KEY={PLANTED2}"], vllm_cli=False)
+    plan = plan_file(_runbook(tmp_path), lambda name: run_dir, [f"+env.MY_API_KEY={PLANTED2}"])
     assert any(PLANTED2 in arg for p in plan.steps for arg in p.argv)  # the offline step's argv carries it
     environ = {"PATH": "/usr/bin", "HF_TOKEN": PLANTED, "MY_API_KEY": API_KEY, "MY_UNRELATED": "1",
                "HOME": "/home/someone", "CUDA_VISIBLE_DEVICES": "0", "VLLM_LOGGING_LEVEL": "INFO",

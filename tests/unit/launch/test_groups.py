@@ -85,15 +85,15 @@ def test_job_cpus_and_hosts_come_from_slurm_text():
     assert hostnames_inline("gpu[01-03,07],login") == ["gpu01", "gpu02", "gpu03", "gpu07", "login"]
 
 
-def test_hosts_of_an_allocation_become_the_layout_and_followers_start_with_srun():
+def test_hosts_of_an_allocation_become_the_layout_and_followers_start_with_srun(gpu_build):
     from llama4spec.config.compose import compose_config
     from llama4spec.multinode.plan import plan_nodes
 
     base = ["target=llama4_maverick", "parallel=two_nodes_tp8_pp2", "hardware=h100_80gb", "cluster=slurm_two_nodes"]
-    placeholder = plan_nodes(compose_config(base).cfg, vllm_cli=True)  # before the allocation exists
+    placeholder = plan_nodes(compose_config(base).cfg)  # before the allocation exists
     assert [n.host.address for n in placeholder] == ["slurm-node0", "slurm-node1"]
     override = hosts_override(["gpu01", "gpu02"], {"gpu01": "10.1.0.1", "gpu02": "10.1.0.2"})
-    nodes = plan_nodes(compose_config([*base, override]).cfg, vllm_cli=True)
+    nodes = plan_nodes(compose_config([*base, override]).cfg)
     assert [n.host.address for n in nodes] == ["10.1.0.1", "10.1.0.2"]
     assert "--master-addr" in nodes[0].argv and nodes[0].argv[nodes[0].argv.index("--master-addr") + 1] == "10.1.0.1"
     assert nodes[1].exec_argv[:5] == ["srun", "--nodes=1", "--ntasks=1", "--overlap", "--nodelist=gpu02"]

@@ -27,9 +27,9 @@ def q(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def test_ssh_destination_follows_double_dash():
+def test_ssh_destination_follows_double_dash(gpu_build):
     cfg = cfg_of("cluster.ssh_options=[-p,'2222',-o,'ConnectTimeout=5']")
-    follower = plan_nodes(cfg, vllm_cli=True)[1]
+    follower = plan_nodes(cfg)[1]
     ssh = follower.exec_argv
     dash = ssh.index("--")
     assert ssh[0] == "ssh" and ssh[dash + 1] == "node1" and len(ssh) == dash + 3
@@ -154,7 +154,7 @@ def test_env_names_that_env_would_read_as_options_are_refused():
     assert found and found[0].startswith("cluster.hosts.1.env.--split-string: not an environment variable name")
 
 
-def test_host_checks_run_nothing_for_malformed_values(monkeypatch):
+def test_host_checks_run_nothing_for_malformed_values(monkeypatch, gpu_build):
     import subprocess
 
     def refuse(*args, **kwargs):
@@ -162,7 +162,7 @@ def test_host_checks_run_nothing_for_malformed_values(monkeypatch):
 
     monkeypatch.setattr(subprocess, "run", refuse)
     cfg = cfg_of(f"cluster.hosts.1.ssh={q(EVIL)}")
-    found = host_problems(cfg, plan_nodes(cfg, vllm_cli=True))
+    found = host_problems(cfg, plan_nodes(cfg))
     assert found == [f"cluster.hosts.1.ssh '{EVIL}': not an ssh destination ([user@]host, no leading '-')"]
 
 

@@ -30,14 +30,14 @@ def test_presets_compose_and_plan():
     for cluster in ("tiny_two_host", "two_nodes_ssh", "slurm_two_nodes"):
         cfg = cfg_of(f"cluster={cluster}", "parallel=tiny_two_host_tp2")
         assert problems(cfg) == [] and validate(cfg) == []
-        nodes = plan_nodes(cfg, vllm_cli=False)
+        nodes = plan_nodes(cfg)
         assert [n.rank for n in nodes] == [0, 1]
 
 
-def test_maverick_two_nodes_flags_and_env():
+def test_maverick_two_nodes_flags_and_env(gpu_build):
     cfg = cfg_of(*MAVERICK)
     assert is_multinode(cfg) and problems(cfg) == [] and validate(cfg) == []
-    leader, follower = plan_nodes(cfg, vllm_cli=True)
+    leader, follower = plan_nodes(cfg)
     tail = ["--tensor-parallel-size", "8", "--pipeline-parallel-size", "2"]
     assert leader.argv[:3] == ["vllm", "serve", "meta-llama/Llama-4-Maverick-17B-128E-Instruct"]
     assert leader.argv[-8:] == ["--nnodes", "2", "--node-rank", "0", "--master-addr", "10.0.0.1", "--master-port", "29500"]
@@ -51,9 +51,9 @@ def test_maverick_two_nodes_flags_and_env():
     assert leader.exec_argv == leader.argv  # GPU build: the leader is plain `vllm serve` here
 
 
-def test_follower_goes_through_ssh_as_one_quoted_remote_command():
+def test_follower_goes_through_ssh_as_one_quoted_remote_command(gpu_build):
     cfg = cfg_of(*MAVERICK, "cluster.ssh_options=[-p,2222]")
-    follower = plan_nodes(cfg, vllm_cli=True)[1]
+    follower = plan_nodes(cfg)[1]
     ssh = follower.exec_argv
     assert ssh[0] == "ssh" and "BatchMode=yes" in ssh and ssh[-2] == "node1" and ssh[ssh.index("-p") + 1] == "2222"
     assert shlex.split(ssh[-1]) == follower.remote_argv  # the remote shell gets back exactly our argv
@@ -65,7 +65,7 @@ def test_follower_goes_through_ssh_as_one_quoted_remote_command():
 
 def test_a_json_flag_survives_the_remote_shell():
     cfg = cfg_of(*TINY_TWO, "cluster.python=/venv/bin/python")
-    follower = plan_nodes(cfg, vllm_cli=False)[1]
+    follower = plan_nodes(cfg)[1]
     spec = follower.remote_argv[follower.remote_argv.index("--speculative-config") + 1]
     assert spec.startswith('{"method":"eagle"')
     assert shlex.split(follower.exec_argv[-1]) == follower.remote_argv
@@ -73,15 +73,15 @@ def test_a_json_flag_survives_the_remote_shell():
 
 
 def test_cpu_build_leader_runs_the_api_server_module():
-    leader = plan_nodes(cfg_of(*TINY_TWO), vllm_cli=False)[0]
+    leader = plan_nodes(cfg_of(*TINY_TWO))[0]
     assert leader.exec_argv[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
     assert leader.exec_argv[leader.exec_argv.index("--node-rank") + 1] == "0"
     assert leader.env["VLLM_CPU_OMP_THREADS_BIND"] == "0" and leader.env["GLOO_SOCKET_IFNAME"] == "l4s-veth0"
 
 
-def test_prefix_launcher_is_an_argv_with_the_host_filled_in():
+def test_prefix_launcher_is_an_argv_with_the_host_filled_in(gpu_build):
     cfg = cfg_of(*MAVERICK, "cluster=slurm_two_nodes")
-    follower = plan_nodes(cfg, vllm_cli=True)[1]
+    follower = plan_nodes(cfg)[1]
     # hosts from the allocation: a placeholder per rank until the job runs (tests/unit/launch: real nodes)
     assert follower.exec_argv[:5] == ["srun", "--nodes=1", "--ntasks=1", "--overlap", "--nodelist=slurm-node1"]
     assert follower.exec_argv[5:] == follower.remote_argv
@@ -93,8 +93,8 @@ def test_ray_layouts_stay_one_process():
     assert not is_multinode(cfg) and problems(cfg) == []
 
 
-def test_dry_run_golden():
-    lines = dry_run_lines(cfg_of(*MAVERICK), plan_nodes(cfg_of(*MAVERICK), vllm_cli=True))
+def test_dry_run_golden(gpu_build):
+    lines = dry_run_lines(cfg_of(*MAVERICK), plan_nodes(cfg_of(*MAVERICK)))
     golden = REPO / "tests" / "golden" / "multinode_maverick_two_nodes.dry_run.txt"
     assert "\n".join(lines) + "\n" == golden.read_text()
 
@@ -121,7 +121,7 @@ def _closed_port() -> int:
 
 def test_unreachable_host_and_foreign_leader_address():
     cfg = cfg_of(*TINY_TWO, "cluster.hosts.1.address=127.0.0.2", f"cluster.ssh_options=[-p,{_closed_port()}]")
-    found = host_problems(cfg, plan_nodes(cfg, vllm_cli=False))
+    found = host_problems(cfg, plan_nodes(cfg))
     assert len(found) == 2
     assert "cluster.hosts.0.address 10.77.0.1 is not an address of this machine" in found[0]
     assert "cluster.hosts.1 (127.0.0.2): cannot reach the host over ssh" in found[1]
@@ -134,7 +134,7 @@ def test_master_port_in_use():
         port = busy.getsockname()[1]
         cfg = cfg_of(*TINY_TWO, "cluster.hosts.0.address=127.0.0.1", f"cluster.master_port={port}",
                      "cluster.launcher=prefix", "cluster.prefix=[env]")
-        found = host_problems(cfg, plan_nodes(cfg, vllm_cli=False, python=sys.executable))
+        found = host_problems(cfg, plan_nodes(cfg, python=sys.executable))
     assert found == [f"master port {port} on 127.0.0.1 is already in use; stop what listens there or pick another "
                      f"with cluster.master_port=N"]
 
@@ -175,7 +175,7 @@ def test_runbook_serve_step_plans_every_node(cli, tmp_path):
 
     path = tmp_path / "two_hosts.yaml"
     path.write_text(RUNBOOK)
-    plan = plan_file(path, lambda name: tmp_path / "runs" / name, [], vllm_cli=False)
+    plan = plan_file(path, lambda name: tmp_path / "runs" / name, [])
     serve = plan.get("eagle")
     assert [n.rank for n in serve.nodes] == [0, 1]
     assert serve.exec_argv == serve.nodes[0].exec_argv and serve.env["VLLM_HOST_IP"] == "10.77.0.1"

@@ -41,7 +41,7 @@ def _sweep_plan(run_dir: Path, *overrides: str):
     """The tiny CPU sweep's shape (3 servers x 2 concurrencies, a schedule server, a compare), measured once."""
     runbook = run_dir.parent / f"{run_dir.name}.yaml"
     runbook.write_text(SWEEP)
-    return plan_file(runbook, lambda name: run_dir, list(overrides), vllm_cli=False)
+    return plan_file(runbook, lambda name: run_dir, list(overrides))
 
 
 def _simulate(plan, failing: set[str]) -> dict[str, dict]:
@@ -101,7 +101,7 @@ steps:
 
 def _execute(tmp_path: Path, stop_on_error: bool) -> tuple[int, dict, str, str]:
     run_dir = tmp_path / ("stopped" if stop_on_error else "run")
-    plan = plan_file(_offline_runbook(tmp_path), lambda name: run_dir, [], vllm_cli=False)
+    plan = plan_file(_offline_runbook(tmp_path), lambda name: run_dir, [])
     console = Console(record=True, width=160, file=io.StringIO())
     code = execute.Run(plan, console, environ={}, stop_on_error=stop_on_error).execute()
     status = json.loads((run_dir / "status.json").read_text())

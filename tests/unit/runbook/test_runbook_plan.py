@@ -22,13 +22,13 @@ GOLDEN = REPO / "tests" / "golden"
 RUN_DIR = Path("runs/RUNBOOK/TIMESTAMP")
 
 
-def _plan(path: Path, *overrides: str, vllm_cli: bool | None = False):
-    return plan_file(path, lambda name: RUN_DIR, list(overrides), vllm_cli=vllm_cli)
+def _plan(path: Path, *overrides: str):
+    return plan_file(path, lambda name: RUN_DIR, list(overrides))
 
 
-def _dry_run_text(path: Path, vllm_cli: bool) -> str:
+def _dry_run_text(path: Path) -> str:
     console = Console(record=True, width=100, file=io.StringIO())
-    plan_text(console, _plan(path, vllm_cli=vllm_cli))
+    plan_text(console, _plan(path))
     text = console.export_text()
     return text.replace(str(tiny_root()), "<tiny>").replace(sys.executable, "<python>").replace(str(REPO) + "/", "")
 
@@ -78,16 +78,19 @@ def test_scout_runbook_explains_the_flags_vllm_dropped() -> None:
     assert bench[bench.index("--max-concurrency") + 1] == "16"
 
 
-@pytest.mark.parametrize("name,vllm_cli", [("tiny_cpu_eagle_vs_baseline", False), ("llama4_scout_eagle_mtbench", True)])
-def test_dry_run_matches_golden(name: str, vllm_cli: bool) -> None:
-    text = _dry_run_text(REPO / "runbooks" / f"{name}.yaml", vllm_cli)
+@pytest.mark.parametrize("name,build", [("tiny_cpu_eagle_vs_baseline", "cpu"), ("llama4_scout_eagle_mtbench", "gpu")])
+def test_dry_run_matches_golden(name: str, build: str, use_build) -> None:
+    use_build(build)
+    text = _dry_run_text(REPO / "runbooks" / f"{name}.yaml")
     golden = GOLDEN / f"runbook_{name}.dry_run.txt"
     assert text == golden.read_text()
 
 
-def test_cpu_build_runs_the_api_server_module_and_gpu_build_the_vllm_cli() -> None:
+def test_cpu_build_runs_the_api_server_module_and_gpu_build_the_vllm_cli(use_build) -> None:
     path = REPO / "runbooks" / "tiny_cpu_eagle_vs_baseline.yaml"
-    cpu, gpu = _plan(path, vllm_cli=False).get("eagle"), _plan(path, vllm_cli=True).get("eagle")
+    cpu = _plan(path).get("eagle")
+    use_build("gpu")
+    gpu = _plan(path).get("eagle")
     assert cpu.exec_argv[:3] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
     assert gpu.exec_argv == gpu.argv and gpu.argv[:2] == ["vllm", "serve"]
     assert cpu.exec_argv[3:5] == ["--model", gpu.argv[2]] and cpu.exec_argv[5:] == gpu.argv[3:]

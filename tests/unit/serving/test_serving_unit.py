@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from llama4spec.engine.args import server_exec_argv
 from llama4spec.engine.bench import bench_flags, display_argv, exec_argv
 from llama4spec.config.compose import compose_config
 from llama4spec.results.acceptance import AcceptanceCounters
-from llama4spec.engine.launch import launch_argv
 from llama4spec.serving.process import ServerError, log_tail, port_in_use, spawn, stop_group, stop_groups
 from llama4spec.serving.server import Server
 from tests.helpers import free_port
@@ -73,9 +73,11 @@ def test_acceptance_record_from_metric_deltas() -> None:
     assert rec["acceptance_rate_per_position"] == [1.0, 0.8, 0.6]
 
 
-def test_launch_argv_per_build() -> None:
+def test_server_exec_argv_per_build(use_build) -> None:
     cfg = compose_config(["serve.port=8123"]).cfg
-    gpu, cpu = launch_argv(cfg, vllm_cli=True), launch_argv(cfg, vllm_cli=False)
+    cpu = server_exec_argv(cfg)
+    use_build("gpu")
+    gpu = server_exec_argv(cfg)
     assert gpu[:3] == ["vllm", "serve", cfg.target.model]
     assert cpu[:5] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", cfg.target.model]
     assert cpu[5:] == gpu[3:] and "--port" in gpu and "8123" in gpu
@@ -85,10 +87,10 @@ def test_port_in_use_is_detected(busy_port: int) -> None:
     assert port_in_use("127.0.0.1", busy_port)
     from llama4spec.runbook import execute
     from llama4spec.runbook.plan import one_step_plan
-    from llama4spec.runbook.schema import Step
+    from llama4spec.runbook.spec import Step
 
     # checked once, before anything starts, by the executor (serve, runbooks alike)
-    plan = one_step_plan(Step(id="serve", kind="serve"), Path("/nonexistent"), [f"serve.port={busy_port}"], hold=True)
+    plan = one_step_plan(Step.of("serve", "serve"), Path("/nonexistent"), [f"serve.port={busy_port}"], hold=True)
     with pytest.raises(Exception, match=f"port {busy_port} on 127.0.0.1 is already in use"):
         execute.preflight(plan, None, {})
 

@@ -15,7 +15,7 @@ RUN_DIR = Path("runs/RUNBOOK/TIMESTAMP")
 
 
 def _plan(path: Path, *overrides: str):
-    return plan_file(path, lambda name: RUN_DIR, list(overrides), vllm_cli=False)
+    return plan_file(path, lambda name: RUN_DIR, list(overrides))
 
 
 def _write(tmp_path: Path, text: str) -> Path:

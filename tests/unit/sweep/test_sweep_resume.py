@@ -21,7 +21,7 @@ RUNBOOK = REPO / "runbooks" / "tiny_cpu_sweep.yaml"
 
 def _plan(run_dir: Path, *overrides: str, repeats: int | None = 1):
     """The shipped tiny sweep's plan; one run per point (the records written here hold one)."""
-    return plan_file(RUNBOOK, lambda name: run_dir, list(overrides), vllm_cli=False, repeats=repeats)
+    return plan_file(RUNBOOK, lambda name: run_dir, list(overrides), repeats=repeats)
 
 
 def _throughput(k: int | None, c: int) -> float:

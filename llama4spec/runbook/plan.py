@@ -16,9 +16,10 @@ from llama4spec.config.compose import Composed, compose_config
 from llama4spec.config.validate import validate
 from llama4spec.errors import UserError
 from llama4spec.multinode.plan import NodeCommand, node_records
+from llama4spec.runbook import steps as step_kinds
 from llama4spec.runbook.matrix import expand as expand_sweeps
 from llama4spec.runbook.rundir import step_dir
-from llama4spec.runbook.spec import Runbook, Step
+from llama4spec.runbook.schema import Runbook, Step
 
 
 @dataclass
@@ -127,6 +128,14 @@ class Context:
         return None
 
 
+def _implied_needs(step: Step, kinds: dict[str, str]) -> list[str]:
+    implied = [step.server] if step.server else []
+    for ref in (step.baseline, step.candidate):
+        if ref and ref in kinds:
+            implied.append(ref)
+    return implied
+
+
 def _order(runbook: Runbook, needs: dict[str, list[str]]) -> list[str]:
     """Dependencies first, otherwise file order (so stop-then-serve sequences stay sequential)."""
     done: list[str] = []
@@ -146,21 +155,20 @@ def _references(ctx: Context) -> dict[str, list[str]]:
         for n in s.needs:
             if n not in kinds:
                 ctx.problems.append(f"{at(s.id)}: needs unknown step '{n}'; known steps: {', '.join(kinds)}")
-        implied = []
-        for r in s.references():
-            if r.ref is None:
+        if s.server is not None and kinds.get(s.server) != "serve":
+            what = "unknown step" if s.server not in kinds else f"a {kinds[s.server]} step"
+            ctx.problems.append(f"{at(s.id)}: server '{s.server}' is {what}; name the id of a serve step")
+        for role, ref in (("baseline", s.baseline), ("candidate", s.candidate)):
+            if ref is None:
                 continue
-            if r.ref in kinds:
-                implied.append(r.ref)
-                if kinds[r.ref] != r.kind:
-                    ctx.problems.append(f"{at(s.id)}: {r.role} '{r.ref}' is a {kinds[r.ref]} step; name "
-                                        f"{'the id of ' if not r.file_ok else ''}a {r.kind} step")
-            elif not r.file_ok:
-                ctx.problems.append(f"{at(s.id)}: {r.role} '{r.ref}' is unknown step; name the id of a {r.kind} step")
-            elif ctx.input_file(r.ref) is None:
-                ctx.problems.append(f"{at(s.id)}: {r.role} '{r.ref}' is neither a {r.kind} step nor an existing file; "
+            if ref in kinds:
+                if kinds[ref] != "bench":
+                    ctx.problems.append(f"{at(s.id)}: {role} '{ref}' is a {kinds[ref]} step; name a bench step")
+            elif ctx.input_file(ref) is None:
+                ctx.problems.append(f"{at(s.id)}: {role} '{ref}' is neither a bench step nor an existing file; "
                                     f"fix the step id or the path")
-        needs[s.id] = list(dict.fromkeys([n for n in s.needs if n in kinds] + implied))
+        needs[s.id] = list(dict.fromkeys([n for n in s.needs if n in kinds] +
+                                         [n for n in _implied_needs(s, kinds) if n in kinds]))
     return needs
 
 
@@ -169,22 +177,22 @@ def _servers_over_time(ctx: Context, order: list[str]) -> None:
     live: dict[str, str] = {}  # server step id -> url
     for sid in order:
         s, p = ctx.runbook.step(sid), ctx.planned[sid]
-        if s.traits.serves:
+        if s.kind == "serve":
             clash = [other for other, url in live.items() if p.url and url == p.url]
             if clash:
                 ctx.problems.append(f"{ctx.at(sid)}: {p.url} is still taken by server '{clash[0]}'; stop it first "
                                     f"(a stop step in needs) or give this one another serve.port")
             live[sid] = p.url
-        elif s.server in ctx.kinds and ctx.runbook.step(s.server).traits.serves:
+        elif s.kind in ("bench", "stop") and ctx.kinds.get(s.server) == "serve":
             if s.server not in live:
                 ctx.problems.append(f"{ctx.at(sid)}: server '{s.server}' is already stopped at this point; "
                                     f"reorder the steps")
-            elif s.traits.stops_server:
+            elif s.kind == "stop":
                 live.pop(s.server)
 
 
 def make_plan(runbook: Runbook, run_dir: Path, cli_overrides: list[str] | tuple[str, ...] = (),
-              flat: bool = False, source: str | None = None) -> Plan:
+              flat: bool = False) -> Plan:
     """Plan every step; raise UserError listing every problem found, all at once."""
     cli = list(cli_overrides)
     problems: list[str] = []
@@ -200,12 +208,11 @@ def make_plan(runbook: Runbook, run_dir: Path, cli_overrides: list[str] | tuple[
         order = []
     for s in runbook.steps:  # file order: a bench is planned after its server
         ctx.planned[s.id] = PlannedStep(step=s, needs=needs.get(s.id, []), run_dir=run_dir, flat=flat)
-        s.kind_of.plan(ctx, ctx.planned[s.id])
+        step_kinds.module(s.kind).plan(ctx, ctx.planned[s.id])
     _servers_over_time(ctx, order)
     if problems:
         raise UserError(*problems)
-    return Plan(runbook=runbook, run_dir=run_dir, overrides=cli, steps=[ctx.planned[sid] for sid in order],
-                source=source)
+    return Plan(runbook=runbook, run_dir=run_dir, overrides=cli, steps=[ctx.planned[sid] for sid in order])
 
 
 def plan_file(path: Path, run_dir_for: Callable[[str], Path], cli_overrides: list[str] | tuple[str, ...] = (),

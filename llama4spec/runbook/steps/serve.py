@@ -3,26 +3,17 @@ it until its stop step or the end of the run."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from llama4spec.engine.args import base_url, engine_env, serve_argv, server_exec_argv
 from llama4spec.config.layout import is_multinode, layout_problems
 from llama4spec.multinode.plan import plan_nodes
-from llama4spec.runbook import fields
 from llama4spec.runbook.steps.failed import StepFailed
-from llama4spec.runbook.steps.kind import BaseKind, Traits
 from llama4spec.serving.process import ServerError
 
 
-@dataclass
-class Keys:
-    overrides: list[str] = fields.overrides()
-    derive_from: list[str] = field(default_factory=list)  # generated: derive its schedule from these points
-
-
 def plan(ctx, p) -> None:
-    p.composed = ctx.compose(p.step.keys.overrides, p.id)
+    p.composed = ctx.compose(p.step.overrides, p.id)
     if p.composed is None:
         return
     fill(p, ctx.runbook.env)
@@ -72,12 +63,12 @@ def derive_schedule(run, p) -> list[list[int]]:
     from llama4spec.config.schedule import schedule_problems
     from llama4spec.config.validate import validate
     from llama4spec.results.provenance import write_json
-    from llama4spec.runbook.measured import collect_points
+    from llama4spec.runbook.steps.sweep import collect_points
     from llama4spec.sweep.model import analyse
     from llama4spec.sweep.schedule import derive
 
     draft = p.composed.cfg.draft.name
-    points, missing = collect_points(run.plan, p.step.keys.derive_from)
+    points, missing = collect_points(run.plan, p.step.derive_from)
     schedule = derive(analyse(points), draft)
     if schedule is None or not schedule.speculates:
         why = "no speculation wins at any measured concurrency" if schedule else "no measured point of the draft"
@@ -93,7 +84,7 @@ def derive_schedule(run, p) -> list[list[int]]:
         raise StepFailed(f"the derived schedule's config is not valid: {'; '.join(problems)}")
     p.composed = composed
     for q in run.plan.steps:  # its benchmarks record the schedule's lookahead
-        if q.step.server == p.id and q.step.traits.benchmarks and q.composed is not None:
+        if q.kind == "bench" and q.step.server == p.id and q.composed is not None:
             q.composed = compose_config([*q.composed.overrides, *derived])
     fill(p, run.plan.runbook.env)
     run.write_config(p)
@@ -105,16 +96,17 @@ def derive_schedule(run, p) -> list[list[int]]:
 
 
 def execute(run, p) -> dict[str, Any]:
-    schedule = derive_schedule(run, p) if p.step.keys.derive_from else None
+    schedule = derive_schedule(run, p) if p.step.derive_from else None
     server = server_for(p, run.secrets(p))
     run.progress.note(f"      starting; log: {server.log_path}")
     try:  # a spinner with the phase read from the log (-v: the log itself), nothing with -q
         with run.progress.activity(f"{p.id}: starting the server") as live:
             server.start(on_phase=live.phase, on_line=live.line)
     except ServerError as err:
-        run.partial(p.id, {"pid": server.proc.pid if server.proc else None})
+        run.entry(p.id)["result"] = {"pid": server.proc.pid if server.proc else None}
         raise StepFailed(str(err), err.log_tail) from None
-    run.keep_server(p.id, server)
+    run.stack.callback(server.stop)
+    run.servers[p.id] = server
     ready = f"      ready at {server.url} after {server.ready_after_s:.0f} s"
     if p.flat:  # the serve command's result (its url), shown even with -q
         run.say(ready)
@@ -125,15 +117,11 @@ def execute(run, p) -> dict[str, Any]:
 
 
 def describe(p, say) -> None:
-    if p.step.keys.derive_from:
-        say(f"    lookahead schedule: derived at run time from points {', '.join(p.step.keys.derive_from)}, "
+    if p.step.derive_from:
+        say(f"    lookahead schedule: derived at run time from points {', '.join(p.step.derive_from)}, "
             f"validated before this server starts")
     for node in p.nodes[1:]:  # multi-node: the command above is the leader's, run here
         from llama4spec.engine.args import shell_line
 
         say(f"    {node.label}: {shell_line(node.argv)}")
         say(f"      runs as: {shell_line(node.exec_argv)}")
-
-
-KIND = BaseKind("serve", Keys, Traits(starts_engine=True, loads_models=True, serves=True, shows_env=True),
-                plan, execute, describe)

@@ -1,12 +1,21 @@
-"""Offline tables: acceptance statistics, the baseline comparison, the greedy check.
-Renderers take a Console and return nothing."""
+"""What an offline run shows: the line saying what runs, a spinner while an engine starts, a
+progress bar per batch, the engine log's tail after a failure, and the tables (acceptance
+statistics, the baseline comparison, the greedy check). Renderers take a Console and return
+nothing; ``OfflineDisplay`` is the run's reporter (``offline.run.Reporter``) on one console."""
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
 
 from rich.console import Console
 from rich.markup import escape
+
+if TYPE_CHECKING:
+    from llama4spec.config.schema import Config
+    from llama4spec.offline.prompts import Prompts
+    from llama4spec.offline.run import Outcome
 
 
 def _fmt(value: Any, digits: int = 2) -> str:
@@ -98,3 +107,81 @@ def by_category(console: Console, stats) -> None:
     from llama4spec.sweep.categories import render
 
     render(console, stats)
+
+
+def _progress(label: str, console: Console | None = None):
+    """A Rich progress bar that vLLM drives through its ``use_tqdm`` hook: one per pass. vLLM calls
+    the hook twice, around the prompts it renders (an iterable) and for the requests it processes
+    (a total); only the second gets a bar, on the run's console."""
+    import functools
+    import warnings
+
+    from tqdm import TqdmExperimentalWarning
+    from tqdm import tqdm as plain_tqdm
+    from tqdm.rich import tqdm as rich_tqdm
+
+    warnings.filterwarnings("ignore", category=TqdmExperimentalWarning)
+
+    def make(*args: Any, **kwargs: Any):
+        if args or "iterable" in kwargs:  # "Rendering prompts": pass the prompts through, no bar
+            return plain_tqdm(*args, **{**kwargs, "disable": True})
+        kwargs["desc"] = label
+        if console is not None:
+            kwargs["options"] = {**kwargs.get("options", {}), "console": console}
+        return rich_tqdm(*args, **kwargs)
+
+    return functools.wraps(rich_tqdm)(make)
+
+
+class OfflineDisplay:
+    """An offline run on ``console``: with ``verbosity`` -1 (-q) only the results (the tables, the
+    record's path) and a failed engine's log; otherwise also the run's line, a spinner while each
+    engine starts and a progress bar per batch."""
+
+    def __init__(self, console: Console, verbosity: int = 0):
+        self.console, self.verbosity = console, verbosity
+
+    @property
+    def quiet(self) -> bool:
+        return self.verbosity < 0
+
+    def header(self, cfg: Config, prompts: Prompts) -> None:
+        if self.quiet:
+            return
+        speculative = cfg.draft.method is not None
+        self.console.print(
+            f"[bold]offline[/bold] target={cfg.target.name} draft={cfg.draft.name}"
+            + (f" lookahead={cfg.lookahead}" if speculative else "")
+            + f" prompts={len(prompts.texts)} ({prompts.source['kind']}) max_tokens={cfg.generation.max_tokens}"
+            + (f" categories={len(prompts.by_category())}" if cfg.offline.by_category else ""),
+            highlight=False,
+        )
+
+    def starting(self, label: str) -> contextlib.AbstractContextManager[Any]:
+        if self.quiet:
+            return contextlib.nullcontext()
+        return self.console.status(f"starting the vLLM engine ({label})")
+
+    def progress(self, label: str, category: str) -> Callable[..., Any] | bool:
+        if self.quiet:
+            return False
+        return _progress(f"{label} {escape(category)}".rstrip(), self.console)
+
+    def engine_failed(self, log: Path, tail: list[str]) -> None:
+        for line in tail:
+            self.console.print(f"  | {line}", markup=False, highlight=False, soft_wrap=True, style="dim")
+        self.console.print(f"engine log: {escape(str(log))}", highlight=False, soft_wrap=True)
+
+    def finished(self, outcome: Outcome) -> None:
+        spec = outcome.runs[0]
+        offline_stats(self.console, spec.stats, spec.label)
+        if spec.categories:
+            by_category(self.console, outcome.categories)
+        if len(outcome.runs) > 1:
+            base = outcome.runs[1]
+            offline_comparison(self.console, spec.stats, base.stats, spec.label)
+            if outcome.identical is not None:
+                greedy_check(self.console, outcome.difference, spec.token_ids, base.token_ids)
+
+    def recorded(self, path: Path) -> None:
+        self.console.print(f"run record: [bold]{escape(str(path))}[/bold]")

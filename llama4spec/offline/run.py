@@ -5,37 +5,25 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
-import json
 import os
 import sys
 import tempfile
 import time
 import warnings
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
+from typing import Any, Callable, Protocol
 
 from llama4spec.config.compose import Composed
 from llama4spec.config.schema import Config
 from llama4spec.engine.args import engine_env, llm_kwargs
 from llama4spec.errors import UserError
-from llama4spec.offline import render
 from llama4spec.offline.prompts import Prompts, load_prompts
 from llama4spec.results.acceptance import AcceptanceCounters, RunStats, from_offline_metrics
-from llama4spec.sweep.categories import CategoryStat
+from llama4spec.results.offline import CategoryRun, OfflineRecord, Output, PassRecord, Stats, Timings
 from llama4spec.results.provenance import model_revisions, public_config, versions
-
-
-@dataclass
-class CategoryRun:
-    """One category's batch (``offline.by_category``): its counters are the deltas around it."""
-
-    category: str
-    prompts: int
-    stats: RunStats
+from llama4spec.sweep.categories import CategoryStat
 
 
 @dataclass
@@ -48,6 +36,40 @@ class EngineRun:
     texts: list[str]
     engine_start_s: float
     categories: list[CategoryRun] = field(default_factory=list)  # offline.by_category only
+
+
+@dataclass
+class Outcome:
+    """What an offline run found, for its tables: the passes (the run's, then its baseline's),
+    each category's figures, and the greedy check (``identical`` None: not made)."""
+
+    runs: list[EngineRun]
+    categories: list[CategoryStat]
+    identical: bool | None = None
+    difference: tuple[int, int] | None = None  # (prompt, token) where greedy outputs first differ
+
+
+class Reporter(Protocol):
+    """What an offline run shows while it runs (``offline.render.OfflineDisplay`` draws it with
+    Rich). The run calls every method; the reporter decides what its verbosity shows."""
+
+    def header(self, cfg: Config, prompts: Prompts) -> None:
+        """Before the first engine starts: what is about to run."""
+
+    def starting(self, label: str) -> AbstractContextManager[Any]:
+        """Held while the ``label`` engine starts (its processes start inside)."""
+
+    def progress(self, label: str, category: str) -> Callable[..., Any] | bool:
+        """vLLM's ``use_tqdm`` for one batch of the ``label`` pass (``category`` "": all prompts)."""
+
+    def engine_failed(self, log: Path, tail: list[str]) -> None:
+        """An engine failed while its noise went to ``log``; ``tail``: the log's last lines."""
+
+    def finished(self, outcome: Outcome) -> None:
+        """Every pass is done: the results."""
+
+    def recorded(self, path: Path) -> None:
+        """The run record is written to ``path``."""
 
 
 def without_draft(cfg: Config) -> Config:
@@ -73,29 +95,6 @@ def engine_error(error: BaseException) -> str:
     lines = [line.strip() for line in str(error).splitlines()
              if line.strip() and not line.strip().startswith("For further information")]
     return f"{type(error).__name__}: {lines[-1] if lines else ''}".rstrip(": ")
-
-
-def _progress(label: str, console: Console | None = None):
-    """A Rich progress bar that vLLM drives through its ``use_tqdm`` hook: one per pass. vLLM calls
-    the hook twice, around the prompts it renders (an iterable) and for the requests it processes
-    (a total); only the second gets a bar, on the run's console."""
-    import functools
-
-    from tqdm import TqdmExperimentalWarning
-    from tqdm import tqdm as plain_tqdm
-    from tqdm.rich import tqdm as rich_tqdm
-
-    warnings.filterwarnings("ignore", category=TqdmExperimentalWarning)
-
-    def make(*args: Any, **kwargs: Any):
-        if args or "iterable" in kwargs:  # "Rendering prompts": pass the prompts through, no bar
-            return plain_tqdm(*args, **{**kwargs, "disable": True})
-        kwargs["desc"] = label
-        if console is not None:
-            kwargs["options"] = {**kwargs.get("options", {}), "console": console}
-        return rich_tqdm(*args, **kwargs)
-
-    return functools.wraps(rich_tqdm)(make)
 
 
 # What the engine prints besides vLLM's own log (whose level VLLM_LOGGING_LEVEL sets): Python
@@ -140,33 +139,26 @@ def stderr_to(path: Path | None) -> Any:
         os.close(saved)
 
 
-def _engine_log_tail(console: Console, path: Path, lines: int = 15) -> None:
+def _log_tail(path: Path, lines: int = 15) -> list[str]:
     from collections import deque
 
     try:
         with open(path, errors="replace") as f:
-            tail = [line.rstrip() for line in deque(f, maxlen=lines)]
+            return [line.rstrip() for line in deque(f, maxlen=lines)]
     except OSError:
-        return
-    for line in tail:
-        console.print(f"  | {line}", markup=False, highlight=False, soft_wrap=True, style="dim")
+        return []
 
 
-def run_engine(
-    cfg: Config, prompts: Prompts, label: str, show_progress: bool = True, console: Console | None = None,
-    verbosity: int = 0,
-) -> EngineRun:
-    """Start one engine, generate, read the counters, shut the engine down. ``verbosity``: -1 no
-    spinner and no bar (-q), 0 the engine's noise in a log file shown only after a failure, 1 the
-    engine's INFO log and every warning (-v)."""
-    console = console or Console(stderr=True)
+def run_engine(cfg: Config, prompts: Prompts, label: str, reporter: Reporter, verbosity: int = 0) -> EngineRun:
+    """Start one engine, generate, read the counters, shut the engine down. ``verbosity``: 0 (and
+    -1, -q) the engine's noise in a log file shown only after a failure, 1 (-v) the engine's INFO
+    log and every warning."""
     with engine_noise(verbosity) as engine_log:
         try:
-            run = _run_engine(cfg, prompts, label, show_progress and verbosity >= 0, console, verbosity, engine_log)
+            run = _run_engine(cfg, prompts, label, reporter, verbosity, engine_log)
         except Exception:
             if engine_log is not None:  # the engine's own words on what went wrong
-                _engine_log_tail(console, engine_log)
-                console.print(f"engine log: {escape(str(engine_log))}", highlight=False, soft_wrap=True)
+                reporter.engine_failed(engine_log, _log_tail(engine_log))
             raise
         except BaseException:
             if engine_log is not None:
@@ -177,7 +169,7 @@ def run_engine(
     return run
 
 
-def _run_engine(cfg: Config, prompts: Prompts, label: str, show_progress: bool, console: Console, verbosity: int,
+def _run_engine(cfg: Config, prompts: Prompts, label: str, reporter: Reporter, verbosity: int,
                 engine_log: Path | None) -> EngineRun:
     # the engine's log: INFO with -v, else errors only, into the engine log with the rest (set by
     # the user, VLLM_LOGGING_LEVEL and VLLM_LOGGING_STREAM win)
@@ -187,9 +179,8 @@ def _run_engine(cfg: Config, prompts: Prompts, label: str, show_progress: bool, 
     for key, value in engine_env(cfg).items():
         os.environ[key] = value
     start = time.perf_counter()
-    starting = console.status(f"starting the vLLM engine ({label})") if verbosity >= 0 else contextlib.nullcontext()
     try:
-        with starting, stderr_to(engine_log):  # the engine's processes start here and inherit it
+        with reporter.starting(label), stderr_to(engine_log):  # the engine's processes start here and inherit it
             from vllm import LLM, SamplingParams
 
             llm = LLM(**llm_kwargs(cfg))
@@ -217,8 +208,7 @@ def _run_engine(cfg: Config, prompts: Prompts, label: str, show_progress: bool, 
         for category, indices in groups.items():
             before = from_offline_metrics(llm.get_metrics())
             start = time.perf_counter()
-            bar = _progress(f"{label} {escape(category)}".rstrip(), console) if show_progress else False
-            done = llm.generate([texts[i] for i in indices], params, use_tqdm=bar)
+            done = llm.generate([texts[i] for i in indices], params, use_tqdm=reporter.progress(label, category))
             wall = time.perf_counter() - start
             parts.append((category, indices, from_offline_metrics(llm.get_metrics()) - before, wall))
             for i, output in zip(indices, done):
@@ -265,18 +255,6 @@ def category_stats(cfg: Config, spec: EngineRun, base: EngineRun | None = None) 
     return out
 
 
-def _categories_record(run: EngineRun) -> dict[str, Any]:
-    """``stats.by_category``: each category's acceptance record (``AcceptanceCounters.to_record``'s
-    shape, None without a draft) with its prompts, output tokens and generation time."""
-    out = {}
-    for c in run.categories:
-        acceptance = c.stats.counters.to_record(c.stats.k) if c.stats.counters else {}
-        out[c.category] = {**acceptance, "num_prompts": c.prompts,
-                           "total_num_output_tokens": c.stats.total_num_output_tokens,
-                           "generate_s": c.stats.wall_time_s}
-    return out
-
-
 def first_difference(a: list[list[int]], b: list[list[int]]) -> tuple[int, int] | None:
     """(prompt index, token position) of the first place two runs' outputs differ, or None."""
     for i, (x, y) in enumerate(zip(a, b)):
@@ -286,80 +264,55 @@ def first_difference(a: list[list[int]], b: list[list[int]]) -> tuple[int, int] 
     return None
 
 
-def _run_record(composed: Composed, prompts: Prompts, runs: list[EngineRun], identical: bool | None) -> dict:
-    main = runs[0]
-    record: dict[str, Any] = {
-        "kind": "offline",
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "versions": versions(),
-        "models": model_revisions(composed.cfg),  # each model's commit in the local hub cache
-        "overrides": composed.overrides,
-        "choices": composed.choices,
-        "config": public_config(composed.raw),
-        "prompts": prompts.source,
-        "timings": {"engine_start_s": main.engine_start_s, "generate_s": main.stats.wall_time_s},
-        "output_tokens_per_s": main.stats.output_tokens_per_s,
-        "stats": main.stats.to_record(),
-        "outputs": [{"token_ids": ids, "text": text} for ids, text in zip(main.token_ids, main.texts)],
-    }
-    if main.categories:
-        record["stats"]["by_category"] = _categories_record(main)
-    if len(runs) > 1:
-        base = runs[1]
-        record["baseline"] = {
-            "timings": {"engine_start_s": base.engine_start_s, "generate_s": base.stats.wall_time_s},
-            "output_tokens_per_s": base.stats.output_tokens_per_s,
-            "stats": base.stats.to_record(),
-            "outputs": [{"token_ids": ids, "text": text} for ids, text in zip(base.token_ids, base.texts)],
-        }
-        if base.categories:
-            record["baseline"]["stats"]["by_category"] = _categories_record(base)
-        record["speedup"] = (
-            main.stats.output_tokens_per_s / base.stats.output_tokens_per_s
-            if main.stats.output_tokens_per_s and base.stats.output_tokens_per_s
-            else None
-        )
-        record["outputs_identical"] = identical
-    return record
+def _recorded_pass(run: EngineRun) -> PassRecord:
+    """A pass's figures as the record holds them (the record's own, or its baseline's)."""
+    outputs = [Output(ids, text) for ids, text in zip(run.token_ids, run.texts)]
+    return PassRecord(Timings(run.engine_start_s, run.stats.wall_time_s), run.stats.output_tokens_per_s,
+                      Stats(run.stats, run.categories), outputs)
 
 
-def run_offline(composed: Composed, json_path: Path | None = None, console: Console | None = None,
-                verbosity: int = 0) -> dict | None:
-    """Run the offline job (the pre-flight checks have run: this starts engines); returns the
-    record it wrote to ``json_path``, if any. ``verbosity``: -1 (-q) results only, 1 (-v) the
-    engine's log and warnings too."""
-    console = console or Console()
+def _run_record(composed: Composed, prompts: Prompts, runs: list[EngineRun], identical: bool | None) -> OfflineRecord:
+    main = _recorded_pass(runs[0])
+    base = _recorded_pass(runs[1]) if len(runs) > 1 else None
+    speedup = None
+    if base is not None and main.output_tokens_per_s and base.output_tokens_per_s:
+        speedup = main.output_tokens_per_s / base.output_tokens_per_s
+    return OfflineRecord(
+        created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        versions=versions(),
+        models=model_revisions(composed.cfg),  # each model's commit in the local hub cache
+        overrides=composed.overrides,
+        choices=composed.choices,
+        config=public_config(composed.raw),
+        prompts=prompts.source,
+        timings=main.timings, output_tokens_per_s=main.output_tokens_per_s, stats=main.stats, outputs=main.outputs,
+        baseline=base, speedup=speedup, outputs_identical=identical,
+    )
+
+
+def run_offline(composed: Composed, reporter: Reporter, json_path: Path | None = None,
+                verbosity: int = 0) -> OfflineRecord | None:
+    """Run the offline job (the pre-flight checks have run: this starts engines), telling
+    ``reporter`` what it does; returns the record it wrote to ``json_path``, if any. ``verbosity``:
+    1 (-v) the engine's log and warnings in the terminal, else in a log file."""
     cfg = composed.cfg
     prompts = load_prompts(cfg.dataset)  # bad input fails before any engine starts
     speculative = cfg.draft.method is not None
     label = f"{cfg.draft.name} k={cfg.lookahead}" if speculative else "no draft"
-    if verbosity >= 0:  # -q: results only
-        console.print(
-            f"[bold]offline[/bold] target={cfg.target.name} draft={cfg.draft.name}"
-            + (f" lookahead={cfg.lookahead}" if speculative else "")
-            + f" prompts={len(prompts.texts)} ({prompts.source['kind']}) max_tokens={cfg.generation.max_tokens}"
-            + (f" categories={len(prompts.by_category())}" if cfg.offline.by_category else ""),
-            highlight=False,
-        )
-    runs = [run_engine(cfg, prompts, label, console=console, verbosity=verbosity)]
+    reporter.header(cfg, prompts)
+    runs = [run_engine(cfg, prompts, label, reporter, verbosity)]
     if cfg.offline.baseline and speculative:
-        runs.append(run_engine(without_draft(cfg), prompts, "no draft", console=console, verbosity=verbosity))
+        runs.append(run_engine(without_draft(cfg), prompts, "no draft", reporter, verbosity))
 
-    identical = None
-    render.offline_stats(console, runs[0].stats, runs[0].label)
-    if runs[0].categories:
-        render.by_category(console, category_stats(cfg, runs[0], runs[1] if len(runs) > 1 else None))
-    if len(runs) > 1:
-        render.offline_comparison(console, runs[0].stats, runs[1].stats, runs[0].label)
-        if cfg.generation.temperature == 0:
-            diff = first_difference(runs[0].token_ids, runs[1].token_ids)
-            identical = diff is None
-            render.greedy_check(console, diff, runs[0].token_ids, runs[1].token_ids)
+    outcome = Outcome(runs, category_stats(cfg, runs[0], runs[1] if len(runs) > 1 else None))
+    if len(runs) > 1 and cfg.generation.temperature == 0:
+        outcome.difference = first_difference(runs[0].token_ids, runs[1].token_ids)
+        outcome.identical = outcome.difference is None
+    reporter.finished(outcome)
     if json_path is None:
         return None
-    record = _run_record(composed, prompts, runs, identical)
+    record = _run_record(composed, prompts, runs, outcome.identical)
     json_path = Path(json_path)
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps(record, indent=2) + "\n")
-    console.print(f"run record: [bold]{escape(str(json_path))}[/bold]")
+    record.write(json_path)
+    reporter.recorded(json_path)
     return record

@@ -278,7 +278,7 @@ def test_offline_record_carries_the_commits(hf_home: Path, monkeypatch):
     composed = compose_config([f"target.model={ORG}/llama", "draft=none"])
     run = EngineRun("no draft", RunStats(4, None, None, 1.0), [[1, 2]], ["w4 w5"], 0.5)
     record = _run_record(composed, Prompts(["w4"], {"kind": "builtin"}), [run], None)
-    assert record["models"] == {"target": {"model": f"{ORG}/llama", "revision": None, "commit": MAIN}}
+    assert record.models == {"target": {"model": f"{ORG}/llama", "revision": None, "commit": MAIN}}
 
 
 def test_hub_cache_follows_huggingface_hub_rules():

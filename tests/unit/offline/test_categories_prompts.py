@@ -90,8 +90,9 @@ def test_prompts_without_categories_are_one_group() -> None:
 
 def test_category_stats_and_record_of_an_engine_run() -> None:
     from llama4spec.config.compose import compose_config
-    from llama4spec.offline.run import CategoryRun, EngineRun, _categories_record, category_stats
+    from llama4spec.offline.run import EngineRun, category_stats
     from llama4spec.results.acceptance import AcceptanceCounters, RunStats
+    from llama4spec.results.offline import CategoryRun, Stats
 
     cfg = compose_config(["draft=tiny_eagle_imperfect", "offline.by_category=true", "lookahead=2"]).cfg
 
@@ -107,7 +108,8 @@ def test_category_stats_and_record_of_an_engine_run() -> None:
     assert [(s.category, s.prompts, s.acceptance_length, s.rates, s.speedup) for s in stats] == [
         ("a", 2, 2.2, (0.7, 0.5), 2.0), ("b", 2, 1.4, (0.3, 0.1), 1.0)]
     assert all(s.draft == "tiny_eagle_imperfect" and s.lookahead == 2 and s.concurrency is None for s in stats)
-    record = _categories_record(spec)
+    record = Stats(spec.stats, spec.categories).to_dict()["by_category"]
     assert record["a"]["accepted_per_pos"] == [7, 5] and record["a"]["num_prompts"] == 2
     assert record["a"]["total_num_output_tokens"] == 100 and record["a"]["generate_s"] == 0.5
-    assert _categories_record(base)["b"] == {"num_prompts": 2, "total_num_output_tokens": 100, "generate_s": 1.0}
+    assert Stats(base.stats, base.categories).to_dict()["by_category"]["b"] == {
+        "num_prompts": 2, "total_num_output_tokens": 100, "generate_s": 1.0}

@@ -1,0 +1,118 @@
+"""The offline record: one typed object for one ``llama4spec offline`` run (or runbook ``offline``
+step), written as ``--json PATH`` or the step's ``record.json``.
+
+A run is one engine's pass over the prompts; with ``offline.baseline=true`` the same prompts go
+through a second engine without a draft, whose figures the record holds under ``baseline``, with
+the speedup and, for greedy sampling, whether both gave the same tokens.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llama4spec.results.acceptance import RunStats
+
+KIND = "offline"
+
+
+@dataclass
+class CategoryRun:
+    """One category's batch (``offline.by_category``): its counters are the deltas around it."""
+
+    category: str
+    prompts: int
+    stats: RunStats
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its entry of ``stats.by_category``: the acceptance record (``AcceptanceCounters.to_record``'s
+        shape, nothing without a draft), then its prompts, output tokens and generation time."""
+        acceptance = self.stats.counters.to_record(self.stats.k) if self.stats.counters else {}
+        return {**acceptance, "num_prompts": self.prompts,
+                "total_num_output_tokens": self.stats.total_num_output_tokens, "generate_s": self.stats.wall_time_s}
+
+
+@dataclass
+class Timings:
+    engine_start_s: float
+    generate_s: float | None  # the prompts' generation (all categories), warm-up excluded
+
+
+@dataclass
+class Stats:
+    """A pass's ``stats``: its output tokens and acceptance, then each category's (``by_category``)."""
+
+    total: RunStats
+    by_category: list[CategoryRun] = field(default_factory=list)  # offline.by_category only
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.total.to_record()
+        if self.by_category:
+            data["by_category"] = {c.category: c.to_dict() for c in self.by_category}
+        return data
+
+
+@dataclass
+class Output:
+    token_ids: list[int]
+    text: str
+
+
+@dataclass
+class PassRecord:
+    """One engine's pass as the record holds it: the record's own (its top-level keys) and, with
+    ``offline.baseline=true``, the same prompts without a draft (its ``baseline``)."""
+
+    timings: Timings
+    output_tokens_per_s: float | None
+    stats: Stats
+    outputs: list[Output]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "timings": {"engine_start_s": self.timings.engine_start_s, "generate_s": self.timings.generate_s},
+            "output_tokens_per_s": self.output_tokens_per_s,
+            "stats": self.stats.to_dict(),
+            "outputs": [{"token_ids": o.token_ids, "text": o.text} for o in self.outputs],
+        }
+
+
+@dataclass
+class OfflineRecord:
+    """What one offline run produced: provenance, the run's figures and outputs, and its baseline's."""
+
+    created: str  # local time, ``%Y-%m-%dT%H:%M:%S%z``
+    versions: dict[str, Any]  # provenance.versions()
+    models: dict[str, Any]  # each model's commit in the local hub cache (provenance.model_revisions)
+    overrides: list[str]
+    choices: dict[str, Any]
+    config: dict[str, Any]  # the composed config, redacted (provenance.public_config)
+    prompts: dict[str, Any]  # where the prompts came from (Prompts.source)
+    timings: Timings
+    output_tokens_per_s: float | None
+    stats: Stats
+    outputs: list[Output]
+    baseline: PassRecord | None = None  # offline.baseline=true with a draft
+    speedup: float | None = None  # with a baseline: output tokens/s over the baseline's
+    outputs_identical: bool | None = None  # with a baseline: greedy outputs the same (None: not greedy)
+
+    def figures(self) -> dict[str, Any]:
+        """The figures a run summary shows."""
+        return {"output_tokens_per_s": self.output_tokens_per_s, "speedup": self.speedup}
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "kind": KIND, "created": self.created, "versions": self.versions, "models": self.models,
+            "overrides": self.overrides, "choices": self.choices, "config": self.config, "prompts": self.prompts,
+            **PassRecord(self.timings, self.output_tokens_per_s, self.stats, self.outputs).to_dict(),
+        }
+        if self.baseline is not None:
+            data.update(baseline=self.baseline.to_dict(), speedup=self.speedup,
+                        outputs_identical=self.outputs_identical)
+        return data
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")

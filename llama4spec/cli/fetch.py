@@ -18,16 +18,16 @@ def _fetch(args: argparse.Namespace) -> int:
     from llama4spec.models.fetch import fetch_plan, plan_lines
     from llama4spec.runbook import execute
     from llama4spec.runbook.plan import one_step_plan
-    from llama4spec.runbook.schema import Step
+    from llama4spec.runbook.steps import make as make_step
 
-    step = Step(id="fetch", kind="fetch")  # the overrides come once, as the command line's
+    step = make_step("fetch", "fetch")  # the overrides come once, as the command line's
     plan = one_step_plan(step, RUNS_DIR / "fetch", list(args.overrides))
     if args.dry_run:
         cfg = plan.steps[0].composed.cfg
         for line in plan_lines(cfg, fetch_plan(cfg)):
             say(line)
         return 0
-    return execute.run(plan, out)
+    return execute.run_command(plan, out)
 
 
 COMMANDS = [Command(

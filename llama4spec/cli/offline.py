@@ -23,17 +23,11 @@ def _validate(args: argparse.Namespace) -> None:
 def _run(args: argparse.Namespace) -> int:
     from llama4spec.runbook import execute
     from llama4spec.runbook.plan import one_step_plan
-    from llama4spec.runbook.schema import Step
+    from llama4spec.runbook.steps import make as make_step
 
-    step = Step(id="offline", kind="offline")  # the overrides come once, as the command line's
+    step = make_step("offline", "offline", record=args.json)  # the overrides come once, as the command line's
     plan = one_step_plan(step, RUNS_DIR / "offline", list(args.overrides))
-    p = plan.steps[0]
-    if args.json is None:
-        p.artifacts.pop("record")
-    else:
-        p.artifacts["record"] = args.json
-        p.argv = [*p.argv[:-1], str(args.json)]
-    return execute.run(plan, out, gate=gate(args.force))
+    return execute.run_command(plan, out, gate=gate(args.force))
 
 
 COMMAND = Command(

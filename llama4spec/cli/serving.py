@@ -30,20 +30,16 @@ def _serve(args: argparse.Namespace) -> int:
     from llama4spec.runbook import execute
     from llama4spec.runbook.plan import one_step_plan
     from llama4spec.runbook.rundir import new_run_dir
-    from llama4spec.runbook.schema import Step
+    from llama4spec.runbook.steps import make as make_step
 
-    step = Step(id="serve", kind="serve")  # the overrides come once, as the command line's
+    step = make_step("serve", "serve", log=args.log)  # the overrides come once, as the command line's
     run_dir = new_run_dir(RUNS_DIR, "serve")
-    plan = one_step_plan(step, run_dir, list(args.overrides), hold=True)
+    plan = one_step_plan(step, run_dir, list(args.overrides))
     p = plan.steps[0]
     secrets = plan_secrets(plan)  # every printed line is redacted (engine.secrets)
     if p.nodes:  # the leader here, headless followers through the cluster's launcher
         for line in dry_run_lines(p.composed.cfg, p.nodes):
             say(redact(line, secrets))
-        if args.log is not None:
-            for key in list(p.artifacts):
-                if key.startswith("log"):
-                    p.artifacts[key] = args.log.with_suffix("") / p.artifacts[key].name
     else:
         say(shell_line(redact(p.argv, secrets)))
         if p.exec_argv != p.argv:
@@ -51,11 +47,9 @@ def _serve(args: argparse.Namespace) -> int:
                       soft_wrap=True, style="dim")
         if p.env:
             say(redact("env: " + " ".join(f"{k}={v}" for k, v in redact_env(p.env, secrets).items()), secrets))
-        if args.log is not None:
-            p.artifacts["log"] = args.log
     if args.dry_run:
         return 0
-    return execute.run(plan, out, gate=gate(args.force))
+    return execute.run_command(plan, out, gate=gate(args.force), hold=True)
 
 
 def _bench_arguments(p: argparse.ArgumentParser) -> None:
@@ -92,7 +86,7 @@ def _bench(args: argparse.Namespace) -> int:
     from llama4spec.runbook import execute
     from llama4spec.runbook.plan import one_step_plan
     from llama4spec.runbook.rundir import new_run_dir
-    from llama4spec.runbook.schema import Step
+    from llama4spec.runbook.steps import make as make_step
 
     overrides = list(args.overrides)
     label = args.label
@@ -101,11 +95,11 @@ def _bench(args: argparse.Namespace) -> int:
 
         cfg = compose_valid(overrides).cfg
         label = cfg.draft.name if cfg.draft.method else "baseline"
-    step = Step(id="bench", kind="bench", url=args.url, label=label, repeats=args.repeats, warmup=args.warmup)
+    step = make_step("bench", "bench", url=args.url, label=label, repeats=args.repeats, warmup=args.warmup)
     out_dir = args.out or new_run_dir(RUNS_DIR, "bench")
     plan = one_step_plan(step, out_dir, overrides)
     note(f"benchmarking {args.url}; results in {out_dir}")
-    return execute.run(plan, out)
+    return execute.run_command(plan, out)
 
 
 COMMANDS = [

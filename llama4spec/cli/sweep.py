@@ -6,7 +6,6 @@ exactly like ``llama4spec run`` plans a runbook file; the run directory is runs/
 from __future__ import annotations
 
 import argparse
-import itertools
 import shlex
 from pathlib import Path
 from typing import Any
@@ -21,53 +20,6 @@ STEP_ID = "sweep"
 SOURCE = Path("<sweep>")  # what messages name as the runbook
 
 
-def split_overrides(overrides: list[str]) -> tuple[dict[str, list[str]], list[str]]:
-    """(matrix, shared overrides): each override with a Hydra sweep becomes an axis (its values as
-    Hydra expands them), the others apply to every point. Every problem at once, one line each."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    from llama4spec.runbook.schema import MAX_POINTS
-
-    parser = OverridesParser.create()
-    matrix: dict[str, list[str]] = {}
-    shared: list[str] = []
-    problems: list[str] = []
-    for text in overrides:
-        try:
-            parsed = parser.parse_overrides([text])[0]
-        except Exception as err:  # Hydra's OverrideParseException and friends: one line
-            detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            problems.append(f"cannot parse override '{text}': {detail}")
-            continue
-        if not parsed.is_sweep_override():
-            shared.append(text)
-            continue
-        key = parsed.key_or_group
-        if parsed.is_add() or parsed.is_delete() or parsed.is_force_add() or parsed.package:
-            problems.append(f"'{text}': a sweep axis is a plain key or group (e.g. lookahead=1,3); "
-                            f"drop the prefix or the @package")
-            continue
-        try:
-            values = list(itertools.islice(parsed.sweep_string_iterator(), MAX_POINTS + 1))
-        except Exception as err:
-            problems.append(f"'{text}': cannot expand this sweep ({str(err).strip().splitlines()[0]}); "
-                            f"use a list (1,3,5), range(1,8) or choice(a,b)")
-            continue
-        if len(values) > MAX_POINTS:
-            problems.append(f"'{text}': more than {MAX_POINTS:,} values; a sweep has at most {MAX_POINTS:,} points")
-            continue
-        if key in matrix:
-            problems.append(f"'{text}': {key} is swept twice; give its values once")
-            continue
-        matrix[key] = values
-    if not matrix and not problems:
-        problems.append("no sweep among the overrides; give at least one axis as a Hydra sweep, "
-                        "e.g. lookahead=1,3 bench.max_concurrency=1,4 draft=none,tiny_eagle")
-    if problems:
-        raise UserError(*problems)
-    return matrix, shared
-
-
 def runbook_yaml(matrix: dict[str, list[Any]], shared: list[str], argv: list[str], repeats: int = 3,
                  warmup: int = 0) -> str:
     """The generated runbook as YAML: the run directory's runbook.yaml (``llama4spec run`` reruns it)."""
@@ -80,13 +32,15 @@ def runbook_yaml(matrix: dict[str, list[Any]], shared: list[str], argv: list[str
 
 def sweep_runbook(overrides: list[str]):
     """The one-step sweep runbook the command line stands for; UserError listing every problem."""
-    from llama4spec.runbook.schema import Runbook, Step, check_matrix
+    from llama4spec.runbook.matrix import check_matrix, command_line_matrix
+    from llama4spec.runbook.spec import Runbook
+    from llama4spec.runbook.steps import make as make_step
 
-    matrix, shared = split_overrides(overrides)
+    matrix, shared = command_line_matrix(overrides)
     checked, problems = check_matrix(matrix, f"{SOURCE}: step '{STEP_ID}'")
     if problems:
         raise UserError(*problems)
-    step = Step(id=STEP_ID, kind="sweep", matrix=checked, description=f"sweep over {', '.join(checked)}")
+    step = make_step("sweep", STEP_ID, matrix=checked, description=f"sweep over {', '.join(checked)}")
     return Runbook(name=NAME, path=SOURCE, description=f"llama4spec sweep {shlex.join(overrides)}",
                    overrides=shared, steps=[step])
 
@@ -104,9 +58,9 @@ def _run(args: argparse.Namespace) -> int:
 
     opts = RunOptions.from_cli_args(args)
     runbook = with_measurement(sweep_runbook(list(opts.overrides)), opts.repeats, opts.warmup)
-    plan = make_plan(runbook, run_dir_for(opts, NAME))
-    step = runbook.steps[0]
-    plan.source = runbook_yaml(step.matrix or {}, runbook.overrides, list(opts.overrides), step.repeats, step.warmup)
+    keys = runbook.steps[0].keys
+    source = runbook_yaml(keys.matrix or {}, runbook.overrides, list(opts.overrides), keys.repeats, keys.warmup)
+    plan = make_plan(runbook, run_dir_for(opts, NAME), source=source)
     return dry_run_or_execute(plan, opts)
 
 

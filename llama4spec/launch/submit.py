@@ -71,7 +71,7 @@ def measure(opts: RunOptions) -> dict[str, Any]:
 
 def submits(plan) -> bool:
     """The runbook asks for Slurm: a server's cluster preset has slurm.submit."""
-    return any(p.kind == "serve" and p.composed is not None and p.composed.cfg.cluster.slurm.submit
+    return any(p.step.traits.serves and p.composed is not None and p.composed.cfg.cluster.slurm.submit
                for p in plan.steps)
 
 
@@ -167,7 +167,7 @@ def preflight_here(plan, here: Here) -> None:
     refused: list[str] = []
     check = here.check
     for p in plan.steps:
-        if p.kind in ("serve", "offline") and p.composed is not None:
+        if p.step.traits.starts_engine and p.composed is not None:
             try:
                 check(p.composed, p.id)
             except UserError as err:
@@ -182,17 +182,15 @@ def preflight_here(plan, here: Here) -> None:
 
 
 def write_records(plan, status: dict[str, Any]) -> None:
-    from llama4spec.engine.secrets import redact, redact_yaml
-    from llama4spec.results.provenance import plan_secrets, write_json
+    """The submitting side's records: runbook.yaml, plan.json (the whole plan) and status.json (with
+    the jobs), through the run's one recorder."""
+    from llama4spec.results.provenance import plan_secrets
+    from llama4spec.runbook.recorder import Recorder
     from llama4spec.runbook.rundir import STATUS
 
-    secrets = plan_secrets(plan)
-    run_dir = plan.run_dir
-    run_dir.mkdir(parents=True, exist_ok=True)
-    source = plan.source if plan.source is not None else plan.runbook.path.read_text()
-    (run_dir / "runbook.yaml").write_text(redact_yaml(source, secrets))
-    write_json(run_dir / "plan.json", plan.to_record(secrets))
-    write_json(run_dir / STATUS, redact(status, secrets))
+    records = Recorder(plan.run_dir, plan_secrets(plan))
+    records.start(plan, plan.source_text())
+    records.json(STATUS, status)
 
 
 def run_local_steps(opts: RunOptions, plan, here: Here) -> int:
@@ -250,8 +248,7 @@ def submit(opts: RunOptions, plan, here: Here) -> int:
     for job in kept:
         job.state = J.DONE
     write_records(plan, status)
-    if plan.record:
-        render.say(here.console, f"run record: {run_dir}")
+    render.say(here.console, f"run record: {run_dir}")
     if finished:
         render.say(here.console, f"already measured in this run directory: {', '.join(sorted(finished))}")
     runbook = (run_dir / "runbook.yaml") if plan.source is not None else plan.runbook.path
@@ -460,9 +457,10 @@ def where_ran(run_dir: Path, jobs, types: dict[str, list[str]]) -> None:
     if len(types) > 1:
         lines += ["", "The groups ran on different node types: " +
                   "; ".join(f"{kind}: {', '.join(names)}" for kind, names in types.items()) + "."]
+    from llama4spec.runbook.recorder import write_atomic
+
     path = run_dir / "summary.md"
-    with open(path, "a") as f:
-        f.write("\n".join(lines) + "\n")
+    write_atomic(path, (path.read_text() if path.is_file() else "") + "\n".join(lines) + "\n")
 
 
 def merge(run_dir: Path, console: Console) -> int:

@@ -22,24 +22,22 @@ from rich.console import Console
 from rich.markup import escape
 
 from llama4spec.config.compose import Composed
-from llama4spec.engine.secrets import redact, redact_yaml
+from llama4spec.engine.secrets import redact
 from llama4spec.errors import UserError
 from llama4spec.results.bench import BenchRecord
-from llama4spec.results.provenance import (environment_record, host, model_revisions, plan_secrets, public_config, versions,
-                                           write_json)
-from llama4spec.runbook import steps as step_kinds
+from llama4spec.results.provenance import environment_record, host, model_revisions, plan_secrets, public_config, versions
 from llama4spec.runbook.failures import blocked_by
 from llama4spec.runbook.plan import Plan, PlannedStep
+from llama4spec.runbook.output import CommandOutput, RunOutput
 from llama4spec.runbook.progress import Progress
-from llama4spec.runbook.rundir import STATUS, not_run, summary_markdown
+from llama4spec.runbook.recorder import NoRecords, Recorder
+from llama4spec.runbook.rundir import not_run
 from llama4spec.runbook.steps.failed import StepFailed
 from llama4spec.serving.bench_runner import BenchRunner
 from llama4spec.serving.process import is_healthy, log_tail, port_in_use, sigterm_unwinds
 from llama4spec.serving.server import ServerHandle
 
 Gate = Callable[[Composed, str], None]
-ENGINE_KINDS = ("serve", "offline")
-MODEL_KINDS = ("serve", "offline", "fetch")  # steps whose models host.json names, with their cached commits
 
 
 class Run:
@@ -47,7 +45,7 @@ class Run:
 
     def __init__(self, plan: Plan, console: Console, environ: Mapping[str, str] | None = None,
                  finished: Mapping[str, BenchRecord | None] | None = None, progress: Progress | None = None,
-                 stop_on_error: bool = False):
+                 stop_on_error: bool = False, records: Recorder | None = None, output: RunOutput | None = None):
         self.plan, self.console, self.stop_on_error = plan, console, stop_on_error
         self.finished = dict(finished or {})  # resuming: step id -> its record (benches) or None
         self.environ = dict(os.environ if environ is None else environ)
@@ -74,6 +72,8 @@ class Run:
             self.summary["resumed"] = True
         # every value to hide in what this run writes or prints (engine.secrets.redact)
         self.known_secrets = plan_secrets(plan, self.environ)
+        self.records = Recorder(self.dir, self.known_secrets) if records is None else records  # where records go
+        self.output = RunOutput() if output is None else output  # what the run says about itself
         # what is shown while steps run (-q: nothing, -v: the logs too); every line through self.redact
         self.progress = (progress or Progress(console)).attach(plan, self.redact, skip=list(self.finished))
 
@@ -99,13 +99,10 @@ class Run:
         return environment_record(self.environ, sets, secret_names, self.known_secrets)
 
     def write_start(self) -> None:
-        if not self.plan.record:
+        if not self.records.keeps:
             return
-        self.dir.mkdir(parents=True, exist_ok=True)
-        source = self.plan.source if self.plan.source is not None else self.plan.runbook.path.read_text()
-        (self.dir / "runbook.yaml").write_text(redact_yaml(source, self.known_secrets))
-        write_json(self.dir / "plan.json", self.plan.to_record(self.known_secrets))
-        write_json(self.dir / "environment.json", self.environment_record())
+        self.records.start(self.plan, self.plan.source_text())
+        self.records.json("environment.json", self.environment_record())
         self.host_record = {"versions": versions(), "host": host()}
         self.write_host()
         self.write_summary()
@@ -114,28 +111,21 @@ class Run:
         """host.json's "models": per step that loads or fetches models, each model's repository, the
         revision asked for and the commit of its snapshot in the step's hub cache (no network)."""
         return {p.id: model_revisions(p.composed.cfg, {**self.environ, **p.env}) for p in self.plan.steps
-                if p.kind in MODEL_KINDS and p.composed is not None}
+                if p.step.traits.loads_models and p.composed is not None}
 
     def write_host(self) -> None:
         """host.json: versions, host, and the models' resolved commits (rewritten after every step that
         may have downloaded them)."""
-        if self.plan.record:
-            write_json(self.dir / "host.json", self.redact({**self.host_record, "models": self.models()}))
+        if self.records.keeps:
+            self.records.json("host.json", {**self.host_record, "models": self.models()})
 
     def write_config(self, p: PlannedStep) -> None:
-        if self.plan.record and p.composed is not None and "config_file" in p.artifacts:
-            p.artifacts["config_file"].parent.mkdir(parents=True, exist_ok=True)
+        if self.records.keeps and p.composed is not None and "config_file" in p.artifacts:
             config = public_config(p.composed.raw, self.known_secrets, self.environ)
-            p.artifacts["config_file"].write_text(OmegaConf.to_yaml(config))
+            self.records.config(p.artifacts["config_file"], OmegaConf.to_yaml(config))
 
     def write_summary(self) -> None:
-        if not self.plan.record:
-            return
-        write_json(self.dir / STATUS, self.redact(self.summary))
-        (self.dir / "summary.md").write_text(self.redact(self.markdown()))
-
-    def markdown(self) -> str:
-        return summary_markdown(self.summary, self.plan.runbook.description)
+        self.records.status(self.summary, self.plan.runbook.description)
 
     def not_run(self) -> dict[str, str]:
         """Step id -> why it has no result ("failed: ...", "skipped: ..."), for reports."""
@@ -144,11 +134,31 @@ class Run:
     def entry(self, step_id: str) -> dict[str, Any]:
         return self.entries[step_id]
 
+    # -- what steps use of the run (steps.kind.StepRun) ---------------------------------------
+    def server(self, step_id: str | None) -> ServerHandle | None:
+        """The running server of serve step ``step_id`` (None when it started in an earlier run)."""
+        return self.servers.get(step_id) if step_id is not None else None
+
+    def keep_server(self, step_id: str, server: ServerHandle) -> None:
+        """A server that started: stopped at the end of the run at the latest."""
+        self.stack.callback(server.stop)
+        self.servers[step_id] = server
+
+    def keep_result(self, step_id: str, record: BenchRecord) -> None:
+        self.results[step_id] = record
+
+    def keep_comparison(self, step_id: str, text: str) -> None:
+        self.comparisons[step_id] = text
+
+    def partial(self, step_id: str, result: dict[str, Any]) -> None:
+        """What a step that is about to fail did get done (its status keeps it)."""
+        self.entries[step_id]["result"] = result
+
     # -- the run -----------------------------------------------------------------------------
     def _step(self, n: int, p: PlannedStep) -> bool:
         """Run one step; False when it failed."""
         total, entry = len(self.plan.steps), self.entry(p.id)
-        if self.plan.record or total > 1:
+        if self.output.numbered(total):
             self.progress.step(n, total, p)
         if p.id in self.finished:  # resuming: measured earlier by the same command
             record = self.finished[p.id]
@@ -162,11 +172,10 @@ class Run:
         self.write_config(p)
         self.write_summary()  # even a SIGKILL leaves a record of which step was running
         try:
-            entry["result"] = step_kinds.module(p.kind).execute(self, p)
+            entry["result"] = p.step.kind_of.execute(self, p)
         except UserError as err:  # bad input found while running (a prompts file, say): the step failed
             entry.update(status="failed", error="; ".join(err.problems), seconds=time.monotonic() - started)
-            if p.flat:
-                raise  # a one-step command: its own error, exit 2
+            self.output.input_error(err)
             self.record_failure(p)
             return False
         except StepFailed as err:
@@ -178,9 +187,9 @@ class Run:
             self.record_failure(p)
             return False
         entry.update(status="done", seconds=time.monotonic() - started)
-        if p.kind in MODEL_KINDS:
+        if p.step.traits.loads_models:
             self.write_host()
-        self.progress.step_done(p, entry["seconds"], show=bool(self.plan.record or total > 1))
+        self.progress.step_done(p, entry["seconds"], show=self.output.numbered(total))
         self.write_summary()
         return True
 
@@ -190,7 +199,7 @@ class Run:
         self.console.print(f"[bold red]error:[/bold red] step '{escape(p.id)}' failed: "
                            f"{escape(self.redact(self.entry(p.id)['error']))}", highlight=False, soft_wrap=True)
         self.progress.dropped(p)
-        server = self.servers.get(p.step.server) if p.kind == "bench" and p.step.server else None
+        server = self.server(p.step.server) if p.step.traits.benchmarks else None
         if server is not None and not server_survived(server, p.url):
             self.entry(p.step.server)["exited"] = True
             server.stop()
@@ -201,15 +210,11 @@ class Run:
         if p.id in self.finished:
             return None
         why = blocked_by(p, self.entries, self.kinds)
-        if why is None and p.kind == "compare":
-            from llama4spec.runbook.steps.compare import missing_input
-
-            why = missing_input(p)
-        return why
+        return why if why is not None else p.step.kind_of.missing_input(p)
 
     def skip(self, n: int, p: PlannedStep, reason: str) -> None:
         self.entry(p.id).update(status="skipped", reason=reason)
-        if self.plan.record or len(self.plan.steps) > 1:
+        if self.output.numbered(len(self.plan.steps)):
             self.progress.step(n, len(self.plan.steps), p)
         self.progress.note(f"      skipped: {reason}")
         self.progress.dropped(p)
@@ -235,14 +240,14 @@ class Run:
         from llama4spec.serving.bench import bench_env
 
         for p in self.plan.steps:
-            if p.kind == "bench" and p.id not in self.finished and p.composed is not None:
+            if p.step.traits.benchmarks and p.id not in self.finished and p.composed is not None:
                 self.benches.prestart(bench_env(p.composed.cfg, self.environ))
                 return
 
-    def execute(self) -> int:
+    def execute(self, then: Callable[["Run"], int] | None = None) -> int:
+        """Every step, then ``then`` (the serve command's ``hold``) when none failed; the exit code."""
         self.write_start()
-        if self.plan.record:
-            self.console.print(f"run record: [bold]{escape(self.redact(str(self.dir)))}[/bold]")
+        self.output.opened(self)
         failed: str | None = None  # the first step that failed
         try:
             with sigterm_unwinds(), self.stack:
@@ -256,7 +261,7 @@ class Run:
                         self.skip(n, p, why)
                     elif not self._step(n, p):
                         failed = failed or p.id
-                if self.plan.hold and not failed and self.hold() != 0:
+                if then is not None and not failed and then(self) != 0:
                     failed = self.plan.steps[-1].id
                 self.summary["status"] = "stopping servers"
         except UserError:
@@ -278,8 +283,7 @@ class Run:
                 self.summary["status"] = "failed" if failed else "done"
             self.summary["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
             self.write_summary()
-            if self.plan.record:
-                self.console.print(f"summary: [bold]{escape(self.redact(str(self.dir / 'summary.md')))}[/bold]")
+            self.output.closed(self)
         return 1 if failed else 0
 
 
@@ -306,7 +310,7 @@ def ports_free(plan: Plan, skip: Mapping[str, Any] = {}) -> None:
     """Every serve step's port must be free before anything starts."""
     taken = []
     for p in plan.steps:
-        if p.kind == "serve" and p.composed and p.id not in skip:
+        if p.step.traits.serves and p.composed and p.id not in skip:
             s = p.composed.cfg.serve
             if port_in_use(s.host, s.port):
                 taken.append(_tag(plan, p, f"port {s.port} on {s.host} is already in use; stop what listens "
@@ -320,7 +324,7 @@ def preflight(plan: Plan, gate: Gate | None, skip: Mapping[str, Any]) -> None:
     hosts, the tiny models."""
     refused: list[str] = []
     for p in plan.steps:
-        if p.id in skip or gate is None or p.composed is None or p.kind not in ENGINE_KINDS:
+        if p.id in skip or gate is None or p.composed is None or not p.step.traits.starts_engine:
             continue
         try:
             gate(p.composed, p.id)
@@ -330,9 +334,10 @@ def preflight(plan: Plan, gate: Gate | None, skip: Mapping[str, Any]) -> None:
         raise UserError(*refused)
     ports_free(plan, skip)
 
-    for p in plan.steps:  # a bench against a server that runs already: it must answer now
-        if p.kind == "bench" and p.step.url and p.id not in skip and p.url and not is_healthy(p.url):
-            raise UserError(f"no server answers at {p.url}/health; start one with `llama4spec serve` or fix --url")
+    for p in plan.steps:  # what must hold before anything starts (a bench's running server answers)
+        why = None if p.id in skip else p.step.kind_of.ready_problem(p)
+        if why:
+            raise UserError(why)
     if any(p.nodes for p in plan.steps):  # hosts reachable, master ports free: before anything starts
         from llama4spec.multinode.checks import host_problems
 
@@ -362,3 +367,10 @@ def run(plan: Plan, console: Console, gate: Gate | None = None, environ: Mapping
         finished = finished_steps(plan)
     preflight(plan, gate, finished or {})
     return Run(plan, console, environ, finished, progress, stop_on_error).execute()
+
+
+def run_command(plan: Plan, console: Console, gate: Gate | None = None, hold: bool = False) -> int:
+    """A one-step command's plan (``serve``, ``bench``, ``offline``, ``fetch``): checked, then run with
+    no run-directory records, its results printed; ``hold``: keep serving until Ctrl-C."""
+    preflight(plan, gate, {})
+    return Run(plan, console, records=NoRecords(), output=CommandOutput()).execute(then=Run.hold if hold else None)

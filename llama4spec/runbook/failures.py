@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 FAILED, SKIPPED = "failed", "skipped"
-REPORTS = ("sweep", "compare")  # run on whatever was measured
 
 
 def _why(dep: str, kinds: Mapping[str, str], entry: Mapping[str, Any], role: str | None = None) -> str | None:
@@ -40,20 +39,19 @@ def blocked_by(p: Any, statuses: Mapping[str, Mapping[str, Any]], kinds: Mapping
     """
     step = p.step
     server = step.server if step.server in kinds else None
-    if server is not None and p.kind in ("bench", "stop"):
+    if server is not None:
         entry = statuses.get(server, {})
         why = _why(server, kinds, entry)
         if why:
             return why
         if entry.get("exited"):
             return f"server '{server}' exited"
-    if p.kind == "compare":
-        for role, ref in (("baseline", step.baseline), ("candidate", step.candidate)):
-            if ref in kinds:
-                why = _why(ref, kinds, statuses.get(ref, {}), role)
-                if why:
-                    return why
-    if p.kind in REPORTS:
+    for r in step.references():
+        if r.file_ok and r.ref in kinds:  # a compared result measured in this run
+            why = _why(r.ref, kinds, statuses.get(r.ref, {}), r.role)
+            if why:
+                return why
+    if step.traits.merges:  # reports run on whatever was measured
         return None
     for dep in p.needs:
         if dep == server or kinds.get(dep) == "stop":

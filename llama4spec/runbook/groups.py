@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llama4spec.errors import UserError
-from llama4spec.runbook.schema import Runbook
+from llama4spec.runbook.spec import Runbook
 
 GROUPS_DIR = "groups"
-MERGE_KINDS = ("compare", "sweep")
 SHARD = re.compile(r"^(\d+)/(\d+)$")
 
 
@@ -62,26 +61,27 @@ def plan_groups(plan) -> list[Group]:
     owner: dict[str, str] = {}  # bench step id -> its group
     groups: dict[str, Group] = {}
     for p in plan.steps:
-        if p.kind == "serve":
+        if p.step.traits.serves:
             groups[p.id] = Group(p.id, [p.id], shape_of(p.composed.cfg))
-        elif p.kind in ("bench", "stop") and p.step.server in groups:
+        elif p.step.server in groups:
             groups[p.step.server].steps.append(p.id)
             owner[p.id] = p.step.server
     for p in plan.steps:
-        if p.kind == "serve" and p.step.derive_from:
-            groups[p.id].after = list(dict.fromkeys(owner[b] for b in p.step.derive_from if b in owner))
+        after = getattr(p.step.keys, "derive_from", None)  # a serve step whose schedule its points derive
+        if p.id in groups and after:
+            groups[p.id].after = list(dict.fromkeys(owner[b] for b in after if b in owner))
     return list(groups.values())
 
 
 def local_steps(plan) -> list[str]:
     """Steps the submitting side runs before any group: fetch, offline, benches against a url."""
     grouped = {s for g in plan_groups(plan) for s in g.steps}
-    return [p.id for p in plan.steps if p.id not in grouped and p.kind not in MERGE_KINDS]
+    return [p.id for p in plan.steps if p.id not in grouped and not p.step.traits.merges]
 
 
 def merge_steps(plan) -> list[str]:
     """Steps that read the groups' results: compare and sweep reports (run when results merge)."""
-    return [p.id for p in plan.steps if p.kind in MERGE_KINDS]
+    return [p.id for p in plan.steps if p.step.traits.merges]
 
 
 def find(groups: list[Group], name: str) -> Group:
@@ -139,8 +139,8 @@ def group_runbook(runbook: Runbook, groups: list[Group], name: str, port: int | 
         if s.id not in keep:
             continue
         change = {"needs": [n for n in s.needs if n in keep]}
-        if s.kind == "serve" and port_of.get(s.id) is not None:
-            change["overrides"] = [*s.overrides, f"serve.port={port_of[s.id]}"]
+        if s.traits.serves and port_of.get(s.id) is not None:
+            change["keys"] = dataclasses.replace(s.keys, overrides=[*s.keys.overrides, f"serve.port={port_of[s.id]}"])
         steps.append(dataclasses.replace(s, **change))
     return dataclasses.replace(runbook, steps=steps)
 

@@ -10,18 +10,197 @@ then stopped before the next one starts (they share a port and the machine).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import itertools
+import math
 import re
+from typing import Any, Callable
 
-from llama4spec.config.compose import compose_config
+from llama4spec.config.compose import MAX_OVERRIDE_CHARS, compose_config, group_options
+from llama4spec.config.schema import Config
 from llama4spec.engine.args import engine_env, serve_argv
 from llama4spec.errors import UserError
-from llama4spec.runbook.schema import Runbook, Step, matrix_points, points_problem
+from llama4spec.runbook.fields import plain, shown, text_problem
+from llama4spec.runbook.spec import Runbook, Step
+
+Make = Callable[..., Step]  # steps.make: a step of a kind with its keys
 
 CLIENT_GROUP = "bench"
 SHORT = {"lookahead": "k", "bench.max_concurrency": "c", "bench.num_prompts": "n"}
 MAX_GENERATED_ID = 120  # a generated step id names a directory: well below a file name's 255 bytes
+MAX_POINTS = 1_000  # benchmark points of all sweep steps together (each is a bench step, planned with Hydra)
+MAX_VALUE = 200  # a matrix value (it becomes part of generated step ids)
+
+
+# -- checking ---------------------------------------------------------------------------------------
+def parse_override(text: str) -> Any:
+    """One override as Hydra's own parser reads it (its exceptions propagate)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return OverridesParser.create().parse_overrides([text])[0]
+
+
+def sweep_values(override: Any) -> list[str]:
+    """A sweep override's values as Hydra expands them, at most MAX_POINTS + 1 of them (so a range
+    of a billion stops at once)."""
+    return list(itertools.islice(override.sweep_string_iterator(), MAX_POINTS + 1))
+
+
+GROUPS_WITHOUT_FIELD = ("experiment",)
+
+
+def command_line_matrix(overrides: list[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """A command line's overrides as (matrix, shared overrides) (``llama4spec sweep``): each override with a Hydra sweep becomes an axis (its values as
+    Hydra expands them), the others apply to every point. Every problem at once, one line each."""
+    matrix: dict[str, list[str]] = {}
+    shared: list[str] = []
+    problems: list[str] = []
+    for text in overrides:
+        try:
+            parsed = parse_override(text)
+        except Exception as err:  # Hydra's OverrideParseException and friends: one line
+            detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            problems.append(f"cannot parse override '{text}': {detail}")
+            continue
+        if not parsed.is_sweep_override():
+            shared.append(text)
+            continue
+        key = parsed.key_or_group
+        if parsed.is_add() or parsed.is_delete() or parsed.is_force_add() or parsed.package:
+            problems.append(f"'{text}': a sweep axis is a plain key or group (e.g. lookahead=1,3); "
+                            f"drop the prefix or the @package")
+            continue
+        try:
+            values = sweep_values(parsed)
+        except Exception as err:
+            problems.append(f"'{text}': cannot expand this sweep ({str(err).strip().splitlines()[0]}); "
+                            f"use a list (1,3,5), range(1,8) or choice(a,b)")
+            continue
+        if len(values) > MAX_POINTS:
+            problems.append(f"'{text}': more than {MAX_POINTS:,} values; a sweep has at most {MAX_POINTS:,} points")
+            continue
+        if key in matrix:
+            problems.append(f"'{text}': {key} is swept twice; give its values once")
+            continue
+        matrix[key] = values
+    if not matrix and not problems:
+        problems.append("no sweep among the overrides; give at least one axis as a Hydra sweep, "
+                        "e.g. lookahead=1,3 bench.max_concurrency=1,4 draft=none,tiny_eagle")
+    if problems:
+        raise UserError(*problems)
+    return matrix, shared
+
+
+def config_keys() -> tuple[set[str], set[str]]:
+    """(groups, settable keys): groups take an option name, keys a value."""
+    groups, keys = set(GROUPS_WITHOUT_FIELD), set()
+    for f in dataclasses.fields(Config):
+        sub = f.default_factory() if f.default_factory is not dataclasses.MISSING else None  # type: ignore[misc]
+        if dataclasses.is_dataclass(sub):
+            groups.add(f.name)
+            keys.update(f"{f.name}.{g.name}" for g in dataclasses.fields(sub))
+        else:
+            keys.add(f.name)
+    return groups, keys
+
+
+def value_text(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return "null" if v is None else str(v)
+
+
+def hydra_sweep(key: str, text: str) -> tuple[list[str], str | None]:
+    """A matrix value written as a string in Hydra's sweep syntax (``range(1,8)``, ``1,3,5``,
+    ``choice(none,tiny_eagle)``; a plain value is one value), expanded by Hydra's own override parser;
+    (values, None) or ([], why not) in one line."""
+    example = "write a list, or a Hydra sweep such as range(1,8), \"1,3,5\" or choice(none,tiny_eagle)"
+    why = text_problem(text, MAX_OVERRIDE_CHARS)
+    if why:
+        return [], f"{shown(text)} {why}"
+    try:
+        override = parse_override(f"{key}={text}")
+        if not override.is_sweep_override():
+            if isinstance(override.value(), (list, dict)):
+                return [], f"{shown(text)} is not a sweep; {example}"
+            return [override.get_value_element_as_str()], None
+        values = sweep_values(override)
+    except Exception as err:  # Hydra's OverrideParseException, HydraException (interval, glob): one line
+        detail = plain(str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__, 120)
+        return [], f"cannot expand {shown(text)} with Hydra's sweep syntax ({detail}); {example}"
+    if not values:
+        return [], f"{shown(text)} gives no value; {example}"
+    if len(values) > MAX_POINTS:
+        return [], f"{shown(text)} gives more than {MAX_POINTS:,} values; a runbook sweeps at most {MAX_POINTS:,} points"
+    return values, None
+
+
+def check_matrix(raw: Any, at: str) -> tuple[dict[str, list[str]], list[str]]:
+    """The matrix as {axis: [override values]} and every problem found in it. A value may be a list or
+    a string in Hydra's sweep syntax (``hydra_sweep``)."""
+    example = "e.g. matrix: {lookahead: [1, 3], bench.max_concurrency: \"1,4\", draft: \"choice(none,tiny_eagle)\"}"
+    if not isinstance(raw, dict) or not raw:
+        return {}, [f"{at}: a sweep step needs 'matrix', a mapping of config key to a list of values; {example}"]
+    groups, keys = config_keys()
+    problems: list[str] = []
+    matrix: dict[str, list[str]] = {}
+    for key, values in raw.items():
+        key = str(key)
+        if key not in groups and key not in keys:
+            close = difflib.get_close_matches(key[:100], sorted(groups | keys), n=1)
+            hint = f"did you mean '{close[0]}'?" if close else "use a config key such as lookahead or bench.max_concurrency"
+            problems.append(f"{at}: matrix key {shown(key)} is not a config key; {hint}")
+            continue
+        if isinstance(values, str):
+            values, why = hydra_sweep(key, values)
+            if why:
+                problems.append(f"{at}: matrix '{key}': {why}")
+                continue
+        if not isinstance(values, list) or not values or \
+                not all(isinstance(v, (str, int, float, bool)) for v in values):
+            problems.append(f"{at}: matrix '{key}' must be a non-empty list of values or a Hydra sweep, "
+                            f"e.g. {key}: [1, 3] or {key}: range(1,4)")
+            continue
+        shown_values = [value_text(v) for v in values]
+        bad = next(((v, why) for v in shown_values if (why := text_problem(v, MAX_VALUE))), None)
+        if bad:
+            problems.append(f"{at}: matrix '{key}': the value {shown(bad[0])} {bad[1]}")
+            continue
+        if len(set(shown_values)) != len(shown_values):
+            problems.append(f"{at}: matrix '{key}' lists a value twice; list each value once")
+            continue
+        if key in groups:
+            options = group_options(key)
+            unknown = [v for v in shown_values if v not in options and v != "null"]
+            if unknown:
+                problems.append(f"{at}: matrix '{key}': unknown option {shown(unknown[0])}; "
+                                f"valid options: {', '.join(options)}")
+                continue
+        matrix[key] = shown_values
+    return matrix, problems
+
+
+def matrix_points(matrix: dict[str, list[str]]) -> int:
+    """How many benchmark points a matrix stands for (one per combination)."""
+    return math.prod(len(v) for v in matrix.values())
+
+
+def points_problem(matrix: dict[str, list[str]], at: str, before: int = 0) -> str | None:
+    """The one-line refusal of a matrix with too many points (``before``: points of earlier sweeps)."""
+    count = matrix_points(matrix)
+    if count > MAX_POINTS:
+        sizes = " x ".join(str(len(v)) for v in matrix.values())
+        return (f"{at}: the matrix has {count:,} combinations ({sizes}); a runbook sweeps at most {MAX_POINTS:,} "
+                f"points; drop values or split it into several runbooks")
+    if before + count > MAX_POINTS:
+        return (f"{at}: the sweeps have {before + count:,} points together; a runbook sweeps at most "
+                f"{MAX_POINTS:,}; drop values or split them into several runbooks")
+    return None
+
+
+
+# -- expanding --------------------------------------------------------------------------------------
 
 
 def is_client_axis(key: str) -> bool:
@@ -66,7 +245,7 @@ def server_groups(runbook: Runbook, step: Step, matrix: dict[str, list[str]], cl
     axes = [a for a in matrix if not is_client_axis(a)]
     groups: dict[tuple, ServerGroup] = {}
     found: list[str] = []
-    shared = [*runbook.overrides, *step.overrides]
+    shared = [*runbook.overrides, *step.keys.overrides]
     checked_shared = False
     for combo in itertools.product(*(matrix[a] for a in axes)):
         overrides = [f"{a}={v}" for a, v in zip(axes, combo)]
@@ -89,13 +268,14 @@ def server_groups(runbook: Runbook, step: Step, matrix: dict[str, list[str]], cl
     return list(groups.values())
 
 
-def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str],
+def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], make: Make,
                 problems: list[str]) -> list[Step]:
     """The serve/bench/stop steps a sweep step stands for, followed by the sweep step itself
     (which then needs every bench and lists them as its points). ``taken`` holds the step ids in use
     (the file's and those generated so far); the generated ids are added to it. Linear in the points."""
     at = f"{runbook.path}: step '{step.id}'"
-    matrix = step.matrix or {}
+    keys = step.keys
+    matrix = keys.matrix or {}
     server_axes = [a for a in matrix if not is_client_axis(a)]
     client_axes = [a for a in matrix if is_client_axis(a)]
     client_combos = list(itertools.product(*(matrix[a] for a in client_axes)))
@@ -124,45 +304,49 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str],
         names.add(name)
         sid = new_id(f"{step.id}-{name}")
         what = " ".join(f"{a}={v}" for a, v in constant) or "the sweep's server"
-        serve = Step(id=sid, kind="serve", needs=[previous_stop] if previous_stop else list(step.needs),
-                     description=f"sweep '{step.id}': server for {what}",
-                     overrides=[*step.overrides, *group.overrides])
+        serve = make("serve", sid, needs=[previous_stop] if previous_stop else list(step.needs),
+                        description=f"sweep '{step.id}': server for {what}",
+                        overrides=[*keys.overrides, *group.overrides])
         out.append(serve)
         for combo, label in zip(client_combos, client_labels):
             bid = new_id(f"{sid}-{label}" if client_axes else f"{sid}-bench")
-            out.append(Step(id=bid, kind="bench", server=sid, label=bid, extra_args=list(step.extra_args),
-                            overrides=[f"{a}={v}" for a, v in zip(client_axes, combo)],
-                            repeats=step.repeats, warmup=step.warmup))
+            out.append(_point(make, keys, bid, sid, client_axes, combo))
             points.append(bid)
         previous_stop = new_id(f"{sid}-stop")
-        out.append(Step(id=previous_stop, kind="stop", server=sid))
-    if step.verify_schedule:  # a second phase: the schedule derived from the points above, measured the same way
+        out.append(make("stop", previous_stop, server=sid))
+    if keys.verify_schedule:  # a second phase: the schedule derived from the points above, measured the same way
         found = _schedule_server(runbook, step, matrix, cli)
         if isinstance(found, str):
             problems.append(f"{at}: verify_schedule: {found}")
         else:
             sid = new_id(f"{step.id}-schedule")
-            out.append(Step(id=sid, kind="serve", needs=[previous_stop] if previous_stop else list(step.needs),
-                            description=f"sweep '{step.id}': the lookahead schedule derived from its points",
-                            overrides=[*step.overrides, *found], derive_from=list(points)))
+            out.append(make("serve", sid, needs=[previous_stop] if previous_stop else list(step.needs),
+                               description=f"sweep '{step.id}': the lookahead schedule derived from its points",
+                               overrides=[*keys.overrides, *found], derive_from=list(points)))
             for combo, label in zip(client_combos, client_labels):
                 bid = new_id(f"{sid}-{label}" if client_axes else f"{sid}-bench")
-                out.append(Step(id=bid, kind="bench", server=sid, label=bid, extra_args=list(step.extra_args),
-                                overrides=[f"{a}={v}" for a, v in zip(client_axes, combo)],
-                                repeats=step.repeats, warmup=step.warmup))
+                out.append(_point(make, keys, bid, sid, client_axes, combo))
                 points.append(bid)
-            out.append(Step(id=new_id(f"{sid}-stop"), kind="stop", server=sid))
+            out.append(make("stop", new_id(f"{sid}-stop"), server=sid))
     if clash is not None:
         problems.append(f"{at}: the generated step id '{clash}' is already used by another step (or made "
                         f"twice, by values that differ only in punctuation); rename the sweep step or that step")
-    return [*out, dataclasses.replace(step, needs=list(dict.fromkeys([*step.needs, *points])), points=points)]
+    return [*out, dataclasses.replace(step, needs=list(dict.fromkeys([*step.needs, *points])),
+                                      keys=dataclasses.replace(keys, points=points))]
+
+
+def _point(make: Make, keys: Any, bid: str, server: str, client_axes: list[str], combo: tuple[str, ...]) -> Step:
+    """A bench step of a sweep: one client-side combination against one of its servers."""
+    return make("bench", bid, server=server, label=bid, extra_args=list(keys.extra_args),
+                   overrides=[f"{a}={v}" for a, v in zip(client_axes, combo)],
+                   repeats=keys.repeats, warmup=keys.warmup)
 
 
 def _schedule_server(runbook: Runbook, step: Step, matrix: dict[str, list[str]], cli: list[str]) -> list[str] | str:
     """The overrides of the schedule-verifying server (its draft, and lookahead = the largest swept),
     or why there can be none."""
     try:
-        cfg = compose_config([*runbook.overrides, *step.overrides, *cli]).cfg
+        cfg = compose_config([*runbook.overrides, *step.keys.overrides, *cli]).cfg
     except UserError:
         return "the sweep's own overrides do not compose (reported above)"
     drafts = [d for d in matrix.get("draft", [cfg.draft.name if cfg.draft.method else "none"])
@@ -177,23 +361,23 @@ def _schedule_server(runbook: Runbook, step: Step, matrix: dict[str, list[str]],
     return [f"draft={drafts[0]}", f"lookahead={lookahead}"]
 
 
-def expand(runbook: Runbook, cli: list[str], problems: list[str]) -> Runbook:
+def expand(runbook: Runbook, cli: list[str], problems: list[str], make: Make) -> Runbook:
     """The runbook with every sweep step expanded in place (unchanged without sweeps). The points are
-    counted before anything is composed: beyond schema.MAX_POINTS the sweep is refused, not expanded."""
-    if not any(s.kind == "sweep" for s in runbook.steps):
+    counted before anything is composed: beyond MAX_POINTS the sweep is refused, not expanded."""
+    if not any(s.traits.expands for s in runbook.steps):
         return runbook
     taken = {s.id for s in runbook.steps}
     steps: list[Step] = []
     total = 0
     for s in runbook.steps:
-        if s.kind != "sweep" or not s.matrix:
+        if not s.traits.expands or not s.keys.matrix:
             steps.append(s)
             continue
-        too_many = points_problem(s.matrix, f"{runbook.path}: step '{s.id}'", total)
+        too_many = points_problem(s.keys.matrix, f"{runbook.path}: step '{s.id}'", total)
         if too_many:
             problems.append(too_many)
             steps.append(s)
             continue
-        total += matrix_points(s.matrix)
-        steps += expand_step(runbook, s, cli, taken, problems)
+        total += matrix_points(s.keys.matrix)
+        steps += expand_step(runbook, s, cli, taken, make, problems)
     return dataclasses.replace(runbook, steps=steps)

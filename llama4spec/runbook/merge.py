@@ -16,7 +16,6 @@ Otherwise the merge is refused, naming the keys that differ.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +26,9 @@ from rich.console import Console
 from llama4spec.errors import UserError
 from llama4spec.results import bench as bench_record
 from llama4spec.results.bench import BenchRecord
+from llama4spec.runbook.recorder import Recorder
 from llama4spec.runbook.rundir import (STATUS, Measured, bench_files, flatten, not_run, read_config, read_status,
-                                       summary_markdown, vllm_runs)
+                                       vllm_runs)
 
 GROUPS = "groups"  # <run>/groups/<group>/: the run directory of one server group run on its own
 # Keys that say where a point ran, not what it measured.
@@ -206,6 +206,7 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
             raise UserError("several run directories are merged into a new one: give --out DIR")
         out = sources[0].dir
     out = Path(out)
+    recorder = Recorder(out)  # what the run directories hold is redacted already
     in_place = any(out.resolve() == s.dir.resolve() for s in sources)
     if in_place and len(sources) > 1:
         raise UserError(f"--out {out} is one of the run directories being merged; give a new directory")
@@ -246,19 +247,12 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     else:
         status = _merged_status(sources, out, measured)
         _write_points(out, measured)
-        (out / "plan.json").write_text(json.dumps(first.plan, indent=2) + "\n")
-        if (first.dir / "runbook.yaml").is_file():
-            shutil.copyfile(first.dir / "runbook.yaml", out / "runbook.yaml")
+        recorder.copy_start(first.dir, first.plan)
     status["comparisons"] = {**(status.get("comparisons") or {}), **comparisons}
     status["rebuilt"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     if notes:
         status["notes"] = notes
-    out.mkdir(parents=True, exist_ok=True)
-    (out / STATUS).write_text(json.dumps(status, indent=2, default=str) + "\n")
-    text = summary_markdown(status, str(status.get("description") or ""))
-    if notes:
-        text += "\n" + "\n".join(f"- {n}" for n in notes) + "\n"
-    (out / "summary.md").write_text(text)
+    recorder.status(status, str(status.get("description") or ""), [f"- {n}" for n in notes])
     for note in notes:
         console.print(note, markup=False, highlight=False, soft_wrap=True)
     return 1 if missing else 0

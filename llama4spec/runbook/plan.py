@@ -19,7 +19,7 @@ from llama4spec.multinode.plan import NodeCommand, node_records
 from llama4spec.runbook import steps as step_kinds
 from llama4spec.runbook.matrix import expand as expand_sweeps
 from llama4spec.runbook.rundir import step_dir
-from llama4spec.runbook.schema import Runbook, Step
+from llama4spec.runbook.spec import Runbook, Step
 
 
 @dataclass
@@ -58,9 +58,11 @@ class Plan:
     run_dir: Path
     overrides: list[str]  # from the command line, applied to every step last
     steps: list[PlannedStep]  # in execution order
-    record: bool = True  # write the run directory's records (a one-step CLI plan writes only its artifacts)
-    hold: bool = False  # after the last step, keep serving until Ctrl-C (llama4spec serve)
     source: str | None = None  # the runbook's text when it is no file (llama4spec sweep): the run's runbook.yaml
+
+    def source_text(self) -> str:
+        """The runbook as given: the run directory's runbook.yaml."""
+        return self.source if self.source is not None else self.runbook.path.read_text()
 
     def get(self, step_id: str) -> PlannedStep:
         return next(p for p in self.steps if p.id == step_id)
@@ -128,14 +130,6 @@ class Context:
         return None
 
 
-def _implied_needs(step: Step, kinds: dict[str, str]) -> list[str]:
-    implied = [step.server] if step.server else []
-    for ref in (step.baseline, step.candidate):
-        if ref and ref in kinds:
-            implied.append(ref)
-    return implied
-
-
 def _order(runbook: Runbook, needs: dict[str, list[str]]) -> list[str]:
     """Dependencies first, otherwise file order (so stop-then-serve sequences stay sequential)."""
     done: list[str] = []
@@ -155,20 +149,21 @@ def _references(ctx: Context) -> dict[str, list[str]]:
         for n in s.needs:
             if n not in kinds:
                 ctx.problems.append(f"{at(s.id)}: needs unknown step '{n}'; known steps: {', '.join(kinds)}")
-        if s.server is not None and kinds.get(s.server) != "serve":
-            what = "unknown step" if s.server not in kinds else f"a {kinds[s.server]} step"
-            ctx.problems.append(f"{at(s.id)}: server '{s.server}' is {what}; name the id of a serve step")
-        for role, ref in (("baseline", s.baseline), ("candidate", s.candidate)):
-            if ref is None:
+        implied = []
+        for r in s.references():
+            if r.ref is None:
                 continue
-            if ref in kinds:
-                if kinds[ref] != "bench":
-                    ctx.problems.append(f"{at(s.id)}: {role} '{ref}' is a {kinds[ref]} step; name a bench step")
-            elif ctx.input_file(ref) is None:
-                ctx.problems.append(f"{at(s.id)}: {role} '{ref}' is neither a bench step nor an existing file; "
+            if r.ref in kinds:
+                implied.append(r.ref)
+                if kinds[r.ref] != r.kind:
+                    ctx.problems.append(f"{at(s.id)}: {r.role} '{r.ref}' is a {kinds[r.ref]} step; name "
+                                        f"{'the id of ' if not r.file_ok else ''}a {r.kind} step")
+            elif not r.file_ok:
+                ctx.problems.append(f"{at(s.id)}: {r.role} '{r.ref}' is unknown step; name the id of a {r.kind} step")
+            elif ctx.input_file(r.ref) is None:
+                ctx.problems.append(f"{at(s.id)}: {r.role} '{r.ref}' is neither a {r.kind} step nor an existing file; "
                                     f"fix the step id or the path")
-        needs[s.id] = list(dict.fromkeys([n for n in s.needs if n in kinds] +
-                                         [n for n in _implied_needs(s, kinds) if n in kinds]))
+        needs[s.id] = list(dict.fromkeys([n for n in s.needs if n in kinds] + implied))
     return needs
 
 
@@ -177,26 +172,26 @@ def _servers_over_time(ctx: Context, order: list[str]) -> None:
     live: dict[str, str] = {}  # server step id -> url
     for sid in order:
         s, p = ctx.runbook.step(sid), ctx.planned[sid]
-        if s.kind == "serve":
+        if s.traits.serves:
             clash = [other for other, url in live.items() if p.url and url == p.url]
             if clash:
                 ctx.problems.append(f"{ctx.at(sid)}: {p.url} is still taken by server '{clash[0]}'; stop it first "
                                     f"(a stop step in needs) or give this one another serve.port")
             live[sid] = p.url
-        elif s.kind in ("bench", "stop") and ctx.kinds.get(s.server) == "serve":
+        elif s.server in ctx.kinds and ctx.runbook.step(s.server).traits.serves:
             if s.server not in live:
                 ctx.problems.append(f"{ctx.at(sid)}: server '{s.server}' is already stopped at this point; "
                                     f"reorder the steps")
-            elif s.kind == "stop":
+            elif s.traits.stops_server:
                 live.pop(s.server)
 
 
 def make_plan(runbook: Runbook, run_dir: Path, cli_overrides: list[str] | tuple[str, ...] = (),
-              flat: bool = False) -> Plan:
+              flat: bool = False, source: str | None = None) -> Plan:
     """Plan every step; raise UserError listing every problem found, all at once."""
     cli = list(cli_overrides)
     problems: list[str] = []
-    runbook = expand_sweeps(runbook, cli, problems)  # a sweep step becomes serve/bench/stop steps + its report
+    runbook = expand_sweeps(runbook, cli, problems, step_kinds.make)  # a sweep step becomes serve/bench/stop steps + its report
     ctx = Context(runbook, run_dir, cli, {}, {s.id: s.kind for s in runbook.steps}, problems, flat)
     needs = _references(ctx)
     try:
@@ -208,11 +203,12 @@ def make_plan(runbook: Runbook, run_dir: Path, cli_overrides: list[str] | tuple[
         order = []
     for s in runbook.steps:  # file order: a bench is planned after its server
         ctx.planned[s.id] = PlannedStep(step=s, needs=needs.get(s.id, []), run_dir=run_dir, flat=flat)
-        step_kinds.module(s.kind).plan(ctx, ctx.planned[s.id])
+        s.kind_of.plan(ctx, ctx.planned[s.id])
     _servers_over_time(ctx, order)
     if problems:
         raise UserError(*problems)
-    return Plan(runbook=runbook, run_dir=run_dir, overrides=cli, steps=[ctx.planned[sid] for sid in order])
+    return Plan(runbook=runbook, run_dir=run_dir, overrides=cli, steps=[ctx.planned[sid] for sid in order],
+                source=source)
 
 
 def plan_file(path: Path, run_dir_for: Callable[[str], Path], cli_overrides: list[str] | tuple[str, ...] = (),
@@ -234,10 +230,8 @@ def plan_file(path: Path, run_dir_for: Callable[[str], Path], cli_overrides: lis
     raise UserError(*problems)
 
 
-def one_step_plan(step: Step, run_dir: Path, overrides: list[str], *, hold: bool = False) -> Plan:
-    """A CLI command as a plan of one step (``serve``, ``bench`` or ``offline``), with its artifacts
-    where the command puts them; no run-directory records."""
+def one_step_plan(step: Step, run_dir: Path, overrides: list[str]) -> Plan:
+    """A CLI command as a plan of one step (``serve``, ``bench``, ``offline``, ``fetch``), with its
+    artifacts where the command puts them (``execute.run_command`` runs it without records)."""
     runbook = Runbook(name=step.kind, path=Path(f"<{step.kind}>"), steps=[step])
-    plan = make_plan(runbook, run_dir, overrides, flat=True)
-    plan.record, plan.hold = False, hold
-    return plan
+    return make_plan(runbook, run_dir, overrides, flat=True)

@@ -9,7 +9,6 @@ from rich.console import Console
 from llama4spec.engine.args import shell_line
 from llama4spec.engine.secrets import redact, redact_env
 from llama4spec.results.provenance import plan_secrets
-from llama4spec.runbook import steps as step_kinds
 from llama4spec.runbook.plan import Plan, PlannedStep
 from llama4spec.runbook.rundir import STATUS
 
@@ -48,17 +47,18 @@ def plan_text(console: Console, plan: Plan, environ: Mapping[str, str] | None = 
             say("    config: " + " ".join(f"{g}={o}" for g, o in step.composed.choices.items()))
             if step.composed.overrides:
                 say("    overrides: " + " ".join(step.composed.overrides))
-        if step.kind in ("sweep", "stop"):
-            step_kinds.module(step.kind).describe(step, say)
+        traits = step.step.traits
+        if traits.describe_first:
+            step.step.kind_of.describe(step, say)
         if step.url:
             say(f"    url: {step.url}")
         if step.argv:
             say(f"    command: {shell_line(step.argv)}")
         if step.exec_argv and step.exec_argv != step.argv:
             say(f"    runs as: {shell_line(step.exec_argv)}")
-        if step.kind in ("serve", "fetch", "bench"):
-            step_kinds.module(step.kind).describe(step, say)
-        if step.kind in ("serve", "bench", "offline", "fetch"):
+        if not traits.describe_first:
+            step.step.kind_of.describe(step, say)
+        if traits.shows_env:
             say(f"    env: {_env_line(step, secrets)}")
         for role, path in step.inputs.items():
             say(f"    {role}: {path}")

@@ -37,7 +37,7 @@ def finished_record(planned) -> BenchRecord | None:
     for path in (planned.artifacts["record"], legacy_bench_record(planned.run_dir, planned.id)):
         record = bench_record.read(path)
         if (record and record.counted and _command(record.argv) == _command(planned.argv)
-                and record.repeats >= planned.step.repeats):  # fewer runs than asked for: measured again
+                and record.repeats >= planned.step.keys.repeats):  # fewer runs than asked for: measured again
             return record
     return None
 
@@ -59,7 +59,7 @@ def changed_servers(plan) -> set[str]:
     if not earlier:
         return set()
     now = {r["id"]: r["argv"] for r in plan.to_record()}  # redacted as plan.json is
-    return {p.id for p in plan.steps if p.kind == "serve" and p.id in earlier and earlier[p.id] != now[p.id]}
+    return {p.id for p in plan.steps if p.step.traits.serves and p.id in earlier and earlier[p.id] != now[p.id]}
 
 
 def finished_steps(plan) -> dict[str, BenchRecord | None]:
@@ -68,17 +68,17 @@ def finished_steps(plan) -> dict[str, BenchRecord | None]:
     done: dict[str, BenchRecord | None] = {}
     changed = changed_servers(plan)
     for p in plan.steps:
-        if p.kind == "bench" and p.step.server not in changed:
+        if p.step.traits.benchmarks and p.step.server not in changed:
             record = finished_record(p)
             if record is not None:
                 done[p.id] = record
     for p in plan.steps:
-        if p.kind == "serve":
-            benches = [q.id for q in plan.steps if q.kind == "bench" and q.step.server == p.id]
+        if p.step.traits.serves:
+            benches = [q.id for q in plan.steps if q.step.traits.benchmarks and q.step.server == p.id]
             if benches and all(b in done for b in benches):
                 done[p.id] = None
     for p in plan.steps:
-        if p.kind == "stop" and p.step.server in done:
+        if p.step.traits.stops_server and p.step.server in done:
             done[p.id] = None
     return done
 

@@ -1,19 +1,35 @@
-"""One module per step kind; each plans, executes and describes itself:
+"""One module per step kind; each declares its keys (``Keys``) and its ``KIND``
+(``steps.base.BaseKind``, a ``spec.StepKind``): traits, and how it plans, executes and describes
+itself:
 
-    plan(ctx, step)        fill the planned step (argv, env, artifacts); problems go to ctx.problems
-    execute(run, step)     run it; return its figures for the run's status (``steps.failed.StepFailed`` on failure)
-    describe(step, say)    the dry run's lines for it beyond the common ones
+    plan(ctx, p)           fill the planned step (argv, env, artifacts); problems go to ctx.report
+    execute(run, p)        run it through ``run`` (``spec.StepRun``); return its figures for the
+                           run's status (``steps.failed.StepFailed`` on failure)
+    describe(p, say)       the dry run's lines for it beyond the common ones
+
+A new kind is one new module, named in ``KINDS``.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
-from types import ModuleType
+from typing import Any
+
+from llama4spec.runbook.spec import Step, StepKind
 
 KINDS = ("serve", "bench", "stop", "offline", "compare", "sweep", "fetch")
 
 
-def module(kind: str) -> ModuleType:
-    if kind not in KINDS:
-        raise ValueError(f"unknown step kind {kind!r}")
-    return importlib.import_module(f"llama4spec.runbook.steps.{kind}")
+@functools.cache
+def kind(name: str) -> StepKind:
+    """The step kind ``name`` (ValueError for a kind there is not)."""
+    if name not in KINDS:
+        raise ValueError(f"unknown step kind {name!r}")
+    return importlib.import_module(f"llama4spec.runbook.steps.{name}").KIND
+
+
+def make(kind_name: str, step_id: str, needs: list[str] | None = None, description: str = "", **keys: Any) -> Step:
+    """A step of kind ``kind_name`` with the given keys (the others at their defaults)."""
+    of = kind(kind_name)
+    return Step(id=step_id, kind_of=of, keys=of.Keys(**keys), needs=list(needs or []), description=description)

@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from llama4spec.errors import UserError
 from llama4spec.results import compare
+from llama4spec.runbook import fields
 from llama4spec.runbook.rundir import bench_files, step_dir
 from llama4spec.runbook.steps.failed import StepFailed
+from llama4spec.runbook.spec import Reference, Traits
+from llama4spec.runbook.steps.base import BaseKind
+
+
+@dataclass
+class Keys:
+    baseline: str | None = fields.text()  # a bench step's id or a saved JSON file
+    candidate: str | None = fields.text()
+
+
+def references(keys: Keys) -> list[Reference]:
+    return [Reference("baseline", keys.baseline, "bench", file_ok=True),
+            Reference("candidate", keys.candidate, "bench", file_ok=True)]
 
 
 def plan(ctx, p) -> None:
-    for role, ref in (("baseline", p.step.baseline), ("candidate", p.step.candidate)):
+    for r in references(p.step.keys):
+        role, ref = r.role, r.ref
         if ref in ctx.kinds:
             p.inputs[role] = bench_files(step_dir(ctx.run_dir, ref))["record"]
         elif ref:
@@ -37,9 +53,13 @@ def execute(run, p) -> dict[str, Any]:
     table = compare.markdown(base, cand)
     p.artifacts["table"].parent.mkdir(parents=True, exist_ok=True)
     p.artifacts["table"].write_text(table)
-    run.comparisons[p.id] = table
+    run.keep_comparison(p.id, table)
     return {label: {"baseline": a, "candidate": b, "speedup": s} for label, a, b, s in compare.rows(base, cand)}
 
 
 def describe(p, say) -> None:
     pass
+
+
+KIND = BaseKind("compare", Keys, Traits(merges=True), plan, execute, describe, required=("baseline", "candidate"),
+                references=references, missing_input=missing_input)

@@ -3,14 +3,23 @@ into the Hugging Face cache before any server starts (``llama4spec.models.fetch`
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from llama4spec.errors import UserError
+from llama4spec.runbook import fields
 from llama4spec.runbook.steps.environ import process_env
+from llama4spec.runbook.spec import Traits
+from llama4spec.runbook.steps.base import BaseKind
+
+
+@dataclass
+class Keys:
+    overrides: list[str] = fields.overrides()
 
 
 def plan(ctx, p) -> None:
-    p.composed = ctx.compose(p.step.overrides, p.id)
+    p.composed = ctx.compose(p.step.keys.overrides, p.id)
     if p.composed is None:
         return
     p.argv = ["llama4spec", "fetch", *p.composed.overrides]
@@ -21,7 +30,7 @@ def plan(ctx, p) -> None:
 def execute(run, p) -> dict[str, Any]:
     from llama4spec.models.fetch import download, fetch_plan, human_size
 
-    pad = "" if p.flat else "      "
+    pad = run.output.indent
     environ = {**run.environ, **p.env}
     fetched: dict[str, Any] = {}
     problems: list[str] = []
@@ -45,7 +54,7 @@ def execute(run, p) -> dict[str, Any]:
     if all(d.skip for d in plan):
         run.say(f"{pad}nothing to fetch")
     if problems:
-        run.entry(p.id)["result"] = {"models": fetched}  # what did arrive
+        run.partial(p.id, {"models": fetched})  # what did arrive
         raise UserError(*problems)
     return {"models": fetched}
 
@@ -63,3 +72,6 @@ def _environ(p) -> dict[str, str]:
     import os
 
     return {**os.environ, **p.env}
+
+
+KIND = BaseKind("fetch", Keys, Traits(loads_models=True, shows_env=True), plan, execute, describe)

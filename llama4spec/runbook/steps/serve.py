@@ -3,17 +3,29 @@ it until its stop step or the end of the run."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from llama4spec.engine.args import base_url, engine_env, serve_argv, server_exec_argv
 from llama4spec.config.layout import is_multinode, layout_problems
 from llama4spec.multinode.plan import plan_nodes
+from llama4spec.runbook import fields
 from llama4spec.runbook.steps.failed import StepFailed
+from llama4spec.runbook.spec import Traits
+from llama4spec.runbook.steps.base import BaseKind
 from llama4spec.serving.process import ServerError
 
 
+@dataclass
+class Keys:
+    overrides: list[str] = fields.overrides()
+    derive_from: list[str] = field(default_factory=list)  # generated: derive its schedule from these points
+    log: Path | None = None  # not a runbook key: `llama4spec serve --log PATH` (multi-node: PATH's stem a directory)
+
+
 def plan(ctx, p) -> None:
-    p.composed = ctx.compose(p.step.overrides, p.id)
+    p.composed = ctx.compose(p.step.keys.overrides, p.id)
     if p.composed is None:
         return
     fill(p, ctx.runbook.env)
@@ -27,14 +39,16 @@ def fill(p, runbook_env: dict[str, str]) -> None:
     p.env = {**runbook_env, **engine_env(cfg)}
     p.secret_env = {"VLLM_API_KEY": cfg.serve.api_key_env} if cfg.serve.api_key_env else {}
     p.url = base_url(cfg.serve.host, cfg.serve.port)
-    p.artifacts = {"log": p.dir / "server.log", "config_file": p.dir / "config.yaml"}
+    log = p.step.keys.log
+    p.artifacts = {"log": log or p.dir / "server.log", "config_file": p.dir / "config.yaml"}
     if is_multinode(cfg):  # the leader here, headless followers through the cluster's launcher
         if layout_problems(cfg):
             return  # validation has reported them (at planning)
         p.nodes = plan_nodes(cfg, extra_env=runbook_env)
         p.argv, p.exec_argv, p.env = p.nodes[0].argv, p.nodes[0].exec_argv, p.nodes[0].env
-        logs = {f"log_node{n.rank}": p.dir / f"node{n.rank}.log" for n in p.nodes[1:]}
-        p.artifacts = {"log": p.dir / "node0.log", **logs, "config_file": p.dir / "config.yaml"}
+        logs_dir = log.with_suffix("") if log else p.dir
+        logs = {f"log_node{n.rank}": logs_dir / f"node{n.rank}.log" for n in p.nodes[1:]}
+        p.artifacts = {"log": logs_dir / "node0.log", **logs, "config_file": p.dir / "config.yaml"}
 
 
 def node_logs(p) -> list:
@@ -63,12 +77,12 @@ def derive_schedule(run, p) -> list[list[int]]:
     from llama4spec.config.schedule import schedule_problems
     from llama4spec.config.validate import validate
     from llama4spec.results.provenance import write_json
-    from llama4spec.runbook.steps.sweep import collect_points
+    from llama4spec.runbook.measured import collect_points
     from llama4spec.sweep.model import analyse
     from llama4spec.sweep.schedule import derive
 
     draft = p.composed.cfg.draft.name
-    points, missing = collect_points(run.plan, p.step.derive_from)
+    points, missing = collect_points(run.plan, p.step.keys.derive_from)
     schedule = derive(analyse(points), draft)
     if schedule is None or not schedule.speculates:
         why = "no speculation wins at any measured concurrency" if schedule else "no measured point of the draft"
@@ -84,7 +98,7 @@ def derive_schedule(run, p) -> list[list[int]]:
         raise StepFailed(f"the derived schedule's config is not valid: {'; '.join(problems)}")
     p.composed = composed
     for q in run.plan.steps:  # its benchmarks record the schedule's lookahead
-        if q.kind == "bench" and q.step.server == p.id and q.composed is not None:
+        if q.step.server == p.id and q.step.traits.benchmarks and q.composed is not None:
             q.composed = compose_config([*q.composed.overrides, *derived])
     fill(p, run.plan.runbook.env)
     run.write_config(p)
@@ -96,32 +110,32 @@ def derive_schedule(run, p) -> list[list[int]]:
 
 
 def execute(run, p) -> dict[str, Any]:
-    schedule = derive_schedule(run, p) if p.step.derive_from else None
+    schedule = derive_schedule(run, p) if p.step.keys.derive_from else None
     server = server_for(p, run.secrets(p))
     run.progress.note(f"      starting; log: {server.log_path}")
     try:  # a spinner with the phase read from the log (-v: the log itself), nothing with -q
         with run.progress.activity(f"{p.id}: starting the server") as live:
             server.start(on_phase=live.phase, on_line=live.line)
     except ServerError as err:
-        run.entry(p.id)["result"] = {"pid": server.proc.pid if server.proc else None}
+        run.partial(p.id, {"pid": server.proc.pid if server.proc else None})
         raise StepFailed(str(err), err.log_tail) from None
-    run.stack.callback(server.stop)
-    run.servers[p.id] = server
+    run.keep_server(p.id, server)
     ready = f"      ready at {server.url} after {server.ready_after_s:.0f} s"
-    if p.flat:  # the serve command's result (its url), shown even with -q
-        run.say(ready)
-    else:
-        run.progress.note(ready)
+    run.output.result(run, ready)  # the serve command shows it even with -q
     result = {"url": server.url, "ready_after_s": server.ready_after_s, "pid": server.proc.pid}
     return {**result, "lookahead_schedule": schedule} if schedule else result
 
 
 def describe(p, say) -> None:
-    if p.step.derive_from:
-        say(f"    lookahead schedule: derived at run time from points {', '.join(p.step.derive_from)}, "
+    if p.step.keys.derive_from:
+        say(f"    lookahead schedule: derived at run time from points {', '.join(p.step.keys.derive_from)}, "
             f"validated before this server starts")
     for node in p.nodes[1:]:  # multi-node: the command above is the leader's, run here
         from llama4spec.engine.args import shell_line
 
         say(f"    {node.label}: {shell_line(node.argv)}")
         say(f"      runs as: {shell_line(node.exec_argv)}")
+
+
+KIND = BaseKind("serve", Keys, Traits(starts_engine=True, loads_models=True, serves=True, shows_env=True),
+                plan, execute, describe)

@@ -9,13 +9,50 @@ import json
 from pathlib import Path
 from typing import Any
 
+from dataclasses import dataclass, field
+
 from rich.console import Console
 
-from llama4spec.results import bench as bench_record
+from llama4spec.runbook import fields
+from llama4spec.runbook.matrix import check_matrix, matrix_points, points_problem
+from llama4spec.runbook.measured import measured_in_plan
+from llama4spec.runbook.rundir import Measured, csv_rows
+from llama4spec.runbook.spec import Traits
+from llama4spec.runbook.steps.base import BaseKind
 from llama4spec.sweep import plots, render
 from llama4spec.sweep.model import Analysis, Point, analyse
-from llama4spec.runbook.rundir import Measured, csv_rows, read_config
 from llama4spec.sweep.points import point
+
+
+def _matrix(raw: dict, key: str, at: str, problems: list[str]) -> dict[str, list[str]] | None:
+    matrix, found = check_matrix(raw.get(key), at)
+    problems.extend(found)
+    return matrix or None
+
+
+@dataclass
+class Keys:
+    matrix: dict[str, list[str]] | None = fields.custom(_matrix, default=None)  # config key -> values
+    overrides: list[str] = fields.overrides()
+    extra_args: list[str] = fields.texts()  # more `vllm bench serve` flags, for every point
+    verify_schedule: bool = fields.flag()  # also measure the lookahead schedule derived from its points
+    repeats: int = fields.count(3, 1, fields.MAX_REPEATS)  # counted runs per point
+    warmup: int = fields.count(0, 0, fields.MAX_WARMUP)  # warm-up requests per point, unrecorded
+    points: list[str] = field(default_factory=list)  # generated: the bench steps it expands to
+
+
+def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> None:
+    """At most MAX_POINTS points over every sweep of the runbook: a matrix beyond them is refused
+    (never expanded)."""
+    if keys.matrix:
+        before = state.get("points", 0)
+        too_many = points_problem(keys.matrix, at, before)
+        if too_many:
+            problems.append(too_many)
+            keys.matrix = None
+        else:
+            state["points"] = before + matrix_points(keys.matrix)
+    problems.extend(fields.warmup_flag_problems(keys.extra_args, at))
 
 IMAGES = {
     "acceptance by position": "acceptance_by_position",
@@ -32,36 +69,6 @@ def artifacts(step_dir: Path) -> dict[str, Path]:
 
 def plan(ctx, p) -> None:
     p.artifacts = artifacts(p.dir)
-
-
-def config_data(p) -> dict[str, Any]:
-    """A bench step's composed config as plain data: its config.yaml as written (what ``llama4spec
-    report`` reads later), or the plan's composition when none was written."""
-    data = read_config(p.artifacts["config_file"]) if p.artifacts.get("config_file") else None
-    if data is None and p.composed is not None:
-        from llama4spec.results.provenance import public_config
-
-        data = public_config(p.composed.raw)
-    return data or {}
-
-
-def measured_in_plan(plan, ids: list[str]) -> dict[str, Measured]:
-    """The counted records among bench steps ``ids`` of a plan being run, with their configs."""
-    from llama4spec.runbook.rundir import legacy_bench_record
-
-    found: dict[str, Measured] = {}
-    for pid in ids:
-        p = plan.get(pid)
-        record = bench_record.read(p.artifacts["record"]) or bench_record.read(legacy_bench_record(plan.run_dir, pid))
-        if record is not None and record.counted:
-            found[pid] = Measured(pid, config_data(p), record, p.dir)
-    return found
-
-
-def collect_points(plan, ids: list[str]) -> tuple[list[Point], list[str]]:
-    """The measured points among bench steps ``ids``, and the ids of those without a counted record."""
-    found = measured_in_plan(plan, ids)
-    return [point(pid, m.config, m.record) for pid, m in found.items()], [pid for pid in ids if pid not in found]
 
 
 def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
@@ -106,7 +113,7 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
 def run_report(plan, planned, console: Console, failures: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
     """Analyse a sweep step's points, write its files, print it; returns (markdown, record).
     ``failures``: step id -> why it has no result ("failed: ...", "skipped: ..."), from the run's status."""
-    ids = planned.step.points
+    ids = planned.step.keys.points
     return report_points(ids, measured_in_plan(plan, ids), planned.artifacts, console, failures)
 
 
@@ -119,11 +126,16 @@ def linked(text: str, step_id: str) -> str:
 
 def execute(run, p) -> dict[str, Any]:
     text, record = run_report(run.plan, p, run.console, run.not_run())
-    run.comparisons[p.id] = text if p.flat else linked(text, p.id)
+    run.keep_comparison(p.id, linked(text, p.id))
     return record
 
 
 def describe(p, say) -> None:
-    if p.step.matrix:
-        say("    matrix: " + " x ".join(f"{k} [{', '.join(v)}]" for k, v in p.step.matrix.items()))
-        say(f"    report over {len(p.step.points)} points (speedup, efficiency, best lookahead, plots)")
+    keys = p.step.keys
+    if keys.matrix:
+        say("    matrix: " + " x ".join(f"{k} [{', '.join(v)}]" for k, v in keys.matrix.items()))
+        say(f"    report over {len(keys.points)} points (speedup, efficiency, best lookahead, plots)")
+
+
+KIND = BaseKind("sweep", Keys, Traits(expands=True, merges=True, measures=True, describe_first=True),
+                plan, execute, describe, check=check)

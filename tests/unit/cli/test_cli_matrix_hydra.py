@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from llama4spec.runbook.schema import check_matrix
+from llama4spec.runbook.matrix import check_matrix
 AT = "rb.yaml: step 'sweep'"
 
 

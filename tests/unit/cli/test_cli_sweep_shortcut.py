@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from llama4spec.cli.sweep import runbook_yaml, split_overrides, sweep_runbook
+from llama4spec.cli.sweep import runbook_yaml, sweep_runbook
+from llama4spec.runbook.matrix import command_line_matrix as split_overrides
 from llama4spec.errors import UserError
 from llama4spec.runbook.plan import make_plan
 EXPECTED = [
@@ -39,7 +40,7 @@ def test_plan_in_process(tmp_path: Path) -> None:
     runbook = sweep_runbook([*ARGS, "bench.num_prompts=8"])
     assert runbook.overrides == ["bench.num_prompts=8"] and runbook.path == Path("<sweep>")
     (step,) = runbook.steps
-    assert step.kind == "sweep" and step.matrix == {"lookahead": ["1", "3"], "bench.max_concurrency": ["1", "4"],
+    assert step.kind == "sweep" and step.keys.matrix == {"lookahead": ["1", "3"], "bench.max_concurrency": ["1", "4"],
                                                     "draft": ["none", "tiny_eagle"]}
     plan = make_plan(runbook, tmp_path / "sweep" / "x")
     assert [(p.id, p.kind) for p in plan.steps] == EXPECTED
@@ -59,7 +60,7 @@ def test_generated_runbook_yaml_is_a_runbook() -> None:
 
     text = runbook_yaml({"lookahead": ["1", "3"]}, ["serve.port=8803"], ["lookahead=1,3", "serve.port=8803"])
     runbook, problems = parse(yaml.safe_load(text), Path("runbook.yaml"))
-    assert problems == [] and runbook.name == "sweep" and runbook.steps[0].matrix == {"lookahead": ["1", "3"]}
+    assert problems == [] and runbook.name == "sweep" and runbook.steps[0].keys.matrix == {"lookahead": ["1", "3"]}
 
 
 @pytest.mark.parametrize("args,expected", [

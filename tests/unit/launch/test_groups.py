@@ -52,7 +52,7 @@ def test_a_group_runbook_keeps_its_steps_and_takes_its_own_port(plan, tmp_path):
     groups = G.plan_groups(plan)
     rb = G.group_runbook(plan.runbook, groups, "sweep-tiny_eagle-k3", 9123)
     assert [s.id for s in rb.steps] == groups[2].steps
-    assert rb.steps[0].needs == [] and rb.steps[0].overrides[-1] == "serve.port=9123"
+    assert rb.steps[0].needs == [] and rb.steps[0].keys.overrides[-1] == "serve.port=9123"
     sub = make_plan(rb, tmp_path / "groups" / "sweep-tiny_eagle-k3")
     assert sub.get("sweep-tiny_eagle-k3-c4").url == "http://127.0.0.1:9123"
     assert sub.get("sweep-tiny_eagle-k3-c4").artifacts["record"] == \
@@ -60,7 +60,7 @@ def test_a_group_runbook_keeps_its_steps_and_takes_its_own_port(plan, tmp_path):
     # the schedule group carries the groups it derives from, at the ports they used
     rb = G.group_runbook(plan.runbook, groups, "sweep-schedule", 9200, {"sweep-none": 9100})
     assert {s.id for s in rb.steps} >= set(groups[0].steps) | set(groups[3].steps)
-    assert rb.step("sweep-none").overrides[-1] == "serve.port=9100"
+    assert rb.step("sweep-none").keys.overrides[-1] == "serve.port=9100"
 
 
 def test_rebase_points_a_step_at_another_run_directory(plan, tmp_path):

@@ -8,11 +8,11 @@ import pytest
 
 from llama4spec.runbook.failures import blocked_by
 from llama4spec.runbook.plan import PlannedStep
-from llama4spec.runbook.schema import Step
+from llama4spec.runbook.steps import make as make_step
 
 
 def _planned(sid: str, kind: str, needs: tuple[str, ...] = (), **fields) -> PlannedStep:
-    return PlannedStep(step=Step(id=sid, kind=kind, needs=list(needs), **fields), needs=list(needs), run_dir=Path("."))
+    return PlannedStep(step=make_step(kind, sid, needs=list(needs), **fields), needs=list(needs), run_dir=Path("."))
 
 
 # Two sweep groups as runbook.matrix lays them out, then the sweep's report and a compare step.

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
+from llama4spec.runbook.steps import make as make_step
 from llama4spec.runbook.progress import (NORMAL, QUIET, VERBOSE, Progress, duration_text, eta_s, sweep_points,
                                          time_left_s)
 from llama4spec.serving.watch import (PHASE_NAMES, LogFollower, PhaseTracker, ServerWatch, extra_requests,
@@ -164,7 +165,8 @@ def test_duration_text() -> None:
 
 
 def _step(step_id: str, kind: str, points: list[str] | None = None, server: str | None = None) -> SimpleNamespace:
-    return SimpleNamespace(id=step_id, kind=kind, step=SimpleNamespace(points=points, server=server))
+    keys = {"points": points} if points else {"server": server} if server else {}
+    return SimpleNamespace(id=step_id, kind=kind, step=make_step(kind, step_id, **keys))
 
 
 def _sweep_plan() -> SimpleNamespace:
@@ -275,7 +277,7 @@ def test_the_setting_reaches_the_executor() -> None:
 def test_one_progress_bar_per_pass() -> None:
     """vLLM calls the use_tqdm hook for the prompts it renders (an iterable) and for the requests
     it processes (a total): only the second draws a bar."""
-    from llama4spec.offline.run import _progress
+    from llama4spec.offline.render import _progress
 
     console = Console(file=io.StringIO(), width=120)
     make = _progress("tiny_eagle k=3", console)

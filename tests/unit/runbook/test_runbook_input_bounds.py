@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from llama4spec.runbook import matrix as matrix_mod
-from llama4spec.runbook import schema
+from llama4spec.runbook import schema, yamlsafe
+from llama4spec.runbook.spec import Runbook
+from llama4spec.runbook.steps import make as make_step
 TIMEOUT = 20  # each case finishes in about a second; a hang or an alias bomb would not
 
 
@@ -100,9 +102,9 @@ def test_fifty_megabyte_file_is_refused_unread(cli, tmp_path: Path) -> None:
 
 def test_a_file_at_the_cap_is_still_read(cli, tmp_path: Path) -> None:
     head = "name: ok\nsteps: [{id: s, kind: nope}]\ndescription: |\n"
-    body = ("  " + "x" * 97 + "\n") * ((schema.MAX_BYTES - len(head)) // 100)
+    body = ("  " + "x" * 97 + "\n") * ((yamlsafe.MAX_BYTES - len(head)) // 100)
     path = _write(tmp_path, head + body)
-    assert path.stat().st_size <= schema.MAX_BYTES
+    assert path.stat().st_size <= yamlsafe.MAX_BYTES
     _refused(_run(cli, path), "kind 'nope' is not one of")  # read and parsed: the step's own problem
 
 
@@ -222,7 +224,7 @@ def test_points_of_all_sweeps_count_together(tmp_path: Path) -> None:
     path = _write(tmp_path, "name: two\nsteps:\n" + sweep.format("a", values) + sweep.format("b", values))
     runbook, problems = schema.load(path)  # (a plan would compose sweep a's 600 bench steps)
     assert len(problems) == 1 and all(w in problems[0] for w in ("step 'b'", "1,200 points together", "1,000"))
-    assert runbook.step("a").matrix and runbook.step("b").matrix is None  # b is never expanded
+    assert runbook.step("a").keys.matrix and runbook.step("b").keys.matrix is None  # b is never expanded
 
 
 def test_matrix_values_are_printable_and_short(cli, tmp_path: Path) -> None:
@@ -242,18 +244,18 @@ def test_sweep_composes_once_per_server_and_ids_stay_unique(monkeypatch) -> None
         return servers[next(o for o in overrides if o.startswith("lookahead="))]
 
     monkeypatch.setattr(matrix_mod, "compose_config", counting)
-    step = schema.Step(id="sw", kind="sweep", matrix={
+    step = make_step("sweep", "sw", matrix={
         "lookahead": ["1", "2", "3", "4"],
         "bench.max_concurrency": [str(c) for c in range(1, 51)],
         "bench.num_prompts": ["1", "2", "3", "4", "5"],
     })
-    runbook = schema.Runbook(name="x", path=Path("x.yaml"), steps=[step])
+    runbook = Runbook(name="x", path=Path("x.yaml"), steps=[step])
     problems: list[str] = []
-    expanded = matrix_mod.expand(runbook, [], problems)
+    expanded = matrix_mod.expand(runbook, [], problems, make_step)
     assert len(calls) == 4  # one composition per server-side combination, none per client point
     ids = [s.id for s in expanded.steps]
     assert len(ids) == len(set(ids))
-    assert len(expanded.step("sw").points) == 1_000
+    assert len(expanded.step("sw").keys.points) == 1_000
     assert expanded.step(ids[500]).id == ids[500]
 
 
@@ -262,8 +264,8 @@ def test_generated_ids_are_bounded(monkeypatch) -> None:
 
     composed = compose_config(["target=tiny"])
     monkeypatch.setattr(matrix_mod, "compose_config", lambda overrides: composed)
-    step = schema.Step(id="sw", kind="sweep", matrix={"target.model": ["/m/" + "a" * 190, "/m/" + "b" * 190]})
-    expanded = matrix_mod.expand(schema.Runbook(name="x", path=Path("x.yaml"), steps=[step]), [], [])
+    step = make_step("sweep", "sw", matrix={"target.model": ["/m/" + "a" * 190, "/m/" + "b" * 190]})
+    expanded = matrix_mod.expand(Runbook(name="x", path=Path("x.yaml"), steps=[step]), [], [], make_step)
     assert all(len(s.id) <= matrix_mod.MAX_GENERATED_ID and s.id.isascii() for s in expanded.steps)
     assert len({s.id for s in expanded.steps}) == len(expanded.steps)
 

@@ -87,10 +87,10 @@ def test_port_in_use_is_detected(busy_port: int) -> None:
     assert port_in_use("127.0.0.1", busy_port)
     from llama4spec.runbook import execute
     from llama4spec.runbook.plan import one_step_plan
-    from llama4spec.runbook.schema import Step
+    from llama4spec.runbook.steps import make as make_step
 
     # checked once, before anything starts, by the executor (serve, runbooks alike)
-    plan = one_step_plan(Step(id="serve", kind="serve"), Path("/nonexistent"), [f"serve.port={busy_port}"], hold=True)
+    plan = one_step_plan(make_step("serve", "serve"), Path("/nonexistent"), [f"serve.port={busy_port}"])
     with pytest.raises(Exception, match=f"port {busy_port} on 127.0.0.1 is already in use"):
         execute.preflight(plan, None, {})
 

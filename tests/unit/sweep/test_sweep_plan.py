@@ -41,21 +41,21 @@ def test_tiny_sweep_starts_three_servers_and_measures_each_at_every_concurrency(
     assert len({tuple(p.argv) for p in serves[:3]}) == 3
     # verify_schedule: a fourth server whose schedule is derived at run time from the six fixed points
     schedule = serves[-1]
-    assert schedule.step.derive_from == [p.id for p in plan.steps if p.kind == "bench"][:6]
+    assert schedule.step.keys.derive_from == [p.id for p in plan.steps if p.kind == "bench"][:6]
     assert schedule.needs == ["sweep-tiny_eagle-k3-stop"]
     for server in serves:
         benches = [p for p in plan.steps if p.kind == "bench" and p.step.server == server.id]
         assert [_flag(b.argv, "--max-concurrency") for b in benches] == ["1", "4"]
         assert all(b.argv[-1:] == ["--ignore-eos"] and _flag(b.argv, "--num-warmups") == "0"
-                   and _flag(b.argv, "--num-prompts") == "16" and (b.step.repeats, b.step.warmup) == (3, 2)
+                   and _flag(b.argv, "--num-prompts") == "16" and (b.step.keys.repeats, b.step.keys.warmup) == (3, 2)
                    for b in benches)
         ids = [p.id for p in plan.steps]
         # the server starts, is measured, and is stopped before the next one starts
         assert ids.index(server.id) < min(ids.index(b.id) for b in benches)
         assert max(ids.index(b.id) for b in benches) < ids.index(f"{server.id}-stop")
     sweep = plan.get("sweep")
-    assert sweep.step.points == [p.id for p in plan.steps if p.kind == "bench"] and len(sweep.step.points) == 8
-    assert set(sweep.step.points) <= set(sweep.needs)
+    assert sweep.step.keys.points == [p.id for p in plan.steps if p.kind == "bench"] and len(sweep.step.keys.points) == 8
+    assert set(sweep.step.keys.points) <= set(sweep.needs)
     assert sweep.artifacts["speedup"] == RUN_DIR / "sweep" / "speedup.png"
     assert [p.kind for p in plan.steps][-2:] == ["sweep", "compare"]
 

@@ -157,5 +157,5 @@ def test_a_point_with_fewer_repeats_than_asked_is_measured_again(tmp_path: Path)
     plan = _plan(tmp_path, repeats=None)
     bench = next(p for p in plan.steps if p.kind == "bench")
     write_record(bench, *_point(bench))  # one run; the shipped sweep asks for 3
-    assert bench.step.repeats == 3 and bench.id not in finished_steps(plan)
+    assert bench.step.keys.repeats == 3 and bench.id not in finished_steps(plan)
     assert bench.id in finished_steps(_plan(tmp_path, repeats=1))

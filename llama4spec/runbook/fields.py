@@ -1,0 +1,172 @@
+"""A step kind's runbook keys, read and bounded: each key is a dataclass field whose metadata holds
+its reader, so a kind declares its keys once (``steps/<kind>.py``: ``Keys``) and ``read_keys``
+reads them all, every problem one line in ``problems``."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from typing import Any, Callable
+
+from llama4spec.config.compose import MAX_OVERRIDE_CHARS
+
+MAX_ID = 64  # runbook names and step ids: they become directories
+MAX_LABEL = 100  # a bench label (a table row, vLLM's --label)
+MAX_TEXT = 4_096  # any other string: an extra argument, a URL, a file reference
+MAX_REPEATS = 100  # counted runs per benchmark point
+MAX_WARMUP = 10_000  # warm-up requests before a point's counted runs
+
+Reader = Callable[[dict, str, str, list[str]], Any]  # (raw step, key, where, problems) -> value
+
+
+def plain(text: str, limit: int = 300) -> str:
+    """Text as it may appear in a one-line message: control characters escaped, at most ``limit`` characters."""
+    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[: limit + 1])
+    return out[:limit] + "…" if len(out) > limit else out
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """A user's value in a one-line message: a string quoted, anything else as Python writes it."""
+    return f"'{plain(value, limit)}'" if isinstance(value, str) else plain(repr(value), limit)
+
+
+def text_problem(value: str, limit: int) -> str | None:
+    """Why a user string cannot be used as is (None when it can)."""
+    if len(value) > limit:
+        return f"is {len(value):,} characters long; at most {limit:,}"
+    if not value.isprintable():
+        return "contains a control character (a newline, tab, NUL, ...); write it on one line"
+    return None
+
+
+def close(key: str, allowed: set[str]) -> str:
+    """A hint for an unknown key: the closest allowed one, or all of them."""
+    match = difflib.get_close_matches(key, sorted(allowed), n=1)
+    return f"did you mean '{match[0]}'?" if match else f"allowed: {', '.join(sorted(allowed))}"
+
+
+def str_list(value: Any, where: str, problems: list[str], limit: int = MAX_TEXT) -> list[str]:
+    """A list of short texts (numbers and booleans written as text)."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, (str, int, float, bool)) for v in value):
+        problems.append(f"{where}: expected a list of strings, e.g. [lookahead=5]")
+        return []
+    items = []
+    for i, v in enumerate(value, 1):
+        text = str(v)
+        why = text_problem(text, limit)
+        if why:
+            problems.append(f"{where}: item {i} {shown(text)} {why}")
+        else:
+            items.append(text)
+    return items
+
+
+def str_field(raw: dict, key: str, at: str, problems: list[str], limit: int = MAX_TEXT) -> str | None:
+    """An optional string setting of a step (a step id, URL or file): a printable, bounded string."""
+    value = raw.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        problems.append(f"{at}: '{key}' must be a non-empty string (got {shown(value)})")
+        return None
+    why = text_problem(value, limit)
+    if why:
+        problems.append(f"{at}: '{key}' {shown(value)} {why}")
+        return None
+    return value
+
+
+def _label(raw: dict, key: str, at: str, problems: list[str]) -> str | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)) or not str(value).strip():
+        problems.append(f"{at}: 'label' must be a short text such as eagle-k3 (got {shown(value)})")
+        return None
+    label = str(value)
+    why = text_problem(label, MAX_LABEL) or ("starts with '-' (it is passed as vLLM's --label)"
+                                             if label.startswith("-") else None)
+    if why:
+        problems.append(f"{at}: label {shown(label)} {why}")
+        return None
+    return label
+
+
+def _count(raw: dict, key: str, default: int, low: int, high: int, at: str, problems: list[str]) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        problems.append(f"{at}: '{key}' must be a whole number from {low} to {high} (got {shown(value)})")
+        return default
+    return value
+
+
+def _flag(raw: dict, key: str, at: str, problems: list[str]) -> bool:
+    value = raw.get(key, False)
+    if not isinstance(value, bool):
+        problems.append(f"{at}: '{key}' must be true or false (got {value!r})")
+        return False
+    return value
+
+
+# -- the keys a kind declares ----------------------------------------------------------------------
+def _key(read: Reader, **default: Any) -> Any:
+    return dataclasses.field(metadata={"read": read}, **default)
+
+
+def overrides() -> Any:
+    """Hydra overrides (key=value, group=option)."""
+    return texts(MAX_OVERRIDE_CHARS)
+
+
+def texts(limit: int = MAX_TEXT) -> Any:
+    """A list of texts: extra arguments."""
+    return _key(lambda raw, key, at, problems: str_list(raw.get(key), f"{at}: {key}", problems, limit),
+                default_factory=list)
+
+
+def text(limit: int = MAX_TEXT) -> Any:
+    """An optional text: a step id, a URL, a file."""
+    return _key(lambda raw, key, at, problems: str_field(raw, key, at, problems, limit), default=None)
+
+
+def label() -> Any:
+    """A bench label: a table row and vLLM's --label."""
+    return _key(_label, default=None)
+
+
+def count(default: int, low: int, high: int) -> Any:
+    """A whole number from ``low`` to ``high``."""
+    return _key(lambda raw, key, at, problems: _count(raw, key, default, low, high, at, problems), default=default)
+
+
+def flag() -> Any:
+    """true or false (default false)."""
+    return _key(_flag, default=False)
+
+
+def custom(read: Reader, **default: Any) -> Any:
+    """A key with a reader of its own (a sweep's matrix)."""
+    return _key(read, **default)
+
+
+def runbook_keys(keys_type: type) -> set[str]:
+    """The keys a runbook may write for a kind (generated-only fields have no reader)."""
+    return {f.name for f in dataclasses.fields(keys_type) if "read" in f.metadata}
+
+
+def read_keys(keys_type: type, raw: dict, at: str, problems: list[str]) -> Any:
+    """The kind's keys from a step as written, each read in declared order; fields the runbook cannot
+    write keep their defaults."""
+    return keys_type(**{f.name: f.metadata["read"](raw, f.name, at, problems)
+                        for f in dataclasses.fields(keys_type) if "read" in f.metadata})
+
+
+def warmup_flag_problems(extra_args: list[str], at: str) -> list[str]:
+    """--num-warmups in a step's extra_args: its requests would be counted; the step's warmup: is not."""
+    if any(a == "--num-warmups" or a.startswith("--num-warmups=") for a in extra_args):
+        return [f"{at}: extra_args: --num-warmups sends warm-up requests inside the counted run, so they land in "
+                f"the acceptance counters; drop it and set 'warmup: N' on the step (an unrecorded run of N requests "
+                f"before the counted ones)"]
+    return []

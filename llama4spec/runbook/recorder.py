@@ -1,0 +1,93 @@
+"""The one writer of a run directory's records, for the executor, the launchers and ``report``.
+
+    runbook.yaml  plan.json  status.json  summary.md  environment.json  host.json  <step>/config.yaml
+
+Every file is written whole, through a temporary file renamed into place (a reader never sees half
+a record, a crash never leaves one), and redacted of the run's secrets. A one-step command keeps
+no records: it runs with ``NoRecords``, whose writes do nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from llama4spec.engine.secrets import redact, redact_yaml
+from llama4spec.runbook.rundir import STATUS, summary_markdown
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """``text`` into ``path`` whole: a temporary file beside it, renamed into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+class Recorder:
+    """Writes the records of the run directory ``run_dir``, each redacted of ``secrets``."""
+
+    keeps = True
+
+    def __init__(self, run_dir: Path, secrets: Iterable[str] = ()):
+        self.dir = Path(run_dir)
+        self.secrets = list(secrets)
+
+    def redact(self, obj: Any) -> Any:
+        return redact(obj, self.secrets)
+
+    def json(self, name: str, data: Any) -> None:
+        """``name`` (environment.json, host.json, ...) in the run directory."""
+        write_atomic(self.dir / name, json.dumps(self.redact(data), indent=2, default=str) + "\n")
+
+    def start(self, plan: Any, source: str) -> None:
+        """runbook.yaml (the runbook's text as given) and plan.json (every step's commands)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.dir / "runbook.yaml", redact_yaml(source, self.secrets))
+        self.json("plan.json", plan.to_record(self.secrets))
+
+    def copy_start(self, source_dir: Path, plan_record: Any) -> None:
+        """runbook.yaml and plan.json as another run directory has them (a merged run's)."""
+        self.json("plan.json", plan_record)
+        runbook = Path(source_dir) / "runbook.yaml"
+        if runbook.is_file():
+            write_atomic(self.dir / "runbook.yaml", self.redact(runbook.read_text()))
+
+    def status(self, status: dict[str, Any], description: str = "", notes: Iterable[str] = ()) -> None:
+        """status.json and summary.md (the same for people, then ``notes`` as its last lines)."""
+        self.json(STATUS, status)
+        text = summary_markdown(self.redact(status), description)
+        notes = list(notes)
+        if notes:
+            text += "\n" + "\n".join(notes) + "\n"
+        write_atomic(self.dir / "summary.md", self.redact(text))
+
+    def config(self, path: Path, text: str) -> None:
+        """A step's config.yaml."""
+        write_atomic(Path(path), text)
+
+
+class NoRecords(Recorder):
+    """A one-step command's recorder: no run directory records (its own artifacts are its output)."""
+
+    keeps = False
+
+    def __init__(self) -> None:
+        super().__init__(Path("."))
+
+    def json(self, name: str, data: Any) -> None:
+        pass
+
+    def start(self, plan: Any, source: str) -> None:
+        pass
+
+    def status(self, status: dict[str, Any], description: str = "", notes: Iterable[str] = ()) -> None:
+        pass
+
+    def config(self, path: Path, text: str) -> None:
+        pass

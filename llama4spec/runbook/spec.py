@@ -1,0 +1,124 @@
+"""A runbook once read, and what a step kind is.
+
+Each step holds its kind (``StepKind``: ``steps/<kind>.py``'s ``KIND``) and that kind's keys
+(``Keys``: a dataclass whose fields are the runbook keys). Code outside ``steps/`` asks a kind's
+traits, never its name; a step asks the run that executes it only what ``StepRun`` offers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Protocol
+
+from rich.console import Console
+
+
+@dataclass(frozen=True)
+class Traits:
+    starts_engine: bool = False  # runs vLLM (the doctor gates it; its memory is planned)
+    loads_models: bool = False  # host.json names its models with their cached commits
+    expands: bool = False  # stands for steps generated at planning (a sweep's servers and points)
+    merges: bool = False  # reads other steps' results: runs on whatever was measured, where results merge
+    serves: bool = False  # starts a server that holds its port until its stop step (a group of its own)
+    uses_server: bool = False  # its 'server' names a serve step, whose group it belongs to
+    stops_server: bool = False  # ends its server's life
+    benchmarks: bool = False  # runs vLLM's benchmark (the run's benchmark worker)
+    measures: bool = False  # takes repeats / warmup (the command line's --repeats / --warmup replace them)
+    describe_first: bool = False  # the dry run's lines for it come before its command
+    shows_env: bool = False  # the dry run shows its environment
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A key of a step that names another step (or, where ``file_ok``, a saved file)."""
+
+    role: str  # the key: server, baseline, candidate
+    ref: str | None
+    kind: str  # the kind of step it must name
+    file_ok: bool = False  # may name a file instead
+
+
+class StepRun(Protocol):
+    """What a step may use of the run executing it."""
+
+    console: Console
+    environ: Mapping[str, str]
+    plan: Any  # runbook.plan.Plan
+    progress: Any  # runbook.progress.Progress
+    benches: Any  # serving.bench_runner.BenchRunner
+    output: Any  # runbook.output.RunOutput: what the run says about itself and its steps' results
+
+    def say(self, text: str) -> None: ...
+    def secrets(self, p: Any) -> dict[str, str]: ...
+    def write_config(self, p: Any) -> None: ...
+    def not_run(self) -> dict[str, str]: ...
+    def server(self, step_id: str | None) -> Any: ...
+    def keep_server(self, step_id: str, server: Any) -> None: ...
+    def keep_result(self, step_id: str, record: Any) -> None: ...
+    def keep_comparison(self, step_id: str, text: str) -> None: ...
+    def partial(self, step_id: str, result: dict[str, Any]) -> None: ...
+
+
+class StepKind(Protocol):
+    name: str
+    Keys: type  # a dataclass; its fields with readers are the runbook keys
+    required: tuple[str, ...]  # keys a runbook must give
+    traits: Traits
+
+    def check(self, keys: Any, at: str, problems: list[str], state: dict[str, Any]) -> None: ...
+    def references(self, keys: Any) -> list[Reference]: ...
+    def plan(self, ctx: Any, p: Any) -> None: ...
+    def execute(self, run: StepRun, p: Any) -> dict[str, Any]: ...
+    def describe(self, p: Any, say: Callable[[str], None]) -> None: ...
+    def missing_input(self, p: Any) -> str | None: ...
+    def ready_problem(self, p: Any) -> str | None: ...
+
+
+@dataclass
+class Step:
+    id: str
+    kind_of: StepKind = field(repr=False)
+    keys: Any  # the kind's Keys
+    needs: list[str] = field(default_factory=list)
+    description: str = ""
+
+    @property
+    def kind(self) -> str:
+        return self.kind_of.name
+
+    @property
+    def traits(self) -> Traits:
+        return self.kind_of.traits
+
+    @property
+    def server(self) -> str | None:
+        """The serve step this step uses (bench, stop), else None."""
+        return self.keys.server if self.traits.uses_server else None
+
+    def references(self) -> list[Reference]:
+        return self.kind_of.references(self.keys)
+
+
+@dataclass
+class Runbook:
+    name: str
+    path: Path
+    description: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+    overrides: list[str] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+
+    def step(self, step_id: str) -> Step:
+        """The (first) step with this id; an index kept while ``steps`` is the same list of that length,
+        so planning a runbook of n steps stays linear."""
+        index = self.__dict__.get("_index")
+        if index is None or index[0] is not self.steps or index[1] != len(self.steps):
+            by_id: dict[str, Step] = {}
+            for s in self.steps:
+                by_id.setdefault(s.id, s)
+            index = self.__dict__["_index"] = (self.steps, len(self.steps), by_id)
+        found = index[2].get(step_id)
+        if found is None or found.id != step_id:  # changed in place since: look again
+            return next(s for s in self.steps if s.id == step_id)
+        return found

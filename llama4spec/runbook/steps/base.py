@@ -1,0 +1,30 @@
+"""A step kind from its module's functions (``BaseKind``): what a kind does not say does nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from llama4spec.runbook.spec import Reference, StepRun, Traits
+
+
+@dataclass(frozen=True)
+class BaseKind:
+    """A ``spec.StepKind`` from its module's functions."""
+
+    name: str
+    Keys: type
+    traits: Traits
+    plan: Callable[[Any, Any], None]
+    execute: Callable[[StepRun, Any], dict[str, Any]]
+    describe: Callable[[Any, Callable[[str], None]], None] = lambda p, say: None
+    required: tuple[str, ...] = ()
+    check: Callable[[Any, str, list[str], dict[str, Any]], None] = lambda keys, at, problems, state: None
+    references: Callable[[Any], list[Reference]] = lambda keys: []
+    missing_input: Callable[[Any], str | None] = lambda p: None  # why there is nothing to work on now
+    ready_problem: Callable[[Any], str | None] = lambda p: None  # before anything starts: why it cannot run
+
+
+def server_ref(keys: Any) -> list[Reference]:
+    """The serve step a bench or stop step uses."""
+    return [Reference("server", keys.server, "serve")]

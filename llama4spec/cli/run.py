@@ -64,7 +64,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("overrides", nargs="*", help="Hydra overrides applied to every step, after the runbook's own")
     add_run_options(p, "continue the run in DIR (runs/<runbook>/<timestamp>): skip benchmarks already measured there "
                        "(with groups: re-run only the groups not done)")
-    from llama4spec.cli.launch import add_options
+    from llama4spec.cli.groups import add_options
 
     add_options(p)
 
@@ -83,7 +83,7 @@ def _run(args: argparse.Namespace) -> int:
     opts = dataclasses.replace(RunOptions.from_cli_args(args), runbook=runbook_path(args.runbook))
     plan = plan_file(opts.runbook, lambda name: run_dir_for(opts, name), list(opts.overrides),
                      repeats=opts.repeats, warmup=opts.warmup)
-    from llama4spec.cli.launch import run_launched
+    from llama4spec.cli.groups import run_launched
     from llama4spec.launch.submit import launched
 
     if launched(opts, plan):  # server groups: one here, several at once, or as Slurm jobs

@@ -46,3 +46,26 @@ def test_building_the_parser_imports_no_engine():
     assert result.returncode == 0, result.stderr
     heavy = json.loads(result.stdout.strip().splitlines()[-1])
     assert heavy == [], f"building the parser imported {heavy[:10]}"
+
+
+def test_step_kinds_are_asked_their_traits_not_their_names():
+    """Outside ``runbook/steps/`` no code tests a step's kind by name (``p.kind == "serve"``,
+    ``kind in ("bench", "stop")``) or keeps a tuple of kind names: what a kind is and does is
+    declared by its own module (``KIND``: keys, traits, plan, execute, describe)."""
+    import re
+
+    from llama4spec.runbook.steps import KINDS
+
+    package = REPO / "llama4spec"
+    test = re.compile(r"\bkind\s*(==|!=|\bin\b|\bnot in\b)")
+    names = "|".join(KINDS)
+    listed = re.compile(rf"(?<![\w.])[(\[{{]\s*\"({names})\"\s*,\s*\"({names})\"")  # a tuple, list or set of names
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package).as_posix()
+        if rel.startswith("runbook/steps/") or rel.startswith("tiny/"):  # tiny/: its own 'kind' (file, dir)
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if test.search(line) or listed.search(line):
+                found.append(f"{rel}:{n}: {line.strip()}")
+    assert found == [], "kind names tested outside runbook/steps/:\n" + "\n".join(found)

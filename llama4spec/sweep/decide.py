@@ -236,7 +236,10 @@ def looks(values: np.ndarray, statistic: Statistic, min_repeats: int = MIN_REPEA
           max_repeats: int = MAX_REPEATS, early_share: float = EARLY_SHARE) -> Looks:
     """The look table of ``values`` [sweeps, points, runs] (on the statistic's scale; NaN for runs
     not measured: looks needing them come out NaN and are never read)."""
-    values = np.asarray(values, dtype=float)[:, :, :max_repeats]
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 3 or values.shape[-1] < max_repeats:
+        raise ValueError(f"values must be [sweeps, points, >= max_repeats ({max_repeats})], not {values.shape}")
+    values = values[:, :, :max_repeats]
     first, second = np.triu_indices(values.shape[1], 1)
     per_look = [statistic.compare(values[:, first, :n], values[:, second, :n])
                 for n in range(min_repeats, max_repeats + 1)]
@@ -312,12 +315,14 @@ def decide(table: Looks, counts: np.ndarray, baseline: int, confidence: float = 
     needed[rows, leader[:, None], pts] |= place_open
     involved = needed.any(-1)
     state = np.where(involved, np.where(counts < r_max, OPEN, AT_MAX), np.where(eliminated, ELIMINATED, RESOLVED))
+    state = np.where(counts < m, OPEN, state)  # every point gets min_repeats runs
 
     pair_look = np.minimum(counts[:, :, None], counts[:, None, :])
     wants = counts[:, :, None] == pair_look  # p's run is needed for the pair's next look
-    pair_of = np.zeros((n_points, n_points), dtype=int)
+    pair_of = np.full((n_points, n_points), n_pairs)  # the diagonal points at a padding column
     pair_of[first, second] = pair_of[second, first] = np.arange(n_pairs)
-    t_now = np.abs(np.take_along_axis(table.t, at, -1)[..., 0])[:, pair_of]  # [S, P, P]
+    t_now = np.abs(np.take_along_axis(table.t, at, -1)[..., 0])
+    t_now = np.concatenate([t_now, np.zeros((sweeps, 1))], 1)[:, pair_of]  # [S, P, P]
     c_next = special.ndtri(1.0 - level[:, None, None] * w[np.clip(pair_look + 1 - m, 0, len(w) - 1)])
     pi = special.ndtr(t_now - c_next) / (wants.astype(int) + wants.transpose(0, 2, 1))
     settles = needed & (pair_look < r_max) & wants & (pair_look >= m)

@@ -244,3 +244,9 @@ def test_a_lookahead_that_wins_is_kept_and_the_bound_holds() -> None:
                     assert _model(k_next, accept, cost)[0] <= speedup_bound(k, k_next, s, a, e) * (1 + 1e-12)
     with pytest.raises(ValueError):
         speedup_bound(3, 3, 1.0, 0.5, 2.0)
+
+
+def test_a_lone_baseline_still_gets_min_repeats_runs() -> None:
+    assert allocate({"none": [100.0]}, "none").next == "none"
+    a = allocate({"none": [100.0, 101.0]}, "none")
+    assert a.points["none"].state == "resolved" and a.next is None

@@ -31,11 +31,12 @@ The rule, in four parts.
    eliminated and gets no more runs; the baseline keeps getting them while a verdict is open.
 
 Why Bonferroni over looks and not confidence sequences (Howard, Ramdas, McAuliffe and Sekhon
-2021): the dominant noise is the server start, fixed once a server is up, so a comparison's
-information hardly grows with runs. A confidence sequence pays at every time for looking at all
+2021): where the server start dominates the noise (as the issue's repeated sweeps suggest), its
+effect is fixed once a server is up, so a comparison's information hardly grows with runs. A confidence sequence pays at every time for looking at all
 times and has nothing to gain here; a split that keeps nearly all of alpha for the last look costs
-a fraction of a point of power against a fixed design of ``max_repeats`` runs (no valid sequential
-rule capped at the same runs can have more) and still stops a clear comparison at the first look.
+a fraction of a point of power against a fixed design of ``max_repeats`` runs (for a one-sided
+question no valid rule capped at the same runs can have more: Neyman-Pearson) and still stops a
+clear comparison at the first look.
 
 The dominance bound (``speedup_bound``, ``cannot_win``) says which larger lookahead cannot win and
 need not be started.
@@ -52,9 +53,10 @@ CONFIDENCE = 0.95
 MIN_REPEATS = 2
 MAX_REPEATS = 10
 REPEATS_CAP = 100  # the largest max_repeats accepted
-# Share of alpha spent on the looks before the last. Each point of it costs about 0.12 points of
-# power at the last look (80% power, one comparison); 0.02 still decides a comparison clear by
-# about 3.8 standard errors at the first look.
+# Share of alpha spent on the looks before the last. Each 0.01 of it costs about 0.12 points of
+# power at the last look (80% power, one comparison; benchmarks/decide_power.py measures 0.1 to
+# 0.3 points for 0.02); 0.02 still decides a comparison clear by 3.8 (two points) to 4.4 (five
+# points) standard errors at the first look. Equal shares (plain Bonferroni) cost 25 points.
 EARLY_SHARE = 0.02
 
 STATES = ("open", "resolved", "eliminated", "max_repeats")
@@ -271,7 +273,7 @@ def decide(table: Looks, counts: np.ndarray, baseline: int, confidence: float = 
     decided or the candidate eliminated) and each remaining point's place against the leader. A
     point stops *eliminated* (declared slower than another, and no open verdict needs it),
     *resolved* (no open question left: the leader once the others are out and its verdict is
-    decided), or at *max_repeats*; otherwise it is *open*.
+    decided), or at *max_repeats*; otherwise (and always below min_repeats) it is *open*.
 
     The next run: first, in order, any point below min_repeats (fewest runs first). Then, for each
     open question whose next look needs a run of point p, the chance that look settles it,
@@ -281,27 +283,36 @@ def decide(table: Looks, counts: np.ndarray, baseline: int, confidence: float = 
     normal step, divided by the runs that look still needs (1 or 2). The open point with the
     highest pi gets the run; ties go to the fewest runs, then to the earlier point.
     """
-    special = _special()
     counts = np.asarray(counts)
-    sweeps, n_points = counts.shape
-    m, r_max, w = table.min_repeats, table.max_repeats, table.weights
-    alpha = 1.0 - confidence
-    first, second = table.first, table.second
-    n_pairs = len(first)
-    rows, pts = np.arange(sweeps)[:, None], np.arange(n_points)[None, :]
+    above, level = _declared(table, counts, 1.0 - confidence)
+    needed, eliminated, leader = _questions(table, counts, above, baseline)
+    state = np.where(needed.any(-1), np.where(counts < table.max_repeats, OPEN, AT_MAX),
+                     np.where(eliminated, ELIMINATED, RESOLVED))
+    state = np.where(counts < table.min_repeats, OPEN, state)  # every point gets min_repeats runs
+    return Decisions(above, state, leader, _next_run(table, counts, needed, state, level), level)
 
-    look = np.minimum(counts[:, first], counts[:, second])  # [S, U]
-    at = np.clip(look - m, 0, len(w) - 1)[..., None]
-    p_up, p_down = (np.where(look >= m, np.take_along_axis(a, at, -1)[..., 0], 1.0)
+
+def _declared(table: Looks, counts: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Holm over every ordered pair at the looks reached: above[s, p, q], and Holm's next level."""
+    first, second, n_pairs = table.first, table.second, len(table.first)
+    look = np.minimum(counts[:, first], counts[:, second])
+    at = np.clip(look - table.min_repeats, 0, len(table.weights) - 1)[..., None]
+    p_up, p_down = (np.where(look >= table.min_repeats, np.take_along_axis(a, at, -1)[..., 0], 1.0)
                     for a in (table.anytime_up, table.anytime_down))
     rejected = holm(np.concatenate([p_up, p_down], -1), alpha)
-    above = np.zeros((sweeps, n_points, n_points), dtype=bool)
+    above = np.zeros((*counts.shape, counts.shape[1]), dtype=bool)
     above[:, first, second], above[:, second, first] = rejected[:, :n_pairs], rejected[:, n_pairs:]
-    level = alpha / np.maximum(2 * n_pairs - rejected.sum(-1), 1)
+    return above, alpha / np.maximum(2 * n_pairs - rejected.sum(-1), 1)
 
+
+def _questions(table: Looks, counts: np.ndarray, above: np.ndarray, baseline: int):
+    """The open questions as a symmetric [sweeps, points, points] mask, the eliminated points and
+    the leader (the highest mean among points not eliminated)."""
+    sweeps, n_points = counts.shape
+    rows, pts = np.arange(sweeps)[:, None], np.arange(n_points)[None, :]
     eliminated = above.any(axis=1)
     with np.errstate(invalid="ignore"):
-        mean = np.take_along_axis(table.means, np.clip(counts - 1, 0, r_max - 1)[..., None], -1)[..., 0]
+        mean = np.take_along_axis(table.means, np.clip(counts - 1, 0, table.max_repeats - 1)[..., None], -1)[..., 0]
     mean = np.where(counts > 0, np.nan_to_num(mean, nan=-np.inf), -np.inf)
     alive = np.where(eliminated.all(1, keepdims=True), True, ~eliminated)
     leader = np.argmax(np.where(alive, mean, -np.inf), axis=1)
@@ -313,19 +324,24 @@ def decide(table: Looks, counts: np.ndarray, baseline: int, confidence: float = 
     place_open = ~eliminated & (pts != leader[:, None])
     needed[rows, pts, leader[:, None]] |= place_open
     needed[rows, leader[:, None], pts] |= place_open
-    involved = needed.any(-1)
-    state = np.where(involved, np.where(counts < r_max, OPEN, AT_MAX), np.where(eliminated, ELIMINATED, RESOLVED))
-    state = np.where(counts < m, OPEN, state)  # every point gets min_repeats runs
+    return needed, eliminated, leader
 
+
+def _next_run(table: Looks, counts: np.ndarray, needed: np.ndarray, state: np.ndarray, level: np.ndarray):
+    """The point that gets the next run (the heuristic of ``decide``), -1 when none is open."""
+    special, w, m = _special(), table.weights, table.min_repeats
+    sweeps, n_points = counts.shape
+    first, second, n_pairs = table.first, table.second, len(table.first)
     pair_look = np.minimum(counts[:, :, None], counts[:, None, :])
     wants = counts[:, :, None] == pair_look  # p's run is needed for the pair's next look
     pair_of = np.full((n_points, n_points), n_pairs)  # the diagonal points at a padding column
     pair_of[first, second] = pair_of[second, first] = np.arange(n_pairs)
+    at = np.clip(np.minimum(counts[:, first], counts[:, second]) - m, 0, len(w) - 1)[..., None]
     t_now = np.abs(np.take_along_axis(table.t, at, -1)[..., 0])
     t_now = np.concatenate([t_now, np.zeros((sweeps, 1))], 1)[:, pair_of]  # [S, P, P]
     c_next = special.ndtri(1.0 - level[:, None, None] * w[np.clip(pair_look + 1 - m, 0, len(w) - 1)])
     pi = special.ndtr(t_now - c_next) / (wants.astype(int) + wants.transpose(0, 2, 1))
-    settles = needed & (pair_look < r_max) & wants & (pair_look >= m)
+    settles = needed & (pair_look < table.max_repeats) & wants & (pair_look >= m)
     score = np.where(settles, pi, -np.inf).max(-1)
     candidate = (state == OPEN) & (score > -np.inf)
     score = np.where(candidate, score, -np.inf)
@@ -335,8 +351,7 @@ def decide(table: Looks, counts: np.ndarray, baseline: int, confidence: float = 
 
     short = counts < m
     fewest = short & (counts == np.where(short, counts, np.iinfo(int).max).min(1, keepdims=True))
-    nxt = np.where(short.any(1), fewest.argmax(1), nxt)
-    return Decisions(above, state, leader, nxt, level)
+    return np.where(short.any(1), fewest.argmax(1), nxt)
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,10 @@ REPEATS_CAP = 100  # the largest max_repeats accepted
 EARLY_SHARE = 0.02
 
 STATES = ("open", "resolved", "eliminated", "max_repeats")
+# The log-sd of a setting's mean throughput between server starts on this machine (runs against one
+# start cannot average it out): the between-start term of every comparison a sweep makes. A
+# placeholder until measured by benchmarks/spreads.py (docs/sweeps-and-statistics.md).
+BETWEEN_SD = 0.10
 OPEN, RESOLVED, ELIMINATED, AT_MAX = range(len(STATES))
 
 

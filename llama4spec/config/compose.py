@@ -4,13 +4,13 @@
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import functools
 import pickle
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
@@ -112,12 +112,64 @@ def split_overrides(overrides: Sequence[str]) -> tuple[list[str], list[str]]:
     return kept, problems
 
 
-@dataclass
 class Composed:
-    cfg: Config  # typed object
-    raw: DictConfig  # resolved DictConfig (for printing and run records)
-    choices: dict[str, str]  # group -> chosen option
-    overrides: list[str]
+    """One composition: the typed object (each caller's own), the resolved DictConfig (for printing
+    and run records; made when first read, see ``_Raw``), the option chosen in each group, the overrides."""
+
+    def __init__(self, cfg: Config, raw: DictConfig | _Raw, choices: dict[str, str], overrides: list[str]):
+        self.cfg = cfg
+        self._raw = raw if isinstance(raw, _Raw) else _Raw(raw)
+        self.choices = choices  # group -> chosen option
+        self.overrides = overrides
+
+    @property
+    def raw(self) -> DictConfig:
+        return self._raw.get()
+
+    def containers(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The resolved config as plain data, resolved and unresolved (what ``OmegaConf.to_container``
+        gives with ``resolve=True`` and ``False``): fresh, and without making ``raw`` when it is not made."""
+        return self._raw.containers()
+
+
+class _Raw:
+    """A composition's resolved DictConfig: given, or made when first read from its group choices'
+    resolved tree and its leaf values (checked by ``_Groups.leaf`` to give what Hydra's application
+    of them gives). Shared by every composition of the same overrides; read-only once ``seal``ed."""
+
+    def __init__(self, cfg: DictConfig | None = None, base: _Finished | None = None,
+                 values: Sequence[tuple[str, Any, Any]] = ()):
+        self._cfg, self._base, self._values, self._sealed = cfg, base, tuple(values), False
+
+    def seal(self) -> None:
+        self._sealed = True
+        if self._cfg is not None:
+            OmegaConf.set_readonly(self._cfg, True)
+
+    def get(self) -> DictConfig:
+        if self._cfg is None:
+            cfg = pickle.loads(self._base.tree)
+            for key, value, _ in self._values:  # as Hydra applies a value override
+                OmegaConf.update(cfg, key, value, merge=True)
+            self._cfg = cfg
+            if self._sealed:
+                OmegaConf.set_readonly(cfg, True)
+        return self._cfg
+
+    def containers(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        if self._base is None:
+            return OmegaConf.to_container(self._cfg, resolve=True), OmegaConf.to_container(self._cfg, resolve=False)
+        return self._plain(self._base.resolved), self._plain(self._base.unresolved)
+
+    def _plain(self, pickled: bytes) -> dict[str, Any]:
+        data = pickle.loads(pickled)
+        for key, _, stored in self._values:
+            *path, last = key.split(".")
+            node = data
+            for part in path:
+                node = node[part]
+            node[last] = stored
+        return data
 
 
 def _friendly(err: Exception, overrides: Sequence[str]) -> str:
@@ -291,9 +343,16 @@ def _each_failure(usable: list[str], first: str) -> list[str]:
 
 
 # Compositions already made in this process (a plan composes each server's overrides for the
-# matrix, the serve step and its benchmarks): each caller gets its own copy of the typed config;
-# the resolved DictConfig is shared, read-only.
-_COMPOSED: dict[tuple[str, ...], Composed] = {}
+# matrix, the serve step and its benchmarks): each caller gets its own copy of the typed config
+# (kept pickled: copied in a fraction of a deepcopy's time); the resolved DictConfig is shared, read-only.
+@dataclass(frozen=True)
+class _Made:
+    typed: bytes
+    raw: _Raw
+    choices: dict[str, str]
+
+
+_COMPOSED: dict[tuple[str, ...], _Made] = {}
 _COMPOSED_KEPT = 4096
 
 
@@ -306,13 +365,12 @@ def compose_config(overrides: Sequence[str] = ()) -> Composed:
     key = (str(tiny_path("target")), *overrides)  # the tiny models' place is resolved into the config
     done = _COMPOSED.get(key)
     if done is not None:
-        return Composed(cfg=copy.deepcopy(done.cfg), raw=done.raw, choices=dict(done.choices), overrides=overrides)
+        return Composed(cfg=pickle.loads(done.typed), raw=done.raw, choices=dict(done.choices), overrides=overrides)
     composed = _compose_checked(overrides)
-    OmegaConf.set_readonly(composed.raw, True)
+    composed._raw.seal()
     if len(_COMPOSED) >= _COMPOSED_KEPT:
         _COMPOSED.clear()
-    _COMPOSED[key] = Composed(cfg=copy.deepcopy(composed.cfg), raw=composed.raw, choices=dict(composed.choices),
-                              overrides=list(overrides))
+    _COMPOSED[key] = _Made(pickle.dumps(composed.cfg), composed._raw, dict(composed.choices))
     return composed
 
 
@@ -341,8 +399,150 @@ def _compose_checked(overrides: list[str]) -> Composed:
 # Composing once per distinct choice of config groups: Hydra builds the defaults tree of the group
 # choices (about 0.1 s here), and the ``key=value`` overrides are applied to a copy of it by
 # Hydra's own function for that, as a full composition applies them after building the tree.
-_GROUP_TREES: dict[tuple[str, ...], tuple[bytes, dict[str, str]]] = {}  # pickled: 10x faster than deepcopy
+# Most overrides set one leaf to a plain value (a sweep's lookahead, a port): those are checked
+# once per choice of groups by that same function, and applied to the choice's tree resolved and
+# typed once, unless an interpolation could read them (see _Groups.finished).
+_GROUP_TREES: dict[tuple[str, ...], _Groups] = {}
 _TREES_KEPT = 64
+_LEAF_KEY = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+# The interpolations a value override cannot change: the tiny models' place, nothing else.
+_FIXED_INTERPOLATION = re.compile(r"\$\{tiny_dir:[^${}\\'\"]*\}")
+
+
+@dataclass(frozen=True)
+class _Finished:
+    """A choice of groups resolved (``_finish``) with no value override: the resolved tree, the typed
+    object and the plain data (resolved, unresolved), each pickled."""
+
+    tree: bytes
+    typed: bytes
+    resolved: bytes
+    unresolved: bytes
+
+
+class _Groups:
+    """One choice of config groups, composed by Hydra once: its tree (pickled: 10x faster than
+    deepcopy; OmegaConf pickles its flags and node types) and the option chosen in each group."""
+
+    def __init__(self, tree: DictConfig, choices: dict[str, str]):
+        self.tree, self.choices = pickle.dumps(tree), choices
+        self._finished: dict[str, _Finished | None] = {}  # by the tiny models' place (resolved into it)
+        self._leaves: dict[str, tuple[str, Any, Any] | None] = {}  # override -> (key, value, value as stored)
+        self._scratch: DictConfig | None = None
+        self._fixed: bool | None = None
+
+    def fresh(self) -> DictConfig:
+        return pickle.loads(self.tree)
+
+    def finished(self) -> _Finished | None:
+        """The tree resolved and typed, for leaf values to be applied to; None when it does not
+        resolve alone, or when an interpolation in it could read a value override (anything but
+        ``${tiny_dir:...}``): then every composition of these groups resolves in full."""
+        if self._fixed is None:
+            strings: list[str] = []
+            _strings(OmegaConf.to_container(self.fresh(), resolve=False), strings)
+            self._fixed = not any("${" in _FIXED_INTERPOLATION.sub("", text) for text in strings)
+        place = str(tiny_path("target"))
+        if self._fixed and place not in self._finished:
+            try:
+                done = _finish(self.fresh(), dict(self.choices), [])
+                raw = done.raw
+                self._finished[place] = _Finished(
+                    pickle.dumps(raw), pickle.dumps(done.cfg),
+                    pickle.dumps(OmegaConf.to_container(raw, resolve=True)),
+                    pickle.dumps(OmegaConf.to_container(raw, resolve=False)))
+            except Exception:  # noqa: BLE001 - not resolvable alone (a value override may complete it)
+                self._finished[place] = None
+        return self._finished.get(place) if self._fixed else None
+
+    def leaf(self, override: str, parsed) -> tuple[str, Any, Any] | None:
+        """(key, value, value as stored) when ``override`` sets an existing leaf of the tree to a plain
+        value, checked by applying it as a full composition would (Hydra's function, OmegaConf's
+        validation and conversion) to a scratch copy, then undone; None otherwise (a ``+``, ``~`` or
+        list override, a new key, an interpolation, a value the leaf refuses...)."""
+        if override not in self._leaves:
+            if len(self._leaves) >= 4096:
+                self._leaves.clear()
+            self._leaves[override] = self._check(parsed)
+        return self._leaves[override]
+
+    def _check(self, parsed) -> tuple[str, Any, Any] | None:
+        from hydra._internal.config_loader_impl import ConfigLoaderImpl
+        from hydra.core.override_parser.types import OverrideType, ValueType
+        from omegaconf import ValueNode
+
+        if parsed.type != OverrideType.CHANGE or parsed.value_type != ValueType.ELEMENT or parsed.package is not None:
+            return None
+        key, value = parsed.key_or_group, parsed.value()
+        if not _LEAF_KEY.fullmatch(key) or not _plain_value(value):
+            return None
+        if self._scratch is None:
+            self._scratch = self.fresh()
+        *path, last = key.split(".")
+        try:
+            parent = self._scratch
+            for part in path:
+                parent = parent._get_node(part)
+                if not isinstance(parent, DictConfig) or parent._is_none() or parent._is_missing() \
+                        or parent._is_interpolation():
+                    return None
+            node = parent._get_node(last)
+            if not isinstance(node, ValueNode):
+                return None
+            before = node._value()
+            ConfigLoaderImpl._apply_overrides_to_config([parsed], self._scratch)
+            if parent._get_node(last) is not node:
+                self._scratch = None
+                return None
+            stored = node._value()
+            node._set_value(before)
+        except Exception:  # noqa: BLE001 - refused (the full composition reports it in Hydra's words)
+            self._scratch = None
+            return None
+        return key, value, stored
+
+
+def _strings(data: Any, out: list[str]) -> None:
+    if isinstance(data, dict):
+        for v in data.values():
+            _strings(v, out)
+    elif isinstance(data, list):
+        for v in data:
+            _strings(v, out)
+    elif isinstance(data, str):
+        out.append(data)
+
+
+def _plain_value(value: Any) -> bool:
+    """A value a leaf takes as it is: a number, a boolean, null, a string that is neither an
+    interpolation nor ``???``."""
+    if isinstance(value, str):
+        return "${" not in value and value != "???"
+    return value is None or isinstance(value, (bool, int, float))
+
+
+def _set_typed(cfg: Any, key: str, value: Any) -> bool:
+    """Set ``key`` (dotted) of a typed config (dataclasses, dicts) to ``value``; False if it is not there."""
+    *path, last = key.split(".")
+    node = cfg
+    for part in [*path, last]:
+        parent = node
+        if dataclasses.is_dataclass(node) and not isinstance(node, type) and part in _field_names(type(node)):
+            node = getattr(node, part)
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return False
+    if isinstance(parent, dict):
+        parent[last] = value
+    else:
+        setattr(parent, last, value)
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls))
 
 
 def _group_key(override: str) -> str:
@@ -386,15 +586,32 @@ def _compose(kept: list[str], overrides: list[str]) -> Composed:
     if key not in _GROUP_TREES:
         if len(_GROUP_TREES) >= _TREES_KEPT:
             _GROUP_TREES.clear()
-        tree, choices = _tree_and_choices(groups)
-        _GROUP_TREES[key] = pickle.dumps(tree), choices
-    tree_bytes, choices = _GROUP_TREES[key]
-    cfg = pickle.loads(tree_bytes)  # a copy (OmegaConf pickles its flags and node types)
+        _GROUP_TREES[key] = _Groups(*_tree_and_choices(groups))
+    chosen = _GROUP_TREES[key]
+    composed = _applied(chosen, values, parsed, overrides)
+    if composed is not None:
+        return composed
+    cfg = chosen.fresh()
     if parsed:
         from hydra._internal.config_loader_impl import ConfigLoaderImpl
 
         ConfigLoaderImpl._apply_overrides_to_config(parsed, cfg)
-    return _finish(cfg, dict(choices), overrides)
+    return _finish(cfg, dict(chosen.choices), overrides)
+
+
+def _applied(chosen: _Groups, values: list[str], parsed: list, overrides: list[str]) -> Composed | None:
+    """The composition as leaf values on the groups' resolved, typed tree; None when it must be made in full."""
+    finished = chosen.finished()
+    if finished is None:
+        return None
+    leaves = [chosen.leaf(o, p) for o, p in zip(values, parsed)]
+    if None in leaves:
+        return None
+    cfg = pickle.loads(finished.typed)
+    for key, _, stored in leaves:
+        if not _set_typed(cfg, key, stored):
+            return None
+    return Composed(cfg=cfg, raw=_Raw(base=finished, values=leaves), choices=dict(chosen.choices), overrides=overrides)
 
 
 def _tree_and_choices(kept: list[str]) -> tuple[DictConfig, dict[str, str]]:

@@ -16,8 +16,10 @@ it walks dicts, lists and strings and replaces with ``***``
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+from collections.abc import Mapping as AnyMapping  # for isinstance: typing's alias checks slowly
 from typing import Any, Iterable, Mapping
 
 # An environment variable's name that looks secret (HF_TOKEN, VLLM_API_KEY, DB_PASSWORD, ...);
@@ -53,6 +55,7 @@ def _is_env_mapping(key: str) -> bool:
     return k in ("env", "environ", "environment") or k.endswith("_env")
 
 
+@functools.lru_cache(maxsize=4096)
 def _secret_key(key: str, env: bool) -> bool:
     """A mapping key (or a flag or override key's last part) whose value is secret."""
     if env or ENV_LIKE.match(key):
@@ -120,11 +123,13 @@ class _Walk:
         return _ASSIGNMENT.sub(assignment, text)
 
     def value(self, obj: Any, env: bool = False) -> Any:
-        if isinstance(obj, Mapping):
+        if isinstance(obj, str):  # first: most of what is walked (argv), and the quickest test
+            return self.text(obj)
+        if isinstance(obj, AnyMapping):
             out = {}
             for k, v in obj.items():
                 key = str(k)
-                if _secret_key(key, env) and v is not None and not isinstance(v, (Mapping, list, tuple)):
+                if _secret_key(key, env) and v is not None and not isinstance(v, (AnyMapping, list, tuple)):
                     out[k] = self._drop(v) if isinstance(v, str) else self._drop(str(v))
                 else:
                     out[k] = self.value(v, _is_env_mapping(key))
@@ -138,8 +143,6 @@ class _Walk:
                     out_list.append(self.value(item, env))
                 after_flag = isinstance(item, str) and item.startswith("-") and "=" not in item and _flag_secret(item)
             return out_list if isinstance(obj, list) else tuple(out_list)
-        if isinstance(obj, str):
-            return self.text(obj)
         return obj
 
 
@@ -165,19 +168,45 @@ def harvest(*sources: Any) -> set[str]:
     return {s for s in walk.found if s and s != REDACTED}
 
 
+def secret_view(obj: Any, env: bool = False) -> Any:
+    """What ``harvest`` and ``oc_env_names`` read of ``obj``, as a hashable value: its strings, the
+    values under secret names, every list's positions (a secret flag's value is the item after it);
+    numbers, booleans and nulls elsewhere hold no secret and are left out. Objects with equal views
+    yield the same known secrets (``known_secrets``), so a plan's configs that differ only in
+    numbers (a sweep) are read once."""
+    if isinstance(obj, AnyMapping):
+        items = []
+        for k, v in obj.items():
+            key = str(k)
+            if isinstance(v, str):
+                items.append((key, "=", v) if _secret_key(key, env) else (key, v))
+            elif isinstance(v, _CONTAINERS):
+                items.append((key, secret_view(v, _is_env_mapping(key))))
+            elif v is not None and _secret_key(key, env):
+                items.append((key, "=str", str(v)))
+        return "map", tuple(items)
+    if isinstance(obj, (list, tuple)):
+        return "list", tuple(secret_view(item, env) if isinstance(item, (str, *_CONTAINERS)) else None for item in obj)
+    return obj if isinstance(obj, str) else None
+
+
+_CONTAINERS = (AnyMapping, list, tuple)
+
+
 def oc_env_names(*sources: Any) -> set[str]:
     """Variables named by ``${oc.env:VAR}`` in the strings of ``sources`` (unresolved configs, overrides)."""
     names: set[str] = set()
 
     def visit(obj: Any) -> None:
-        if isinstance(obj, Mapping):
+        if isinstance(obj, str):
+            if "${" in obj:
+                names.update(_OC_ENV.findall(obj))
+        elif isinstance(obj, AnyMapping):
             for v in obj.values():
                 visit(v)
         elif isinstance(obj, (list, tuple)):
             for v in obj:
                 visit(v)
-        elif isinstance(obj, str):
-            names.update(_OC_ENV.findall(obj))
 
     for source in sources:
         visit(source)

@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from llama4spec.engine.secrets import REDACTED, known_secrets, redact, redact_env
+from llama4spec.engine.secrets import REDACTED, known_secrets, redact, redact_env, secret_view
 
 # environment.json: what the run sets, plus what vLLM, CUDA, NCCL, Hugging Face and torch read.
 ENV_PREFIXES = ("VLLM_", "CUDA_", "NCCL_", "GLOO_", "HF_", "HUGGING_FACE_", "TRANSFORMERS_", "TORCH_", "OMP_",
@@ -62,9 +62,20 @@ def _containers(raw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 def config_secrets(raw: Any, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """Known secrets of one composed config: env values under secret names (also per host), secret
     flags in serve.extra_args, the API key (serve.api_key_env), ``${oc.env:VAR}`` values."""
-    data, unresolved = _containers(raw)
+    return _data_secrets(*_containers(raw), environ)
+
+
+def _data_secrets(data: dict[str, Any], unresolved: dict[str, Any], environ: Mapping[str, str] | None,
+                  seen: dict[Any, tuple[str, ...]] | None = None) -> tuple[str, ...]:
+    """``config_secrets`` of a config's plain data; with ``seen``, computed once per distinct
+    ``secret_view`` (configs that differ only in numbers have the same secrets)."""
     api_key = (data.get("serve") or {}).get("api_key_env")
-    return known_secrets(data, unresolved, environ=environ, names=[api_key] if api_key else [])
+    if seen is None:
+        return known_secrets(data, unresolved, environ=environ, names=[api_key] if api_key else [])
+    key = (secret_view(data), secret_view(unresolved), api_key)
+    if key not in seen:
+        seen[key] = _data_secrets(data, unresolved, environ)
+    return seen[key]
 
 
 def public_config(raw: Any, secrets: Iterable[str] = (), environ: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -80,7 +91,8 @@ def plan_secrets(plan: Any, environ: Mapping[str, str] | None = None) -> tuple[s
     environ = os.environ if environ is None else environ
     sources: list[Any] = [{"env": plan.runbook.env}, list(plan.runbook.overrides), list(plan.overrides)]
     names: list[str] = []
-    found: list[str] = []
+    found: dict[str, None] = {}
+    seen: dict[Any, tuple[str, ...]] = {}
     for p in plan.steps:
         sources += [{"env": p.env}, p.argv, p.exec_argv]
         names += [src for src in p.secret_env.values() if src]
@@ -89,10 +101,11 @@ def plan_secrets(plan: Any, environ: Mapping[str, str] | None = None) -> tuple[s
         if p.composed is not None:
             sources.append(list(p.composed.overrides))
             try:
-                found += config_secrets(p.composed.raw, environ)
+                found.update(dict.fromkeys(_data_secrets(*p.composed.containers(), environ, seen)))
             except Exception:  # noqa: BLE001  (a config that does not resolve still has its overrides)
                 pass
-    return (*found, *known_secrets(*sources, environ=environ, names=names))
+    found.update(dict.fromkeys(known_secrets(*sources, environ=environ, names=names)))
+    return tuple(found)
 
 
 def _version(dist: str) -> str | None:

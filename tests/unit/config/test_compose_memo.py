@@ -103,12 +103,80 @@ def test_the_memo_equals_a_full_composition_for_every_shipped_runbook() -> None:
         _same(overrides)
 
 
-def test_a_sweep_composes_each_distinct_choice_of_groups_once(monkeypatch) -> None:
+def test_a_sweep_composes_and_resolves_each_distinct_choice_of_groups_once(monkeypatch) -> None:
     trees: list[list[str]] = []
-    real = compose._tree_and_choices
+    resolved: list[list[str]] = []
+    real, real_finish = compose._tree_and_choices, compose._finish
     monkeypatch.setattr(compose, "_GROUP_TREES", {})
+    monkeypatch.setattr(compose, "_COMPOSED", {})
     monkeypatch.setattr(compose, "_tree_and_choices", lambda kept: trees.append(list(kept)) or real(kept))
+    monkeypatch.setattr(compose, "_finish", lambda cfg, choices, o: resolved.append(o) or real_finish(cfg, choices, o))
     for k in (1, 2, 3, 5):
         for c in (1, 4):
-            compose.compose_config(["target=tiny", "draft=tiny_eagle", f"lookahead={k}", f"bench.max_concurrency={c}"])
+            composed = compose.compose_config(["target=tiny", "draft=tiny_eagle", f"lookahead={k}",
+                                               f"bench.max_concurrency={c}"])
+            assert (composed.cfg.lookahead, composed.cfg.bench.max_concurrency) == (k, c)
     assert trees == [["target=tiny", "draft=tiny_eagle"]]
+    assert resolved == [[]]  # the groups' tree alone; every setting is a leaf value on it
+
+
+# -- leaf values on the groups' resolved tree -------------------------------------------------------
+LEAVES = [
+    "memory.max_num_seqs=null", "lookahead=null", "serve.port='8800'", "bench.temperature=1", "serve.host=8",
+    "offline.baseline=true", "offline.baseline=maybe", "draft.method=null", "lookahead=1", "lookahead=7",
+    "bench.request_rate=2.5", "env.NO_SUCH=1", "serve.extra_args=[--x]", "memory.max_num_seqs=???",
+    "bench.category='${oc.env:HOME}'", "target.model=", "generation.seed=-3", "memory.gpu_memory_utilization=1e-1",
+    "draft.lookahead_schedule=[[1,4,3]]", "cluster.slurm.time_min=30", "cluster.slurm=7", "serve=7",
+]
+
+
+def _outcome_with_containers(compose_fn, overrides: list[str]):
+    """``_outcome``, with the plain data before and after the DictConfig is read."""
+    try:
+        c = compose_fn(overrides)
+    except compose._compose_errors() as err:
+        return ("error", compose._friendly(err, overrides))
+    before = c.containers()
+    return OmegaConf.to_yaml(c.raw), c.choices, c.cfg, before, c.containers()
+
+
+@pytest.mark.parametrize("leaves", [LEAVES[i:i + 4] for i in range(0, len(LEAVES), 4)] +
+                         [["lookahead=1", "lookahead=5", "serve.port=8800", "serve.port=null"]])
+def test_leaf_values_give_what_hydra_gives(leaves: list[str]) -> None:
+    """Values applied to the groups' resolved tree as leaves: the same value, conversion and error as
+    Hydra's own application before resolution, alone and together."""
+    for groups in (["target=tiny", "draft=tiny_eagle"], ["target=llama4_scout"]):
+        for overrides in [[*groups, o] for o in leaves] + [[*groups, *leaves]]:
+            assert _outcome_with_containers(_memoised, overrides) == _outcome_with_containers(_in_full, overrides), \
+                overrides
+
+
+def test_an_interpolation_that_reads_a_set_key_is_resolved_after_it(tmp_path: Path) -> None:
+    """A config of the user's whose value interpolates another key: that key set by an override is
+    what the interpolation reads (no shortcut through the groups' resolved tree)."""
+    (tmp_path / "serve").mkdir()
+    (tmp_path / "serve" / "mine.yaml").write_text("defaults: [default]\nserved_model_name: tiny-${lookahead}\n"
+                                                  "health_timeout_s: ${bench.num_prompts}\n")
+    search = f"hydra.searchpath=[file://{tmp_path}]"
+    for overrides in ([search, "serve=mine"], [search, "serve=mine", "lookahead=6"],
+                      [search, "serve=mine", "bench.num_prompts=12", "lookahead=2"]):
+        _same(overrides)
+    _registered()
+    c = compose.compose_config([search, "serve=mine", "lookahead=6", "bench.num_prompts=12"])
+    assert c.cfg.serve.served_model_name == "tiny-6" and c.cfg.serve.health_timeout_s == 12.0
+
+
+def test_a_leaf_composition_makes_its_dictconfig_only_when_read() -> None:
+    _registered()
+    made = []
+    real = compose._Raw.get
+    c = compose._compose(["target=tiny", "lookahead=4"], ["target=tiny", "lookahead=4"])
+    assert c.cfg.lookahead == 4 and c.containers()[0]["lookahead"] == 4 and c._raw._cfg is None
+    compose._Raw.get = lambda self: made.append(1) or real(self)
+    try:
+        assert c.raw.lookahead == 4 and made == [1]
+    finally:
+        compose._Raw.get = real
+    # compose_config's copies share one read-only DictConfig; each has its own typed object
+    a, b = compose.compose_config(["target=tiny", "lookahead=4"]), compose.compose_config(["target=tiny", "lookahead=4"])
+    assert a.raw is b.raw and OmegaConf.is_readonly(a.raw) and a.cfg == b.cfg and a.cfg is not b.cfg

@@ -128,7 +128,8 @@ class Composed:
 
     def containers(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """The resolved config as plain data, resolved and unresolved (what ``OmegaConf.to_container``
-        gives with ``resolve=True`` and ``False``): fresh, and without making ``raw`` when it is not made."""
+        gives with ``resolve=True`` and ``False``): fresh (one object twice when they are equal, as
+        they are without interpolations), and without making ``raw`` when it is not made."""
         return self._raw.containers()
 
 
@@ -159,7 +160,8 @@ class _Raw:
     def containers(self) -> tuple[dict[str, Any], dict[str, Any]]:
         if self._base is None:
             return OmegaConf.to_container(self._cfg, resolve=True), OmegaConf.to_container(self._cfg, resolve=False)
-        return self._plain(self._base.resolved), self._plain(self._base.unresolved)
+        data = self._plain(self._base.resolved)
+        return data, data if self._base.unresolved is None else self._plain(self._base.unresolved)
 
     def _plain(self, pickled: bytes) -> dict[str, Any]:
         data = pickle.loads(pickled)
@@ -412,12 +414,12 @@ _FIXED_INTERPOLATION = re.compile(r"\$\{tiny_dir:[^${}\\'\"]*\}")
 @dataclass(frozen=True)
 class _Finished:
     """A choice of groups resolved (``_finish``) with no value override: the resolved tree, the typed
-    object and the plain data (resolved, unresolved), each pickled."""
+    object and the plain data (resolved, unresolved: None when the same), each pickled."""
 
     tree: bytes
     typed: bytes
     resolved: bytes
-    unresolved: bytes
+    unresolved: bytes | None
 
 
 class _Groups:
@@ -447,10 +449,10 @@ class _Groups:
             try:
                 done = _finish(self.fresh(), dict(self.choices), [])
                 raw = done.raw
-                self._finished[place] = _Finished(
-                    pickle.dumps(raw), pickle.dumps(done.cfg),
-                    pickle.dumps(OmegaConf.to_container(raw, resolve=True)),
-                    pickle.dumps(OmegaConf.to_container(raw, resolve=False)))
+                resolved = pickle.dumps(OmegaConf.to_container(raw, resolve=True))
+                unresolved = pickle.dumps(OmegaConf.to_container(raw, resolve=False))
+                self._finished[place] = _Finished(pickle.dumps(raw), pickle.dumps(done.cfg), resolved,
+                                                  None if unresolved == resolved else unresolved)
             except Exception:  # noqa: BLE001 - not resolvable alone (a value override may complete it)
                 self._finished[place] = None
         return self._finished.get(place) if self._fixed else None

@@ -92,13 +92,26 @@ class _Walk:
     def __init__(self, secrets: Iterable[str]):
         self.known = _known(secrets)
         self.found: set[str] = set()
+        self._texts: dict[str, tuple[str, frozenset[str]]] = {}  # a string walked before: its result, its finds
+
+    def text(self, text: str) -> str:
+        """``text`` redacted (the same string recurs in many argv lists: each is read once)."""
+        done = self._texts.get(text)
+        if done is None:
+            outer, self.found = self.found, set()
+            try:
+                done = self._texts[text] = self._text(text), frozenset(self.found)
+            finally:
+                self.found = outer
+        self.found |= done[1]
+        return done[0]
 
     def _drop(self, value: str) -> str:
         if not _hidden(value):
             self.found.add(value.strip("'\""))
         return value if _hidden(value) else REDACTED
 
-    def text(self, text: str) -> str:
+    def _text(self, text: str) -> str:
         for s in self.known:
             text = text.replace(s, REDACTED)
 

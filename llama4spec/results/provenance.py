@@ -72,7 +72,7 @@ def _data_secrets(data: dict[str, Any], unresolved: dict[str, Any], environ: Map
     api_key = (data.get("serve") or {}).get("api_key_env")
     if seen is None:
         return known_secrets(data, unresolved, environ=environ, names=[api_key] if api_key else [])
-    key = (secret_view(data), secret_view(unresolved), api_key)
+    key = (secret_view(data), None if unresolved is data else secret_view(unresolved), api_key)
     if key not in seen:
         seen[key] = _data_secrets(data, unresolved, environ)
     return seen[key]

@@ -25,9 +25,10 @@ def plan_text(console: Console, plan: Plan, environ: Mapping[str, str] | None = 
     plan's secrets, ``environ``'s secret values: see ``engine.secrets``)."""
     rb = plan.runbook
     secrets = plan_secrets(plan, environ)
+    lines: list[str] = []  # printed at once: a sweep of a thousand servers has tens of thousands
 
     def say(text: str = "") -> None:
-        console.print(redact(text, secrets), markup=False, highlight=False, soft_wrap=True)
+        lines.append(redact(text, secrets))
 
     say(f"runbook: {rb.name} ({rb.path})")
     if rb.description:
@@ -67,3 +68,4 @@ def plan_text(console: Console, plan: Plan, environ: Mapping[str, str] | None = 
     say()
     say(f"records: {plan.run_dir / STATUS}, {plan.run_dir / 'summary.md'}, "
         f"{plan.run_dir / 'plan.json'}, {plan.run_dir / 'environment.json'}, {plan.run_dir / 'host.json'}")
+    console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)

@@ -50,6 +50,10 @@ from typing import ClassVar, Mapping, Protocol, Sequence
 import numpy as np
 
 CONFIDENCE = 0.95
+# The log-sd of a setting's mean throughput between server starts on this machine: the term that
+# runs against one start cannot average out (``LogRatio.between_sd``). A PLACEHOLDER until the
+# spreads measured here (issue 21, item 2) replace it; the sweep analysis passes it.
+BETWEEN_SD = 0.10
 MIN_REPEATS = 2
 MAX_REPEATS = 10
 REPEATS_CAP = 100  # the largest max_repeats accepted
@@ -190,6 +194,27 @@ def paired_ratio(numerator: Sequence[float], denominator: Sequence[float], confi
                  between_sd: float = 0.0) -> RatioInterval:
     """t interval of the mean log ratio of back-to-back pairs, as a ratio interval."""
     return _ratio(PairedLogRatio(between_sd), numerator, denominator, confidence)
+
+
+def runs_to_settle(var_a: float, var_b: float, center: float, level: float, between_sd: float = 0.0,
+                   start: int = 2, cap: int = REPEATS_CAP) -> int | None:
+    """The runs per side, from ``start`` to ``cap``, at which Welch's one-sided test at ``level``
+    would decide a difference ``center`` (on the log scale), were each side's per-run variance
+    (``var_a``, ``var_b``) and the difference to stay as measured: the smallest n with
+    ``|center| > t_(df_n)(1 - level) * se_n``, ``se_n^2 = (var_a + var_b) / n + 2 between_sd^2`` and
+    Satterthwaite's ``df_n = se_n^4 / ((var_a / n)^2 + (var_b / n)^2) * (n - 1)`` (the known term
+    exact). None when no n up to ``cap`` does: always when ``|center| <= z(1 - level) *
+    sqrt(2) * between_sd``, the between-start term alone, which only more server starts shrink."""
+    n = np.arange(max(start, 2), cap + 1, dtype=float)
+    if n.size == 0 or center == 0:
+        return None
+    within = (var_a + var_b) / n
+    total = within + 2 * between_sd ** 2
+    dof_terms = ((var_a / n) ** 2 + (var_b / n) ** 2) / (n - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = np.where(dof_terms > 0, total ** 2 / dof_terms, np.inf)
+    ok = abs(center) > _special().stdtrit(df, 1.0 - level) * np.sqrt(total)
+    return int(n[np.argmax(ok)]) if ok.any() else None
 
 
 # -- multiplicity and looks -----------------------------------------------------------------------

@@ -15,10 +15,12 @@ fits better (``1 + c0 + c k``, AIC lower by 2 or more) that model is used (``swe
 model then predicts the lookahead that should win. All speedups compare output throughput with
 no speculation at the same concurrency.
 
-Every point is the median of its repeated runs, with a 95% interval (``sweep.stats``); the best
-lookahead is the fastest one unless a smaller one's interval overlaps it (then the smaller one
-is recommended, provided it beats no speculation with 95% confidence), so no winner is picked
-from noise.
+Every point is the median of its repeated runs, with a 95% interval (``sweep.stats``). Settings
+at one concurrency compare by the difference of their mean log throughputs (``stats.compare``:
+Welch with the between-start term, Holm over the concurrency's pairs), each comparison faster,
+slower or undecided. What to deploy (``recommend``) is the setting with the highest median among
+those no other is declared faster than, marked undecided unless it is declared faster than every
+other: an undecided answer is said, never turned into "no speculation".
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
-from llama4spec.sweep.stats import Choice, CostFit, Interval, choose, fit_cost, interval, ratio_interval
+from llama4spec.sweep.decide import RatioInterval
+from llama4spec.sweep.stats import Comparison, CostFit, Interval, compare, fit_cost, interval
 
 
 def expected_tokens(rates: Sequence[float], k: int) -> float:
@@ -103,11 +106,21 @@ SCHEDULED = " schedule"
 @dataclass
 class Row:
     point: Point
-    speedup: float | None  # measured: output throughput / no speculation's (the median)
+    speedup: float | None  # measured over no speculation: Welch's ratio of geometric means (single samples: of medians)
     bound: float | None  # the mean acceptance length: the speedup with free drafting
     efficiency: float | None  # speedup / bound
     predicted: float | None  # the fitted model's speedup
-    speedup_interval: Interval | None = None  # 95%: paired repeats' ratios, or a bootstrap of the ratio
+    comparison: Comparison | None = None  # against no speculation at the same concurrency
+
+    @property
+    def speedup_interval(self) -> RatioInterval | None:
+        """Welch's ratio interval against no speculation, at its Holm level (None below 2 runs a side)."""
+        return self.comparison.interval if self.comparison is not None else None
+
+    @property
+    def verdict(self) -> str | None:
+        """Against no speculation: faster, slower or undecided (None without a baseline)."""
+        return self.comparison.verdict if self.comparison is not None else None
 
 
 @dataclass
@@ -122,18 +135,57 @@ class Fit:
     cost: CostFit | None = None  # c with its interval, c0, the model chosen, residuals per k
 
 
+@dataclass(frozen=True)
+class Pick:
+    """What to deploy among some settings at one concurrency (``recommend``), and how sure it is."""
+
+    point: Point | None
+    label: str | None
+    against: dict[str, Comparison]  # every other candidate (by label) -> the pick against it
+    single: bool = False  # no comparison had 2 runs a side: nothing could be decided
+
+    @property
+    def decided(self) -> bool:
+        """Declared faster than every other candidate."""
+        return all(c.verdict == "faster" for c in self.against.values())
+
+    @property
+    def undecided(self) -> tuple[str, ...]:
+        return tuple(name for name, c in self.against.items() if not c.decided)
+
+    def sentence(self) -> str:
+        if self.point is None:
+            return "no measurement"
+        if not self.against:
+            return self.label
+        if self.single:
+            return f"{self.label}, the highest median (single samples: no interval, nothing decided)"
+        faster = [name for name, c in self.against.items() if c.verdict == "faster"]
+        if self.decided:
+            return f"{self.label}, decided: faster than {_names(faster)}"
+        open_ = _names([f"{name} ({self.against[name].settle(short=True)})" for name in self.undecided])
+        text = f"{self.label}, the highest median, undecided against {open_}"
+        return text + (f"; faster than {_names(faster)}" if faster else "")
+
+
+def _names(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
+
+
 @dataclass
 class AtConcurrency:
     concurrency: int
     baseline: Point | None
     rows: list[Row]  # speculative points, by draft then lookahead
-    best: Point | None  # the recommended setting: the fastest, or the cheapest one tied with it
+    best: Point | None  # the recommended setting over every draft (``pick``)
     best_by_acceptance: Point | None
     fits: dict[str, Fit]
-    choices: dict[str, Choice] = field(default_factory=dict)  # per draft: its best lookahead, ties named
+    choices: dict[str, Pick] = field(default_factory=dict)  # per draft: what to deploy (``recommend``)
     fastest: Point | None = None  # the highest median output throughput, no speculation included
     category: str | None = None  # the prompts' category these points measured (None: no category)
-    picks: dict[str, Point | None] = field(default_factory=dict)  # per draft: what to deploy (``recommend``)
+    pick: Pick | None = None  # over every draft's fixed lookaheads and no speculation
+    # every ordered pair of fixed settings here (point ids), one Holm family (``stats.compare``)
+    comparisons: dict[tuple[str, str], Comparison] = field(default_factory=dict)
 
     @property
     def title(self) -> str:
@@ -146,15 +198,25 @@ class AtConcurrency:
 
     @property
     def pays(self) -> bool:
-        """Some fixed lookahead beats no speculation: its speedup's 95% interval lies above 1 (a
-        single sample: its speedup is above 1)."""
+        """Some fixed lookahead is declared faster than no speculation (single samples: its speedup
+        is above 1)."""
         for r in self.rows:
             if r.speedup is None or r.point.scheduled:
                 continue
-            iv = r.speedup_interval
-            if (iv.low > 1.0) if iv is not None and iv.bounded else r.speedup > 1.0:
+            if (r.verdict == "faster") if r.speedup_interval is not None else r.speedup > 1.0:
                 return True
         return False
+
+    @property
+    def status(self) -> str | None:
+        """Speculation against no speculation here: "faster" (some fixed lookahead is declared faster),
+        "slower" (every one is declared slower) or "undecided"; None without a comparison."""
+        verdicts = [r.verdict for r in self.rows if r.verdict is not None and not r.point.scheduled]
+        if not verdicts:
+            return None
+        if "faster" in verdicts:
+            return "faster"
+        return "slower" if all(v == "slower" for v in verdicts) else "undecided"
 
 
 @dataclass
@@ -174,18 +236,26 @@ class Analysis:
                 return f"speculation pays at every measured concurrency (up to {self.at[-1].concurrency}){single}"
             return (f"speculation pays up to concurrency {self.pays_up_to}; from concurrency "
                     f"{self.stops_paying_at} on, no lookahead beats no speculation{single}")
+        plain = [a for a in self.at if a.category is None] or self.at
+        open_ = [a.concurrency for a in plain if a.status == "undecided"]
+        undecided = (f"; undecided at concurrency {', '.join(map(str, open_))}, where the higher median is kept"
+                     if open_ else "")
         if self.pays_up_to is None:
-            return "no lookahead beats no speculation with 95% confidence at any measured concurrency"
+            return ("no lookahead is faster than no speculation with 95% confidence at any measured concurrency"
+                    + undecided)
         if self.stops_paying_at is None:
+            if open_:  # decided up to pays_up_to, undecided somewhere below it
+                paying = ", ".join(str(a.concurrency) for a in plain if a.pays)
+                return f"speculation pays with 95% confidence at concurrency {paying}{undecided}"
             return (f"speculation pays at every measured concurrency (up to {self.at[-1].concurrency}), "
                     f"with 95% confidence")
         return (f"speculation pays up to concurrency {self.pays_up_to} with 95% confidence; from concurrency "
-                f"{self.stops_paying_at} on, no lookahead beats no speculation with that confidence")
+                f"{self.stops_paying_at} on, no lookahead is decided faster than no speculation" + undecided)
 
     @property
     def repeated(self) -> bool:
-        """Whether the speedups carry 95% intervals (repeated points), or are single samples."""
-        return any(r.speedup_interval is not None and r.speedup_interval.bounded for a in self.at for r in a.rows)
+        """Whether the speedups carry intervals (repeated points), or are single samples."""
+        return any(r.speedup_interval is not None for a in self.at for r in a.rows)
 
 
 def _throughput(p: Point | None) -> float:
@@ -193,68 +263,66 @@ def _throughput(p: Point | None) -> float:
 
 
 def label(p: Point, drafts: int = 1) -> str:
-    """A setting's name in choices: 'none', 'k=3' (one draft swept) or 'tiny_eagle k=3'."""
+    """A setting's name in choices: 'no speculation', 'k=3' (one draft swept) or 'tiny_eagle k=3'."""
     if not p.speculative:
-        return "none"
+        return "no speculation"
     return f"k={p.lookahead}" if drafts <= 1 else p.name
 
 
-def speedup_interval(p: Point, base: Point | None) -> Interval | None:
-    """Output throughput over no speculation's: paired repeats' ratios, or a bootstrap of the ratio."""
-    if base is None:
-        return None
-    num, den = p.samples.get("output_throughput"), base.samples.get("output_throughput")
-    if not num or not den:
-        if p.output_throughput is None or not base.output_throughput:
-            return None
-        num, den = (p.output_throughput,), (base.output_throughput,)
-    iv = ratio_interval(num, den)
-    return iv if iv.median is not None else None
+def runs(p: Point) -> tuple[float, ...]:
+    """A point's output throughput per counted run (the figure alone when no runs were kept)."""
+    values = p.samples.get("output_throughput")
+    if values:
+        return tuple(values)
+    return () if p.output_throughput is None else (p.output_throughput,)
 
 
-def choice(points: Sequence[Point], drafts: int = 1) -> Choice:
-    """The fastest of ``points`` by output throughput, with every one it cannot be told apart from
-    (95% intervals overlap); on a tie the cheapest (the smallest lookahead) first."""
-    ordered = sorted(points, key=lambda p: (p.speculative, p.lookahead or 0))
-    return choose([(label(p, drafts), p.interval("output_throughput")) for p in ordered])
+def recommend(points: Sequence[Point], base: Point | None, drafts: int = 1,
+              comparisons: Mapping[tuple[str, str], Comparison] | None = None) -> Pick:
+    """What to deploy among one draft's fixed lookaheads and no speculation (``base``).
 
-
-def beats_baseline(p: Point, base: Point | None) -> bool:
-    """``p`` is faster than no speculation: its speedup interval lies above 1 (a single sample:
-    its speedup is above 1)."""
-    iv = speedup_interval(p, base) if p.speculative else None
-    if iv is None or iv.median is None:
-        return False
-    return iv.low > 1.0 if iv.bounded else iv.median > 1.0
-
-
-def recommend(points: Sequence[Point], base: Point | None, drafts: int = 1) -> tuple[Point | None, Choice]:
-    """What to deploy among one draft's fixed lookaheads (and no speculation): the lookaheads tie
-    by their throughput intervals (independent measurements); the recommendation is the smallest
-    tied lookahead that beats no speculation with 95% confidence (its paired speedup interval above
-    1), else no speculation. Without a no-speculation point: the smallest tied lookahead."""
-    spec = [p for p in points if p.speculative and p.output_throughput is not None]
-    ch = choice(spec, drafts)
-    tied = [p for p in sorted(spec, key=lambda p: p.lookahead or 0) if label(p, drafts) in ch.tied]
-    if base is None or base.output_throughput is None:
-        return (tied[0] if tied else None), ch
-    return next((p for p in tied if beats_baseline(p, base)), base), ch
+    The setting with the highest median output throughput among those no other is declared faster
+    than (``comparisons``: the concurrency's family; computed over these settings alone when not
+    given), on equal medians the cheaper (no speculation, then the smaller lookahead). It is
+    decided when it is declared faster than every other, else marked undecided: the higher median
+    is the choice with the smaller expected loss under symmetric noise and a loss linear in
+    throughput, so an interval spanning 1 never turns it into no speculation.
+    """
+    spec = [p for p in points if p.speculative and not p.scheduled and p.output_throughput is not None]
+    measured = base is not None and base.output_throughput is not None
+    candidates = sorted(([base] if measured else []) + spec, key=lambda p: (p.speculative, p.lookahead or 0))
+    if not candidates:
+        return Pick(None, None, {})
+    if comparisons is None:
+        comparisons = compare({p.id: runs(p) for p in candidates})
+    beaten = {q.id for q in candidates for c in candidates
+              if c.id != q.id and comparisons[(c.id, q.id)].verdict == "faster"}
+    best = max((p for p in candidates if p.id not in beaten), key=_throughput)  # first of equal maxima
+    against = {label(q, drafts): comparisons[(best.id, q.id)] for q in candidates if q.id != best.id}
+    single = bool(against) and all(c.interval is None for c in against.values())
+    return Pick(best, label(best, drafts), against, single)
 
 
 def analyse_concurrency(concurrency: int, points: list[Point], category: str | None = None) -> AtConcurrency:
     base = next((p for p in points if not p.speculative), None)
+    base_measured = base if base is not None and base.output_throughput is not None else None
     spec = sorted((p for p in points if p.speculative), key=lambda p: (p.draft, p.lookahead))
+    fixed = [p for p in spec if not p.scheduled and p.output_throughput is not None]
+    family = ([base_measured] if base_measured else []) + fixed
+    comparisons = compare({p.id: runs(p) for p in family})
     fits: dict[str, Fit] = {}
     rows: list[Row] = []
     for p in spec:
-        iv = speedup_interval(p, base)
-        speedup = iv.median if iv is not None else None
+        against = None
+        if base_measured is not None and p.output_throughput is not None:
+            # a point measured under a derived schedule is compared on its own, outside the family
+            against = (compare({p.id: runs(p), base.id: runs(base)}) if p.scheduled else comparisons)[(p.id, base.id)]
+        speedup = against.ratio if against is not None else None
         bound = p.acceptance_length if p.acceptance_length is not None else (
             speedup_bound(p.rates) if p.rates else None)
-        rows.append(Row(p, speedup, bound, efficiency(speedup, bound), None, iv))
+        rows.append(Row(p, speedup, bound, efficiency(speedup, bound), None, against))
     drafts = list(dict.fromkeys(p.draft for p in spec if not p.scheduled))
-    choices: dict[str, Choice] = {}
-    picks: dict[str, Point | None] = {}
+    choices: dict[str, Pick] = {}
     for draft in drafts:
         mine = [r for r in rows if r.point.draft == draft]
         widest = max((r.point for r in mine if r.point.rates), key=lambda p: len(p.rates), default=None)
@@ -268,15 +336,14 @@ def analyse_concurrency(concurrency: int, points: list[Point], category: str | N
                 if r.point.lookahead <= len(widest.rates):
                     r.predicted = cost.predict(expected_tokens(widest.rates, r.point.lookahead), r.point.lookahead)
         fits[draft] = fit
-        picks[draft], choices[draft] = recommend([r.point for r in mine], base, len(drafts))
-    fixed = [p for p in points if p.output_throughput is not None and not p.scheduled]
-    fastest = max(fixed, key=_throughput, default=None)
-    # the recommendation: the fastest draft's pick (by median throughput), no speculation when none pays
-    spec_picks = [p for p in picks.values() if p is not None and p.speculative]
-    best = max(spec_picks, key=_throughput, default=None) or base or fastest
+        choices[draft] = recommend([r.point for r in mine], base, len(drafts), comparisons)
+    pick = recommend(fixed, base, len(drafts), comparisons)
+    fastest = max((p for p in points if p.output_throughput is not None and not p.scheduled), key=_throughput,
+                  default=None)
     by_acc = max((p for p in spec if p.acceptance_length is not None and not p.scheduled),
                  key=lambda p: p.acceptance_length, default=None)
-    return AtConcurrency(concurrency, base, rows, best, by_acc, fits, choices, fastest, category, picks)
+    return AtConcurrency(concurrency, base, rows, pick.point or base, by_acc, fits, choices, fastest, category, pick,
+                         comparisons)
 
 
 def analyse(points: Iterable[Point]) -> Analysis:

@@ -87,8 +87,8 @@ def throughput_vs_concurrency(points: list[Point], path: Path) -> list[str]:
 
 
 def speedup_measured_vs_predicted(analysis: Analysis, path: Path) -> list[str]:
-    """Measured speedup (markers with 95% intervals) against the fitted model (lines) by lookahead,
-    per concurrency."""
+    """Measured speedup (markers with their Welch intervals, at each comparison's Holm level) against
+    the fitted model (lines) by lookahead, per concurrency."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]

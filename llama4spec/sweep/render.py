@@ -13,15 +13,16 @@ from rich.text import Text
 from rich.table import Table
 
 from llama4spec.sweep import categories
-from llama4spec.sweep.model import SCHEDULED, Analysis, AtConcurrency, Point, label
+from llama4spec.sweep.decide import BETWEEN_SD, RatioInterval
+from llama4spec.sweep.model import SCHEDULED, Analysis, AtConcurrency, Fit, Point, Row, label, runs
 from llama4spec.sweep.schedule import Schedule, derive_all
-from llama4spec.sweep.stats import BOOTSTRAP_FROM, Interval, verdict
+from llama4spec.sweep.stats import BOOTSTRAP_FROM, CONFIDENCE, Comparison, Interval, compare
 
 SCHEDULE_NOTE = ("client concurrency approximates the server's running batch size; batch sizes above the last "
                  "range carry its k forward (vLLM)")
 
 COLUMNS = ("setting", "output tok/s", "TPOT ms", "TTFT ms", "accept len", "speedup", "bound", "efficiency",
-           "predicted")
+           "predicted", "vs none")
 SHORT_COLUMNS = ("setting", "tok/s", "95% CI", "TPOT", "TTFT", "acc len", "speedup", "95% CI", "bound", "eff",
                  "model")
 
@@ -48,14 +49,15 @@ def _iv(iv: Interval | None, fmt: str = ".1f", suffix: str = "") -> str:
     return f"{iv.median:{fmt}}{suffix} [{iv.low:{fmt}}, {iv.high:{fmt}}]"
 
 
-def _ci(iv: Interval | None, fmt: str = ".1f") -> str:
-    return f"{iv.low:{fmt}}-{iv.high:{fmt}}" if iv is not None and iv.bounded else "-"
+def _ci(iv: Interval | RatioInterval | None, fmt: str = ".1f") -> str:
+    return f"{iv.low:{fmt}}-{iv.high:{fmt}}" if iv is not None and iv.low is not None and iv.high is not None else "-"
 
 
 def rows(a: AtConcurrency, short: bool = False) -> list[list[str]]:
     """The table of one concurrency as text cells: no speculation first, then by draft and lookahead.
-    Figures are medians over the repeats; the Markdown cells carry their 95% intervals, the terminal
-    shows the intervals of throughput and speedup in columns of their own."""
+    Figures are medians over the repeats; the Markdown cells carry their 95% intervals and each
+    speedup's Welch interval at its Holm level, with the verdict against no speculation; the
+    terminal shows the intervals of throughput and speedup in columns of their own."""
     out = []
     name = (lambda p: short_name(p, a)) if short else (lambda p: p.name)
 
@@ -68,22 +70,23 @@ def rows(a: AtConcurrency, short: bool = False) -> list[list[str]]:
                 _iv(p.interval("acceptance_length"), ".2f"), speedup[0], *rest]
 
     if a.baseline is not None:
-        out.append(cells(a.baseline, ["1.00x", "-"] if short else ["1.00x"], ["-", "-", "-"]))
+        out.append(cells(a.baseline, ["1.00x", "-"] if short else ["1.00x"], ["-", "-", "-"] + ([] if short else ["-"])))
     for r in a.rows:
         p = r.point
         speed = ([_f(r.speedup, ".2f", "x"), _ci(r.speedup_interval, ".2f")] if short
-                 else [_iv(r.speedup_interval, ".2f", "x") if r.speedup_interval else _f(r.speedup, ".2f", "x")])
+                 else [r.comparison.text() if r.comparison is not None else _f(r.speedup, ".2f", "x")])
         out.append(cells(p, speed, [_f(r.bound, ".2f", "x"),
                                     _f(None if r.efficiency is None else 100 * r.efficiency, ".0f", "%"),
-                                    _f(r.predicted, ".2f", "x")]))
+                                    _f(r.predicted, ".2f", "x")] + ([] if short else [r.verdict or "-"])))
     return out
 
 
 def method_line(analysis: Analysis) -> str:
-    """How the intervals were computed, from the repeats the points have."""
+    """How the intervals were computed and the settings compared, from the repeats the points have."""
     counts = sorted({p.repeats for a in analysis.at for p in _points(a) if p.repeats})
     if not counts or counts == [1]:
-        return "Each point was measured once: no figure carries an interval, and a close call may be noise."
+        return ("Each point was measured once: no figure carries an interval, no comparison is decided, and the "
+                "recommendation is the highest median, which may be noise.")
     few = [n for n in counts if 1 < n < BOOTSTRAP_FROM]
     many = [n for n in counts if n >= BOOTSTRAP_FROM]
     how = []
@@ -92,9 +95,14 @@ def method_line(analysis: Analysis) -> str:
     if many:
         how.append(f"bootstrap intervals of the median ({', '.join(map(str, many))} repeats)")
     return (f"Each figure is the median of a point's repeated runs, with its 95% interval in brackets: "
-            f"{' and '.join(how)}. Speedups: the paired runs' ratios (or a bootstrap of the ratio). Lookaheads "
-            f"whose throughput intervals overlap tie; the smallest tied lookahead whose speedup interval lies "
-            f"above 1 is recommended, and no speculation when none does.")
+            f"{' and '.join(how)}. Two settings compare by Welch's t on the difference of their mean log "
+            f"throughputs, a between-start log-sd of {BETWEEN_SD:g} added (each setting is one server start), "
+            f"with Holm over every ordered pair of settings at a concurrency: at most {1 - CONFIDENCE:.0%} chance "
+            f"of any false verdict per concurrency. A speedup is the ratio of geometric means with its Welch "
+            f"interval at the level of its Holm step (so it excludes 1 exactly when the verdict is decided). The "
+            f"recommendation is the highest median among the settings no other is declared faster than; undecided "
+            f"when it is not declared faster than every other, never no speculation merely because an interval "
+            f"spans 1.")
 
 
 def category_stats(analysis: Analysis) -> list[categories.CategoryStat]:
@@ -109,20 +117,8 @@ def _points(a: AtConcurrency) -> list[Point]:
 
 
 def choice_text(a: AtConcurrency, draft: str) -> str:
-    """The best lookahead of ``draft`` at one concurrency in words: the fastest, the ties, and
-    what is recommended (``model.recommend``)."""
-    ch, pick = a.choices[draft], a.picks.get(draft)
-    n = len(a.choices)
-    if pick is None or (pick.speculative and label(pick, n) == ch.recommended):
-        return ch.sentence()
-    if len(ch.tied) > 1:
-        names = ", ".join(ch.tied[:-1]) + f" and {ch.tied[-1]}"
-        head = f"{names} tie ({'intervals overlap' if ch.confident else 'equal medians, single samples'})"
-    else:
-        head = ch.sentence()
-    if pick.speculative:
-        return f"{head}; recommended: {label(pick, n)}, the smallest of them that beats no speculation with 95% confidence"
-    return f"{head}; recommended: no speculation (no lookahead beats it with 95% confidence)"
+    """What to deploy for ``draft`` at one concurrency in words (``model.recommend``)."""
+    return a.choices[draft].sentence()
 
 
 def findings(a: AtConcurrency) -> list[str]:
@@ -131,14 +127,11 @@ def findings(a: AtConcurrency) -> list[str]:
     several = len(a.choices) > 1
     for draft in a.choices:
         lines.append(f"best lookahead{f' ({draft})' if several else ''} by output throughput: {choice_text(a, draft)}")
-        pick = a.picks.get(draft)
-        shown = pick if pick is not None and pick.speculative else next(
-            (r.point for r in a.rows if r.point.draft == draft and label(r.point, len(a.choices)) == a.choices[draft].best),
-            None)
-        row = next((r for r in a.rows if shown is not None and r.point.id == shown.id), None)
-        if row is not None and row.speedup_interval is not None:
-            lines.append(f"{row.point.name} against no speculation: speedup {_iv(row.speedup_interval, '.2f', 'x')}: "
-                         f"{verdict(row.speedup_interval)}")
+    if several and a.pick is not None:
+        lines.append(f"recommended over every draft: {a.pick.sentence()}")
+    for r in a.rows:
+        if r.comparison is not None and not r.point.scheduled:
+            lines.append(f"{r.point.name} against no speculation: {r.comparison.text()}: {r.comparison.sentence()}")
     if a.best_by_acceptance is not None and a.fastest is not None and a.best_by_acceptance.id != a.fastest.id:
         lines.append(f"the longest acceptance ({a.best_by_acceptance.acceptance_length:.2f}, lookahead "
                      f"{a.best_by_acceptance.lookahead}) is not the fastest")
@@ -166,32 +159,67 @@ def findings(a: AtConcurrency) -> list[str]:
         verdict_text = (f"predicted best lookahead {fit.best[0]} ({fit.best[1]:.2f}x)" if fit.best[1] > 1.0 else
                         f"predicted: no lookahead beats no speculation (best {fit.best[0]} at {fit.best[1]:.2f}x)")
         lines.append(f"  {verdict_text}")
+        why = model_against_recommendation(a, fit)
+        if why:
+            lines.append(f"  {why}")
     return lines
 
 
-def schedule_verdict(a: AtConcurrency, r) -> str:
-    """The derived schedule beside the best fixed setting at one concurrency, intervals considered."""
+def model_against_recommendation(a: AtConcurrency, fit: Fit) -> str | None:
+    """The sentence that explains a model whose best lookahead is not the recommendation (None when
+    they agree). The recommendation follows the measurements; the model explains them."""
+    pick = a.choices.get(fit.draft)
+    if fit.best is None or pick is None or pick.point is None:
+        return None
+    k_model = fit.best[0] if fit.best[1] > 1.0 else 0
+    k_pick = pick.point.lookahead if pick.point.speculative else 0
+    if k_model == k_pick:
+        return None
+    said = (f"the model's best lookahead ({k_model}, {fit.best[1]:.2f}x)" if k_model else
+            "the model's answer (no lookahead beats no speculation)")
+    head = f"{said} is not the recommendation ({pick.label}), which follows the measured runs"
+    rival = (next((r.point for r in a.rows if r.point.draft == fit.draft and r.point.lookahead == k_model
+                   and not r.point.scheduled), None) if k_model else a.baseline)
+    name = label(rival, len(a.choices)) if rival is not None else None
+    c = pick.against.get(name) if name is not None else None
+    if c is None:
+        return f"{head}: {'k=' + str(k_model) if k_model else 'no speculation'} was not measured here"
+    if c.verdict == "faster":
+        return f"{head}: {pick.label} measured faster than {name} with 95% confidence, so the model is off here"
+    return (f"{head}: {pick.label} has the higher median, and the two are undecided ({c.settle(short=True)}); "
+            f"the model, fitted to every lookahead's speedup, leans the other way")
+
+
+def schedule_verdict(a: AtConcurrency, r: Row) -> str:
+    """The derived schedule against the recommended fixed setting at one concurrency: compared by
+    Welch's t on their own (95% for this one comparison: the schedule is verified, not chosen)."""
     base = r.point.draft.removesuffix(SCHEDULED)
     fixed = [x.point for x in a.rows if x.point.draft == base and x.point.output_throughput is not None]
-    if a.baseline is not None and a.baseline.output_throughput is not None:
-        fixed.append(a.baseline)
-    best = max(fixed, key=lambda p: p.output_throughput, default=None)
+    pick = a.choices.get(base)
+    best = pick.point if pick is not None else None
+    if best is None and a.baseline is not None and a.baseline.output_throughput is not None:
+        best = a.baseline
+    best = best if best is not None else max(fixed, key=lambda p: p.output_throughput, default=None)
     speedup = "" if r.speedup is None else f", {r.speedup:.2f}x"
     mine = r.point.interval("output_throughput")
     head = f"lookahead schedule: {_iv(mine)} tok/s{speedup}"
     if best is None:
         return f"{head}; no fixed setting measured here to compare with"
     name = f"k={best.lookahead}" if best.speculative else "no speculation"
-    theirs = best.interval("output_throughput")
-    what = f"the best fixed setting ({name}, {_iv(theirs)} tok/s)"
+    what = f"the recommended fixed setting ({name}, {_iv(best.interval('output_throughput'))} tok/s)"
+    c = compare({r.point.id: runs(r.point), best.id: runs(best)})[(r.point.id, best.id)]
+    if c.interval is None:
+        if r.point.output_throughput >= best.output_throughput:
+            return f"{head}: at least as good as {what} by the medians; one sample each, so nothing is decided"
+        slower = 100 * (1 - r.point.output_throughput / best.output_throughput)
+        return f"{head}: {slower:.0f}% below {what}; one sample each, so no interval says whether that is noise"
+    if c.decided:
+        return f"{head}: {c.verdict} than {what} ({c.text()}, Welch)"
     if r.point.output_throughput >= best.output_throughput:
-        return f"{head}: at least as good as {what}"
+        return f"{head}: at least as good as {what} by the medians, undecided ({c.text()}; {c.settle(short=True)})"
     slower = 100 * (1 - r.point.output_throughput / best.output_throughput)
-    if mine.bounded and theirs.bounded:
-        if mine.overlaps(theirs):
-            return f"{head}: {slower:.0f}% below {what} by the medians, within noise (intervals overlap)"
-        return f"{head}: {slower:.0f}% below {what} (95% intervals apart)"
-    return f"{head}: {slower:.0f}% below {what}; one sample each, so no interval says whether that is noise"
+    return (f"{head}: {slower:.0f}% below {what} by the medians, undecided ({c.text()}; "
+            f"{c.settle(short=True)})")
 
 
 def schedule_lines(schedule: Schedule) -> list[str]:
@@ -200,16 +228,22 @@ def schedule_lines(schedule: Schedule) -> list[str]:
     for b in schedule.bands:
         at = ", ".join(str(c) for c in b.concurrencies)
         lines.append(f"  batch sizes {b.first}-{b.last}: k={b.k}" + (" (no speculation)" if b.k == 0 else "")
-                     + f"  (measured at concurrency {at})")
+                     + f"  (measured at concurrency {at}{_undecided(b.undecided)})")
     lines.append(f"  deploy it with: {schedule.override()}")
     return lines
+
+
+def _undecided(concurrencies: list[int]) -> str:
+    """'; undecided at 4': the band's concurrencies whose recommendation is undecided."""
+    return f"; undecided at {', '.join(map(str, concurrencies))}" if concurrencies else ""
 
 
 def markdown(analysis: Analysis, images: dict[str, str] | None = None) -> str:
     lines = [f"**{analysis.verdict()}**", "",
              "speedup: output throughput over no speculation at the same concurrency; bound: the mean "
              "acceptance length (the speedup if drafting cost nothing); efficiency = speedup / bound; "
-             "predicted: E(k) / (1 + c k) (or 1 + c0 + c k) with the fitted draft cost c.", "",
+             "predicted: E(k) / (1 + c k) (or 1 + c0 + c k) with the fitted draft cost c; vs none: the verdict "
+             "against no speculation (faster, slower or undecided).", "",
              method_line(analysis), ""]
     for a in analysis.at:
         lines += [f"### {a.title}", "", "| " + " | ".join(COLUMNS) + " |",
@@ -221,12 +255,12 @@ def markdown(analysis: Analysis, images: dict[str, str] | None = None) -> str:
         lines += ["## acceptance by category", "", *categories.markdown(stats), ""]
     schedules = derive_all(analysis)
     if schedules:
-        lines += ["### lookahead schedule", "", f"The best lookahead per measured concurrency, as batch-size bands; "
-                  f"{SCHEDULE_NOTE}.", ""]
+        lines += ["### lookahead schedule", "", f"The recommended lookahead per measured concurrency, as batch-size "
+                  f"bands (an undecided recommendation keeps its k and is marked); {SCHEDULE_NOTE}.", ""]
         for schedule in schedules:
             lines += ["| batch sizes | k | measured at concurrency |", "|---|---:|---|"]
-            lines += [f"| {b.first}-{b.last} | {b.k} | {', '.join(str(c) for c in b.concurrencies)} |"
-                      for b in schedule.bands]
+            lines += [f"| {b.first}-{b.last} | {b.k} | {', '.join(str(c) for c in b.concurrencies)}"
+                      f"{_undecided(b.undecided)} |" for b in schedule.bands]
             lines += ["", f"deploy ({schedule.draft}): `{schedule.override()}`", ""]
     for title, path in (images or {}).items():
         lines += [f"![{title}]({path})", ""]
@@ -255,7 +289,9 @@ def render(console: Console, analysis: Analysis) -> None:
         width = max((len(short_name(p, a)) for p in points), default=0)
         for p in points:
             value = p.output_throughput or 0.0
-            mark = " <- recommended" if a.best is not None and p.id == a.best.id else ""
+            mark = ""
+            if a.best is not None and p.id == a.best.id:
+                mark = " <- recommended" + ("" if a.pick is None or a.pick.decided else " (undecided)")
             console.print(f"  {short_name(p, a):<{width}} {_bar(value, top)} {value:8.1f} tok/s{mark}",
                           markup=False, highlight=False)
         for line in findings(a):
@@ -278,10 +314,11 @@ def to_record(analysis: Analysis) -> dict[str, Any]:
         "verdict": analysis.verdict(),
         "pays_up_to": analysis.pays_up_to,
         "stops_paying_at": analysis.stops_paying_at,
+        "rule": RULE,
         "schedules": [
             {"draft": s.draft, "schedule": s.ranges, "lookahead": s.lookahead, "override": s.override(),
-             "bands": [{"first": b.first, "last": b.last, "k": b.k, "concurrencies": b.concurrencies}
-                       for b in s.bands],
+             "bands": [{"first": b.first, "last": b.last, "k": b.k, "concurrencies": b.concurrencies,
+                        "undecided": b.undecided} for b in s.bands],
              "from_points": s.from_points, "note": SCHEDULE_NOTE}
             for s in derive_all(analysis)
         ],
@@ -291,23 +328,27 @@ def to_record(analysis: Analysis) -> dict[str, Any]:
                 "category": a.category,
                 "best": a.best.id if a.best else None,
                 "best_lookahead": (a.best.lookahead if a.best and a.best.speculative else None),
+                "best_decided": a.pick.decided if a.pick is not None and a.pick.point is not None else None,
+                "speculation": a.status,
                 "best_by_acceptance": a.best_by_acceptance.id if a.best_by_acceptance else None,
                 "baseline": a.baseline.id if a.baseline else None,
                 "baseline_output_throughput": a.baseline.output_throughput if a.baseline else None,
                 "fastest": a.fastest.id if a.fastest else None,
                 "baseline_intervals": _intervals(a.baseline) if a.baseline else None,
-                "choices": {draft: {"best": ch.best, "tied": list(ch.tied),
-                                    "recommended": (a.picks[draft].id if a.picks.get(draft) else None),
-                                    "confident": ch.confident, "sentence": choice_text(a, draft)}
-                            for draft, ch in a.choices.items()},
+                "choices": {draft: {"recommended": pick.point.id if pick.point else None, "label": pick.label,
+                                    "decided": pick.decided, "undecided_against": list(pick.undecided),
+                                    "sentence": choice_text(a, draft)}
+                            for draft, pick in a.choices.items()},
+                "comparisons": _comparisons(a),
                 "rows": [
                     {"id": r.point.id, "draft": r.point.draft, "lookahead": r.point.lookahead,
                      "category": r.point.category, "repeats": r.point.repeats,
                      "output_throughput": r.point.output_throughput, "mean_tpot_ms": r.point.mean_tpot_ms,
                      "mean_ttft_ms": r.point.mean_ttft_ms, "acceptance_length": r.point.acceptance_length,
                      "acceptance_rate_per_position": list(r.point.rates), "speedup": r.speedup,
-                     "speedup_interval": _interval(r.speedup_interval),
-                     "speedup_verdict": verdict(r.speedup_interval) if r.speedup_interval else None,
+                     "speedup_interval": _ratio_interval(r.speedup_interval),
+                     "verdict": r.verdict,
+                     "comparison": _comparison(r.comparison) if r.comparison is not None else None,
                      "intervals": _intervals(r.point),
                      "bound": r.bound, "efficiency": r.efficiency, "predicted_speedup": r.predicted}
                     for r in a.rows
@@ -321,7 +362,8 @@ def to_record(analysis: Analysis) -> dict[str, Any]:
                             "aic": dict(f.cost.aic) if f.cost else {},
                             "residuals": {str(k): v for k, v in f.cost.residuals.items()} if f.cost else {},
                             "predicted": [{"lookahead": k, "speedup": s} for k, s in f.curve],
-                            "predicted_best_lookahead": f.best[0] if f.best else None}
+                            "predicted_best_lookahead": f.best[0] if f.best else None,
+                            "against_recommendation": model_against_recommendation(a, f)}
                     for draft, f in a.fits.items()
                 },
             }
@@ -330,6 +372,12 @@ def to_record(analysis: Analysis) -> dict[str, Any]:
     }
 
 
+RULE = {"test": "welch", "scale": "log output throughput", "between_sd": BETWEEN_SD, "multiplicity": "holm",
+        "family": "every ordered pair of fixed settings at one concurrency", "confidence": CONFIDENCE,
+        "controls": "family-wise error rate of the verdicts at each concurrency",
+        "recommendation": "highest median among the settings no other is declared faster than; undecided unless "
+                          "declared faster than every other"}
+
 FIGURES = ("output_throughput", "mean_tpot_ms", "mean_ttft_ms", "acceptance_length")
 
 
@@ -337,6 +385,31 @@ def _interval(iv: Interval | None) -> dict[str, Any] | None:
     if iv is None:
         return None
     return {"median": iv.median, "low": iv.low, "high": iv.high, "n": iv.n, "method": iv.method}
+
+
+def _ratio_interval(iv: RatioInterval | None) -> dict[str, Any] | None:
+    if iv is None:
+        return None
+    return {"ratio": iv.ratio, "low": iv.low, "high": iv.high, "confidence": iv.confidence, "df": iv.df,
+            "method": iv.method}
+
+
+def _comparison(c: Comparison) -> dict[str, Any]:
+    return {"first": c.first, "second": c.second, "verdict": c.verdict, "ratio": c.ratio,
+            "interval": _ratio_interval(c.interval), "method": c.method, "level": c.level,
+            "hypotheses": c.hypotheses, "runs_to_settle": c.runs_to_settle, "needs_start": c.needs_start,
+            "settle": c.settle()}
+
+
+def _comparisons(a: AtConcurrency) -> list[dict[str, Any]]:
+    """Every pair of fixed settings at the concurrency once, in the order they were compared."""
+    seen: set[frozenset[str]] = set()
+    out = []
+    for (first, second), c in a.comparisons.items():
+        if frozenset((first, second)) not in seen:
+            seen.add(frozenset((first, second)))
+            out.append(_comparison(c))
+    return out
 
 
 def _intervals(p: Point) -> dict[str, Any]:

@@ -1,17 +1,20 @@
 """From a sweep's answer to a deployed setting: a lookahead schedule per batch size (pure).
 
-At each measured concurrency the recommended lookahead is the fastest setting there (k=0 where
-no speculation wins); batch sizes between two measured concurrencies split at their geometric
-mean. Client concurrency approximates the server's running batch size; above the largest
-measured concurrency vLLM carries the last range's k forward.
+At each measured concurrency the lookahead is the one recommended there (``model.recommend``: the
+highest median among the settings no other is declared faster than; k=0 where that is no
+speculation), decided or not: a concurrency whose recommendation is undecided enters the schedule
+with that k and is marked undecided in its band, never replaced by no speculation because an
+interval spans 1. Batch sizes between two measured concurrencies split at their geometric mean.
+Client concurrency approximates the server's running batch size; above the largest measured
+concurrency vLLM carries the last range's k forward.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from llama4spec.sweep.model import Analysis, AtConcurrency, recommend
+from llama4spec.sweep.model import Analysis, AtConcurrency
 
 
 @dataclass
@@ -20,6 +23,7 @@ class Band:
     last: int
     k: int
     concurrencies: list[int]  # the measured concurrencies this band stands for
+    undecided: list[int] = field(default_factory=list)  # those whose recommendation is undecided
 
 
 @dataclass
@@ -48,18 +52,24 @@ class Schedule:
         return f"draft={self.draft} lookahead={self.lookahead} draft.lookahead_schedule=[{ranges}]"
 
 
-def recommended_k(a: AtConcurrency, draft: str) -> tuple[int, str] | None:
-    """(k, point id) of the setting to deploy for ``draft`` at one concurrency: 0 for no speculation
-    (``model.recommend``: the smallest lookahead tied with the fastest that beats no speculation
-    with 95% confidence, else no speculation)."""
-    points = [r.point for r in a.rows if r.point.draft == draft and r.point.output_throughput is not None]
-    # (points measured under a schedule carry another draft name: never part of a derivation)
-    if not points and (a.baseline is None or a.baseline.output_throughput is None):
-        return None
-    best, _ = recommend(points, a.baseline)
-    if best is None:
-        return None
-    return (best.lookahead or 0) if best.speculative else 0, best.id
+@dataclass(frozen=True)
+class Recommended:
+    k: int  # 0: no speculation
+    point: str  # the id of the point recommended
+    decided: bool  # declared faster than every other setting of the draft at its concurrency
+
+
+def recommended_k(a: AtConcurrency, draft: str) -> Recommended | None:
+    """The setting to deploy for ``draft`` at one concurrency (``model.recommend``), decided or
+    not; no speculation, undecided, where only it was measured; None where nothing was."""
+    pick = a.choices.get(draft)
+    if pick is None or pick.point is None:
+        # (points measured under a schedule carry another draft name: never part of a derivation)
+        if a.baseline is None or a.baseline.output_throughput is None:
+            return None
+        return Recommended(0, a.baseline.id, False)
+    p = pick.point
+    return Recommended((p.lookahead or 0) if p.speculative else 0, p.id, pick.decided)
 
 
 def derive(analysis: Analysis, draft: str) -> Schedule | None:
@@ -70,14 +80,16 @@ def derive(analysis: Analysis, draft: str) -> Schedule | None:
         return None
     bands: list[Band] = []
     first = 1
-    for i, (c, (k, _)) in enumerate(picks):
+    for i, (c, pick) in enumerate(picks):
         last = c if i == len(picks) - 1 else max(c, math.isqrt(c * picks[i + 1][0]))
-        if bands and bands[-1].k == k:
-            bands[-1].last, bands[-1].concurrencies = last, [*bands[-1].concurrencies, c]
+        undecided = [] if pick.decided else [c]
+        if bands and bands[-1].k == pick.k:
+            band = bands[-1]
+            band.last, band.concurrencies, band.undecided = last, [*band.concurrencies, c], [*band.undecided, *undecided]
         else:
-            bands.append(Band(first, last, k, [c]))
+            bands.append(Band(first, last, pick.k, [c], undecided))
         first = last + 1
-    return Schedule(draft, bands, [pid for _, (_, pid) in picks])
+    return Schedule(draft, bands, [pick.point for _, pick in picks])
 
 
 def derive_all(analysis: Analysis) -> list[Schedule]:

@@ -1,14 +1,16 @@
-"""Repeated measurements turned into intervals and verdicts that say how sure they are.
+"""Repeated measurements turned into intervals, and settings compared by their difference.
 
-Every benchmark point is measured several times. A point's value is the median of its repeats,
+Every benchmark point is measured several times. A point's figure is the median of its repeats,
 with a 95% interval: Student-t of the mean for fewer than ``BOOTSTRAP_FROM`` repeats (few samples
-cannot carry a bootstrap), a percentile bootstrap of the median from there on. Bootstraps use a
-fixed seed, so the same samples always give the same interval.
+cannot carry a bootstrap), a percentile bootstrap of the median from there on (seeded, so the
+same samples always give the same interval). These intervals describe one setting; they never
+decide between two.
 
-On top of the intervals: the speedup of one setting over another (``ratio_interval``), the
-choice among settings that does not pretend to separate overlapping intervals (``choose``), the
-answer to "does speculation help" (``verdict``), and the draft-cost model fitted with an
-interval and a choice between one and two parameters (``fit_cost``).
+Two settings at one concurrency compare by the difference of their mean log throughputs
+(``compare``: Welch's t with the between-start term, Holm over the concurrency's pairs: the rule
+of ``decide`` at a single look), each comparison saying faster, slower or undecided. Then the
+draft-cost model fitted with an interval and a choice between one and two parameters
+(``fit_cost``).
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from __future__ import annotations
 import inspect
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
+
+from llama4spec.sweep.decide import BETWEEN_SD, REPEATS_CAP, LogRatio, RatioInterval, holm, runs_to_settle, welch_ratio
 
 CONFIDENCE = 0.95
 BOOTSTRAP_FROM = 10  # Student-t below this many samples, bootstrap from it on
@@ -38,12 +42,6 @@ class Interval:
     @property
     def bounded(self) -> bool:
         return self.low is not None and self.high is not None
-
-    def overlaps(self, other: Interval) -> bool:
-        """Closed intervals overlap. Without an interval on either side: only equal medians do."""
-        if self.bounded and other.bounded:
-            return self.low <= other.high and other.low <= self.high
-        return self.median is not None and self.median == other.median
 
     def text(self, fmt: str = ".1f") -> str:
         """``812.3 [790.1, 830.2]``, ``812.3 (1 sample)``, or ``no samples``."""
@@ -111,84 +109,145 @@ def interval(samples: Sequence[float], confidence: float = CONFIDENCE, seed: int
     return Interval(med, low, high, n, method, confidence)
 
 
-def ratio_interval(numerator: Sequence[float], denominator: Sequence[float],
-                   confidence: float = CONFIDENCE, seed: int = 0) -> Interval:
-    """The speedup ``numerator / denominator`` (candidate over baseline) with its interval.
-
-    Equal lengths are paired (repeat i against repeat i): the per-repeat ratios go through
-    ``interval`` and a pair is dropped when either side is not finite or the denominator is not
-    positive. Different lengths are independent: the median of the candidate over the median of
-    the baseline, with a bootstrap resampling each side on its own. A side with one sample (after
-    dropping) gives the ratio of medians without an interval ("single sample").
-    """
-    if len(numerator) == len(denominator):
-        ratios = [a / b for a, b in zip(numerator, denominator)
-                  if a is not None and b is not None and math.isfinite(a) and math.isfinite(b) and b > 0]
-        return interval(ratios, confidence, seed)
-    num = _finite(numerator)
-    den = [b for b in _finite(denominator) if b > 0]
-    if not num or not den:
-        return Interval(None, None, None, 0, "none", confidence)
-    med = float(np.median(num)) / float(np.median(den))
-    n = min(len(num), len(den))
-    if n == 1:
-        return Interval(med, None, None, 1, "single sample", confidence)
-    if min(num) == max(num) and min(den) == max(den):
-        return Interval(med, med, med, n, "bootstrap", confidence)
-
-    def ratio_of_medians(a, b, axis=-1):
-        return np.median(a, axis=axis) / np.median(b, axis=axis)
-
-    low, high = _bootstrap((np.asarray(num), np.asarray(den)), ratio_of_medians, confidence, seed)
-    return Interval(med, low, high, n, "bootstrap", confidence)
-
-
 @dataclass(frozen=True)
-class Choice:
-    best: str | None  # label of the setting with the highest median
-    tied: tuple[str, ...]  # labels whose intervals overlap the best's (best included), in the given order
-    recommended: str | None  # the first of `tied` in the given order (the cheapest setting)
-    confident: bool  # False when any value lacks an interval (single samples)
+class Comparison:
+    """``first`` against ``second`` (point ids), two settings at one concurrency.
+
+    ``verdict`` says whether ``first`` is declared faster or slower than ``second`` by Holm over the
+    concurrency's family (``compare``). ``interval`` is Welch's ratio interval at ``level`` (one-sided
+    alpha on each side): the level of the Holm step that declared it, or of Holm's next step when it
+    is undecided, so the interval excludes 1 exactly when the verdict is decided. Without 2 runs a
+    side there is no interval and ``ratio`` is the ratio of medians.
+    """
+
+    first: str
+    second: str
+    ratio: float | None  # geometric means (Welch) or medians (single samples)
+    interval: RatioInterval | None
+    verdict: str  # "faster", "slower" or "undecided"
+    level: float | None  # one-sided alpha of the interval (None without one)
+    hypotheses: int  # one-sided hypotheses in the concurrency's Holm family
+    runs_to_settle: int | None = None  # undecided: runs a side that would decide it as measured now
+    needs_start: bool = False  # undecided: only another server start can settle it
+
+    @property
+    def decided(self) -> bool:
+        return self.verdict != "undecided"
+
+    @property
+    def method(self) -> str:
+        return self.interval.method if self.interval is not None else "single samples"
+
+    def mirrored(self) -> Comparison:
+        """``second`` against ``first``."""
+        flip = {"faster": "slower", "slower": "faster"}.get(self.verdict, self.verdict)
+        iv = self.interval
+        if iv is not None:
+            iv = RatioInterval(1 / iv.ratio, 1 / iv.high, 1 / iv.low, iv.confidence, iv.df, iv.method)
+        return Comparison(self.second, self.first, None if self.ratio is None else 1 / self.ratio, iv, flip,
+                          self.level, self.hypotheses, self.runs_to_settle, self.needs_start)
+
+    def text(self) -> str:
+        """``2.43x [1.20, 4.91] (98.3%)``, or the ratio alone without an interval."""
+        if self.ratio is None:
+            return "-"
+        if self.interval is None:
+            return f"{self.ratio:.2f}x"
+        iv = self.interval
+        return f"{iv.ratio:.2f}x [{iv.low:.2f}, {iv.high:.2f}] ({_percent(iv.confidence)})"
+
+    def settle(self, short: bool = False) -> str:
+        """What would settle it when undecided ("" when decided). The runs a side: the smallest n
+        at which Welch's test at Holm's next level would decide the difference, were each side's
+        spread and the difference to stay as measured (``decide.runs_to_settle``)."""
+        if self.decided:
+            return ""
+        if self.interval is None:
+            return "at least 2 runs a side" if short else "needs at least 2 runs a side"
+        if self.needs_start:
+            return "another server start" if short else (
+                "needs another server start (the between-start term alone keeps its interval across 1)")
+        if self.runs_to_settle is None:
+            return f"more than {REPEATS_CAP} runs a side"
+        if short:
+            return f"about {self.runs_to_settle} runs a side"
+        return f"about {self.runs_to_settle} runs a side would settle it if the spread and the difference stay as measured"
 
     def sentence(self) -> str:
-        if self.recommended is None:
-            return "no measurement"
-        if len(self.tied) <= 1:
-            return self.recommended if self.confident else f"{self.recommended} (single samples: no interval)"
-        names = ", ".join(self.tied[:-1]) + f" and {self.tied[-1]}"
-        why = "intervals overlap" if self.confident else "equal medians, single samples: no interval"
-        which = "the smaller one" if len(self.tied) == 2 else "the smallest"
-        return f"{names} tie ({why}); {which} is recommended: {self.recommended}"
+        """``faster``, ``slower``, or ``undecided: <what would settle it>``."""
+        return self.verdict if self.decided else f"undecided: {self.settle()}"
 
 
-def choose(options: Sequence[tuple[str, Interval]]) -> Choice:
-    """The best setting, and the settings it cannot be told apart from.
+def _percent(confidence: float) -> str:
+    text = f"{100 * confidence:.2f}".rstrip("0").rstrip(".")
+    return f"{text}%"
 
-    ``options`` come in the order of preference on a tie (no speculation first, then the smallest
-    lookahead); options without a median are ignored. The recommendation is the first option
-    whose interval overlaps the best one's: a larger setting must win clearly to be chosen.
+
+def _usable(samples: Sequence[float | None]) -> list[float]:
+    return [x for x in _finite(samples) if x > 0]
+
+
+def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDENCE,
+            between_sd: float = BETWEEN_SD) -> dict[tuple[str, str], Comparison]:
+    """Every ordered pair of ``settings`` (point id -> output throughputs of its runs), the settings
+    measured at one concurrency, each from a server start of its own.
+
+    The rule (``decide`` at a single look): each ordered pair (p, q) carries the one-sided
+    hypothesis "p is not faster than q", tested by Welch's t on the difference of mean log
+    throughputs with the between-start term ``2 between_sd**2`` in its variance (``decide.LogRatio``);
+    Holm's step-down over all of them at alpha = 1 - confidence bounds the probability of any false
+    verdict at the concurrency by alpha (family-wise, no independence needed). A pair with fewer
+    than 2 usable runs on a side is not tested and stays undecided. No bootstrap.
+
+    An undecided pair gets the runs a side that would decide it at Holm's next level if the spread
+    and the difference stayed as measured (``decide.runs_to_settle``), or "another server start"
+    when the between-start term alone keeps the interval across 1.
     """
-    measured = [(label, iv) for label, iv in options if iv.median is not None]
-    if not measured:
-        return Choice(None, (), None, False)
-    best_label, best = max(measured, key=lambda o: o[1].median)  # first of equal maxima
-    tied = tuple(label for label, iv in measured if label == best_label or iv.overlaps(best))
-    confident = all(iv.bounded for _, iv in measured)
-    return Choice(best_label, tied, tied[0], confident)
+    from scipy import special
 
+    alpha = 1.0 - confidence
+    statistic = LogRatio(between_sd)
+    values = {pid: _usable(xs) for pid, xs in settings.items()}
+    logs = {pid: statistic.values(np.asarray(xs)) for pid, xs in values.items() if len(xs) >= 2}
+    ids = list(settings)
+    pairs = [(a, b) for i, a in enumerate(ids) for b in ids[i + 1:]]
+    tested = [(a, b) for a, b in pairs if a in logs and b in logs]
+    est = {(a, b): statistic.compare(logs[a], logs[b]) for a, b in tested}
+    # one-sided p-values: "a is faster than b" (up), then "b is faster than a" (down)
+    t = np.array([float(est[pair].t()) for pair in tested])
+    df = np.array([float(est[pair].df) for pair in tested])
+    p = np.concatenate([special.stdtr(df, -t), special.stdtr(df, t)]) if tested else np.zeros(0)
+    m = p.size
+    rejected = holm(p, alpha) if m else np.zeros(0, dtype=bool)
+    order = np.argsort(np.nan_to_num(p, nan=1.0), kind="stable")
+    step = np.empty(m, dtype=int)
+    step[order] = np.arange(m)
+    next_level = alpha / max(m - int(rejected.sum()), 1)
 
-def verdict(speedup: Interval) -> str:
-    """Does speculation beat no speculation (speedup above 1), with the interval's confidence."""
-    if speedup.median is None:
-        return "no samples"
-    if not speedup.bounded:
-        return "one sample: no confidence"
-    pct = f"{speedup.confidence:.0%}"
-    if speedup.low > 1:
-        return f"faster ({pct} confidence)"
-    if speedup.high < 1:
-        return f"slower ({pct} confidence)"
-    return "no significant difference (interval spans 1)"
+    out: dict[tuple[str, str], Comparison] = {}
+    for a, b in pairs:
+        if (a, b) not in est:
+            med_a, med_b = (float(np.median(values[x])) if values[x] else None for x in (a, b))
+            ratio = med_a / med_b if med_a is not None and med_b else None
+            c = Comparison(a, b, ratio, None, "undecided", None, m)
+        else:
+            u = tested.index((a, b))
+            e = est[(a, b)]
+            if rejected[u] or rejected[u + len(tested)]:
+                side = u if rejected[u] else u + len(tested)
+                verdict, level = ("faster" if rejected[u] else "slower"), alpha / (m - int(step[side]))
+                runs, needs_start = None, False
+            else:
+                verdict, level = "undecided", next_level
+                va, vb = (float(np.var(logs[x], ddof=1)) for x in (a, b))
+                center = float(e.center)
+                runs = runs_to_settle(va, vb, center, level, between_sd, max(len(logs[a]), len(logs[b])))
+                needs_start = runs is None and (
+                    abs(center) <= float(special.ndtri(1.0 - level)) * math.sqrt(2) * between_sd)
+            iv = welch_ratio(values[a], values[b], 1.0 - 2.0 * level, between_sd)
+            c = Comparison(a, b, iv.ratio, iv, verdict, level, m, runs, needs_start)
+        out[(a, b)], out[(b, a)] = c, c.mirrored()
+    return out
 
 
 ONE = "1 + c k"

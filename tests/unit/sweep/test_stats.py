@@ -1,4 +1,4 @@
-"""Intervals, speedup ratios, choices, verdicts and the draft-cost fit (pure, fixed inputs).
+"""Intervals, comparisons of settings by their difference, and the draft-cost fit (pure, fixed inputs).
 
 Expected numbers come from hand arithmetic or from an independent computation in the test
 (a plain numpy bootstrap, the textbook regression formulas), never from the module's output.
@@ -11,13 +11,14 @@ import math
 import numpy as np
 import pytest
 
-from llama4spec.sweep.stats import (
-    BOOTSTRAP_FROM, Interval, choose, fit_cost, interval, ratio_interval, verdict,
-)
+from llama4spec.sweep.decide import LogRatio, allocate, runs_to_settle
+from llama4spec.sweep.stats import BOOTSTRAP_FROM, Interval, compare, fit_cost, interval
 
 T_975_1 = 12.706205  # Student-t 97.5% quantile, 1 degree of freedom (table value)
 T_975_2 = 4.302653  # 2 degrees of freedom
 T_975_3 = 3.182446  # 3 degrees of freedom
+T_975_4 = 2.776445  # 4 degrees of freedom
+T_975_64 = 1.997730  # 64 degrees of freedom
 
 
 def _numpy_bootstrap(groups, statistic, seed=123, resamples=20000):
@@ -73,97 +74,79 @@ def test_equal_samples_give_a_point_interval() -> None:
     assert interval([4.0] * 12) == Interval(4.0, 4.0, 4.0, 12, "bootstrap")
 
 
-def test_overlaps() -> None:
-    a = Interval(10, 8, 12, 3, "t")
-    assert a.overlaps(Interval(13, 12, 14, 3, "t"))  # closed: touching counts
-    assert not a.overlaps(Interval(14, 12.5, 15, 3, "t"))
-    single = Interval(10, None, None, 1, "single sample")
-    assert not a.overlaps(Interval(11, None, None, 1, "single sample"))
-    assert a.overlaps(single) and single.overlaps(Interval(10, None, None, 1, "single sample"))
+# compare(): Welch on log throughput with the between-start term, Holm over the concurrency's pairs
+
+def test_a_clearly_faster_setting_is_decided_faster_by_welch_with_the_between_start_term() -> None:
+    # logs 5.0, 5.1, 4.9 against 4.0, 4.1, 3.9: difference 1, each variance 0.01; with between_sd 0.1
+    # se^2 = 0.01/3 + 0.01/3 + 2 * 0.01 = 0.08/3, df = se^4 / (2 (0.01/3)^2 / 2) = 64. One pair: two
+    # one-sided hypotheses, the first Holm step at 0.05/2, so its interval is the two-sided 95% one.
+    fast, slow = np.exp([5.0, 5.1, 4.9]), np.exp([4.0, 4.1, 3.9])
+    c = compare({"k3": fast, "none": slow}, between_sd=0.10)
+    se = math.sqrt(0.08 / 3)
+    ab = c[("k3", "none")]
+    assert (ab.verdict, ab.hypotheses, ab.method) == ("faster", 2, "welch") and ab.level == pytest.approx(0.025)
+    assert ab.interval.df == pytest.approx(64.0)
+    assert ab.ratio == pytest.approx(math.e)
+    assert (ab.interval.low, ab.interval.high) == pytest.approx(
+        (math.exp(1 - T_975_64 * se), math.exp(1 + T_975_64 * se)), rel=1e-6)
+    assert ab.interval.confidence == pytest.approx(0.95) and ab.settle() == "" and ab.sentence() == "faster"
+    ba = c[("none", "k3")]  # the mirror
+    assert ba.verdict == "slower" and ba.ratio == pytest.approx(1 / math.e)
+    assert ba.interval.low == pytest.approx(1 / ab.interval.high) and ba.text().startswith("0.37x [")
 
 
-# ratio_interval()
-
-def test_paired_ratio_is_the_interval_of_the_per_repeat_ratios() -> None:
-    iv = ratio_interval([110.0, 120.0, 130.0], [100.0, 100.0, 100.0])  # ratios 1.1, 1.2, 1.3
-    half = T_975_2 * 0.1 / math.sqrt(3)
-    assert (iv.method, iv.n) == ("t", 3) and iv.median == pytest.approx(1.2)
-    assert iv.low == pytest.approx(1.2 - half, abs=1e-6) and iv.high == pytest.approx(1.2 + half, abs=1e-6)
-
-
-def test_paired_ratio_drops_a_pair_whose_baseline_is_zero() -> None:
-    iv = ratio_interval([110.0, 120.0, 130.0], [100.0, 0.0, 100.0])  # ratios 1.1, 1.3
-    half = T_975_1 * math.sqrt(0.02) / math.sqrt(2)
-    assert iv.n == 2 and iv.median == pytest.approx(1.2)
-    assert iv.low == pytest.approx(max(0.0, 1.2 - half), abs=1e-5) and iv.high == pytest.approx(1.2 + half, abs=1e-5)
+def test_without_the_between_start_term_the_same_runs_give_a_narrower_interval() -> None:
+    fast, slow = np.exp([5.0, 5.1, 4.9]), np.exp([4.0, 4.1, 3.9])
+    wide, narrow = (compare({"a": fast, "b": slow}, between_sd=b)[("a", "b")].interval for b in (0.10, 0.0))
+    # without it: se^2 = 0.02/3, df 4 (Welch with equal spreads: 2n - 2)
+    assert narrow.df == pytest.approx(4.0)
+    assert narrow.high == pytest.approx(math.exp(1 + T_975_4 * math.sqrt(0.02 / 3)), rel=1e-6)
+    assert wide.high - wide.low > narrow.high - narrow.low
 
 
-def test_unpaired_ratio_bootstraps_the_ratio_of_medians() -> None:
-    num, den = [10.0, 11.0, 12.0, 13.0], [4.0, 5.0, 6.0]
-    iv = ratio_interval(num, den)
-    assert iv.method == "bootstrap" and iv.median == pytest.approx(11.5 / 5.0)
-    assert ratio_interval(num, den) == iv
-    low, high = _numpy_bootstrap([np.array(num), np.array(den)], lambda a, b: np.median(a) / np.median(b))
-    assert iv.low == pytest.approx(low, rel=0.03) and iv.high == pytest.approx(high, rel=0.03)
-    assert iv.low < iv.median < iv.high
+def test_holm_levels_over_three_settings_and_agreement_with_the_sequential_core_at_one_look() -> None:
+    # k3 is far above none and k1; none and k1 are close. Six one-sided hypotheses: k3 > none is the
+    # smallest p (Holm step 1, level 0.05/6), k3 > k1 next (0.05/5); none against k1 stays undecided,
+    # its interval at Holm's next level (0.05/4): 97.5% two-sided.
+    runs = {"none": np.exp([4.0, 4.1, 3.9]), "k1": np.exp([4.02, 4.12, 3.92]), "k3": np.exp([6.0, 6.1, 5.9])}
+    c = compare(runs, between_sd=0.10)
+    assert c[("k3", "none")].verdict == "faster" and c[("k3", "none")].level == pytest.approx(0.05 / 6)
+    assert c[("k3", "k1")].verdict == "faster" and c[("k3", "k1")].level == pytest.approx(0.05 / 5)
+    open_ = c[("k1", "none")]
+    assert open_.verdict == "undecided" and open_.level == pytest.approx(0.05 / 4)
+    assert open_.interval.confidence == pytest.approx(0.975) and open_.interval.low < 1 < open_.interval.high
+    assert c[("k3", "none")].interval.confidence == pytest.approx(1 - 0.1 / 6)
+    assert {x.hypotheses for x in c.values()} == {6}
+    # the same rule as sweep.decide at a single look (min_repeats = max_repeats = the runs)
+    state = allocate(runs, "none", min_repeats=3, max_repeats=3, statistic=LogRatio(0.10)).points
+    assert {pid: state[pid].verdict for pid in ("k1", "k3")} == {pid: c[(pid, "none")].verdict for pid in ("k1", "k3")}
 
 
-def test_unpaired_ratio_against_a_constant_baseline_is_the_numerator_bootstrap_scaled() -> None:
-    iv = ratio_interval([10.0, 11.0, 12.0, 13.0], [5.0, 5.0, 5.0])
-    assert iv.median == pytest.approx(2.3)
-    # A resample's median is 10 with probability P(3 or 4 of 4 draws are 10) = 13/256 > 2.5%,
-    # likewise 13 at the top: the percentile interval is exactly [10, 13] / 5.
-    assert iv.low == pytest.approx(2.0) and iv.high == pytest.approx(2.6)
+def test_an_undecided_pair_says_how_many_runs_would_settle_it() -> None:
+    # logs 0.3 apart, each side's variance 0.04, no between-start term, at level 0.025 (one pair):
+    # n = 4: se = sqrt(0.08/4), df 6, t 2.447: 0.346 > 0.3; n = 5: se = sqrt(0.08/5), df 8, t 2.306: 0.292 < 0.3
+    assert runs_to_settle(0.04, 0.04, 0.3, 0.025) == 5
+    assert runs_to_settle(0.04, 0.04, 0.3, 0.025, start=6) == 6
+    # with a between-start log-sd 0.2: z * sqrt(2) * 0.2 = 0.554 > 0.3, no number of runs settles it
+    assert runs_to_settle(0.04, 0.04, 0.3, 0.025, between_sd=0.2) is None
+    assert runs_to_settle(0.04, 0.04, 0.0, 0.025) is None
+    a, b = np.exp([0.3, 0.5, 0.1]), np.exp([0.0, 0.2, -0.2])  # variance 0.04 each, difference 0.3
+    c = compare({"a": a, "b": b}, between_sd=0.0)[("a", "b")]
+    assert c.verdict == "undecided" and c.runs_to_settle == 5 and not c.needs_start
+    assert c.settle(short=True) == "about 5 runs a side"
+    assert c.sentence().startswith("undecided: about 5 runs a side would settle it")
+    stuck = compare({"a": a, "b": b}, between_sd=0.2)[("a", "b")]
+    assert stuck.runs_to_settle is None and stuck.needs_start and stuck.settle(short=True) == "another server start"
 
 
-def test_one_sample_each_is_the_single_ratio() -> None:
-    iv = ratio_interval([150.0], [100.0])
-    assert (iv.median, iv.low, iv.high, iv.method) == (1.5, None, None, "single sample")
-    assert ratio_interval([150.0], [0.0]).method == "none"
-
-
-# choose()
-
-def _iv(median: float, half: float | None) -> Interval:
-    if half is None:
-        return Interval(median, None, None, 1, "single sample")
-    return Interval(median, median - half, median + half, 3, "t")
-
-
-def test_a_clear_winner_is_chosen_alone() -> None:
-    ch = choose([("none", _iv(100, 5)), ("k=1", _iv(150, 10)), ("k=2", _iv(200, 10))])
-    assert (ch.best, ch.tied, ch.recommended, ch.confident) == ("k=2", ("k=2",), "k=2", True)
-    assert ch.sentence() == "k=2"
-
-
-def test_two_overlapping_settings_recommend_the_smaller() -> None:
-    ch = choose([("none", _iv(100, 5)), ("k=2", _iv(200, 20)), ("k=3", _iv(205, 10))])
-    assert (ch.best, ch.tied, ch.recommended) == ("k=3", ("k=2", "k=3"), "k=2")
-    assert ch.sentence() == "k=2 and k=3 tie (intervals overlap); the smaller one is recommended: k=2"
-
-
-def test_three_way_tie_lists_all() -> None:
-    ch = choose([("k=1", _iv(195, 10)), ("k=2", _iv(200, 10)), ("k=3", _iv(198, 10)), ("k=4", _iv(150, 5))])
-    assert (ch.best, ch.tied, ch.recommended) == ("k=2", ("k=1", "k=2", "k=3"), "k=1")
-    assert ch.sentence().startswith("k=1, k=2 and k=3 tie (intervals overlap); ")
-    assert ch.sentence().endswith("recommended: k=1")
-
-
-def test_single_samples_choose_the_highest_without_confidence() -> None:
-    ch = choose([("none", _iv(100, None)), ("k=2", _iv(180, None)), ("k=3", _iv(190, None))])
-    assert (ch.best, ch.tied, ch.recommended, ch.confident) == ("k=3", ("k=3",), "k=3", False)
-    assert ch.sentence() == "k=3 (single samples: no interval)"
-    assert choose([]).best is None
-    assert choose([("none", Interval(None, None, None, 0, "none"))]).sentence() == "no measurement"
-
-
-# verdict()
-
-def test_verdict_all_cases() -> None:
-    assert verdict(Interval(1.3, 1.1, 1.5, 3, "t")) == "faster (95% confidence)"
-    assert verdict(Interval(0.8, 0.7, 0.9, 3, "t")) == "slower (95% confidence)"
-    assert verdict(Interval(1.05, 0.95, 1.15, 3, "t")) == "no significant difference (interval spans 1)"
-    assert verdict(Interval(1.3, None, None, 1, "single sample")) == "one sample: no confidence"
+def test_single_samples_are_compared_by_their_medians_and_stay_undecided() -> None:
+    c = compare({"k2": [150.0], "none": [100.0, 110.0, 90.0]})
+    one = c[("k2", "none")]
+    assert (one.verdict, one.interval, one.hypotheses) == ("undecided", None, 0)
+    assert one.ratio == pytest.approx(1.5) and one.method == "single samples" and one.text() == "1.50x"
+    assert one.settle() == "needs at least 2 runs a side"
+    # non-positive or non-finite runs are dropped before comparing
+    assert compare({"a": [0.0, 120.0], "b": [100.0, float("nan")]})[("a", "b")].interval is None
 
 
 # fit_cost()

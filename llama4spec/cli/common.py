@@ -109,3 +109,13 @@ def say(text: str, style: str | None = None) -> None:
     from llama4spec.launch.render import say as say_on
 
     say_on(out, text, style)
+
+
+def repeats_value(text: str) -> int | str:
+    """--repeats: a whole number, or auto."""
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number or auto") from None

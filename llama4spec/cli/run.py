@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from llama4spec.cli.common import Command, RUNS_DIR, gate, out
+from llama4spec.cli.common import Command, RUNS_DIR, gate, out, repeats_value
 from llama4spec.launch.options import RunOptions
 from llama4spec.cli.paths import check_output_dir, runbook_path
 
@@ -19,9 +19,9 @@ def add_run_options(p: argparse.ArgumentParser, resume_help: str) -> None:
     p.add_argument("--resume", type=Path, metavar="DIR", help=resume_help)
     p.add_argument("--stop-on-error", action="store_true",
                    help="stop at the first failed step (default: skip only what depends on it, run the rest)")
-    p.add_argument("--repeats", type=int, metavar="N",
+    p.add_argument("--repeats", type=repeats_value, metavar="N|auto",
                    help="counted benchmark runs per point, for every bench and sweep step (default: the runbook's; "
-                        "sweeps 3, benches 1)")
+                        "sweeps 3, benches 1); auto: sweeps measure each point until its comparisons are decided")
     p.add_argument("--warmup", type=int, metavar="N",
                    help="warm-up requests per point, in an unrecorded run before the counted ones (default: the "
                         "runbook's)")

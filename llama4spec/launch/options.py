@@ -18,7 +18,7 @@ class RunOptions:
     runs_dir: Path = Path("runs")
     resume: Path | None = None
     stop_on_error: bool = False
-    repeats: int | None = None
+    repeats: int | str | None = None  # a number, or "auto" (sweeps measure until decided)
     warmup: int | None = None
     # server groups (`run` only)
     only_group: str | None = None

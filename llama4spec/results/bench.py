@@ -41,6 +41,9 @@ class BenchRecord:
     warmup: int = 0  # warm-up requests sent in an unrecorded run before the counted ones
     models: dict[str, str] = field(default_factory=dict)  # config key -> fingerprint of a local model directory
     category_prompts: int | None = None  # a category point: the distinct prompts its category has, when known
+    # a point measured until decided (repeats: auto): why it stopped ("resolved", "eliminated", "max_repeats",
+    # "needs another server start"), after how many runs, and its verdict against no speculation
+    stop: dict[str, Any] | None = None
 
     @classmethod
     def of_runs(cls, label: str, runs: list["BenchRecord"], *, url: str | None = None, argv: list[str] | None = None,
@@ -136,6 +139,8 @@ class BenchRecord:
             data.update(repeats=len(self.runs), warmup=self.warmup, runs=[r.to_dict() for r in self.runs])
         elif self.warmup:
             data["warmup"] = self.warmup
+        if self.stop is not None:
+            data["stop"] = dict(self.stop)
         return data
 
     @classmethod
@@ -162,12 +167,25 @@ class BenchRecord:
                 warmup=warmup if isinstance(warmup, int) and not isinstance(warmup, bool) and warmup > 0 else 0,
                 models={str(k): str(v) for k, v in models.items()} if isinstance(models, Mapping) else {},
                 category_prompts=prompts if isinstance(prompts, int) and not isinstance(prompts, bool) else None,
+                stop=_stop(data.get("stop")),
             )
         return cls(label=str(data.get("label") or fallback_label), returncode=0, result=dict(data))
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+
+def _stop(data: Any) -> dict[str, Any] | None:
+    """A record's stop reason as read back: only its known, plainly typed keys."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("reason"), str):
+        return None
+    out: dict[str, Any] = {"reason": data["reason"][:100]}
+    if isinstance(data.get("runs"), int) and not isinstance(data.get("runs"), bool):
+        out["runs"] = data["runs"]
+    if isinstance(data.get("verdict"), str):
+        out["verdict"] = data["verdict"][:100]
+    return out
 
 
 def read(path: Path) -> BenchRecord | None:

@@ -15,6 +15,7 @@ MAX_LABEL = 100  # a bench label (a table row, vLLM's --label)
 MAX_TEXT = 4_096  # any other string: an extra argument, a URL, a file reference
 MAX_REPEATS = 100  # counted runs per benchmark point
 MAX_WARMUP = 10_000  # warm-up requests before a point's counted runs
+AUTO = "auto"  # repeats: auto (a sweep measures each point until decided)
 
 Reader = Callable[[dict, str, str, list[str]], Any]  # (raw step, key, where, problems) -> value
 
@@ -139,6 +140,35 @@ def label() -> Any:
 def count(default: int, low: int, high: int) -> Any:
     """A whole number from ``low`` to ``high``."""
     return _key(lambda raw, key, at, problems: _count(raw, key, default, low, high, at, problems), default=default)
+
+
+def _repeats(raw: dict, key: str, default: int | str, at: str, problems: list[str]) -> int | str:
+    value = raw.get(key, default)
+    if value == AUTO:
+        return AUTO
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REPEATS:
+        problems.append(f"{at}: '{key}' must be a whole number from 1 to {MAX_REPEATS}, or auto (measure each point "
+                        f"until its comparisons are decided) (got {shown(value)})")
+        return default
+    return value
+
+
+def repeats(default: int | str) -> Any:
+    """Counted runs per point: a number, or ``auto`` (measured until decided, between min_repeats and max_repeats)."""
+    return _key(lambda raw, key, at, problems: _repeats(raw, key, default, at, problems), default=default)
+
+
+def _level(raw: dict, key: str, default: float, at: str, problems: list[str]) -> float:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.5 < value < 1:
+        problems.append(f"{at}: '{key}' must be a number between 0.5 and 1, such as 0.95 (got {shown(value)})")
+        return default
+    return float(value)
+
+
+def level(default: float) -> Any:
+    """A confidence level in (0.5, 1)."""
+    return _key(lambda raw, key, at, problems: _level(raw, key, default, at, problems), default=default)
 
 
 def flag() -> Any:

@@ -21,7 +21,7 @@ from llama4spec.config.compose import MAX_OVERRIDE_CHARS, compose_config, group_
 from llama4spec.config.schema import Config
 from llama4spec.engine.args import engine_env, serve_argv
 from llama4spec.errors import UserError
-from llama4spec.runbook.fields import plain, shown, text_problem
+from llama4spec.runbook.fields import AUTO, plain, shown, text_problem
 from llama4spec.runbook.spec import Runbook, Step
 
 Make = Callable[..., Step]  # steps.make: a step of a kind with its keys
@@ -308,10 +308,12 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
                         description=f"sweep '{step.id}': server for {what}",
                         overrides=[*keys.overrides, *group.overrides])
         out.append(serve)
+        earlier = list(points)
         for combo, label in zip(client_combos, client_labels):
             bid = new_id(f"{sid}-{label}" if client_axes else f"{sid}-bench")
             out.append(_point(make, keys, bid, sid, client_axes, combo))
             points.append(bid)
+        out += _settle(make, keys, new_id, sid, points[len(earlier):], earlier)
         previous_stop = new_id(f"{sid}-stop")
         out.append(make("stop", previous_stop, server=sid))
     if keys.verify_schedule:  # a second phase: the schedule derived from the points above, measured the same way
@@ -323,10 +325,12 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
             out.append(make("serve", sid, needs=[previous_stop] if previous_stop else list(step.needs),
                                description=f"sweep '{step.id}': the lookahead schedule derived from its points",
                                overrides=[*keys.overrides, *found], derive_from=list(points)))
+            earlier = list(points)
             for combo, label in zip(client_combos, client_labels):
                 bid = new_id(f"{sid}-{label}" if client_axes else f"{sid}-bench")
                 out.append(_point(make, keys, bid, sid, client_axes, combo))
                 points.append(bid)
+            out += _settle(make, keys, new_id, sid, points[len(earlier):], earlier)
             out.append(make("stop", new_id(f"{sid}-stop"), server=sid))
     if clash is not None:
         problems.append(f"{at}: the generated step id '{clash}' is already used by another step (or made "
@@ -337,9 +341,20 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
 
 def _point(make: Make, keys: Any, bid: str, server: str, client_axes: list[str], combo: tuple[str, ...]) -> Step:
     """A bench step of a sweep: one client-side combination against one of its servers."""
+    auto = keys.repeats == AUTO  # measured until decided: min_repeats here, the rest by the server's settle step
     return make("bench", bid, server=server, label=bid, extra_args=list(keys.extra_args),
-                   overrides=[f"{a}={v}" for a, v in zip(client_axes, combo)],
-                   repeats=keys.repeats, warmup=keys.warmup)
+                overrides=[f"{a}={v}" for a, v in zip(client_axes, combo)],
+                repeats=keys.min_repeats if auto else keys.repeats, warmup=keys.warmup)
+
+
+def _settle(make: Make, keys: Any, new_id: Callable[[str], str], server: str, mine: list[str],
+            earlier: list[str]) -> list[Step]:
+    """With repeats: auto, the step that gives a server's points further runs, one at a time, until
+    their comparisons with the points measured before them are decided (none otherwise)."""
+    if keys.repeats != AUTO or not mine:
+        return []
+    return [make("settle", new_id(f"{server}-settle"), server=server, points=list(mine), earlier=list(earlier),
+                 min_repeats=keys.min_repeats, max_repeats=keys.max_repeats, confidence=keys.confidence)]
 
 
 def _schedule_server(runbook: Runbook, step: Step, matrix: dict[str, list[str]], cli: list[str]) -> list[str] | str:

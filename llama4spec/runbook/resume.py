@@ -74,9 +74,12 @@ def finished_steps(plan) -> dict[str, BenchRecord | None]:
                 done[p.id] = record
     for p in plan.steps:
         if p.step.traits.serves:
-            benches = [q.id for q in plan.steps if q.step.traits.benchmarks and q.step.server == p.id]
-            if benches and all(b in done for b in benches):
+            users = [q for q in plan.steps if q.step.server == p.id and not q.step.traits.stops_server]
+            benches = [q.id for q in users if q.step.traits.benchmarks]
+            if benches and all(b in done for b in benches) and \
+                    not any(q.step.kind_of.pending(plan, q) for q in users if not q.step.traits.benchmarks):
                 done[p.id] = None
+                done.update((q.id, None) for q in users if not q.step.traits.benchmarks)  # nothing left for them
     for p in plan.steps:
         if p.step.traits.stops_server and p.step.server in done:
             done[p.id] = None

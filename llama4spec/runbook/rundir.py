@@ -120,6 +120,8 @@ def csv_rows(ids: list[str], measured: dict[str, Measured]) -> tuple[list[str], 
         runs = m.record.runs or [m.record]
         for i, run in enumerate(runs):
             row: dict[str, Any] = {"id": pid, "run": i, "repeats": len(runs), "warmup": m.record.warmup, **settings}
+            if m.record.stop is not None:  # measured until decided: why it stopped
+                row["stop"] = m.record.stop.get("reason")
             for key, value in (run.result or {}).items():
                 if isinstance(value, (int, float, str, bool)) or value is None:
                     row[f"result.{key}"] = value

@@ -15,7 +15,7 @@ from typing import Any
 from llama4spec.config.compose import MAX_OVERRIDE_CHARS
 from llama4spec.errors import UserError
 from llama4spec.runbook import steps as step_kinds
-from llama4spec.runbook.fields import (MAX_ID, MAX_REPEATS, MAX_WARMUP, close, plain, read_keys, runbook_keys, shown,
+from llama4spec.runbook.fields import (AUTO, MAX_ID, MAX_REPEATS, MAX_WARMUP, close, plain, read_keys, runbook_keys, shown,
                                        str_list)
 from llama4spec.runbook.spec import Runbook, Step
 from llama4spec.runbook.steps import KINDS
@@ -132,23 +132,29 @@ def parse(data: Any, path: Path) -> tuple[Runbook | None, list[str]]:
     return runbook, problems
 
 
-def with_measurement(runbook: Runbook, repeats: int | None = None, warmup: int | None = None) -> Runbook:
+def with_measurement(runbook: Runbook, repeats: int | str | None = None, warmup: int | None = None) -> Runbook:
     """The runbook with every bench and sweep step's ``repeats`` / ``warmup`` replaced (the command
-    line's --repeats / --warmup); UserError when a value is out of bounds."""
+    line's --repeats / --warmup; ``auto`` reaches the steps that measure until decided, sweeps, and
+    leaves a bench step its own); UserError when a value is out of bounds."""
     check_measurement(repeats, warmup)
     if repeats is None and warmup is None:
         return runbook
-    steps = [dataclasses.replace(s, keys=dataclasses.replace(s.keys, repeats=s.keys.repeats if repeats is None else repeats,
+
+    def measured(s: Step) -> Step:
+        keep = repeats is None or (repeats == AUTO and not s.traits.decides)
+        return dataclasses.replace(s, keys=dataclasses.replace(s.keys, repeats=s.keys.repeats if keep else repeats,
                                                               warmup=s.keys.warmup if warmup is None else warmup))
-             if s.traits.measures else s for s in runbook.steps]
-    return dataclasses.replace(runbook, steps=steps)
+
+    return dataclasses.replace(runbook, steps=[measured(s) if s.traits.measures else s for s in runbook.steps])
 
 
-def check_measurement(repeats: int | None, warmup: int | None) -> None:
+def check_measurement(repeats: int | str | None, warmup: int | None) -> None:
     """--repeats / --warmup from a command line within their bounds; UserError naming each that is not."""
-    problems = [f"{name} {value}: must be a whole number from {low} to {high}"
+    problems = [f"{name} {value}: must be a whole number from {low} to {high}{' (or auto)' if name == '--repeats' else ''}"
                 for name, value, low, high in (("--repeats", repeats, 1, MAX_REPEATS), ("--warmup", warmup, 0, MAX_WARMUP))
-                if value is not None and not low <= value <= high]
+                if value is not None and value != AUTO and not low <= value <= high]
+    if warmup == AUTO:
+        problems.append("--warmup auto: --warmup takes a whole number of requests")
     if problems:
         raise UserError(*problems)
 

@@ -25,6 +25,7 @@ class Traits:
     stops_server: bool = False  # ends its server's life
     benchmarks: bool = False  # runs vLLM's benchmark (the run's benchmark worker)
     measures: bool = False  # takes repeats / warmup (the command line's --repeats / --warmup replace them)
+    decides: bool = False  # takes repeats: auto (measures until its comparisons are decided)
     describe_first: bool = False  # the dry run's lines for it come before its command
     shows_env: bool = False  # the dry run shows its environment
 
@@ -73,6 +74,7 @@ class StepKind(Protocol):
     def describe(self, p: Any, say: Callable[[str], None]) -> None: ...
     def missing_input(self, p: Any) -> str | None: ...
     def ready_problem(self, p: Any) -> str | None: ...
+    def pending(self, plan: Any, p: Any) -> bool: ...
 
 
 @dataclass

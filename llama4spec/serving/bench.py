@@ -178,3 +178,22 @@ def run_bench(cfg: Config, url: str, files: BenchFiles, *, label: str,
     record.category_prompts = category_prompt_count(cfg)
     record.write(files.record)
     return record
+
+
+def run_more(cfg: Config, url: str, files: BenchFiles, record: BenchRecord, *, label: str,
+             extra_args: list[str] | tuple[str, ...] = (), environ: Mapping[str, str] | None = None,
+             on_progress: OnProgress | None = None, on_line: Callable[[str], None] | None = None,
+             runner: BenchRunner) -> BenchRecord:
+    """One more counted run of a point measured before against the same server (a sequential
+    sweep's next run): its result beside the others (run=N.json), the record rewritten with it."""
+    environ = os.environ if environ is None else environ
+    runs = list(record.runs or [record])
+    _mark(files.log, f"run {len(runs) + 1} (measured until decided)")
+    run = _one_run(cfg, url, files.run_result(len(runs)), files.log, prompts=None, label=label, extra_args=extra_args,
+                   env=bench_env(cfg, environ), on_progress=on_progress, on_line=on_line, runner=runner)
+    wall = (record.wall_time_s or 0.0) + (run.wall_time_s or 0.0)
+    new = BenchRecord.of_runs(label, [*runs, run], url=url, lookahead=record.lookahead, warmup=record.warmup,
+                              wall_time_s=wall)
+    new.models, new.category_prompts, new.stop = record.models, record.category_prompts, record.stop
+    new.write(files.record)
+    return new

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.engine
 
 # No warm-up run: each is one more benchmark process (about 10 s of vLLM's imports); the warm-up's
 # requests staying out of the counted runs is tested on the shared server (test_categories_engine.py).
-SMALL = ["bench.num_prompts=8", "bench.output_len=64", "--warmup", "0"]
+SMALL = ["bench.num_prompts=8", "bench.output_len=64", "--warmup", "0", "--repeats", "3"]
 REPEATS = 3
 
 

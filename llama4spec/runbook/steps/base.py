@@ -23,6 +23,7 @@ class BaseKind:
     references: Callable[[Any], list[Reference]] = lambda keys: []
     missing_input: Callable[[Any], str | None] = lambda p: None  # why there is nothing to work on now
     ready_problem: Callable[[Any], str | None] = lambda p: None  # before anything starts: why it cannot run
+    pending: Callable[[Any, Any], bool] = lambda plan, p: False  # (plan, p): the records leave it work (resume)
 
 
 def server_ref(keys: Any) -> list[Reference]:

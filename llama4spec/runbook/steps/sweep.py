@@ -20,6 +20,7 @@ from llama4spec.runbook.rundir import Measured, csv_rows
 from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps.base import BaseKind
 from llama4spec.sweep import plots, render
+from llama4spec.sweep.decide import CONFIDENCE, MAX_REPEATS, MIN_REPEATS
 from llama4spec.sweep.model import Analysis, Point, analyse
 from llama4spec.sweep.points import point
 
@@ -36,8 +37,11 @@ class Keys:
     overrides: list[str] = fields.overrides()
     extra_args: list[str] = fields.texts()  # more `vllm bench serve` flags, for every point
     verify_schedule: bool = fields.flag()  # also measure the lookahead schedule derived from its points
-    repeats: int = fields.count(3, 1, fields.MAX_REPEATS)  # counted runs per point
+    repeats: int | str = fields.repeats(3)  # counted runs per point, or auto: until its comparisons are decided
     warmup: int = fields.count(0, 0, fields.MAX_WARMUP)  # warm-up requests per point, unrecorded
+    min_repeats: int = fields.count(MIN_REPEATS, 2, fields.MAX_REPEATS)  # repeats: auto: runs every point gets
+    max_repeats: int = fields.count(MAX_REPEATS, 2, fields.MAX_REPEATS)  # repeats: auto: the most a point gets
+    confidence: float = fields.level(CONFIDENCE)  # repeats: auto: of every verdict at one concurrency together
     points: list[str] = field(default_factory=list)  # generated: the bench steps it expands to
 
 
@@ -53,6 +57,9 @@ def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> No
         else:
             state["points"] = before + matrix_points(keys.matrix)
     problems.extend(fields.warmup_flag_problems(keys.extra_args, at))
+    if keys.min_repeats > keys.max_repeats:
+        problems.append(f"{at}: min_repeats ({keys.min_repeats}) is larger than max_repeats ({keys.max_repeats}); "
+                        f"lower min_repeats or raise max_repeats")
 
 IMAGES = {
     "acceptance by position": "acceptance_by_position",
@@ -84,7 +91,9 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
     images = {title: files[stem].name for title, stem in IMAGES.items()}
     text = render.markdown(analysis, images)
     files["report"].write_text(text)
-    files["analysis"].write_text(json.dumps({**render.to_record(analysis), "plots": series}, indent=2) + "\n")
+    stops = {pid: m.record.stop for pid, m in (measured or {}).items() if m.record.stop}  # repeats: auto
+    files["analysis"].write_text(json.dumps({**render.to_record(analysis), "plots": series,
+                                             **({"stops": stops} if stops else {})}, indent=2) + "\n")
     if "table" in files:
         header, rows = csv_rows([pt.id for pt in points], measured or {})
         with open(files["table"], "w", newline="") as f:
@@ -104,10 +113,17 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
     _, text = write(analysis, points, files, measured)
     render.render(console, analysis)
     why = {pid: (not_run or {}).get(pid, "no record") for pid in missing}
+    stops = {pid: measured[pid].record.stop for pid in ids if pid in measured and measured[pid].record.stop}
+    if stops:  # repeats: auto: why each point stopped, after how many runs
+        text += "\nmeasured until decided:\n\n" + "".join(
+            f"- {pid}: {s['reason']} after {s.get('runs', '?')} runs" + (f" ({s['verdict']})" if s.get("verdict") else "")
+            + "\n" for pid, s in stops.items())
     if missing:
         text += "\nnot measured:\n\n" + "".join(f"- {pid}: {reason}\n" for pid, reason in why.items())
+    if stops or missing:
         files["report"].write_text(text)
-    return text, {**render.to_record(analysis), "missing": missing, **({"not_measured": why} if missing else {})}
+    return text, {**render.to_record(analysis), "missing": missing, **({"not_measured": why} if missing else {}),
+                  **({"stops": stops} if stops else {})}
 
 
 def run_report(plan, planned, console: Console, failures: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
@@ -137,5 +153,5 @@ def describe(p, say) -> None:
         say(f"    report over {len(keys.points)} points (speedup, efficiency, best lookahead, plots)")
 
 
-KIND = BaseKind("sweep", Keys, Traits(expands=True, merges=True, measures=True, describe_first=True),
+KIND = BaseKind("sweep", Keys, Traits(expands=True, merges=True, measures=True, decides=True, describe_first=True),
                 plan, execute, describe, check=check)

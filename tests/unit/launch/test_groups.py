@@ -29,7 +29,7 @@ def test_a_sweep_has_one_group_per_server_and_the_schedule_group_comes_after(pla
     groups = G.plan_groups(plan)
     assert [g.name for g in groups] == ["sweep-none", "sweep-tiny_eagle-k1", "sweep-tiny_eagle-k3", "sweep-schedule"]
     assert groups[2].steps == ["sweep-tiny_eagle-k3", "sweep-tiny_eagle-k3-c1", "sweep-tiny_eagle-k3-c4",
-                               "sweep-tiny_eagle-k3-stop"]
+                               "sweep-tiny_eagle-k3-settle", "sweep-tiny_eagle-k3-stop"]  # repeats: auto
     assert all(g.shape == Shape("cpu", 1, 1) for g in groups)
     assert groups[3].after == ["sweep-none", "sweep-tiny_eagle-k1", "sweep-tiny_eagle-k3"]
     assert [[g.name for g in w] for w in G.waves(groups)] == [[g.name for g in groups[:3]], ["sweep-schedule"]]

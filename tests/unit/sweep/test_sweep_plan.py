@@ -47,9 +47,10 @@ def test_tiny_sweep_starts_three_servers_and_measures_each_at_every_concurrency(
         benches = [p for p in plan.steps if p.kind == "bench" and p.step.server == server.id]
         assert [_flag(b.argv, "--max-concurrency") for b in benches] == ["1", "4"]
         assert all(b.argv[-1:] == ["--ignore-eos"] and _flag(b.argv, "--num-warmups") == "0"
-                   and _flag(b.argv, "--num-prompts") == "16" and (b.step.keys.repeats, b.step.keys.warmup) == (3, 2)
-                   for b in benches)
+                   and _flag(b.argv, "--num-prompts") == "16" and (b.step.keys.repeats, b.step.keys.warmup) == (2, 2)
+                   for b in benches)  # repeats: auto: min_repeats each, then the server's settle step gives more
         ids = [p.id for p in plan.steps]
+        assert max(ids.index(b.id) for b in benches) < ids.index(f"{server.id}-settle") < ids.index(f"{server.id}-stop")
         # the server starts, is measured, and is stopped before the next one starts
         assert ids.index(server.id) < min(ids.index(b.id) for b in benches)
         assert max(ids.index(b.id) for b in benches) < ids.index(f"{server.id}-stop")

@@ -81,8 +81,14 @@ def _run(args: argparse.Namespace) -> int:
     from llama4spec.runbook.plan import plan_file
 
     opts = dataclasses.replace(RunOptions.from_cli_args(args), runbook=runbook_path(args.runbook))
-    plan = plan_file(opts.runbook, lambda name: run_dir_for(opts, name), list(opts.overrides),
-                     repeats=opts.repeats, warmup=opts.warmup)
+    if opts.only_group:  # a group's job: that group alone is planned
+        from llama4spec.launch.group import plan_only
+
+        plan = plan_only(opts.runbook, lambda name: run_dir_for(opts, name), opts.only_group, list(opts.overrides),
+                         repeats=opts.repeats, warmup=opts.warmup)
+    else:
+        plan = plan_file(opts.runbook, lambda name: run_dir_for(opts, name), list(opts.overrides),
+                         repeats=opts.repeats, warmup=opts.warmup)
     from llama4spec.cli.groups import run_launched
     from llama4spec.launch.submit import launched
 

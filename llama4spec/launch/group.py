@@ -13,11 +13,11 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from llama4spec.launch.devices import cpu_bind, hostnames_inline, hosts_override, job_cpus
 from llama4spec.results.provenance import write_json
-from llama4spec.runbook.groups import Group, find, group_dir, group_runbook, plan_groups, rebase
+from llama4spec.runbook.groups import Group, find, group_dir, group_runbook, only_group, plan_groups, rebase
 from llama4spec.runbook.plan import Plan, make_plan
 
 JOB_RECORD = "job.json"
@@ -95,6 +95,31 @@ def where(environ: Mapping[str, str]) -> dict[str, Any]:
 def needs_slurm_hosts(plan: Plan, name: str) -> bool:
     p = plan.get(name)
     return bool(p.composed and p.composed.cfg.cluster.hosts_from == "slurm" and p.composed.cfg.parallel.nnodes > 1)
+
+
+def plan_only(path: Path, run_dir_for: Callable[[str], Path], name: str, overrides: list[str],
+              repeats: int | str | None = None, warmup: int | None = None) -> Plan:
+    """What a group's job plans before ``group_plan`` (``run RUNBOOK --only-group NAME``): the runbook
+    read and its sweeps expanded (each sweep's servers composed: that is what names its groups), then
+    only group ``name`` and the groups it derives from. When anything is wrong (a problem, no such
+    group) the whole runbook is planned instead, so that the job says what ``run`` says."""
+    from llama4spec.errors import UserError
+    from llama4spec.runbook import steps as step_kinds
+    from llama4spec.runbook.matrix import expand
+    from llama4spec.runbook.plan import plan_file
+    from llama4spec.runbook.schema import load, with_measurement
+
+    runbook, problems = load(path)
+    if runbook is not None and not problems:
+        runbook = with_measurement(runbook, repeats, warmup)
+        expanded = expand(runbook, list(overrides), problems, step_kinds.make)  # as make_plan expands it
+        cut = None if problems else only_group(expanded, name)
+        if cut is not None:
+            try:
+                return make_plan(cut, run_dir_for(runbook.name), overrides)
+            except UserError:
+                pass
+    return plan_file(path, run_dir_for, overrides, repeats=repeats, warmup=warmup)
 
 
 def group_plan(plan: Plan, run_dir: Path, name: str, overrides: list[str], port: int) -> tuple[Plan, Group]:

@@ -18,9 +18,10 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 from llama4spec.errors import UserError
-from llama4spec.runbook.spec import Runbook
+from llama4spec.runbook.spec import Runbook, Step
 
 GROUPS_DIR = "groups"
 SHARD = re.compile(r"^(\d+)/(\d+)$")
@@ -56,21 +57,30 @@ def shape_of(cfg) -> Shape:
     return Shape(device=cfg.hardware.device, per_node=max(1, world // nnodes), nnodes=nnodes)
 
 
+def group_members(steps: Iterable[Step]) -> dict[str, tuple[list[str], list[str]]]:
+    """Each serve step's group among ``steps``: its step ids (the serve step, then the steps against
+    its server, in the given order) and the groups it derives its schedule from. Needs no plan: the
+    expanded runbook's steps tell it (what a group's job plans, ``only_group``)."""
+    steps = list(steps)
+    groups = {s.id: [s.id] for s in steps if s.traits.serves}
+    owner: dict[str, str] = {}  # bench step id -> its group
+    for s in steps:
+        if not s.traits.serves and s.server in groups:
+            groups[s.server].append(s.id)
+            owner[s.id] = s.server
+    after = {}
+    for s in steps:
+        derive = getattr(s.keys, "derive_from", None)  # a serve step whose schedule its points derive
+        if s.id in groups and derive:
+            after[s.id] = list(dict.fromkeys(owner[b] for b in derive if b in owner))
+    return {name: (ids, after.get(name, [])) for name, ids in groups.items()}
+
+
 def plan_groups(plan) -> list[Group]:
     """The plan's server groups, in the order a sequential run starts them."""
-    owner: dict[str, str] = {}  # bench step id -> its group
-    groups: dict[str, Group] = {}
-    for p in plan.steps:
-        if p.step.traits.serves:
-            groups[p.id] = Group(p.id, [p.id], shape_of(p.composed.cfg))
-        elif p.step.server in groups:
-            groups[p.step.server].steps.append(p.id)
-            owner[p.id] = p.step.server
-    for p in plan.steps:
-        after = getattr(p.step.keys, "derive_from", None)  # a serve step whose schedule its points derive
-        if p.id in groups and after:
-            groups[p.id].after = list(dict.fromkeys(owner[b] for b in after if b in owner))
-    return list(groups.values())
+    planned = {p.id: p for p in plan.steps}
+    return [Group(name, ids, shape_of(planned[name].composed.cfg), after)
+            for name, (ids, after) in group_members(p.step for p in plan.steps).items()]
 
 
 def local_steps(plan) -> list[str]:
@@ -123,6 +133,17 @@ def group_dir(run_dir: Path, name: str) -> Path:
     return Path(run_dir) / GROUPS_DIR / name
 
 
+def only_group(runbook: Runbook, name: str) -> Runbook | None:
+    """The expanded runbook cut down to group ``name`` and the groups it derives from, as
+    ``group_runbook`` cuts it, before anything is planned (a group's job plans only that); None when
+    the runbook has no such group."""
+    found = group_members(runbook.steps)
+    if name not in found:
+        return None
+    keep = {name, *found[name][1]}
+    return _cut(runbook, [s for g in keep for s in found[g][0]], {})
+
+
 def group_runbook(runbook: Runbook, groups: list[Group], name: str, port: int | None,
                   ports: dict[str, int] | None = None) -> Runbook:
     """The expanded runbook cut down to group ``name`` (and the groups it derives from, whose points
@@ -130,10 +151,16 @@ def group_runbook(runbook: Runbook, groups: list[Group], name: str, port: int | 
     reaches its benches); ``ports``: those the earlier groups used (their commands must match)."""
     group = find(groups, name)
     by_name = {g.name: g for g in groups}
-    own = set(group.steps)
-    keep = own | {s for a in group.after for s in by_name[a].steps}
+    keep = [*group.steps, *(s for a in group.after for s in by_name[a].steps)]
     port_of = {g.name: (ports or {}).get(g.name) for g in groups if g.name in group.after}
     port_of[group.name] = port
+    return _cut(runbook, keep, port_of)
+
+
+def _cut(runbook: Runbook, keep: Iterable[str], port_of: dict[str, int | None]) -> Runbook:
+    """Steps ``keep`` of the runbook, in its order, needs kept within them, a serve step of
+    ``port_of`` on its port."""
+    keep = set(keep)
     steps = []
     for s in runbook.steps:
         if s.id not in keep:

@@ -70,6 +70,9 @@ class Point:
     samples: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     category: str | None = None  # the prompts' category, when the point measured one
     prompts: int | None = None  # a category point: its category's distinct prompts, when known
+    # measured until decided (repeats: auto): the verdict against no speculation the sequential rule
+    # (``decide.allocate``) stopped it on
+    stop_verdict: str | None = None
 
     def interval(self, key: str) -> Interval:
         """The 95% interval of a figure over the repeats (one sample: the figure alone, no interval)."""

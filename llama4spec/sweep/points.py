@@ -51,4 +51,5 @@ def point(step_id: str, config: Mapping[str, Any], record: BenchRecord) -> Point
         samples={key: values for key, values in samples.items() if values},
         category=str(category) if category is not None else None,
         prompts=record.category_prompts,
+        stop_verdict=(record.stop or {}).get("verdict") if k else None,
     )

@@ -131,7 +131,12 @@ def findings(a: AtConcurrency) -> list[str]:
         lines.append(f"recommended over every draft: {a.pick.sentence()}")
     for r in a.rows:
         if r.comparison is not None and not r.point.scheduled:
-            lines.append(f"{r.point.name} against no speculation: {r.comparison.text()}: {r.comparison.sentence()}")
+            line = f"{r.point.name} against no speculation: {r.comparison.text()}: {r.comparison.sentence()}"
+            if r.point.stop_verdict and r.point.stop_verdict != r.verdict:
+                line += (f" (its measuring stopped on the sequential rule's verdict, {r.point.stop_verdict}: "
+                         f"sweep.decide looks after every run and spends its error over the looks; this "
+                         f"comparison looks once, at every run)")
+            lines.append(line)
     if a.best_by_acceptance is not None and a.fastest is not None and a.best_by_acceptance.id != a.fastest.id:
         lines.append(f"the longest acceptance ({a.best_by_acceptance.acceptance_length:.2f}, lookahead "
                      f"{a.best_by_acceptance.lookahead}) is not the fastest")

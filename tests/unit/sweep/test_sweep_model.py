@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -245,3 +246,12 @@ def test_a_model_that_disagrees_with_the_recommendation_is_explained() -> None:
     assert why == ("the model's best lookahead (2, %.2fx) is not the recommendation (k=1), which follows the "
                    "measured runs: k=2 was not measured here" % at.fits["eagle"].best[1])
     assert f"  {why}" in report.findings(at)
+
+
+def test_a_sequential_verdict_that_differs_from_the_single_look_one_is_explained() -> None:
+    base = _runs("none", None, 1, (60.0, 62.0, 58.0))
+    k1 = replace(_runs("k1", 1, 1, (99.0, 101.0, 104.0)), stop_verdict="undecided")
+    line = next(f for f in report.findings(analyse([base, k1]).at[0]) if f.startswith("eagle k=1 against"))
+    assert ": faster (its measuring stopped on the sequential rule's verdict, undecided: " in line
+    same = replace(k1, stop_verdict="faster")
+    assert "sequential" not in " ".join(report.findings(analyse([base, same]).at[0]))

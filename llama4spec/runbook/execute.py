@@ -210,7 +210,7 @@ class Run:
         if p.id in self.finished:
             return None
         why = blocked_by(p, self.entries, self.kinds)
-        return why if why is not None else p.step.kind_of.missing_input(p)
+        return why if why is not None else p.step.kind_of.missing_input(self.plan, p)
 
     def skip(self, n: int, p: PlannedStep, reason: str) -> None:
         self.entry(p.id).update(status="skipped", reason=reason)

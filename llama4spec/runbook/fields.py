@@ -103,11 +103,11 @@ def _count(raw: dict, key: str, default: int, low: int, high: int, at: str, prob
     return value
 
 
-def _flag(raw: dict, key: str, at: str, problems: list[str]) -> bool:
-    value = raw.get(key, False)
+def _flag(raw: dict, key: str, at: str, problems: list[str], default: bool = False) -> bool:
+    value = raw.get(key, default)
     if not isinstance(value, bool):
         problems.append(f"{at}: '{key}' must be true or false (got {value!r})")
-        return False
+        return default
     return value
 
 
@@ -171,9 +171,9 @@ def level(default: float) -> Any:
     return _key(lambda raw, key, at, problems: _level(raw, key, default, at, problems), default=default)
 
 
-def flag() -> Any:
-    """true or false (default false)."""
-    return _key(_flag, default=False)
+def flag(default: bool = False) -> Any:
+    """true or false."""
+    return _key(lambda raw, key, at, problems: _flag(raw, key, at, problems, default), default=default)
 
 
 def custom(read: Reader, **default: Any) -> Any:

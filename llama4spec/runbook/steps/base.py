@@ -21,7 +21,7 @@ class BaseKind:
     required: tuple[str, ...] = ()
     check: Callable[[Any, str, list[str], dict[str, Any]], None] = lambda keys, at, problems, state: None
     references: Callable[[Any], list[Reference]] = lambda keys: []
-    missing_input: Callable[[Any], str | None] = lambda p: None  # why there is nothing to work on now
+    missing_input: Callable[[Any, Any], str | None] = lambda plan, p: None  # (plan, p): why it must not run now
     ready_problem: Callable[[Any], str | None] = lambda p: None  # before anything starts: why it cannot run
     pending: Callable[[Any, Any], bool] = lambda plan, p: False  # (plan, p): the records leave it work (resume)
 

@@ -36,7 +36,7 @@ def plan(ctx, p) -> None:
     p.artifacts = {"table": p.dir / "table.md"}
 
 
-def missing_input(p) -> str | None:
+def missing_input(plan, p) -> str | None:
     """Why there is nothing to compare (a baseline or candidate record that is not there), or None."""
     for role, path in p.inputs.items():
         if not Path(path).is_file():

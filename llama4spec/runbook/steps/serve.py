@@ -22,6 +22,8 @@ class Keys:
     overrides: list[str] = fields.overrides()
     derive_from: list[str] = field(default_factory=list)  # generated: derive its schedule from these points
     log: Path | None = None  # not a runbook key: `llama4spec serve --log PATH` (multi-node: PATH's stem a directory)
+    prune_from: list[str] = field(default_factory=list)  # generated: a sweep's points before it (skip_dominated)
+    confidence: float = 0.95  # generated: of the bounds that may find it dominated
 
 
 def plan(ctx, p) -> None:
@@ -137,5 +139,31 @@ def describe(p, say) -> None:
         say(f"      runs as: {shell_line(node.exec_argv)}")
 
 
+def missing_input(plan, p) -> str | None:
+    """A sweep's larger lookahead that cannot win, from the points measured before it
+    (``sweep.dominance``): not started, and the report says why."""
+    keys = p.step.keys
+    if not keys.prune_from or p.composed is None:
+        return None
+    cfg = p.composed.cfg
+    if not cfg.draft.method or cfg.draft.lookahead_schedule:
+        return None
+    from llama4spec.runbook.measured import measured_in_plan
+    from llama4spec.sweep.dominance import Measured, why_not
+
+    planned = {q.id for q in plan.steps}
+    points = []
+    for pid, m in measured_in_plan(plan, [q for q in keys.prune_from if q in planned]).items():
+        q = plan.get(pid)
+        qc = q.composed.cfg
+        acc = m.record.acceptance
+        points.append(Measured(client=tuple(q.step.keys.overrides), draft=qc.draft.name if qc.draft.method else None,
+                               lookahead=qc.lookahead if qc.draft.method else None,
+                               throughputs=m.record.samples("output_throughput"),
+                               drafts=acc.num_drafts if acc else 0, accepted_at=list(acc.accepted_per_pos) if acc else [],
+                               acceptance_lengths=m.record.acceptance_samples()))
+    return why_not(cfg.draft.name, cfg.lookahead, points, keys.confidence)
+
+
 KIND = BaseKind("serve", Keys, Traits(starts_engine=True, loads_models=True, serves=True, shows_env=True),
-                plan, execute, describe)
+                plan, execute, describe, missing_input=missing_input)

@@ -42,6 +42,7 @@ class Keys:
     min_repeats: int = fields.count(MIN_REPEATS, 2, fields.MAX_REPEATS)  # repeats: auto: runs every point gets
     max_repeats: int = fields.count(MAX_REPEATS, 2, fields.MAX_REPEATS)  # repeats: auto: the most a point gets
     confidence: float = fields.level(CONFIDENCE)  # repeats: auto: of every verdict at one concurrency together
+    skip_dominated: bool = fields.flag(True)  # a larger lookahead whose bound cannot reach the leader is not started
     points: list[str] = field(default_factory=list)  # generated: the bench steps it expands to
 
 

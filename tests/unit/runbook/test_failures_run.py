@@ -158,8 +158,9 @@ def test_the_report_is_written_from_the_measured_points_and_says_why_others_are_
 
 
 def test_compare_names_a_missing_record(tmp_path: Path) -> None:
-    compare = _sweep_plan(tmp_path).get("compare")
-    assert missing_input(compare) == f"the baseline record {compare.inputs['baseline']} is missing"
+    plan = _sweep_plan(tmp_path)
+    compare = plan.get("compare")
+    assert missing_input(plan, compare) == f"the baseline record {compare.inputs['baseline']} is missing"
 
 
 # -- resuming a run that had failures ----------------------------------------------------------------

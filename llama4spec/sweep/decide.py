@@ -14,8 +14,8 @@ The rule, in four parts.
    values, never by whether two intervals overlap: for throughput (``LogRatio``) Welch's t on the
    mean log throughputs, exponentiated into a ratio. Its variance adds ``2 * between_sd**2``, the
    between-start term that runs against one server start cannot average out (Satterthwaite
-   degrees of freedom, the known term counting as exact). ``PairedLogRatio`` is the paired form
-   (t on the mean log ratio of back-to-back pairs). No bootstrap.
+   degrees of freedom, the known term counting as exact). No bootstrap. (A paired form, t on the
+   mean log ratio of back-to-back pairs, belongs to designs that measure two settings in turn.)
 2. *Looks.* A pair is looked at at l = min_repeats .. max_repeats, on the first l runs of each
    side: the same runs whatever order they were given out in, so the allocation cannot bias a
    look. Bonferroni over every reachable look, weighted (alpha spending): the last look keeps
@@ -145,27 +145,13 @@ class LogRatio:
 
 
 @dataclass(frozen=True)
-class PairedLogRatio(LogRatio):
-    """The paired form: t on the mean log ratio of back-to-back pairs (run i of a with run i of
-    b). The between-start term stays unless each pair had its own starts."""
-
-    method: ClassVar[str] = "paired"
-
-    def compare(self, a: np.ndarray, b: np.ndarray) -> Estimate:
-        if a.shape[-1] != b.shape[-1]:
-            raise ValueError(f"paired comparison needs equal run counts, not {a.shape[-1]} and {b.shape[-1]}")
-        d, n = a - b, a.shape[-1]
-        return self._estimate(d.mean(-1), [(d.var(-1, ddof=1) / n, n - 1)])
-
-
-@dataclass(frozen=True)
 class RatioInterval:
     ratio: float  # the ratio of geometric means (numerator over denominator)
     low: float
     high: float
     confidence: float  # two-sided
     df: float
-    method: str  # "welch" or "paired"
+    method: str  # "welch"
 
 
 def _interval(statistic: Statistic, est: Estimate, confidence: float) -> RatioInterval:
@@ -186,12 +172,6 @@ def welch_ratio(numerator: Sequence[float], denominator: Sequence[float], confid
                 between_sd: float = 0.0) -> RatioInterval:
     """Welch's t interval of the difference of mean log throughputs, as a ratio interval."""
     return _ratio(LogRatio(between_sd), numerator, denominator, confidence)
-
-
-def paired_ratio(numerator: Sequence[float], denominator: Sequence[float], confidence: float = CONFIDENCE,
-                 between_sd: float = 0.0) -> RatioInterval:
-    """t interval of the mean log ratio of back-to-back pairs, as a ratio interval."""
-    return _ratio(PairedLogRatio(between_sd), numerator, denominator, confidence)
 
 
 def runs_to_settle(var_a: float, var_b: float, center: float, level: float, between_sd: float = 0.0,

@@ -1,6 +1,6 @@
 """The error-control core of sequential sweeps (pure, seeded, deterministic).
 
-Hand-computed Welch, paired and Holm cases; the allocation's states and next runs on small
+Hand-computed Welch and Holm cases; the allocation's states and next runs on small
 inputs; simulated sweeps that run the module's own allocation (``replay``, vectorised across
 sweeps) for the error rate and the power; the dominance bound.
 """
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from llama4spec.sweep.decide import (
-    EARLY_SHARE, STATES, LogRatio, allocate, cannot_win, holm, look_weights, paired_ratio, replay,
+    EARLY_SHARE, STATES, LogRatio, allocate, cannot_win, holm, look_weights, replay,
     speedup_bound, welch_ratio,
 )
 
@@ -65,16 +65,6 @@ def test_the_between_start_term_is_added_as_known() -> None:
     half = Z_975 * math.sqrt(2 * 0.25)
     assert iv.df == math.inf
     assert (iv.low, iv.high) == pytest.approx((math.exp(1 - half), math.exp(1 + half)), rel=1e-6)
-
-
-def test_paired_is_the_t_interval_of_the_mean_log_ratio() -> None:
-    # log ratios 1, 2, 3: mean 2, variance 1, se sqrt(1/3), df 2
-    iv = paired_ratio(np.exp([1.0, 2.0, 3.0]), [1.0, 1.0, 1.0])
-    half = T_975_2 * math.sqrt(1 / 3)
-    assert iv.df == pytest.approx(2.0) and iv.method == "paired"
-    assert (iv.ratio, iv.low, iv.high) == pytest.approx((math.e ** 2, math.exp(2 - half), math.exp(2 + half)), rel=1e-6)
-    with pytest.raises(ValueError):
-        paired_ratio([1.0, 2.0, 3.0], [1.0, 2.0])
 
 
 def test_intervals_refuse_too_few_or_unusable_runs() -> None:

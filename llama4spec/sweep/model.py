@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
-from llama4spec.sweep.decide import RatioInterval
+from llama4spec.sweep.decide import BETWEEN_SD, RatioInterval
 from llama4spec.sweep.stats import Comparison, CostFit, Interval, compare, fit_cost, interval
 
 
@@ -189,6 +189,7 @@ class AtConcurrency:
     pick: Pick | None = None  # over every draft's fixed lookaheads and no speculation
     # every ordered pair of fixed settings here (point ids), one Holm family (``stats.compare``)
     comparisons: dict[tuple[str, str], Comparison] = field(default_factory=dict)
+    between_sd: float = BETWEEN_SD  # the between-start log-sd its comparisons carry
 
     @property
     def title(self) -> str:
@@ -227,6 +228,7 @@ class Analysis:
     at: list[AtConcurrency]  # by concurrency, ascending
     pays_up_to: int | None  # the largest concurrency at which some lookahead beats no speculation
     stops_paying_at: int | None  # the smallest concurrency from which none does, at every larger one
+    between_sd: float = BETWEEN_SD  # the between-start log-sd every comparison carries
 
     def verdict(self) -> str:
         if not self.at or all(a.best_speedup is None for a in self.at):
@@ -281,7 +283,7 @@ def runs(p: Point) -> tuple[float, ...]:
 
 
 def recommend(points: Sequence[Point], base: Point | None, drafts: int = 1,
-              comparisons: Mapping[tuple[str, str], Comparison] | None = None) -> Pick:
+              comparisons: Mapping[tuple[str, str], Comparison] | None = None, between_sd: float = BETWEEN_SD) -> Pick:
     """What to deploy among one draft's fixed lookaheads and no speculation (``base``).
 
     The setting with the highest median output throughput among those no other is declared faster
@@ -297,7 +299,7 @@ def recommend(points: Sequence[Point], base: Point | None, drafts: int = 1,
     if not candidates:
         return Pick(None, None, {})
     if comparisons is None:
-        comparisons = compare({p.id: runs(p) for p in candidates})
+        comparisons = compare({p.id: runs(p) for p in candidates}, between_sd=between_sd)
     beaten = {q.id for q in candidates for c in candidates
               if c.id != q.id and comparisons[(c.id, q.id)].verdict == "faster"}
     best = max((p for p in candidates if p.id not in beaten), key=_throughput)  # first of equal maxima
@@ -306,20 +308,22 @@ def recommend(points: Sequence[Point], base: Point | None, drafts: int = 1,
     return Pick(best, label(best, drafts), against, single)
 
 
-def analyse_concurrency(concurrency: int, points: list[Point], category: str | None = None) -> AtConcurrency:
+def analyse_concurrency(concurrency: int, points: list[Point], category: str | None = None,
+                        between_sd: float = BETWEEN_SD) -> AtConcurrency:
     base = next((p for p in points if not p.speculative), None)
     base_measured = base if base is not None and base.output_throughput is not None else None
     spec = sorted((p for p in points if p.speculative), key=lambda p: (p.draft, p.lookahead))
     fixed = [p for p in spec if not p.scheduled and p.output_throughput is not None]
     family = ([base_measured] if base_measured else []) + fixed
-    comparisons = compare({p.id: runs(p) for p in family})
+    comparisons = compare({p.id: runs(p) for p in family}, between_sd=between_sd)
     fits: dict[str, Fit] = {}
     rows: list[Row] = []
     for p in spec:
         against = None
         if base_measured is not None and p.output_throughput is not None:
             # a point measured under a derived schedule is compared on its own, outside the family
-            against = (compare({p.id: runs(p), base.id: runs(base)}) if p.scheduled else comparisons)[(p.id, base.id)]
+            own = compare({p.id: runs(p), base.id: runs(base)}, between_sd=between_sd) if p.scheduled else comparisons
+            against = own[(p.id, base.id)]
         speedup = against.ratio if against is not None else None
         bound = p.acceptance_length if p.acceptance_length is not None else (
             speedup_bound(p.rates) if p.rates else None)
@@ -346,17 +350,17 @@ def analyse_concurrency(concurrency: int, points: list[Point], category: str | N
     by_acc = max((p for p in spec if p.acceptance_length is not None and not p.scheduled),
                  key=lambda p: p.acceptance_length, default=None)
     return AtConcurrency(concurrency, base, rows, pick.point or base, by_acc, fits, choices, fastest, category, pick,
-                         comparisons)
+                         comparisons, between_sd)
 
 
-def analyse(points: Iterable[Point]) -> Analysis:
+def analyse(points: Iterable[Point], between_sd: float = BETWEEN_SD) -> Analysis:
     """Group by prompt category and concurrency, compare with no speculation in the same group, fit
     the model, find where speculation stops paying (over the points without a category when there
     are any, else over every category)."""
     by_c: dict[tuple[str, int], list[Point]] = {}
     for p in points:
         by_c.setdefault((p.category or "", p.concurrency), []).append(p)
-    at = [analyse_concurrency(c, by_c[(cat, c)], cat or None) for cat, c in sorted(by_c)]
+    at = [analyse_concurrency(c, by_c[(cat, c)], cat or None, between_sd) for cat, c in sorted(by_c)]
     plain = [a for a in at if a.category is None] or at
     paying = [a.concurrency for a in plain if a.pays]
     pays_up_to = max(paying) if paying else None
@@ -365,4 +369,4 @@ def analyse(points: Iterable[Point]) -> Analysis:
         later = sorted((a for a in plain if a.concurrency > pays_up_to and a.best_speedup is not None),
                        key=lambda a: a.concurrency)
         stops = later[0].concurrency if later else None
-    return Analysis(at, pays_up_to, stops)
+    return Analysis(at, pays_up_to, stops, between_sd)

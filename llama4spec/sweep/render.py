@@ -13,7 +13,7 @@ from rich.text import Text
 from rich.table import Table
 
 from llama4spec.sweep import categories
-from llama4spec.sweep.decide import BETWEEN_SD, RatioInterval
+from llama4spec.sweep.decide import RatioInterval
 from llama4spec.sweep.model import SCHEDULED, Analysis, AtConcurrency, Fit, Point, Row, label, runs
 from llama4spec.sweep.schedule import Schedule, derive_all
 from llama4spec.sweep.stats import BOOTSTRAP_FROM, CONFIDENCE, Comparison, Interval, compare
@@ -96,7 +96,7 @@ def method_line(analysis: Analysis) -> str:
         how.append(f"bootstrap intervals of the median ({', '.join(map(str, many))} repeats)")
     return (f"Each figure is the median of a point's repeated runs, with its 95% interval in brackets: "
             f"{' and '.join(how)}. Two settings compare by Welch's t on the difference of their mean log "
-            f"throughputs, a between-start log-sd of {BETWEEN_SD:g} added (each setting is one server start), "
+            f"throughputs, a between-start log-sd of {analysis.between_sd:g} added (each setting is one server start), "
             f"with Holm over every ordered pair of settings at a concurrency: at most {1 - CONFIDENCE:.0%} chance "
             f"of any false verdict per concurrency. A speedup is the ratio of geometric means with its Welch "
             f"interval at the level of its Holm step (so it excludes 1 exactly when the verdict is decided). The "
@@ -212,7 +212,7 @@ def schedule_verdict(a: AtConcurrency, r: Row) -> str:
         return f"{head}; no fixed setting measured here to compare with"
     name = f"k={best.lookahead}" if best.speculative else "no speculation"
     what = f"the recommended fixed setting ({name}, {_iv(best.interval('output_throughput'))} tok/s)"
-    c = compare({r.point.id: runs(r.point), best.id: runs(best)})[(r.point.id, best.id)]
+    c = compare({r.point.id: runs(r.point), best.id: runs(best)}, between_sd=a.between_sd)[(r.point.id, best.id)]
     if c.interval is None:
         if r.point.output_throughput >= best.output_throughput:
             return f"{head}: at least as good as {what} by the medians; one sample each, so nothing is decided"
@@ -319,7 +319,7 @@ def to_record(analysis: Analysis) -> dict[str, Any]:
         "verdict": analysis.verdict(),
         "pays_up_to": analysis.pays_up_to,
         "stops_paying_at": analysis.stops_paying_at,
-        "rule": RULE,
+        "rule": {**RULE, "between_sd": analysis.between_sd},
         "schedules": [
             {"draft": s.draft, "schedule": s.ranges, "lookahead": s.lookahead, "override": s.override(),
              "bands": [{"first": b.first, "last": b.last, "k": b.k, "concurrencies": b.concurrencies,
@@ -377,7 +377,7 @@ def to_record(analysis: Analysis) -> dict[str, Any]:
     }
 
 
-RULE = {"test": "welch", "scale": "log output throughput", "between_sd": BETWEEN_SD, "multiplicity": "holm",
+RULE = {"test": "welch", "scale": "log output throughput", "multiplicity": "holm",
         "family": "every ordered pair of fixed settings at one concurrency", "confidence": CONFIDENCE,
         "controls": "family-wise error rate of the verdicts at each concurrency",
         "recommendation": "highest median among the settings no other is declared faster than; undecided unless "

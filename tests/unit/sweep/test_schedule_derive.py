@@ -51,7 +51,7 @@ def test_an_undecided_concurrency_keeps_speculation_when_its_median_is_higher() 
     marked undecided, instead of switching speculation off for batch sizes 5-16."""
     points = (_runs(1, {None: (100.0, 101.0, 99.0), 1: (150.0, 152.0, 148.0), 3: (300.0, 303.0, 297.0)})
               + _runs(16, {None: (800.0, 600.0, 1000.0), 1: (900.0, 700.0, 1150.0), 3: (500.0, 520.0, 480.0)}))
-    a = analyse(points)
+    a = analyse(points, between_sd=0.10)
     assert [x.choices["eagle"].decided for x in a.at] == [True, False]
     assert a.at[1].comparisons[("k1-c16", "none-c16")].verdict == "undecided"
     s = derive(a, "eagle")

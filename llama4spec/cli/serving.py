@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from llama4spec.cli.common import Command, RUNS_DIR, add_overrides, gate, note, out, say
+from llama4spec.cli.common import Command, RUNS_DIR, add_overrides, gate, note, out
 from llama4spec.cli.paths import check_output_dir, check_output_file
 
 
@@ -23,30 +23,15 @@ def _serve_validate(args: argparse.Namespace) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from llama4spec.engine.args import shell_line
-    from llama4spec.engine.secrets import redact, redact_env
-    from llama4spec.multinode.plan import dry_run_lines
-    from llama4spec.results.provenance import plan_secrets
     from llama4spec.runbook import execute
     from llama4spec.runbook.plan import one_step_plan
+    from llama4spec.runbook.render import command_text
     from llama4spec.runbook.rundir import new_run_dir
     from llama4spec.runbook.steps import make as make_step
 
     step = make_step("serve", "serve", log=args.log)  # the overrides come once, as the command line's
-    run_dir = new_run_dir(RUNS_DIR, "serve")
-    plan = one_step_plan(step, run_dir, list(args.overrides))
-    p = plan.steps[0]
-    secrets = plan_secrets(plan)  # every printed line is redacted (engine.secrets)
-    if p.nodes:  # the leader here, headless followers through the cluster's launcher
-        for line in dry_run_lines(p.composed.cfg, p.nodes):
-            say(redact(line, secrets))
-    else:
-        say(shell_line(redact(p.argv, secrets)))
-        if p.exec_argv != p.argv:
-            out.print(f"runs as: {shell_line(redact(p.exec_argv, secrets))}", markup=False, highlight=False,
-                      soft_wrap=True, style="dim")
-        if p.env:
-            say(redact("env: " + " ".join(f"{k}={v}" for k, v in redact_env(p.env, secrets).items()), secrets))
+    plan = one_step_plan(step, new_run_dir(RUNS_DIR, "serve"), list(args.overrides))
+    command_text(out, plan)  # redacted (engine.secrets)
     if args.dry_run:
         return 0
     return execute.run_command(plan, out, gate=gate(args.force), hold=True)

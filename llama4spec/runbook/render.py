@@ -69,3 +69,29 @@ def plan_text(console: Console, plan: Plan, environ: Mapping[str, str] | None = 
     say(f"records: {plan.run_dir / STATUS}, {plan.run_dir / 'summary.md'}, "
         f"{plan.run_dir / 'plan.json'}, {plan.run_dir / 'environment.json'}, {plan.run_dir / 'host.json'}")
     console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
+
+
+def command_text(console: Console, plan: Plan) -> None:
+    """The serve command's one step as it prints it before starting (and for --dry-run): the
+    pasteable command, what runs on this build, its environment; a multi-node server's command
+    per node. Every line redacted."""
+    from rich.markup import escape
+
+    from llama4spec.multinode.plan import dry_run_lines
+
+    p = plan.steps[0]
+    secrets = plan_secrets(plan)
+
+    def say(text: str) -> None:
+        console.print(escape(text), highlight=False, soft_wrap=True)
+
+    if p.nodes:  # the leader here, headless followers through the cluster's launcher
+        for line in dry_run_lines(p.composed.cfg, p.nodes):
+            say(redact(line, secrets))
+        return
+    say(shell_line(redact(p.argv, secrets)))
+    if p.exec_argv != p.argv:
+        console.print(f"runs as: {shell_line(redact(p.exec_argv, secrets))}", markup=False, highlight=False,
+                      soft_wrap=True, style="dim")
+    if p.env:
+        say(redact("env: " + " ".join(f"{k}={v}" for k, v in redact_env(p.env, secrets).items()), secrets))

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from llama4spec.sweep.decide import LogRatio, replay
+from llama4spec.sweep.decide import BETWEEN_SD, LogRatio, replay
 
 RATIOS = [round(1.1 + 0.1 * i, 1) for i in range(10)]
 
@@ -32,8 +32,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sweeps", type=int, default=20_000, help="simulated sweeps per ratio (default 20000)")
     # Placeholders, as in tests/unit/sweep/test_decide.py, until refitted to measured spreads.
-    parser.add_argument("--within-sd", type=float, default=0.05, help="log-sd of runs on one server start")
-    parser.add_argument("--between-sd", type=float, default=0.10, help="log-sd between starts of one setting")
+    parser.add_argument("--within-sd", type=float, default=0.17,
+                        help="log-sd of runs on one server start (default: measured here by benchmarks/spreads.py)")
+    parser.add_argument("--between-sd", type=float, default=BETWEEN_SD,
+                        help="log-sd between starts of one setting (default: decide.BETWEEN_SD, measured here)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     statistic = LogRatio(args.between_sd)

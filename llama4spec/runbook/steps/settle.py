@@ -136,7 +136,10 @@ def execute(run, p) -> dict[str, Any]:
     server = run.server(keys.server)
     extra = 0
     while True:
-        found, pick = decisions(run.plan, keys)
+        try:
+            found, pick = decisions(run.plan, keys)
+        except ValueError as err:  # records the rule cannot take (a throughput of 0, say)
+            raise StepFailed(f"cannot decide from the records of {', '.join(keys.points)}: {err}") from None
         if pick is None:
             break
         if server is None or not server.alive():

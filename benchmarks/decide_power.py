@@ -31,7 +31,6 @@ def simulate(ratios: list[float], sweeps: int, within_sd: float, between_sd: flo
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sweeps", type=int, default=20_000, help="simulated sweeps per ratio (default 20000)")
-    # Placeholders, as in tests/unit/sweep/test_decide.py, until refitted to measured spreads.
     parser.add_argument("--within-sd", type=float, default=0.17,
                         help="log-sd of runs on one server start (default: measured here by benchmarks/spreads.py)")
     parser.add_argument("--between-sd", type=float, default=BETWEEN_SD,

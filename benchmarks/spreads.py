@@ -1,4 +1,4 @@
-"""Within-start and between-start spread of output throughput on this machine (issue 21, item 2).
+"""Within-start and between-start spread of output throughput on this machine.
 
 Runs against one server start are not independent replicates of a setting: every run shares the
 start's effect (where the engine landed, the load on the machine while it was up). This starts each

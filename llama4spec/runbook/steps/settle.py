@@ -91,12 +91,29 @@ def decisions(plan, keys: Keys) -> tuple[dict[str, Decision], str | None]:
                 continue
             st = alloc.points[pid]
             state = st.state
+            if len(runs) == 1 and state == "resolved" and st.runs < keys.max_repeats and _imprecise(runs[pid]):
+                state = "open"  # a reference (no point to compare with yet): measured until precise
             if state == "open" and st.runs >= keys.min_repeats and _hopeless(runs, pid, base, alloc, keys):
                 state = NEEDS_START
             out[pid] = Decision(state, st.runs, st.verdict, st.speedup)
             if state == "open":
                 wanted.append((0 if alloc.next == pid else 1, st.runs, pid))
     return out, (min(wanted)[2] if wanted else None)
+
+
+def _imprecise(xs: list[float]) -> bool:
+    """A point measured alone (the first server's, usually no speculation: every later point is
+    compared with it, and its server will be gone) gets runs until the standard error of its mean
+    log throughput is at most half the between-start sd: beyond that, runs of this start cannot
+    make the comparisons against it much sharper."""
+    from llama4spec.sweep.decide import BETWEEN_SD
+
+    if len(xs) < 2:
+        return True
+    logs = [math.log(x) for x in xs]
+    mean = sum(logs) / len(logs)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in logs) / (len(logs) - 1))
+    return sd / math.sqrt(len(logs)) > BETWEEN_SD / 2
 
 
 def _hopeless(runs: dict[str, list[float]], pid: str, base: str, alloc, keys: Keys) -> bool:

@@ -118,3 +118,20 @@ def test_a_settle_step_is_not_written_in_a_runbook(tmp_path: Path) -> None:
     assert problems == []
     with pytest.raises(UserError, match="a settle step is made by a sweep step with 'repeats: auto'"):
         make_plan(runbook, tmp_path / "run")
+
+
+def test_a_point_measured_alone_gets_runs_until_its_mean_is_precise(tmp_path: Path) -> None:
+    """The first server's points (no speculation, compared with every later point) cannot get runs
+    once their server is gone: they are measured until the standard error of their mean log is at
+    most half the between-start sd, or max_repeats."""
+    plan = _plan(tmp_path)
+    bench = {p.id: p for p in plan.steps if p.kind == "bench"}
+    keys = _settle(plan, "sweep-none").step.keys
+    _write(bench["sweep-none-c1"], [113.0, 153.7])  # log sd 0.22: se 0.15, above 0.065
+    _write(bench["sweep-none-c4"], [300.0, 301.0])  # precise already
+    found, pick = decisions(plan, keys)
+    assert found["sweep-none-c1"].state == "open" and pick == "sweep-none-c1"
+    assert found["sweep-none-c4"].state == "resolved"
+    _write(bench["sweep-none-c1"], [113.0, 153.7] * 5)  # 10 runs: max_repeats, precise or not
+    found, pick = decisions(plan, keys)
+    assert found["sweep-none-c1"].state == "resolved" and pick is None

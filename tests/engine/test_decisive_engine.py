@@ -78,7 +78,7 @@ def test_the_clear_difference_is_never_called_slower_and_stops_no_later_when_dec
     import statistics
 
     _, run_dir = decisive_run
-    eagle, base = (_record(run_dir, pid) for pid in POINTS["perfect"])
+    base, eagle = (_record(run_dir, pid) for pid in POINTS["perfect"])
     medians = [statistics.median(r["result"]["output_throughput"] for r in rec["runs"]) for rec in (eagle, base)]
     assert medians[0] > 1.5 * medians[1], medians  # the perfect pair at k=3: 2-3x here
     assert eagle["stop"]["verdict"] in ("faster", "undecided"), eagle["stop"]

@@ -103,12 +103,10 @@ def _cached(key: str) -> Verdict | None:
 
 
 def _store(key: str, verdict: Verdict) -> None:
-    directory = cache_dir()
+    from llama4spec.results.provenance import write_atomic
+
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        tmp = directory / f".{key}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps(verdict.__dict__))
-        os.replace(tmp, directory / f"{key}.json")
+        write_atomic(cache_dir() / f"{key}.json", json.dumps(verdict.__dict__))
     except OSError:
         pass  # a read-only home only costs the next run the child process
 

@@ -9,24 +9,12 @@ no records: it runs with ``NoRecords``, whose writes do nothing.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any, Iterable
 
 from llama4spec.engine.secrets import redact, redact_yaml
+from llama4spec.results.provenance import write_atomic, write_json
 from llama4spec.runbook.rundir import STATUS, summary_markdown
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """``text`` into ``path`` whole: a temporary file beside it, renamed into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text)
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 class Recorder:
@@ -43,7 +31,7 @@ class Recorder:
 
     def json(self, name: str, data: Any) -> None:
         """``name`` (environment.json, host.json, ...) in the run directory."""
-        write_atomic(self.dir / name, json.dumps(self.redact(data), indent=2, default=str) + "\n")
+        write_json(self.dir / name, self.redact(data))
 
     def start(self, plan: Any, source: str) -> None:
         """runbook.yaml (the runbook's text as given) and plan.json (every step's commands)."""

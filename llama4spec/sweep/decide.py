@@ -44,6 +44,7 @@ need not be started.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar, Mapping, Protocol, Sequence
 
@@ -172,6 +173,13 @@ def welch_ratio(numerator: Sequence[float], denominator: Sequence[float], confid
                 between_sd: float = 0.0) -> RatioInterval:
     """Welch's t interval of the difference of mean log throughputs, as a ratio interval."""
     return _ratio(LogRatio(between_sd), numerator, denominator, confidence)
+
+
+def start_floor(level: float, between_sd: float) -> float:
+    """The smallest difference of mean logs that runs against these server starts can ever decide
+    at a one-sided ``level``: ``z(1 - level) * sqrt(2) * between_sd``, the between-start term alone.
+    Below it only more server starts help."""
+    return float(_special().ndtri(1.0 - level)) * math.sqrt(2) * between_sd
 
 
 def runs_to_settle(var_a: float, var_b: float, center: float, level: float, between_sd: float = 0.0,

@@ -22,7 +22,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from llama4spec.sweep.decide import BETWEEN_SD, REPEATS_CAP, LogRatio, RatioInterval, holm, runs_to_settle, welch_ratio
+from llama4spec.sweep.decide import (BETWEEN_SD, REPEATS_CAP, LogRatio, RatioInterval, holm, runs_to_settle,
+                                     start_floor, welch_ratio)
 
 CONFIDENCE = 0.95
 BOOTSTRAP_FROM = 10  # Student-t below this many samples, bootstrap from it on
@@ -242,8 +243,7 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
                 va, vb = (float(np.var(logs[x], ddof=1)) for x in (a, b))
                 center = float(e.center)
                 runs = runs_to_settle(va, vb, center, level, between_sd, max(len(logs[a]), len(logs[b])))
-                needs_start = runs is None and (
-                    abs(center) <= float(special.ndtri(1.0 - level)) * math.sqrt(2) * between_sd)
+                needs_start = runs is None and abs(center) <= start_floor(level, between_sd)
             iv = welch_ratio(values[a], values[b], 1.0 - 2.0 * level, between_sd)
             c = Comparison(a, b, iv.ratio, iv, verdict, level, m, runs, needs_start)
         out[(a, b)], out[(b, a)] = c, c.mirrored()

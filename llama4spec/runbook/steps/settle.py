@@ -80,8 +80,8 @@ def decisions(plan, keys: Keys) -> tuple[dict[str, Decision], str | None]:
     out: dict[str, Decision] = {}
     wanted: list[tuple[int, int, str]] = []  # (not allocate's pick, runs so far, point): this server's open points
     for members in groups.values():
-        runs = {pid: measured[pid].record.samples("output_throughput")[: keys.max_repeats] for pid in members
-                if pid in measured and measured[pid].record.samples("output_throughput")}
+        runs = {pid: xs[: keys.max_repeats] for pid in members if pid in measured
+                and (xs := measured[pid].record.samples("output_throughput"))}
         if not any(pid in mine for pid in runs):
             continue
         base = next((pid for pid in runs if _no_speculation(plan.get(pid))), next(iter(runs)))
@@ -119,14 +119,12 @@ def _imprecise(xs: list[float]) -> bool:
 def _hopeless(runs: dict[str, list[float]], pid: str, base: str, alloc, keys: Keys) -> bool:
     """No number of further runs against these server starts can settle the point's open questions:
     each undecided gap (to no speculation, to the leader) is within what the between-start spread
-    alone leaves undecided (z * sqrt(2) * BETWEEN_SD on the log scale)."""
-    from statistics import NormalDist
-
-    from llama4spec.sweep.decide import BETWEEN_SD
+    alone leaves undecided (``decide.start_floor``, two-sided at the sweep's confidence)."""
+    from llama4spec.sweep.decide import BETWEEN_SD, start_floor
 
     if BETWEEN_SD <= 0:
         return False
-    floor = NormalDist().inv_cdf(1 - (1 - keys.confidence) / 2) * math.sqrt(2) * BETWEEN_SD
+    floor = start_floor((1 - keys.confidence) / 2, BETWEEN_SD)
     mean = {q: sum(math.log(x) for x in xs) / len(xs) for q, xs in runs.items()}
     others = [q for q in (base if alloc.points[pid].verdict in (None, "undecided") else None,
                           alloc.leader if alloc.leader != pid else None) if q and q != pid]
@@ -137,7 +135,7 @@ def pending(plan, p) -> bool:
     """Whether the records leave this step work to do (a resumed run keeps its server then)."""
     try:
         return decisions(plan, p.step.keys)[1] is not None
-    except ValueError:  # records that do not fit the rule (more runs than max_repeats): measure again
+    except ValueError:  # records the rule cannot take (a throughput of 0): the step itself says so
         return True
 
 

@@ -60,8 +60,9 @@ def why_not(draft: str, k_next: int, points: Sequence[Measured], confidence: flo
         speculative = [p for p in here if p.draft is not None]
         if not speculative:
             continue
-        best = max(speculative, key=lambda p: _speedup(p.throughputs, base.throughputs, confidence).low)
-        lows[client] = _speedup(best.throughputs, base.throughputs, confidence).low
+        low, best = max(((_speedup(p.throughputs, base.throughputs, confidence).low, p) for p in speculative),
+                        key=lambda pair: pair[0])
+        lows[client] = low
         leaders[client] = f"k={best.lookahead}" if best.draft == draft else f"{best.draft} k={best.lookahead}"
         if not mine:
             continue

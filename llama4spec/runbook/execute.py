@@ -134,7 +134,7 @@ class Run:
     def entry(self, step_id: str) -> dict[str, Any]:
         return self.entries[step_id]
 
-    # -- what steps use of the run (steps.kind.StepRun) ---------------------------------------
+    # -- what steps use of the run (spec.StepRun) --------------------------------------------
     def server(self, step_id: str | None) -> ServerHandle | None:
         """The running server of serve step ``step_id`` (None when it started in an earlier run)."""
         return self.servers.get(step_id) if step_id is not None else None

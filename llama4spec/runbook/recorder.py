@@ -49,7 +49,7 @@ class Recorder:
     def status(self, status: dict[str, Any], description: str = "", notes: Iterable[str] = ()) -> None:
         """status.json and summary.md (the same for people, then ``notes`` as its last lines)."""
         self.json(STATUS, status)
-        text = summary_markdown(self.redact(status), description)
+        text = summary_markdown(status, description)  # redacted once, below
         notes = list(notes)
         if notes:
             text += "\n" + "\n".join(notes) + "\n"

@@ -26,6 +26,7 @@ benchmark's timings, not yet measured end to end): server starts 30-55 s each x 
 beside other timed work. `--from` only reads the four run directories (a second or two).
 
     .venv/bin/python benchmarks/decisive.py [--repeats 10] [--port 8769] [--runs-dir runs] [--dry-run]
+    .venv/bin/python benchmarks/decisive.py --revisit --auto-only   (auto with revisit: true, twice)
     .venv/bin/python benchmarks/decisive.py --from AUTO1 FIXED1 AUTO2 FIXED2
 """
 
@@ -52,7 +53,7 @@ DESIGNS = ["auto", "fixed", "auto", "fixed"]  # alternated: drifting load lands 
 RUNS_TARGET, TIME_TARGET = 0.50, 0.60  # auto's share of the fixed design's counted runs / benchmark time
 
 
-def runbook(max_repeats: int, port: int, shipped: Path = SHIPPED) -> dict:
+def runbook(max_repeats: int, port: int, shipped: Path = SHIPPED, revisit: bool = False) -> dict:
     """The generated runbook: the shipped imperfect sweep's env, overrides (its port replaced),
     warm-up and client flags, over lookahead 1, 2, 3, 5, measured until decided (up to
     ``max_repeats``); its compare step is left out."""
@@ -63,6 +64,8 @@ def runbook(max_repeats: int, port: int, shipped: Path = SHIPPED) -> dict:
             "matrix": {"draft": ["none", DRAFT], "lookahead": list(LOOKAHEADS),
                        "bench.max_concurrency": list(CONCURRENCIES)},
             "repeats": "auto", "max_repeats": max_repeats, "warmup": sweep.get("warmup", 0)}
+    if revisit:
+        step["revisit"] = True
     if sweep.get("extra_args"):
         step["extra_args"] = list(sweep["extra_args"])
     return {"name": NAME,
@@ -306,6 +309,10 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=8769, help="the servers' port (default 8769)")
     parser.add_argument("--runs-dir", default="runs", help="where the four run records go (default runs/)")
     parser.add_argument("--dry-run", action="store_true", help="print the plans of both designs only (no engine)")
+    parser.add_argument("--revisit", action="store_true",
+                        help="auto with revisit: true (the servers of points left undecided start once more)")
+    parser.add_argument("--auto-only", action="store_true",
+                        help="run the auto design twice and no fixed one (compare with earlier fixed runs by --from)")
     parser.add_argument("--from", dest="from_dirs", nargs=4, metavar=("AUTO1", "FIXED1", "AUTO2", "FIXED2"),
                         help="only recompute the tables from four existing run directories")
     args = parser.parse_args()
@@ -330,8 +337,9 @@ def main() -> int:
     code = 0
     with tempfile.TemporaryDirectory(prefix="decisive-") as tmp:
         path = Path(tmp) / f"{NAME}.yaml"
-        path.write_text(json.dumps(runbook(args.repeats, args.port), indent=1) + "\n")  # JSON is YAML
-        for design in (DESIGNS[:2] if args.dry_run else DESIGNS):
+        path.write_text(json.dumps(runbook(args.repeats, args.port, revisit=args.revisit), indent=1) + "\n")  # JSON is YAML
+        designs = ["auto", "auto"] if args.auto_only else DESIGNS
+        for design in (designs[:2] if args.dry_run else designs):
             argv = [sys.executable, "-m", "llama4spec", "run", str(path), "--runs-dir", args.runs_dir,
                     *(["--repeats", str(args.repeats)] if design == "fixed" else []),
                     *(["--dry-run"] if args.dry_run else [])]
@@ -351,6 +359,9 @@ def main() -> int:
             print(f"\n{design}: exit {rc}, wall time {elapsed / 60:.1f} min; record {new[-1]}\n")
             print(run_text(design, read_summary(new[-1])) + "\n")
     if args.dry_run:
+        return code
+    if args.auto_only:
+        print("the fixed runs to compare with: --from AUTO1 FIXED1 AUTO2 FIXED2 with these two as AUTO1, AUTO2")
         return code
     print(report(made))
     print(f"\nrecompute: .venv/bin/python benchmarks/decisive.py --from {' '.join(map(str, made))}")

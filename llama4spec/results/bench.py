@@ -44,6 +44,7 @@ class BenchRecord:
     # a point measured until decided (repeats: auto): why it stopped ("resolved", "eliminated", "max_repeats",
     # "needs another server start"), after how many runs, and its verdict against no speculation
     stop: dict[str, Any] | None = None
+    start: int = 1  # a counted run of a revisited point: the server start (pass of the sweep) it came from
 
     @classmethod
     def of_runs(cls, label: str, runs: list["BenchRecord"], *, url: str | None = None, argv: list[str] | None = None,
@@ -78,6 +79,11 @@ class BenchRecord:
         """``key`` of every counted run (one value without repeats); runs without it are left out."""
         runs = [r for r in self.runs if r.counted] if self.runs else [self]
         return [v for v in (r.figure(key) for r in runs) if v is not None]
+
+    def sample_starts(self, key: str) -> list[int]:
+        """The server start of each of ``samples(key)``, in the same order."""
+        runs = [r for r in self.runs if r.counted] if self.runs else [self]
+        return [r.start for r in runs if r.figure(key) is not None]
 
     def acceptance_samples(self) -> list[float]:
         """The mean acceptance length of every counted run that drafted."""
@@ -141,6 +147,8 @@ class BenchRecord:
             data["warmup"] = self.warmup
         if self.stop is not None:
             data["stop"] = dict(self.stop)
+        if self.start != 1:
+            data["start"] = self.start
         return data
 
     @classmethod
@@ -168,6 +176,8 @@ class BenchRecord:
                 models={str(k): str(v) for k, v in models.items()} if isinstance(models, Mapping) else {},
                 category_prompts=prompts if isinstance(prompts, int) and not isinstance(prompts, bool) else None,
                 stop=_stop(data.get("stop")),
+                start=start if isinstance(start := data.get("start"), int) and not isinstance(start, bool)
+                and 1 <= start <= 100 else 1,
             )
         return cls(label=str(data.get("label") or fallback_label), returncode=0, result=dict(data))
 
@@ -185,6 +195,8 @@ def _stop(data: Any) -> dict[str, Any] | None:
         out["runs"] = data["runs"]
     if isinstance(data.get("verdict"), str):
         out["verdict"] = data["verdict"][:100]
+    if isinstance(data.get("starts"), int) and not isinstance(data.get("starts"), bool):
+        out["starts"] = data["starts"]
     return out
 
 

@@ -294,6 +294,7 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
         taken.add(sid)
         return sid
 
+    first_pass: list[tuple[str, list[str], list[str]]] = []  # (server id, its overrides, its points)
     for n, group in enumerate(server_groups(runbook, step, matrix, cli, problems), 1):
         constant = group.constant(server_axes)
         name = "-".join(file_label(a, v) for a, v in constant) or "server"
@@ -317,6 +318,21 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
         out += _settle(make, keys, new_id, sid, points[len(earlier):], earlier)
         previous_stop = new_id(f"{sid}-stop")
         out.append(make("stop", previous_stop, server=sid))
+        first_pass.append((sid, [*keys.overrides, *group.overrides], points[len(earlier):]))
+    if keys.repeats == AUTO and keys.revisit:  # a second start of each server the first pass left undecided
+        measured = list(points)
+        for sid, overrides, mine in first_pass:
+            rid = new_id(f"{sid}-revisit")
+            out.append(make("serve", rid, needs=[previous_stop] if previous_stop else list(step.needs),
+                            description=f"sweep '{step.id}': server {sid} started again (revisit), "
+                                        f"only if its points are still undecided after the first pass",
+                            overrides=overrides, revisit_of=list(mine), first_pass=measured,
+                            min_repeats=keys.min_repeats, max_repeats=keys.max_repeats, confidence=keys.confidence))
+            out.append(make("settle", new_id(f"{rid}-settle"), server=rid, points=list(mine),
+                            earlier=[q for q in measured if q not in mine], min_repeats=keys.min_repeats,
+                            max_repeats=keys.max_repeats, confidence=keys.confidence, start=2, warmup=keys.warmup))
+            previous_stop = new_id(f"{rid}-stop")
+            out.append(make("stop", previous_stop, server=rid))
     if keys.verify_schedule:  # a second phase: the schedule derived from the points above, measured the same way
         found = _schedule_server(runbook, step, matrix, cli)
         if isinstance(found, str):

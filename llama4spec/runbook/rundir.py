@@ -122,6 +122,8 @@ def csv_rows(ids: list[str], measured: dict[str, Measured]) -> tuple[list[str], 
             row: dict[str, Any] = {"id": pid, "run": i, "repeats": len(runs), "warmup": m.record.warmup, **settings}
             if m.record.stop is not None:  # measured until decided: why it stopped
                 row["stop"] = m.record.stop.get("reason")
+            if any(r.start != 1 for r in runs):  # a revisited point: the server start of each run
+                row["server_start"] = run.start
             for key, value in (run.result or {}).items():
                 if isinstance(value, (int, float, str, bool)) or value is None:
                     row[f"result.{key}"] = value

@@ -183,14 +183,23 @@ def run_bench(cfg: Config, url: str, files: BenchFiles, *, label: str,
 def run_more(cfg: Config, url: str, files: BenchFiles, record: BenchRecord, *, label: str,
              extra_args: list[str] | tuple[str, ...] = (), environ: Mapping[str, str] | None = None,
              on_progress: OnProgress | None = None, on_line: Callable[[str], None] | None = None,
-             runner: BenchRunner) -> BenchRecord:
-    """One more counted run of a point measured before against the same server (a sequential
-    sweep's next run): its result beside the others (run=N.json), the record rewritten with it."""
+             runner: BenchRunner, start: int = 1, warmup: int = 0) -> BenchRecord:
+    """One more counted run of a point measured before (a sequential sweep's next run), against
+    the same server or, ``start`` > 1, another start of its setting (a revisit: ``warmup`` requests
+    in an unrecorded run first): its result beside the others (run=N.json), the record rewritten
+    with it. A warm-up that fails is the run returned (not counted)."""
     environ = os.environ if environ is None else environ
     runs = list(record.runs or [record])
-    _mark(files.log, f"run {len(runs) + 1} (measured until decided)")
-    run = _one_run(cfg, url, files.run_result(len(runs)), files.log, prompts=None, label=label, extra_args=extra_args,
-                   env=bench_env(cfg, environ), on_progress=on_progress, on_line=on_line, runner=runner)
+    common = dict(label=label, extra_args=extra_args, env=bench_env(cfg, environ), on_progress=on_progress,
+                  on_line=on_line, runner=runner)
+    if warmup:
+        _mark(files.log, f"server start {start}: warm-up of {warmup} requests, not recorded")
+        warm = _one_run(cfg, url, files.warmup_result, files.log, prompts=warmup, **common)
+        if not warm.counted:
+            return warm
+    _mark(files.log, f"run {len(runs) + 1} (measured until decided" + (f", server start {start})" if start > 1 else ")"))
+    run = _one_run(cfg, url, files.run_result(len(runs)), files.log, prompts=None, **common)
+    run.start = start
     wall = (record.wall_time_s or 0.0) + (run.wall_time_s or 0.0)
     new = BenchRecord.of_runs(label, [*runs, run], url=url, lookahead=record.lookahead, warmup=record.warmup,
                               wall_time_s=wall)

@@ -105,8 +105,10 @@ class Statistic(Protocol):
     def values(self, runs: np.ndarray) -> np.ndarray:
         """Per-run values on the scale where means are compared (NaN: not usable)."""
 
-    def compare(self, a: np.ndarray, b: np.ndarray) -> Estimate:
-        """a's runs against b's, along the last axis (at least 2 each)."""
+    def compare(self, a: np.ndarray, b: np.ndarray, share_a=1.0, share_b=1.0) -> Estimate:
+        """a's runs against b's, along the last axis (at least 2 each). ``share_a``, ``share_b``:
+        how much of one server start's offset each side's mean carries (``start_shares``: 1 for
+        runs of one start, 1/m for runs spread evenly over m starts)."""
 
     def scale(self, x: np.ndarray) -> np.ndarray:
         """A difference or a bound back on the reported scale."""
@@ -128,18 +130,20 @@ class LogRatio:
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(runs > 0, np.log(runs), np.nan)
 
-    def _estimate(self, center, within: list[tuple[np.ndarray, int]]) -> Estimate:
-        """Satterthwaite: ``within`` holds (variance of a mean, its degrees of freedom)."""
-        total = sum(v for v, _ in within) + 2 * self.between_sd ** 2
+    def _estimate(self, center, within: list[tuple[np.ndarray, int]], shares=2.0) -> Estimate:
+        """Satterthwaite: ``within`` holds (variance of a mean, its degrees of freedom); ``shares``
+        the two sides' start shares summed (2: each side one server start)."""
+        total = sum(v for v, _ in within) + shares * self.between_sd ** 2
         dof_terms = sum(v ** 2 / df for v, df in within)
         with np.errstate(divide="ignore", invalid="ignore"):
             df = np.where(dof_terms > 0, total ** 2 / dof_terms, np.inf)
         return Estimate(center, np.sqrt(total), df)
 
-    def compare(self, a: np.ndarray, b: np.ndarray) -> Estimate:
+    def compare(self, a: np.ndarray, b: np.ndarray, share_a=1.0, share_b=1.0) -> Estimate:
         na, nb = a.shape[-1], b.shape[-1]
         return self._estimate(a.mean(-1) - b.mean(-1), [(a.var(-1, ddof=1) / na, na - 1),
-                                                         (b.var(-1, ddof=1) / nb, nb - 1)])
+                                                         (b.var(-1, ddof=1) / nb, nb - 1)],
+                              np.asarray(share_a, float) + np.asarray(share_b, float))
 
     def scale(self, x: np.ndarray) -> np.ndarray:
         return np.exp(x)
@@ -162,40 +166,57 @@ def _interval(statistic: Statistic, est: Estimate, confidence: float) -> RatioIn
                          float(statistic.scale(center + half)), confidence, float(est.df), statistic.method)
 
 
-def _ratio(statistic: Statistic, numerator, denominator, confidence: float) -> RatioInterval:
+def _ratio(statistic: Statistic, numerator, denominator, confidence: float, shares=(1.0, 1.0)) -> RatioInterval:
     a, b = statistic.values(np.asarray(numerator, float)), statistic.values(np.asarray(denominator, float))
     if a.size < 2 or b.size < 2 or np.isnan(a).any() or np.isnan(b).any():
         raise ValueError("a ratio interval needs at least 2 positive, finite runs a side")
-    return _interval(statistic, statistic.compare(a, b), confidence)
+    return _interval(statistic, statistic.compare(a, b, *shares), confidence)
 
 
 def welch_ratio(numerator: Sequence[float], denominator: Sequence[float], confidence: float = CONFIDENCE,
-                between_sd: float = 0.0) -> RatioInterval:
-    """Welch's t interval of the difference of mean log throughputs, as a ratio interval."""
-    return _ratio(LogRatio(between_sd), numerator, denominator, confidence)
+                between_sd: float = 0.0, shares: tuple[float, float] = (1.0, 1.0)) -> RatioInterval:
+    """Welch's t interval of the difference of mean log throughputs, as a ratio interval
+    (``shares``: each side's ``start_shares``, 1 for runs of one server start)."""
+    return _ratio(LogRatio(between_sd), numerator, denominator, confidence, shares)
 
 
-def start_floor(level: float, between_sd: float) -> float:
+def start_floor(level: float, between_sd: float, shares: float = 2.0) -> float:
     """The smallest difference of mean logs that runs against these server starts can ever decide
-    at a one-sided ``level``: ``z(1 - level) * sqrt(2) * between_sd``, the between-start term alone.
-    Below it only more server starts help."""
-    return float(_special().ndtri(1.0 - level)) * math.sqrt(2) * between_sd
+    at a one-sided ``level``: ``z(1 - level) * sqrt(shares) * between_sd``, the between-start term
+    alone (``shares``: the two sides' start shares summed, 2 when each side is one start). Below it
+    only more server starts help."""
+    return float(_special().ndtri(1.0 - level)) * math.sqrt(shares) * between_sd
+
+
+def start_shares(starts) -> np.ndarray:
+    """How much of one server start's offset the mean of a point's first n runs carries, for every
+    n: ``sum_j c_j(n)^2 / n^2``, c_j(n) the runs of start j among the first n (1 for one start,
+    1/m for n runs spread evenly over m starts). ``starts`` [..., runs]: each run's start (any
+    integers; negative for a run not measured, which counts for nothing)."""
+    starts = np.asarray(starts)
+    n = np.cumsum(starts >= 0, axis=-1).astype(float)
+    squares = np.zeros(starts.shape, dtype=float)
+    for s in np.unique(starts[starts >= 0]):
+        squares += np.cumsum(starts == s, axis=-1).astype(float) ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(n > 0, squares / n ** 2, 1.0)
 
 
 def runs_to_settle(var_a: float, var_b: float, center: float, level: float, between_sd: float = 0.0,
-                   start: int = 2, cap: int = REPEATS_CAP) -> int | None:
+                   start: int = 2, cap: int = REPEATS_CAP, shares: float = 2.0) -> int | None:
     """The runs per side, from ``start`` to ``cap``, at which Welch's one-sided test at ``level``
     would decide a difference ``center`` (on the log scale), were each side's per-run variance
     (``var_a``, ``var_b``) and the difference to stay as measured: the smallest n with
     ``|center| > t_(df_n)(1 - level) * se_n``, ``se_n^2 = (var_a + var_b) / n + 2 between_sd^2`` and
     Satterthwaite's ``df_n = se_n^4 / ((var_a / n)^2 + (var_b / n)^2) * (n - 1)`` (the known term
     exact). None when no n up to ``cap`` does: always when ``|center| <= z(1 - level) *
-    sqrt(2) * between_sd``, the between-start term alone, which only more server starts shrink."""
+    sqrt(shares) * between_sd``, the between-start term alone, which only more server starts shrink
+    (``shares`` as in ``start_floor``)."""
     n = np.arange(max(start, 2), cap + 1, dtype=float)
     if n.size == 0 or center == 0:
         return None
     within = (var_a + var_b) / n
-    total = within + 2 * between_sd ** 2
+    total = within + shares * between_sd ** 2
     dof_terms = ((var_a / n) ** 2 + (var_b / n) ** 2) / (n - 1)
     with np.errstate(divide="ignore", invalid="ignore"):
         df = np.where(dof_terms > 0, total ** 2 / dof_terms, np.inf)
@@ -250,15 +271,18 @@ class Looks:
 
 
 def looks(values: np.ndarray, statistic: Statistic, min_repeats: int = MIN_REPEATS,
-          max_repeats: int = MAX_REPEATS, early_share: float = EARLY_SHARE) -> Looks:
+          max_repeats: int = MAX_REPEATS, early_share: float = EARLY_SHARE, shares=None) -> Looks:
     """The look table of ``values`` [sweeps, points, runs] (on the statistic's scale; NaN for runs
-    not measured: looks needing them come out NaN and are never read)."""
+    not measured: looks needing them come out NaN and are never read). ``shares`` (the same shape,
+    ``start_shares`` of each point's runs) when a point's runs come from more than one server start."""
     values = np.asarray(values, dtype=float)
     if values.ndim != 3 or values.shape[-1] < max_repeats:
         raise ValueError(f"values must be [sweeps, points, >= max_repeats ({max_repeats})], not {values.shape}")
     values = values[:, :, :max_repeats]
+    share = np.ones(values.shape) if shares is None else np.asarray(shares, float)[:, :, :max_repeats]
     first, second = np.triu_indices(values.shape[1], 1)
-    per_look = [statistic.compare(values[:, first, :n], values[:, second, :n])
+    per_look = [statistic.compare(values[:, first, :n], values[:, second, :n], share[:, first, n - 1],
+                                  share[:, second, n - 1])
                 for n in range(min_repeats, max_repeats + 1)]
     est = Estimate(*(np.stack([getattr(e, f) for e in per_look], -1) for f in ("center", "se", "df")))
     t = est.t()
@@ -415,6 +439,8 @@ class PointState:
     # (Holm's next step times the look's weight); None for the baseline and before min_repeats.
     speedup: RatioInterval | None
     below: str | None  # the point this one is declared slower than (the leader when it is one)
+    share: float = 1.0  # of one server start's offset its mean carries (``start_shares``)
+    starts: int = 1  # the server starts its runs came from
 
 
 @dataclass(frozen=True)
@@ -427,12 +453,13 @@ class Allocation:
 
 def allocate(runs: Mapping[str, Sequence[float]], baseline: str, min_repeats: int = MIN_REPEATS,
              max_repeats: int = MAX_REPEATS, confidence: float = CONFIDENCE,
-             statistic: Statistic = LogRatio()) -> Allocation:
+             statistic: Statistic = LogRatio(), starts: Mapping[str, Sequence[int]] | None = None) -> Allocation:
     """Each point's state and verdict, and which point gets the next run, at one concurrency.
 
-    ``runs``: point id -> its throughputs so far (in the order measured, all from one server start
-    of that setting); ``baseline``: the id of no speculation. The rule and what it controls: the
-    module docstring; the choice of the next run: ``decide``.
+    ``runs``: point id -> its throughputs so far (in the order measured); ``starts``: point id ->
+    the server start of each of those runs (absent: all from one start of that setting);
+    ``baseline``: the id of no speculation. The rule and what it controls: the module docstring;
+    the choice of the next run: ``decide``.
     """
     _check(min_repeats, max_repeats, confidence)
     if baseline not in runs:
@@ -447,8 +474,15 @@ def allocate(runs: Mapping[str, Sequence[float]], baseline: str, min_repeats: in
             raise ValueError(f"{pid}: throughputs must be positive and finite, not {xs.tolist()}")
         throughput[0, i, :xs.size] = xs
     counts = np.array([[len(runs[pid]) for pid in ids]])
+    start_ids = np.full(throughput.shape, -1)
+    for i, pid in enumerate(ids):
+        given = list((starts or {}).get(pid) or [0] * int(counts[0, i]))
+        if len(given) != counts[0, i]:
+            raise ValueError(f"{pid}: {len(given)} server starts for {counts[0, i]} runs")
+        start_ids[0, i, :len(given)] = given
+    shares = start_shares(start_ids)
     b = ids.index(baseline)
-    table = looks(statistic.values(throughput), statistic, min_repeats, max_repeats)
+    table = looks(statistic.values(throughput), statistic, min_repeats, max_repeats, shares=shares)
     d = decide(table, counts, b, confidence)
     above, leader = d.above[0], int(d.leader[0])
 
@@ -468,7 +502,9 @@ def allocate(runs: Mapping[str, Sequence[float]], baseline: str, min_repeats: in
         below = None
         if beaters:
             below = ids[leader] if leader in beaters else ids[max(beaters, key=lambda q: table.means[0, q, counts[0, q] - 1])]
-        points[pid] = PointState(STATES[d.state[0, i]], int(counts[0, i]), verdict, speedup, below)
+        points[pid] = PointState(STATES[d.state[0, i]], int(counts[0, i]), verdict, speedup, below,
+                                 float(shares[0, i, counts[0, i] - 1]) if counts[0, i] else 1.0,
+                                 len(set(start_ids[0, i, :counts[0, i]].tolist())))
     nxt = int(d.next[0])
     return Allocation(points, ids[leader], ids[nxt] if nxt >= 0 else None, confidence)
 

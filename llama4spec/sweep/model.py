@@ -73,6 +73,7 @@ class Point:
     # measured until decided (repeats: auto): the verdict against no speculation the sequential rule
     # (``decide.allocate``) stopped it on
     stop_verdict: str | None = None
+    starts: tuple[int, ...] = ()  # the server start of each output-throughput run (empty: all one start)
 
     def interval(self, key: str) -> Interval:
         """The 95% interval of a figure over the repeats (one sample: the figure alone, no interval)."""
@@ -282,6 +283,14 @@ def runs(p: Point) -> tuple[float, ...]:
     return () if p.output_throughput is None else (p.output_throughput,)
 
 
+def starts_of(points: Iterable[Point]) -> dict[str, tuple[int, ...]]:
+    """The points' runs' server starts, for ``stats.compare`` (points of one start left out)."""
+    return {p.id: p.starts for p in points if len(set(p.starts)) > 1}
+
+
+
+
+
 def recommend(points: Sequence[Point], base: Point | None, drafts: int = 1,
               comparisons: Mapping[tuple[str, str], Comparison] | None = None, between_sd: float = BETWEEN_SD) -> Pick:
     """What to deploy among one draft's fixed lookaheads and no speculation (``base``).
@@ -299,7 +308,7 @@ def recommend(points: Sequence[Point], base: Point | None, drafts: int = 1,
     if not candidates:
         return Pick(None, None, {})
     if comparisons is None:
-        comparisons = compare({p.id: runs(p) for p in candidates}, between_sd=between_sd)
+        comparisons = compare({p.id: runs(p) for p in candidates}, between_sd=between_sd, starts=starts_of(candidates))
     beaten = {q.id for q in candidates for c in candidates
               if c.id != q.id and comparisons[(c.id, q.id)].verdict == "faster"}
     best = max((p for p in candidates if p.id not in beaten), key=_throughput)  # first of equal maxima
@@ -315,14 +324,15 @@ def analyse_concurrency(concurrency: int, points: list[Point], category: str | N
     spec = sorted((p for p in points if p.speculative), key=lambda p: (p.draft, p.lookahead))
     fixed = [p for p in spec if not p.scheduled and p.output_throughput is not None]
     family = ([base_measured] if base_measured else []) + fixed
-    comparisons = compare({p.id: runs(p) for p in family}, between_sd=between_sd)
+    comparisons = compare({p.id: runs(p) for p in family}, between_sd=between_sd, starts=starts_of(family))
     fits: dict[str, Fit] = {}
     rows: list[Row] = []
     for p in spec:
         against = None
         if base_measured is not None and p.output_throughput is not None:
             # a point measured under a derived schedule is compared on its own, outside the family
-            own = compare({p.id: runs(p), base.id: runs(base)}, between_sd=between_sd) if p.scheduled else comparisons
+            own = (compare({p.id: runs(p), base.id: runs(base)}, between_sd=between_sd, starts=starts_of([p, base]))
+                   if p.scheduled else comparisons)
             against = own[(p.id, base.id)]
         speedup = against.ratio if against is not None else None
         bound = p.acceptance_length if p.acceptance_length is not None else (

@@ -52,4 +52,5 @@ def point(step_id: str, config: Mapping[str, Any], record: BenchRecord) -> Point
         category=str(category) if category is not None else None,
         prompts=record.category_prompts,
         stop_verdict=(record.stop or {}).get("verdict") if k else None,
+        starts=tuple(record.sample_starts("output_throughput")),
     )

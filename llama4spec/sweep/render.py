@@ -15,6 +15,7 @@ from rich.table import Table
 from llama4spec.sweep import categories
 from llama4spec.sweep.decide import RatioInterval
 from llama4spec.sweep.model import SCHEDULED, Analysis, AtConcurrency, Fit, Point, Row, label, runs
+from llama4spec.sweep.model import starts_of as _starts
 from llama4spec.sweep.schedule import Schedule, derive_all
 from llama4spec.sweep.stats import BOOTSTRAP_FROM, CONFIDENCE, Comparison, Interval, compare
 
@@ -212,7 +213,8 @@ def schedule_verdict(a: AtConcurrency, r: Row) -> str:
         return f"{head}; no fixed setting measured here to compare with"
     name = f"k={best.lookahead}" if best.speculative else "no speculation"
     what = f"the recommended fixed setting ({name}, {_iv(best.interval('output_throughput'))} tok/s)"
-    c = compare({r.point.id: runs(r.point), best.id: runs(best)}, between_sd=a.between_sd)[(r.point.id, best.id)]
+    c = compare({r.point.id: runs(r.point), best.id: runs(best)}, between_sd=a.between_sd,
+                starts=_starts([r.point, best]))[(r.point.id, best.id)]
     if c.interval is None:
         if r.point.output_throughput >= best.output_throughput:
             return f"{head}: at least as good as {what} by the medians; one sample each, so nothing is decided"

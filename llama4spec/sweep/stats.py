@@ -23,7 +23,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from llama4spec.sweep.decide import (BETWEEN_SD, REPEATS_CAP, LogRatio, RatioInterval, holm, runs_to_settle,
-                                     start_floor, welch_ratio)
+                                     start_floor, start_shares, welch_ratio)
 
 CONFIDENCE = 0.95
 BOOTSTRAP_FROM = 10  # Student-t below this many samples, bootstrap from it on
@@ -189,9 +189,12 @@ def _usable(samples: Sequence[float | None]) -> list[float]:
 
 
 def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDENCE,
-            between_sd: float = BETWEEN_SD) -> dict[tuple[str, str], Comparison]:
+            between_sd: float = BETWEEN_SD, starts: Mapping[str, Sequence[int]] | None = None,
+            ) -> dict[tuple[str, str], Comparison]:
     """Every ordered pair of ``settings`` (point id -> output throughputs of its runs), the settings
-    measured at one concurrency, each from a server start of its own.
+    measured at one concurrency, each from a server start of its own, or from several (``starts``:
+    point id -> each run's server start, aligned with its runs; a revisited sweep's points), whose
+    between-start term shrinks with them (``decide.start_shares``).
 
     The rule (``decide`` at a single look): each ordered pair (p, q) carries the one-sided
     hypothesis "p is not faster than q", tested by Welch's t on the difference of mean log
@@ -213,7 +216,8 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
     ids = list(settings)
     pairs = [(a, b) for i, a in enumerate(ids) for b in ids[i + 1:]]
     tested = [(a, b) for a, b in pairs if a in logs and b in logs]
-    est = {(a, b): statistic.compare(logs[a], logs[b]) for a, b in tested}
+    share = {pid: _share(values[pid], (starts or {}).get(pid)) for pid in logs}
+    est = {(a, b): statistic.compare(logs[a], logs[b], share[a], share[b]) for a, b in tested}
     # one-sided p-values: "a is faster than b" (up), then "b is faster than a" (down)
     t = np.array([float(est[pair].t()) for pair in tested])
     df = np.array([float(est[pair].df) for pair in tested])
@@ -242,12 +246,22 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
                 verdict, level = "undecided", next_level
                 va, vb = (float(np.var(logs[x], ddof=1)) for x in (a, b))
                 center = float(e.center)
-                runs = runs_to_settle(va, vb, center, level, between_sd, max(len(logs[a]), len(logs[b])))
-                needs_start = runs is None and abs(center) <= start_floor(level, between_sd)
-            iv = welch_ratio(values[a], values[b], 1.0 - 2.0 * level, between_sd)
+                shares = share[a] + share[b]
+                runs = runs_to_settle(va, vb, center, level, between_sd, max(len(logs[a]), len(logs[b])),
+                                      shares=shares)
+                needs_start = runs is None and abs(center) <= start_floor(level, between_sd, shares)
+            iv = welch_ratio(values[a], values[b], 1.0 - 2.0 * level, between_sd, (share[a], share[b]))
             c = Comparison(a, b, iv.ratio, iv, verdict, level, m, runs, needs_start)
         out[(a, b)], out[(b, a)] = c, c.mirrored()
     return out
+
+
+def _share(values: Sequence[float], starts: Sequence[int] | None) -> float:
+    """The start share of a point's mean (1: one server start); starts that do not line up with
+    the runs count as one start."""
+    if not starts or len(starts) != len(values):
+        return 1.0
+    return float(start_shares(np.asarray(list(starts)))[-1])
 
 
 ONE = "1 + c k"

@@ -91,14 +91,14 @@ def test_the_clear_difference_is_never_called_slower_and_stops_no_later_when_dec
 
 def test_decisions_recomputed_from_the_records_are_the_recorded_ones(decisive_run, tmp_path) -> None:
     from llama4spec.runbook.plan import plan_file
-    from llama4spec.runbook.steps.settle import decisions
+    from llama4spec.runbook.sequential import Rule, decisions
 
     runbook, run_dir = decisive_run
     plan = plan_file(runbook, lambda name: run_dir)
     for p in plan.steps:
         if p.kind != "settle":
             continue
-        found, pick = decisions(plan, p.step.keys)
+        found, pick = decisions(plan, Rule.of(p.step.keys))
         assert pick is None, p.id
         for pid, d in found.items():
             assert d.record() == _record(run_dir, pid)["stop"], pid

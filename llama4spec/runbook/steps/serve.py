@@ -23,7 +23,11 @@ class Keys:
     derive_from: list[str] = field(default_factory=list)  # generated: derive its schedule from these points
     log: Path | None = None  # not a runbook key: `llama4spec serve --log PATH` (multi-node: PATH's stem a directory)
     prune_from: list[str] = field(default_factory=list)  # generated: a sweep's points before it (skip_dominated)
-    confidence: float = 0.95  # generated: of the bounds that may find it dominated
+    confidence: float = 0.95  # generated: of the bounds that may find it dominated (and of a revisit's decisions)
+    revisit_of: list[str] = field(default_factory=list)  # generated: a revisit's points (started only if one is undecided)
+    first_pass: list[str] = field(default_factory=list)  # generated: a revisit: every point of the sweep's first pass
+    min_repeats: int = 2  # generated: a revisit: the sweep's rule
+    max_repeats: int = 10
 
 
 def plan(ctx, p) -> None:
@@ -139,10 +143,35 @@ def describe(p, say) -> None:
         say(f"      runs as: {shell_line(node.exec_argv)}")
 
 
+def _revisit_problem(plan, p) -> str | None:
+    """A revisit server with nothing left to settle (or without the first pass's records, as in a
+    launcher's group): not started, and why."""
+    from llama4spec.runbook.sequential import Rule, revisit_targets
+
+    keys = p.step.keys
+    planned = {q.id for q in plan.steps}
+    absent = [q for q in keys.first_pass if q not in planned]
+    if absent:
+        return (f"not revisited: this group does not hold the first pass's points ({', '.join(absent[:3])}"
+                f"{', ...' if len(absent) > 3 else ''}); a revisit runs in the process that ran the first pass")
+    rule = Rule(list(keys.revisit_of), [q for q in keys.first_pass if q not in keys.revisit_of],
+                keys.min_repeats, keys.max_repeats, keys.confidence, start=2)
+    try:
+        targets = revisit_targets(plan, rule)
+    except ValueError as err:  # records the rule cannot take: its settle step says so too
+        return f"not revisited: {err}"
+    if not targets & set(keys.revisit_of):
+        return "not revisited: the first pass left none of its points undecided (below max_repeats)"
+    return None
+
+
 def missing_input(plan, p) -> str | None:
     """A sweep's larger lookahead that cannot win, from the points measured before it
-    (``sweep.dominance``): not started, and the report says why."""
+    (``sweep.dominance``): not started, and the report says why. A revisit server whose points
+    are all settled: not started either."""
     keys = p.step.keys
+    if keys.revisit_of:
+        return _revisit_problem(plan, p)
     if not keys.prune_from or p.composed is None:
         return None
     cfg = p.composed.cfg

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from rich.console import Console
 
 from llama4spec.runbook import fields
+from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import check_matrix, matrix_points, points_problem
 from llama4spec.runbook.measured import measured_in_plan
 from llama4spec.runbook.rundir import Measured, csv_rows
@@ -43,6 +44,7 @@ class Keys:
     max_repeats: int = fields.count(MAX_REPEATS, 2, fields.MAX_REPEATS)  # repeats: auto: the most a point gets
     confidence: float = fields.level(CONFIDENCE)  # repeats: auto: of every verdict at one concurrency together
     skip_dominated: bool = fields.flag(True)  # a larger lookahead whose bound cannot reach the leader is not started
+    revisit: bool = fields.flag()  # repeats: auto: start again the servers whose points the first pass left undecided
     points: list[str] = field(default_factory=list)  # generated: the bench steps it expands to
 
 
@@ -58,6 +60,9 @@ def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> No
         else:
             state["points"] = before + matrix_points(keys.matrix)
     problems.extend(fields.warmup_flag_problems(keys.extra_args, at))
+    if keys.revisit and keys.repeats != AUTO:
+        problems.append(f"{at}: revisit: true restarts the servers of points still undecided, which needs "
+                        f"'repeats: auto' (this step has repeats: {keys.repeats}); set repeats: auto or drop revisit")
     if keys.min_repeats > keys.max_repeats:
         problems.append(f"{at}: min_repeats ({keys.min_repeats}) is larger than max_repeats ({keys.max_repeats}); "
                         f"lower min_repeats or raise max_repeats")
@@ -117,8 +122,9 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
     stops = {pid: measured[pid].record.stop for pid in ids if pid in measured and measured[pid].record.stop}
     if stops:  # repeats: auto: why each point stopped, after how many runs
         text += "\nmeasured until decided:\n\n" + "".join(
-            f"- {pid}: {s['reason']} after {s.get('runs', '?')} runs" + (f" ({s['verdict']})" if s.get("verdict") else "")
-            + "\n" for pid, s in stops.items())
+            f"- {pid}: {s['reason']} after {s.get('runs', '?')} runs"
+            + (f" of {s['starts']} server starts" if s.get("starts", 1) > 1 else "")
+            + (f" ({s['verdict']})" if s.get("verdict") else "") + "\n" for pid, s in stops.items())
     if missing:
         text += "\nnot measured:\n\n" + "".join(f"- {pid}: {reason}\n" for pid, reason in why.items())
     if stops or missing:

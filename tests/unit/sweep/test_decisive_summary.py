@@ -164,3 +164,11 @@ def test_generated_runbook_is_the_shipped_sweep_over_four_lookaheads(tmp_path: P
     assert (sweep.keys.repeats, sweep.keys.max_repeats, sweep.keys.warmup) == ("auto", 10, 2)
     assert sweep.keys.extra_args == ["--ignore-eos"]
     assert with_measurement(loaded, 10).steps[0].keys.repeats == 10  # the fixed design: --repeats 10
+
+
+def test_generated_runbook_with_revisit_keeps_it_for_auto_only(tmp_path: Path) -> None:
+    path = tmp_path / "decisive.yaml"
+    path.write_text(json.dumps(decisive.runbook(10, 8769, revisit=True)))
+    loaded, problems = load(path)
+    assert problems == [] and loaded.steps[0].keys.revisit is True
+    assert "revisit" not in decisive.runbook(10, 8769)["steps"][0]

@@ -13,7 +13,7 @@ import pytest
 from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.resume import finished_steps
-from llama4spec.runbook.steps.settle import NEEDS_START, decisions
+from llama4spec.runbook.sequential import NEEDS_START, Rule, decisions
 from tests.helpers import REPO
 
 RUNBOOK = REPO / "runbooks" / "tiny_cpu_sweep.yaml"
@@ -54,7 +54,7 @@ def test_a_point_far_above_no_speculation_is_resolved_faster_an_equal_one_needs_
     _write(bench["sweep-none-c4"], [300.0, 303.0])
     _write(bench["sweep-tiny_eagle-k1-c1"], [400.0, 404.0, 398.0, 401.0])  # 4x: decided
     _write(bench["sweep-tiny_eagle-k1-c4"], [301.0, 299.0, 302.0, 300.0])  # equal: no run settles it
-    found, pick = decisions(plan, _settle(plan, "sweep-tiny_eagle-k1").step.keys)
+    found, pick = decisions(plan, Rule.of(_settle(plan, "sweep-tiny_eagle-k1").step.keys))
     assert found["sweep-tiny_eagle-k1-c1"].state == "resolved"
     assert found["sweep-tiny_eagle-k1-c1"].verdict == "faster"
     assert found["sweep-tiny_eagle-k1-c4"].state == NEEDS_START
@@ -70,10 +70,10 @@ def test_an_open_point_gets_the_next_run_until_max_repeats(tmp_path: Path) -> No
     gap = math.exp(0.9)  # far beyond what the between-start spread leaves undecided, but noisy
     _write(bench["sweep-tiny_eagle-k1-c4"], [300.0 * gap, 300.0 * gap / 1.6])
     keys = _settle(plan, "sweep-tiny_eagle-k1").step.keys
-    found, pick = decisions(plan, keys)
+    found, pick = decisions(plan, Rule.of(keys))
     assert found["sweep-tiny_eagle-k1-c4"].state == "open" and pick == "sweep-tiny_eagle-k1-c4"
     _write(bench["sweep-tiny_eagle-k1-c4"], [300.0 * gap, 300.0 * gap / 1.6] * 5)  # 10 runs: max_repeats
-    found, pick = decisions(plan, keys)
+    found, pick = decisions(plan, Rule.of(keys))
     assert found["sweep-tiny_eagle-k1-c4"].runs == 10 and found["sweep-tiny_eagle-k1-c4"].state != "open"
 
 
@@ -129,9 +129,9 @@ def test_a_point_measured_alone_gets_runs_until_its_mean_is_precise(tmp_path: Pa
     keys = _settle(plan, "sweep-none").step.keys
     _write(bench["sweep-none-c1"], [113.0, 153.7])  # log sd 0.22: se 0.15, above 0.065
     _write(bench["sweep-none-c4"], [300.0, 301.0])  # precise already
-    found, pick = decisions(plan, keys)
+    found, pick = decisions(plan, Rule.of(keys))
     assert found["sweep-none-c1"].state == "open" and pick == "sweep-none-c1"
     assert found["sweep-none-c4"].state == "resolved"
     _write(bench["sweep-none-c1"], [113.0, 153.7] * 5)  # 10 runs: max_repeats, precise or not
-    found, pick = decisions(plan, keys)
+    found, pick = decisions(plan, Rule.of(keys))
     assert found["sweep-none-c1"].state == "resolved" and pick is None

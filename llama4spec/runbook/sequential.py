@@ -1,0 +1,181 @@
+"""Where a sweep measured until decided (``repeats: auto``) stands, from its records: each point's
+decision, the run to measure next, and which points a revisit (``revisit: true``: another start of
+their servers) still has to settle. Read by the settle steps and the revisit servers alike.
+
+The questions and the choice of the next run are ``sweep.decide.allocate``'s (its error control:
+any false verdict or elimination at one client setting with probability at most 1 - confidence).
+Only the points measured before a step's server and its own enter, and only runs of the server
+starts up to the step's own (``start``: the pass of the sweep, 1 the first), so decisions recomputed
+from the records (``--resume``, ``llama4spec report``) are the ones taken while measuring.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from llama4spec.runbook.measured import measured_in_plan
+
+NEEDS_START = "needs another server start"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What a sequential step measures by (its generated keys)."""
+
+    points: list[str]  # the server's bench steps
+    earlier: list[str]  # the sweep's bench steps measured before them
+    min_repeats: int
+    max_repeats: int
+    confidence: float
+    start: int = 1  # the server start (pass of the sweep) these decisions are taken in
+
+    @classmethod
+    def of(cls, keys: Any) -> "Rule":
+        return cls(list(keys.points), list(keys.earlier), keys.min_repeats, keys.max_repeats, keys.confidence,
+                   getattr(keys, "start", 1))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Where one point stands: its state (``decide.STATES`` or NEEDS_START), runs, verdict."""
+
+    state: str
+    runs: int
+    verdict: str | None
+    speedup: Any = None  # decide.RatioInterval against no speculation, when there is one
+    starts: int = 1  # the server starts its runs came from
+    this_start: int = 0  # its runs in the step's own start
+
+    def record(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"reason": self.state, "runs": self.runs}
+        if self.verdict:
+            out["verdict"] = self.verdict
+        if self.starts > 1:
+            out["starts"] = self.starts
+        return out
+
+
+def _client(p) -> tuple[str, ...]:
+    """What makes two points comparable: the same client-side settings (concurrency, ...)."""
+    return tuple(p.step.keys.overrides)
+
+
+def _no_speculation(p) -> bool:
+    return p.composed is not None and not p.composed.cfg.draft.method
+
+
+def _groups(plan, rule: Rule, upto: int):
+    """Per client setting: (its members, their runs, their starts, the baseline), runs of starts
+    up to ``upto`` only, at most max_repeats a point."""
+    planned = {q.id for q in plan.steps}  # a launcher's group plans only its own points
+    ids = [pid for pid in (*rule.earlier, *rule.points) if pid in planned]
+    measured = measured_in_plan(plan, ids)
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for pid in ids:
+        groups.setdefault(_client(plan.get(pid)), []).append(pid)
+    for members in groups.values():
+        runs, starts = {}, {}
+        for pid in members:
+            if pid not in measured:
+                continue
+            record = measured[pid].record
+            kept = [(x, s) for x, s in zip(record.samples("output_throughput"),
+                                           record.sample_starts("output_throughput")) if s <= upto]
+            kept = kept[: rule.max_repeats]
+            if kept:
+                runs[pid], starts[pid] = [x for x, _ in kept], [s for _, s in kept]
+        if runs:
+            base = next((pid for pid in runs if _no_speculation(plan.get(pid))), next(iter(runs)))
+            yield members, runs, starts, base
+
+
+def _allocate(runs, starts, base, rule: Rule):
+    from llama4spec.sweep.decide import BETWEEN_SD, LogRatio, allocate
+
+    return allocate(runs, base, rule.min_repeats, rule.max_repeats, rule.confidence, LogRatio(BETWEEN_SD), starts)
+
+
+def decisions(plan, rule: Rule) -> tuple[dict[str, Decision], str | None]:
+    """Every point's decision from the records (this server's and those measured before it), and the
+    one of this server's points that gets the next run (None: all stopped). In a revisit (start > 1)
+    a point the first pass left undecided first gets min_repeats runs of the new start."""
+    mine = set(rule.points)
+    targets = revisit_targets(plan, rule) if rule.start > 1 else set()
+    out: dict[str, Decision] = {}
+    wanted: list[tuple[int, int, str]] = []  # (priority, runs so far, point): this server's open points
+    for members, runs, starts, base in _groups(plan, rule, rule.start):
+        if not any(pid in mine for pid in runs):
+            continue
+        alloc = _allocate(runs, starts, base, rule)
+        for pid in members:
+            if pid not in mine or pid not in alloc.points:
+                continue
+            st = alloc.points[pid]
+            state, here = st.state, starts[pid].count(rule.start)
+            if len(runs) == 1 and state == "resolved" and st.runs < rule.max_repeats and _imprecise(runs[pid]):
+                state = "open"  # a reference (no point to compare with yet): measured until precise
+            if state == "open" and st.runs >= rule.min_repeats and _hopeless(runs, pid, base, alloc, rule):
+                state = NEEDS_START
+            if pid in targets and here < rule.min_repeats and st.runs < rule.max_repeats:
+                state = "open"  # a revisited point: min_repeats runs of this start before anything else
+                wanted.append((-1, here, pid))
+            elif state == "open":
+                wanted.append((0 if alloc.next == pid else 1, st.runs, pid))
+            out[pid] = Decision(state, st.runs, st.verdict, st.speedup, st.starts, here)
+    return out, (min(wanted)[2] if wanted else None)
+
+
+def revisit_targets(plan, rule: Rule) -> set[str]:
+    """The points another server start may still settle after the passes before ``rule.start``:
+    both ends of every question left open there (a verdict against no speculation, a place
+    against the leader), those below max_repeats."""
+    first = Rule(rule.points, rule.earlier, rule.min_repeats, rule.max_repeats, rule.confidence, rule.start - 1)
+    out: set[str] = set()
+    for _, runs, starts, base in _groups(plan, first, first.start):
+        alloc = _allocate(runs, starts, base, first)
+        for pid, st in alloc.points.items():
+            if pid == base or st.state in ("resolved", "eliminated"):
+                continue
+            ends = {pid}
+            if st.verdict == "undecided":
+                ends.add(base)
+            if st.below is None and alloc.leader not in (None, pid):
+                ends.add(alloc.leader)
+            if len(ends) > 1:
+                out |= {q for q in ends if len(runs[q]) < rule.max_repeats}
+    return out
+
+
+def _imprecise(xs: list[float]) -> bool:
+    """A point measured alone (the first server's, usually no speculation: every later point is
+    compared with it, and its server will be gone) gets runs until the standard error of its mean
+    log throughput is at most half the between-start sd: beyond that, runs of this start cannot
+    make the comparisons against it much sharper."""
+    from llama4spec.sweep.decide import BETWEEN_SD
+
+    if len(xs) < 2:
+        return True
+    logs = [math.log(x) for x in xs]
+    mean = sum(logs) / len(logs)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in logs) / (len(logs) - 1))
+    return sd / math.sqrt(len(logs)) > BETWEEN_SD / 2
+
+
+def _hopeless(runs: dict[str, list[float]], pid: str, base: str, alloc, rule: Rule) -> bool:
+    """No number of further runs against these server starts can settle the point's open questions:
+    each undecided gap (to no speculation, to the leader) is within what the between-start spread
+    alone leaves undecided (``decide.start_floor``, two-sided at the sweep's confidence, with the
+    two sides' start shares)."""
+    from llama4spec.sweep.decide import BETWEEN_SD, start_floor
+
+    if BETWEEN_SD <= 0:
+        return False
+    level = (1 - rule.confidence) / 2
+    mean = {q: sum(math.log(x) for x in xs) / len(xs) for q, xs in runs.items()}
+    others = [q for q in (base if alloc.points[pid].verdict in (None, "undecided") else None,
+                          alloc.leader if alloc.leader != pid else None) if q and q != pid]
+    return bool(others) and all(
+        abs(mean[pid] - mean[q]) < start_floor(level, BETWEEN_SD, alloc.points[pid].share + alloc.points[q].share)
+        for q in others)

@@ -15,6 +15,8 @@ Otherwise the merge is refused, naming the keys that differ.
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import time
 from dataclasses import dataclass, field
@@ -130,7 +132,11 @@ def merge(found: list[Measured]) -> Measured:
                             f"the same settings, or give them separately")
     if len(found) == 1:
         return first
-    runs = [run for m in found for run in (m.record.runs or [m.record])]
+    runs, offset = [], 0  # each place's runs are server starts of their own: numbered on after the last
+    for m in found:
+        mine = [dataclasses.replace(r, start=offset + r.start) for r in (m.record.runs or [m.record])]
+        runs += mine
+        offset = max(r.start for r in mine)
     record = BenchRecord.of_runs(first.record.label, runs, url=None, argv=first.record.argv,
                                  lookahead=first.record.lookahead, warmup=first.record.warmup)
     record.models = dict(first.record.models)

@@ -88,6 +88,9 @@ def test_two_runs_merge_into_one_with_every_run_of_each_point(tmp_path: Path) ->
     assert row["output_throughput"] == pytest.approx(1.05 * _throughput(3, 1))  # the median of two
     record = json.loads((merged / "sweep-tiny_eagle-k3-c1" / "record.json").read_text())
     assert record["repeats"] == 2
+    # each directory's runs are a server start of their own: the comparisons count two starts
+    assert [r.get("start", 1) for r in record["runs"]] == [1, 2]
+    assert {r["server_start"] for r in rows} == {"1", "2"}
     status = json.loads((merged / "status.json").read_text())
     assert status["merged_from"] == [str(a), str(b)] and status["status"] == "merged"
     # the merged directory is a run directory itself

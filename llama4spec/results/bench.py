@@ -197,6 +197,12 @@ def _stop(data: Any) -> dict[str, Any] | None:
         out["verdict"] = data["verdict"][:100]
     if isinstance(data.get("starts"), int) and not isinstance(data.get("starts"), bool):
         out["starts"] = data["starts"]
+    rule = data.get("rule")
+    if isinstance(rule, Mapping):
+        low, high, level = rule.get("min_repeats"), rule.get("max_repeats"), rule.get("confidence")
+        if (all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)) and 2 <= low <= high <= 100
+                and isinstance(level, (int, float)) and not isinstance(level, bool) and 0.5 < level < 1):
+            out["rule"] = {"min_repeats": low, "max_repeats": high, "confidence": float(level)}
     return out
 
 

@@ -47,6 +47,7 @@ class Decision:
     speedup: Any = None  # decide.RatioInterval against no speculation, when there is one
     starts: int = 1  # the server starts its runs came from
     this_start: int = 0  # its runs in the step's own start
+    rule: tuple[int, int, float] = (2, 10, 0.95)  # min_repeats, max_repeats, confidence
 
     def record(self) -> dict[str, Any]:
         out: dict[str, Any] = {"reason": self.state, "runs": self.runs}
@@ -54,6 +55,7 @@ class Decision:
             out["verdict"] = self.verdict
         if self.starts > 1:
             out["starts"] = self.starts
+        out["rule"] = dict(zip(("min_repeats", "max_repeats", "confidence"), self.rule))
         return out
 
 
@@ -123,7 +125,8 @@ def decisions(plan, rule: Rule) -> tuple[dict[str, Decision], str | None]:
                 wanted.append((-1, here, pid))
             elif state == "open":
                 wanted.append((0 if alloc.next == pid else 1, st.runs, pid))
-            out[pid] = Decision(state, st.runs, st.verdict, st.speedup, st.starts, here)
+            out[pid] = Decision(state, st.runs, st.verdict, st.speedup, st.starts, here,
+                                (rule.min_repeats, rule.max_repeats, rule.confidence))
     return out, (min(wanted)[2] if wanted else None)
 
 

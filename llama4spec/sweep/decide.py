@@ -294,6 +294,44 @@ def looks(values: np.ndarray, statistic: Statistic, min_repeats: int = MIN_REPEA
     return Looks(first, second, est, t, up, down, means, weights, min_repeats, max_repeats)
 
 
+@dataclass(frozen=True)
+class PairLook:
+    """One pair at its look min(n_a, n_b), the first l runs a side in the order measured."""
+
+    up: float  # anytime p-value of "first is faster than second"
+    down: float  # of "second is faster than first"
+    estimate: Estimate
+    weight: float  # the look's share of alpha
+    runs: int  # l
+
+
+def pair_look(a, b, statistic: Statistic, min_repeats: int, max_repeats: int, share_a=None,
+              share_b=None) -> PairLook:
+    """The anytime p-values of one pair of points measured until decided (values on the
+    statistic's scale, in the order measured; ``share_*``: ``start_shares`` of each side's runs),
+    exactly as ``decide`` reads them: what a report of such a sweep compares by."""
+    a, b = np.asarray(a, float)[:max_repeats], np.asarray(b, float)[:max_repeats]
+    n = min(a.size, b.size)
+    if n < min_repeats:
+        raise ValueError(f"a look needs at least min_repeats ({min_repeats}) runs a side")
+    values = np.full((1, 2, max_repeats), np.nan)
+    values[0, 0, :a.size], values[0, 1, :b.size] = a, b
+    shares = np.ones(values.shape)
+    for i, share in enumerate((share_a, share_b)):
+        if share is not None:
+            shares[0, i, :len(share[:max_repeats])] = share[:max_repeats]
+    table = looks(values, statistic, min_repeats, max_repeats, shares=shares)
+    k = n - min_repeats
+    est = Estimate(*(getattr(table.estimate, f)[0, 0, k] for f in ("center", "se", "df")))
+    return PairLook(float(table.anytime_up[0, 0, k]), float(table.anytime_down[0, 0, k]), est,
+                    float(table.weights[k]), n)
+
+
+def interval_at(statistic: Statistic, est: Estimate, confidence: float) -> RatioInterval:
+    """An estimate's two-sided interval on the reported scale."""
+    return _interval(statistic, est, confidence)
+
+
 # -- decisions and allocation ---------------------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
-from llama4spec.sweep.decide import BETWEEN_SD, RatioInterval
+from llama4spec.sweep.decide import BETWEEN_SD, CONFIDENCE, RatioInterval
 from llama4spec.sweep.stats import Comparison, CostFit, Interval, compare, fit_cost, interval
 
 
@@ -74,6 +74,8 @@ class Point:
     # (``decide.allocate``) stopped it on
     stop_verdict: str | None = None
     starts: tuple[int, ...] = ()  # the server start of each output-throughput run (empty: all one start)
+    # measured until decided: (min_repeats, max_repeats, confidence) of the rule its runs were given by
+    rule: tuple[int, int, float] | None = None
 
     def interval(self, key: str) -> Interval:
         """The 95% interval of a figure over the repeats (one sample: the figure alone, no interval)."""
@@ -191,6 +193,7 @@ class AtConcurrency:
     # every ordered pair of fixed settings here (point ids), one Holm family (``stats.compare``)
     comparisons: dict[tuple[str, str], Comparison] = field(default_factory=dict)
     between_sd: float = BETWEEN_SD  # the between-start log-sd its comparisons carry
+    rule: tuple[int, int, float] | None = None  # measured until decided: compared by that rule (``sequential_rule``)
 
     @property
     def title(self) -> str:
@@ -283,6 +286,17 @@ def runs(p: Point) -> tuple[float, ...]:
     return () if p.output_throughput is None else (p.output_throughput,)
 
 
+def sequential_rule(points: Sequence[Point]) -> tuple[int, int, float] | None:
+    """The rule every point with runs here was measured by until decided, when they share one and
+    none has more runs than its looks reach (a merge can add them); else None (a fixed design, or a
+    mix, compared at one look)."""
+    rules = {p.rule for p in points if runs(p)}
+    if len(rules) != 1 or None in rules:
+        return None
+    (rule,) = rules
+    return rule if all(len(runs(p)) <= rule[1] for p in points) else None
+
+
 def starts_of(points: Iterable[Point]) -> dict[str, tuple[int, ...]]:
     """The points' runs' server starts, for ``stats.compare`` (points of one start left out)."""
     return {p.id: p.starts for p in points if len(set(p.starts)) > 1}
@@ -324,7 +338,9 @@ def analyse_concurrency(concurrency: int, points: list[Point], category: str | N
     spec = sorted((p for p in points if p.speculative), key=lambda p: (p.draft, p.lookahead))
     fixed = [p for p in spec if not p.scheduled and p.output_throughput is not None]
     family = ([base_measured] if base_measured else []) + fixed
-    comparisons = compare({p.id: runs(p) for p in family}, between_sd=between_sd, starts=starts_of(family))
+    rule = sequential_rule(family)
+    comparisons = compare({p.id: runs(p) for p in family}, rule[2] if rule else CONFIDENCE, between_sd,
+                          starts_of(family), rule[:2] if rule else None)
     fits: dict[str, Fit] = {}
     rows: list[Row] = []
     for p in spec:
@@ -360,7 +376,7 @@ def analyse_concurrency(concurrency: int, points: list[Point], category: str | N
     by_acc = max((p for p in spec if p.acceptance_length is not None and not p.scheduled),
                  key=lambda p: p.acceptance_length, default=None)
     return AtConcurrency(concurrency, base, rows, pick.point or base, by_acc, fits, choices, fastest, category, pick,
-                         comparisons, between_sd)
+                         comparisons, between_sd, rule)
 
 
 def analyse(points: Iterable[Point], between_sd: float = BETWEEN_SD) -> Analysis:

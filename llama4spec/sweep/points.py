@@ -53,4 +53,13 @@ def point(step_id: str, config: Mapping[str, Any], record: BenchRecord) -> Point
         prompts=record.category_prompts,
         stop_verdict=(record.stop or {}).get("verdict") if k else None,
         starts=tuple(record.sample_starts("output_throughput")),
+        rule=_rule(record.stop),
     )
+
+
+def _rule(stop: Mapping[str, Any] | None) -> tuple[int, int, float] | None:
+    """The rule a point measured until decided was given its runs by (its record's ``stop``)."""
+    rule = (stop or {}).get("rule")
+    if not isinstance(rule, Mapping):
+        return None
+    return int(rule["min_repeats"]), int(rule["max_repeats"]), float(rule["confidence"])

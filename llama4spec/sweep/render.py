@@ -103,7 +103,11 @@ def method_line(analysis: Analysis) -> str:
             f"interval at the level of its Holm step (so it excludes 1 exactly when the verdict is decided). The "
             f"recommendation is the highest median among the settings no other is declared faster than; undecided "
             f"when it is not declared faster than every other, never no speculation merely because an interval "
-            f"spans 1.")
+            f"spans 1." + (
+                " Points measured until decided are compared by the rule that gave them their runs: each pair "
+                "at its look (the first min(n_a, n_b) runs a side), by its anytime p-value (Bonferroni over every "
+                "reachable look), with Holm over the concurrency; their intervals are at the look's share of the "
+                "level." if any(a.rule for a in analysis.at) else ""))
 
 
 def category_stats(analysis: Analysis) -> list[categories.CategoryStat]:
@@ -134,9 +138,9 @@ def findings(a: AtConcurrency) -> list[str]:
         if r.comparison is not None and not r.point.scheduled:
             line = f"{r.point.name} against no speculation: {r.comparison.text()}: {r.comparison.sentence()}"
             if r.point.stop_verdict and r.point.stop_verdict != r.verdict:
-                line += (f" (its measuring stopped on the sequential rule's verdict, {r.point.stop_verdict}: "
-                         f"sweep.decide looks after every run and spends its error over the looks; this "
-                         f"comparison looks once, at every run)")
+                line += (f" (its measuring stopped on the verdict {r.point.stop_verdict}, taken among the points "
+                         f"measured by then" + (": this comparison is among every point here, by the same rule)"
+                                                if a.rule else ": this comparison looks once, at every run)"))
             lines.append(line)
     if a.best_by_acceptance is not None and a.fastest is not None and a.best_by_acceptance.id != a.fastest.id:
         lines.append(f"the longest acceptance ({a.best_by_acceptance.acceptance_length:.2f}, lookahead "
@@ -347,6 +351,7 @@ def to_record(analysis: Analysis) -> dict[str, Any]:
                                     "sentence": choice_text(a, draft)}
                             for draft, pick in a.choices.items()},
                 "comparisons": _comparisons(a),
+                **({"sequential": dict(zip(("min_repeats", "max_repeats", "confidence"), a.rule))} if a.rule else {}),
                 "rows": [
                     {"id": r.point.id, "draft": r.point.draft, "lookahead": r.point.lookahead,
                      "category": r.point.category, "repeats": r.point.repeats,

@@ -22,8 +22,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from llama4spec.sweep.decide import (BETWEEN_SD, REPEATS_CAP, LogRatio, RatioInterval, holm, runs_to_settle,
-                                     start_floor, start_shares, welch_ratio)
+from llama4spec.sweep.decide import (BETWEEN_SD, REPEATS_CAP, LogRatio, RatioInterval, holm, interval_at,
+                                     look_weights, pair_look, runs_to_settle, start_floor, start_shares)
 
 CONFIDENCE = 0.95
 BOOTSTRAP_FROM = 10  # Student-t below this many samples, bootstrap from it on
@@ -190,7 +190,7 @@ def _usable(samples: Sequence[float | None]) -> list[float]:
 
 def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDENCE,
             between_sd: float = BETWEEN_SD, starts: Mapping[str, Sequence[int]] | None = None,
-            ) -> dict[tuple[str, str], Comparison]:
+            sequential: tuple[int, int] | None = None) -> dict[tuple[str, str], Comparison]:
     """Every ordered pair of ``settings`` (point id -> output throughputs of its runs), the settings
     measured at one concurrency, each from a server start of its own, or from several (``starts``:
     point id -> each run's server start, aligned with its runs; a revisited sweep's points), whose
@@ -206,6 +206,12 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
     An undecided pair gets the runs a side that would decide it at Holm's next level if the spread
     and the difference stayed as measured (``decide.runs_to_settle``), or "another server start"
     when the between-start term alone keeps the interval across 1.
+
+    ``sequential`` (min_repeats, max_repeats): the points were measured until decided, so the runs
+    each got depend on what was seen. Their p-values are then the anytime p-values of
+    ``decide`` (each pair at its look min(n_a, n_b) over the first runs a side, Bonferroni-weighted
+    over every reachable look), the only ones valid for such data; Holm runs on those, and an
+    interval is the look's, at Holm's level times the look's weight.
     """
     from scipy import special
 
@@ -217,11 +223,19 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
     pairs = [(a, b) for i, a in enumerate(ids) for b in ids[i + 1:]]
     tested = [(a, b) for a, b in pairs if a in logs and b in logs]
     share = {pid: _share(values[pid], (starts or {}).get(pid)) for pid in logs}
-    est = {(a, b): statistic.compare(logs[a], logs[b], share[a], share[b]) for a, b in tested}
-    # one-sided p-values: "a is faster than b" (up), then "b is faster than a" (down)
-    t = np.array([float(est[pair].t()) for pair in tested])
-    df = np.array([float(est[pair].df) for pair in tested])
-    p = np.concatenate([special.stdtr(df, -t), special.stdtr(df, t)]) if tested else np.zeros(0)
+    if sequential is not None:
+        seq = {pid: _shares(values[pid], (starts or {}).get(pid)) for pid in logs}
+        look = {(a, b): pair_look(logs[a], logs[b], statistic, *sequential, seq[a], seq[b]) for a, b in tested}
+        est = {pair: lk.estimate for pair, lk in look.items()}
+        weight = {pair: lk.weight for pair, lk in look.items()}
+        p = np.array([look[pair].up for pair in tested] + [look[pair].down for pair in tested])
+    else:
+        est = {(a, b): statistic.compare(logs[a], logs[b], share[a], share[b]) for a, b in tested}
+        weight = dict.fromkeys(tested, 1.0)
+        # one-sided p-values: "a is faster than b" (up), then "b is faster than a" (down)
+        t = np.array([float(est[pair].t()) for pair in tested])
+        df = np.array([float(est[pair].df) for pair in tested])
+        p = np.concatenate([special.stdtr(df, -t), special.stdtr(df, t)]) if tested else np.zeros(0)
     m = p.size
     rejected = holm(p, alpha) if m else np.zeros(0, dtype=bool)
     order = np.argsort(np.nan_to_num(p, nan=1.0), kind="stable")
@@ -247,13 +261,22 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
                 va, vb = (float(np.var(logs[x], ddof=1)) for x in (a, b))
                 center = float(e.center)
                 shares = share[a] + share[b]
-                runs = runs_to_settle(va, vb, center, level, between_sd, max(len(logs[a]), len(logs[b])),
+                final = level * (look_weights(*sequential)[-1] if sequential else 1.0)  # the last look's level
+                runs = runs_to_settle(va, vb, center, final, between_sd, max(len(logs[a]), len(logs[b])),
                                       shares=shares)
-                needs_start = runs is None and abs(center) <= start_floor(level, between_sd, shares)
-            iv = welch_ratio(values[a], values[b], 1.0 - 2.0 * level, between_sd, (share[a], share[b]))
+                needs_start = runs is None and abs(center) <= start_floor(final, between_sd, shares)
+            level *= weight[(a, b)]
+            iv = interval_at(statistic, e, 1.0 - 2.0 * level)
             c = Comparison(a, b, iv.ratio, iv, verdict, level, m, runs, needs_start)
         out[(a, b)], out[(b, a)] = c, c.mirrored()
     return out
+
+
+def _shares(values: Sequence[float], starts: Sequence[int] | None) -> np.ndarray | None:
+    """The start shares of a point's first n runs, for every n (None: one server start)."""
+    if not starts or len(starts) != len(values):
+        return None
+    return start_shares(np.asarray(list(starts)))
 
 
 def _share(values: Sequence[float], starts: Sequence[int] | None) -> float:

@@ -154,6 +154,10 @@ def _revisit_problem(plan, p) -> str | None:
     if absent:
         return (f"not revisited: this group does not hold the first pass's points ({', '.join(absent[:3])}"
                 f"{', ...' if len(absent) > 3 else ''}); a revisit runs in the process that ran the first pass")
+    from llama4spec.runbook.measured import measured_in_plan
+
+    if not measured_in_plan(plan, list(keys.revisit_of)):
+        return "not revisited: the first pass measured none of its points"
     rule = Rule(list(keys.revisit_of), [q for q in keys.first_pass if q not in keys.revisit_of],
                 keys.min_repeats, keys.max_repeats, keys.confidence, start=2)
     try:

@@ -229,9 +229,11 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     comparisons: dict[str, str] = {}
     records: dict[str, Any] = {}
     missing = 0
+    beside = _colocation(sources, measured)
     for sid, points in sweeps.items():
         files = sweep_step.artifacts(out / sid)
-        text, record = sweep_step.report_points(points, measured, files, console, reasons)
+        text, record = sweep_step.report_points(points, measured, files, console, reasons,
+                                                {pid: beside[pid] for pid in points if pid in beside})
         comparisons[sid] = sweep_step.linked(text, sid)
         records[sid] = record
         missing += len(record["missing"])
@@ -262,6 +264,17 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     for note in notes:
         console.print(note, markup=False, highlight=False, soft_wrap=True)
     return 1 if missing else 0
+
+
+def _colocation(sources: list[Source], measured: dict[str, Measured]) -> dict[str, tuple[str, ...]]:
+    """Point id -> the groups that ran beside its group on its node (``runbook.colocation``), for
+    the points measured in a launcher's groups."""
+    from llama4spec.runbook import colocation
+
+    out: dict[str, tuple[str, ...]] = {}
+    for s in sources:
+        out.update(colocation.beside_points(s.dir, {pid: m.where for pid, m in measured.items() if pid not in out}))
+    return out
 
 
 def _merged_status(sources: list[Source], out: Path, measured: dict[str, Measured]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 from dataclasses import dataclass, field
 
 from rich.console import Console
+from rich.markup import escape
 
 from llama4spec.runbook import fields
 from llama4spec.runbook.fields import AUTO
@@ -110,9 +111,13 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
 
 
 def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str, Path], console: Console,
-                  not_run: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
+                  not_run: dict[str, str] | None = None,
+                  beside: dict[str, tuple[str, ...]] | None = None) -> tuple[str, dict[str, Any]]:
     """A sweep's report over points ``ids`` from their records: written to ``files``, printed;
-    returns (markdown, record). ``not_run``: step id -> why it has no result, from the run's status."""
+    returns (markdown, record). ``not_run``: step id -> why it has no result, from the run's status;
+    ``beside``: point id -> the groups that ran beside its own while it measured (a launcher's)."""
+    from llama4spec.runbook.colocation import mixed
+
     points = [point(pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured]
     missing = [pid for pid in ids if pid not in measured]
     analysis = analyse(points)
@@ -127,10 +132,24 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
             + (f" ({s['verdict']})" if s.get("verdict") else "") + "\n" for pid, s in stops.items())
     if missing:
         text += "\nnot measured:\n\n" + "".join(f"- {pid}: {reason}\n" for pid, reason in why.items())
-    if stops or missing:
+    by_c: dict[int, dict[str, tuple[str, ...]]] = {}
+    for pt in points if beside else []:
+        by_c.setdefault(pt.concurrency, {})[pt.id] = beside.get(pt.id, ())
+    warnings = mixed(by_c)
+    for line in warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
+    if warnings:
+        text += "\nco-location:\n\n" + "".join(f"- warning: {line}\n" for line in warnings)
+    if beside:  # sweep.json says what ran beside each point too
+        analysis_record = json.loads(files["analysis"].read_text())
+        analysis_record["colocation"] = {"beside": {pid: list(v) for pid, v in beside.items()}, "warnings": warnings}
+        files["analysis"].write_text(json.dumps(analysis_record, indent=2) + "\n")
+    if stops or missing or warnings:
         files["report"].write_text(text)
     return text, {**render.to_record(analysis), "missing": missing, **({"not_measured": why} if missing else {}),
-                  **({"stops": stops} if stops else {})}
+                  **({"stops": stops} if stops else {}),
+                  **({"colocation": {"beside": {pid: list(v) for pid, v in beside.items()}, "warnings": warnings}}
+                     if beside else {})}
 
 
 def run_report(plan, planned, console: Console, failures: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:

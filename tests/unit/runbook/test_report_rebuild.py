@@ -155,3 +155,44 @@ def test_broken_records_count_as_not_measured(tmp_path: Path) -> None:
     missing = (run_dir / "sweep" / "report.md").read_text().split("not measured")[1]
     assert "sweep-none-c1" in missing and "sweep-tiny_eagle-k1-c1" in missing
 
+
+
+def _groups_run(tmp_path: Path, spans: dict[str, tuple[str, str, str]]) -> Path:
+    """The tiny sweep's records laid out as a launcher leaves them, each group with its job.json
+    (node, started, finished)."""
+    whole, run_dir = tmp_path / "whole", tmp_path / "run"
+    _finished_run(whole)
+    run_dir.mkdir()
+    for name in ("plan.json", "status.json", "runbook.yaml"):
+        shutil.copyfile(whole / name, run_dir / name)
+    for group in ("sweep-none", "sweep-tiny_eagle-k1", "sweep-tiny_eagle-k3", "sweep-schedule"):
+        g = run_dir / "groups" / group
+        g.mkdir(parents=True)
+        (g / "status.json").write_text("{}")
+        node, started, finished = spans[group]
+        (g / "job.json").write_text(json.dumps({"group": group, "node": node, "started": started, "finished": finished}))
+        for point in whole.glob(f"{group}-c*"):
+            shutil.copytree(point, g / point.name)
+    return run_dir
+
+
+def test_points_compared_across_different_co_location_are_named(tmp_path: Path) -> None:
+    t = "2026-12-01T10:{:02d}:00+0000".format
+    # no speculation and k=1 ran at once on one node; k=3 and the schedule alone, later
+    run_dir = _groups_run(tmp_path, {"sweep-none": ("n1", t(0), t(10)), "sweep-tiny_eagle-k1": ("n1", t(1), t(9)),
+                                     "sweep-tiny_eagle-k3": ("n1", t(11), t(20)), "sweep-schedule": ("n1", t(21), t(30))})
+    assert rebuild([run_dir], None, _console()) == 0
+    report = (run_dir / "sweep" / "report.md").read_text()
+    assert "co-location" in report
+    line = next(x for x in report.splitlines() if x.startswith("- warning: concurrency 1:"))
+    assert "sweep-none-c1 beside sweep-tiny_eagle-k1" in line and "sweep-tiny_eagle-k3-c1 alone" in line
+    record = json.loads((run_dir / "sweep" / "sweep.json").read_text())
+    assert record["colocation"]["beside"]["sweep-tiny_eagle-k1-c4"] == ["sweep-none"]
+
+
+def test_groups_that_ran_one_after_another_or_on_other_nodes_draw_no_warning(tmp_path: Path) -> None:
+    t = "2026-12-01T10:{:02d}:00+0000".format
+    run_dir = _groups_run(tmp_path, {"sweep-none": ("n1", t(0), t(10)), "sweep-tiny_eagle-k1": ("n2", t(1), t(9)),
+                                     "sweep-tiny_eagle-k3": ("n1", t(10), t(20)), "sweep-schedule": ("n3", t(0), t(30))})
+    assert rebuild([run_dir], None, _console()) == 0
+    assert "co-location" not in (run_dir / "sweep" / "report.md").read_text()

@@ -45,3 +45,8 @@ def test_two_groups_at_once_on_disjoint_cores(tmp_path):
     eagle = json.loads((run_dir / "groups" / "sweep-tiny_eagle" / "sweep-tiny_eagle-c4" / "record.json").read_text())
     assert eagle["acceptance"]["mean_acceptance_length"] == 4.0
     assert json.loads((run_dir / "groups" / "sweep-none" / "sweep-none-c4" / "record.json").read_text())["returncode"] == 0
+    # the merged report records that the two groups ran beside each other (same co-location: no warning)
+    analysis = json.loads((run_dir / "sweep" / "sweep.json").read_text())
+    assert analysis["colocation"]["beside"] == {"sweep-none-c4": ["sweep-tiny_eagle"],
+                                                "sweep-tiny_eagle-c4": ["sweep-none"]}, analysis.get("colocation")
+    assert analysis["colocation"]["warnings"] == []

@@ -64,7 +64,8 @@ def changed_servers(plan) -> set[str]:
 
 def finished_steps(plan) -> dict[str, BenchRecord | None]:
     """Steps a resumed run skips: finished benches (with their records), and servers (with
-    their stops) whose every bench is finished."""
+    their stops) whose every bench is finished and whose other steps (a settle step) have nothing
+    left to do; a server nothing uses is never skipped."""
     done: dict[str, BenchRecord | None] = {}
     changed = changed_servers(plan)
     for p in plan.steps:
@@ -76,7 +77,7 @@ def finished_steps(plan) -> dict[str, BenchRecord | None]:
         if p.step.traits.serves:
             users = [q for q in plan.steps if q.step.server == p.id and not q.step.traits.stops_server]
             benches = [q.id for q in users if q.step.traits.benchmarks]
-            if benches and all(b in done for b in benches) and \
+            if users and all(b in done for b in benches) and \
                     not any(q.step.kind_of.pending(plan, q) for q in users if not q.step.traits.benchmarks):
                 done[p.id] = None
                 done.update((q.id, None) for q in users if not q.step.traits.benchmarks)  # nothing left for them

@@ -40,9 +40,24 @@ def plan(ctx, p) -> None:
     p.artifacts = {"decisions": p.dir / "settle.json"}
 
 
+def _first_pass_open(plan, keys: Keys) -> bool:
+    """A revisit's first pass not finished by the records: a point without a counted record (or one
+    a dominated server never measured: its revisit server then says so and does not start), or a
+    first-pass settle step with work left."""
+    from llama4spec.runbook.measured import measured_in_plan
+
+    ids = [*keys.earlier, *keys.points]
+    if len(measured_in_plan(plan, ids)) < len(ids):
+        return True
+    return any(decisions(plan, Rule.of(q.step.keys))[1] is not None for q in plan.steps
+               if q.step.kind_of is KIND and q.step.keys.start < keys.start)
+
+
 def pending(plan, p) -> bool:
     """Whether the records leave this step work to do (a resumed run keeps its server then)."""
     try:
+        if p.step.keys.start > 1 and _first_pass_open(plan, p.step.keys):
+            return True
         return decisions(plan, Rule.of(p.step.keys))[1] is not None
     except ValueError:  # records the rule cannot take (a throughput of 0): the step itself says so
         return True

@@ -132,3 +132,19 @@ def test_a_revisit_measures_its_undecided_points_on_the_new_start_first(tmp_path
     # the first pass's decisions, recomputed, see only the first start's runs: the ones it took
     first = Rule.of(_step(plan, "sweep-none-k3-settle").step.keys)
     assert decisions(plan, first)[0]["sweep-none-k3-c4"].runs == 3
+
+
+def test_resume_keeps_a_revisit_server_until_its_first_pass_is_finished(tmp_path: Path) -> None:
+    from llama4spec.runbook.resume import finished_steps
+
+    plan = _plan(tmp_path)
+    bench = {p.id: p for p in plan.steps if p.kind == "bench"}
+    _write(bench["sweep-none-k3-c1"], [100.0, 101.0, 100.5])
+    _write(bench["sweep-none-k3-c4"], [300.0, 303.0, 301.0])
+    _write(bench["sweep-tiny_eagle-k3-c1"], [3000.0, 3040.0, 2980.0])
+    assert "sweep-tiny_eagle-k3-revisit" not in finished_steps(plan)  # a first-pass point is still missing
+    _write(bench["sweep-tiny_eagle-k3-c4"], [3000.0, 3040.0, 2980.0])  # all decided: nothing to revisit
+    done = finished_steps(plan)
+    assert {"sweep-none-k3-revisit", "sweep-tiny_eagle-k3-revisit", "sweep-tiny_eagle-k3-revisit-settle"} <= set(done)
+    _write(bench["sweep-tiny_eagle-k3-c4"], [301.0, 299.0, 302.0])  # undecided, no run of the new start yet
+    assert "sweep-tiny_eagle-k3-revisit" not in finished_steps(plan)

@@ -79,6 +79,8 @@ def finished_steps(plan) -> dict[str, BenchRecord | None]:
             benches = [q.id for q in users if q.step.traits.benchmarks]
             if users and all(b in done for b in benches) and \
                     not any(q.step.kind_of.pending(plan, q) for q in users if not q.step.traits.benchmarks):
+                if not benches and p.step.kind_of.missing_input(plan, p) is not None:
+                    continue  # it would not start anyway (a revisit with nothing to settle): the run says why
                 done[p.id] = None
                 done.update((q.id, None) for q in users if not q.step.traits.benchmarks)  # nothing left for them
     for p in plan.steps:

@@ -116,8 +116,8 @@ def decisions(plan, rule: Rule) -> tuple[dict[str, Decision], str | None]:
                 continue
             st = alloc.points[pid]
             state, here = st.state, starts[pid].count(rule.start)
-            if len(runs) == 1 and state == "resolved" and st.runs < rule.max_repeats and _imprecise(runs[pid]):
-                state = "open"  # a reference (no point to compare with yet): measured until precise
+            if len(runs) == 1 and state == "resolved" and st.runs < rule.max_repeats:
+                state = "open"  # a reference (no point to compare with yet): measured to max_repeats
             if state == "open" and st.runs >= rule.min_repeats and _hopeless(runs, pid, base, alloc, rule):
                 state = NEEDS_START
             if pid in targets and here < rule.min_repeats and st.runs < rule.max_repeats:
@@ -151,19 +151,12 @@ def revisit_targets(plan, rule: Rule) -> set[str]:
     return out
 
 
-def _imprecise(xs: list[float]) -> bool:
-    """A point measured alone (the first server's, usually no speculation: every later point is
-    compared with it, and its server will be gone) gets runs until the standard error of its mean
-    log throughput is at most half the between-start sd: beyond that, runs of this start cannot
-    make the comparisons against it much sharper."""
-    from llama4spec.sweep.decide import BETWEEN_SD
-
-    if len(xs) < 2:
-        return True
-    logs = [math.log(x) for x in xs]
-    mean = sum(logs) / len(logs)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in logs) / (len(logs) - 1))
-    return sd / math.sqrt(len(logs)) > BETWEEN_SD / 2
+# Why a reference gets max_repeats runs: a pair is looked at at min(n_a, n_b), over the first runs
+# of each side (``sweep.decide``), and a point measured alone (the first server's, usually no
+# speculation) is frozen once its server stops. With n runs it pins every later comparison against
+# it to its n-th look, whose share of alpha is small before the last look: a 2-3x speedup measured
+# 10 times against 2 runs of no speculation stays undecided. At max_repeats runs every later
+# point's own runs move its comparisons against the reference forward, to the last look.
 
 
 def _hopeless(runs: dict[str, list[float]], pid: str, base: str, alloc, rule: Rule) -> bool:

@@ -180,8 +180,12 @@ class Comparison:
 
 
 def _percent(confidence: float) -> str:
-    text = f"{100 * confidence:.2f}".rstrip("0").rstrip(".")
-    return f"{text}%"
+    """``98.33%``; as many more decimals as keep a level below 100% from reading 100%."""
+    for digits in range(2, 8):
+        text = f"{100 * confidence:.{digits}f}"
+        if float(text) < 100 or confidence >= 1:
+            break
+    return f"{text.rstrip('0').rstrip('.')}%"
 
 
 def _usable(samples: Sequence[float | None]) -> list[float]:

@@ -118,7 +118,10 @@ def decisions(plan, rule: Rule) -> tuple[dict[str, Decision], str | None]:
             state, here = st.state, starts[pid].count(rule.start)
             if len(runs) == 1 and state == "resolved" and st.runs < rule.max_repeats:
                 state = "open"  # a reference (no point to compare with yet): measured to max_repeats
-            if state == "open" and st.runs >= rule.min_repeats and _hopeless(runs, pid, base, alloc, rule):
+            if state == "open" and st.runs >= rule.min_repeats and (
+                    _hopeless(runs, pid, base, alloc, rule) or (len(runs) > 1 and not st.useful and pid != alloc.next)):
+                # no run can settle it here, or every look it is open in waits on a point whose server
+                # is gone (frozen with fewer runs): either way only another start of that setting helps
                 state = NEEDS_START
             if pid in targets and here < rule.min_repeats and st.runs < rule.max_repeats:
                 state = "open"  # a revisited point: min_repeats runs of this start before anything else

@@ -341,6 +341,9 @@ class Decisions:
     leader: np.ndarray  # [sweeps]: the highest mean among points not eliminated
     next: np.ndarray  # [sweeps]: the point that gets the next run, -1 when every point stopped
     level: np.ndarray  # [sweeps]: one-sided alpha of Holm's next step (alpha / hypotheses left)
+    # [sweeps, points]: an open point whose next run moves a look of an open question (or is below
+    # min_repeats); an open point without one waits on the other side's runs
+    useful: np.ndarray | None = None
 
 
 def decide(table: Looks, counts: np.ndarray, baseline: int, confidence: float = CONFIDENCE) -> Decisions:
@@ -366,7 +369,8 @@ def decide(table: Looks, counts: np.ndarray, baseline: int, confidence: float = 
     state = np.where(needed.any(-1), np.where(counts < table.max_repeats, OPEN, AT_MAX),
                      np.where(eliminated, ELIMINATED, RESOLVED))
     state = np.where(counts < table.min_repeats, OPEN, state)  # every point gets min_repeats runs
-    return Decisions(above, state, leader, _next_run(table, counts, needed, state, level), level)
+    nxt, useful = _next_run(table, counts, needed, state, level)
+    return Decisions(above, state, leader, nxt, level, useful)
 
 
 def _declared(table: Looks, counts: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
@@ -428,7 +432,7 @@ def _next_run(table: Looks, counts: np.ndarray, needed: np.ndarray, state: np.nd
 
     short = counts < m
     fewest = short & (counts == np.where(short, counts, np.iinfo(int).max).min(1, keepdims=True))
-    return np.where(short.any(1), fewest.argmax(1), nxt)
+    return np.where(short.any(1), fewest.argmax(1), nxt), candidate | (short & (state == OPEN))
 
 
 @dataclass(frozen=True)
@@ -479,6 +483,7 @@ class PointState:
     below: str | None  # the point this one is declared slower than (the leader when it is one)
     share: float = 1.0  # of one server start's offset its mean carries (``start_shares``)
     starts: int = 1  # the server starts its runs came from
+    useful: bool = True  # open: its next run moves a look of an open question (else it waits on another point)
 
 
 @dataclass(frozen=True)
@@ -542,7 +547,7 @@ def allocate(runs: Mapping[str, Sequence[float]], baseline: str, min_repeats: in
             below = ids[leader] if leader in beaters else ids[max(beaters, key=lambda q: table.means[0, q, counts[0, q] - 1])]
         points[pid] = PointState(STATES[d.state[0, i]], int(counts[0, i]), verdict, speedup, below,
                                  float(shares[0, i, counts[0, i] - 1]) if counts[0, i] else 1.0,
-                                 len(set(start_ids[0, i, :counts[0, i]].tolist())))
+                                 len(set(start_ids[0, i, :counts[0, i]].tolist())), bool(d.useful[0, i]))
     nxt = int(d.next[0])
     return Allocation(points, ids[leader], ids[nxt] if nxt >= 0 else None, confidence)
 

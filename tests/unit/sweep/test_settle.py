@@ -136,3 +136,21 @@ def test_a_point_measured_alone_gets_max_repeats_runs(tmp_path: Path) -> None:
     _write(bench["sweep-none-c4"], [300.0, 301.0] * 5)
     found, pick = decisions(plan, Rule.of(keys))
     assert found["sweep-none-c1"].state == "resolved" and pick is None
+
+
+def test_a_point_whose_open_questions_wait_on_a_stopped_server_stops_and_says_so(tmp_path: Path) -> None:
+    """k=3's verdict is decided; its place against k=1 is open, but k=1's server is gone after 2
+    runs, so the pair stays at its second look whatever k=3 gets: k=3 stops (needs another start
+    of k=1) instead of spending runs to max_repeats."""
+    plan = _plan(tmp_path)
+    bench = {p.id: p for p in plan.steps if p.kind == "bench"}
+    _write(bench["sweep-none-c1"], [100.0, 101.0, 99.0, 100.5, 100.0] * 2)
+    _write(bench["sweep-none-c4"], [300.0, 303.0, 299.0, 301.0, 300.0] * 2)
+    _write(bench["sweep-tiny_eagle-k1-c1"], [150.0, 152.0])
+    _write(bench["sweep-tiny_eagle-k1-c4"], [450.0, 455.0])
+    _write(bench["sweep-tiny_eagle-k3-c1"], [300.0, 303.0, 298.0])
+    _write(bench["sweep-tiny_eagle-k3-c4"], [900.0, 905.0, 898.0])
+    found, pick = decisions(plan, Rule.of(_settle(plan, "sweep-tiny_eagle-k3").step.keys))
+    k3 = found["sweep-tiny_eagle-k3-c1"]
+    assert k3.verdict == "faster" and k3.state == NEEDS_START and k3.runs == 3, k3
+    assert pick is None

@@ -302,9 +302,6 @@ def starts_of(points: Iterable[Point]) -> dict[str, tuple[int, ...]]:
     return {p.id: p.starts for p in points if len(set(p.starts)) > 1}
 
 
-
-
-
 def recommend(points: Sequence[Point], base: Point | None, drafts: int = 1,
               comparisons: Mapping[tuple[str, str], Comparison] | None = None, between_sd: float = BETWEEN_SD) -> Pick:
     """What to deploy among one draft's fixed lookaheads and no speculation (``base``).

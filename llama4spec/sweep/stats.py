@@ -226,9 +226,9 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
     ids = list(settings)
     pairs = [(a, b) for i, a in enumerate(ids) for b in ids[i + 1:]]
     tested = [(a, b) for a, b in pairs if a in logs and b in logs]
-    share = {pid: _share(values[pid], (starts or {}).get(pid)) for pid in logs}
+    seq = {pid: _shares(values[pid], (starts or {}).get(pid)) for pid in logs}
+    share = {pid: 1.0 if shares is None else float(shares[-1]) for pid, shares in seq.items()}
     if sequential is not None:
-        seq = {pid: _shares(values[pid], (starts or {}).get(pid)) for pid in logs}
         look = {(a, b): pair_look(logs[a], logs[b], statistic, *sequential, seq[a], seq[b]) for a, b in tested}
         est = {pair: lk.estimate for pair, lk in look.items()}
         weight = {pair: lk.weight for pair, lk in look.items()}
@@ -281,14 +281,6 @@ def _shares(values: Sequence[float], starts: Sequence[int] | None) -> np.ndarray
     if not starts or len(starts) != len(values):
         return None
     return start_shares(np.asarray(list(starts)))
-
-
-def _share(values: Sequence[float], starts: Sequence[int] | None) -> float:
-    """The start share of a point's mean (1: one server start); starts that do not line up with
-    the runs count as one start."""
-    if not starts or len(starts) != len(values):
-        return 1.0
-    return float(start_shares(np.asarray(list(starts)))[-1])
 
 
 ONE = "1 + c k"

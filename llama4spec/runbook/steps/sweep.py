@@ -86,9 +86,11 @@ def plan(ctx, p) -> None:
 
 
 def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
-          measured: dict[str, Measured] | None = None) -> tuple[dict[str, list[str]], str]:
-    """The PNGs, the analysis JSON, the CSV (a row per point and repeat), the Markdown report;
-    returns each PNG's series and the report."""
+          measured: dict[str, Measured] | None = None,
+          colocation: dict[str, Any] | None = None) -> tuple[dict[str, list[str]], str]:
+    """The PNGs, the analysis JSON (with ``colocation`` when a launcher's groups measured the
+    points), the CSV (a row per point and repeat), the Markdown report; returns each PNG's series
+    and the report."""
     files["report"].parent.mkdir(parents=True, exist_ok=True)
     series = {
         "acceptance_by_position": plots.acceptance_by_position(points, files["acceptance_by_position"]),
@@ -100,7 +102,8 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
     files["report"].write_text(text)
     stops = {pid: m.record.stop for pid, m in (measured or {}).items() if m.record.stop}  # repeats: auto
     files["analysis"].write_text(json.dumps({**render.to_record(analysis), "plots": series,
-                                             **({"stops": stops} if stops else {})}, indent=2) + "\n")
+                                             **({"stops": stops} if stops else {}),
+                                             **({"colocation": colocation} if colocation else {})}, indent=2) + "\n")
     if "table" in files:
         header, rows = csv_rows([pt.id for pt in points], measured or {})
         with open(files["table"], "w", newline="") as f:
@@ -121,7 +124,12 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
     points = [point(pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured]
     missing = [pid for pid in ids if pid not in measured]
     analysis = analyse(points)
-    _, text = write(analysis, points, files, measured)
+    by_c: dict[int, dict[str, tuple[str, ...]]] = {}
+    for pt in points if beside else []:
+        by_c.setdefault(pt.concurrency, {})[pt.id] = beside.get(pt.id, ())
+    warnings = mixed(by_c)
+    colocation = {"beside": {pid: list(v) for pid, v in beside.items()}, "warnings": warnings} if beside else None
+    _, text = write(analysis, points, files, measured, colocation)
     render.render(console, analysis)
     why = {pid: (not_run or {}).get(pid, "no record") for pid in missing}
     stops = {pid: measured[pid].record.stop for pid in ids if pid in measured and measured[pid].record.stop}
@@ -132,24 +140,14 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
             + (f" ({s['verdict']})" if s.get("verdict") else "") + "\n" for pid, s in stops.items())
     if missing:
         text += "\nnot measured:\n\n" + "".join(f"- {pid}: {reason}\n" for pid, reason in why.items())
-    by_c: dict[int, dict[str, tuple[str, ...]]] = {}
-    for pt in points if beside else []:
-        by_c.setdefault(pt.concurrency, {})[pt.id] = beside.get(pt.id, ())
-    warnings = mixed(by_c)
     for line in warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
     if warnings:
         text += "\nco-location:\n\n" + "".join(f"- warning: {line}\n" for line in warnings)
-    if beside:  # sweep.json says what ran beside each point too
-        analysis_record = json.loads(files["analysis"].read_text())
-        analysis_record["colocation"] = {"beside": {pid: list(v) for pid, v in beside.items()}, "warnings": warnings}
-        files["analysis"].write_text(json.dumps(analysis_record, indent=2) + "\n")
     if stops or missing or warnings:
         files["report"].write_text(text)
     return text, {**render.to_record(analysis), "missing": missing, **({"not_measured": why} if missing else {}),
-                  **({"stops": stops} if stops else {}),
-                  **({"colocation": {"beside": {pid: list(v) for pid, v in beside.items()}, "warnings": warnings}}
-                     if beside else {})}
+                  **({"stops": stops} if stops else {}), **({"colocation": colocation} if colocation else {})}
 
 
 def run_report(plan, planned, console: Console, failures: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:

@@ -115,7 +115,10 @@ def test_where_a_point_ran_is_not_part_of_what_it_measured(tmp_path: Path) -> No
     assert rebuild([a, b], tmp_path / "merged", _console()) == 0
 
 
-def test_group_runs_under_the_run_directory_are_merged(tmp_path: Path) -> None:
+def _groups_run(tmp_path: Path, spans: dict[str, tuple[str, str, str]] | None = None) -> Path:
+    """The tiny sweep's records laid out as a launcher leaves them (the whole run in
+    ``tmp_path/whole``), each group with its job.json (node, started, finished) when ``spans``
+    gives one."""
     whole, run_dir = tmp_path / "whole", tmp_path / "run"
     _finished_run(whole)
     run_dir.mkdir()
@@ -125,10 +128,19 @@ def test_group_runs_under_the_run_directory_are_merged(tmp_path: Path) -> None:
         g = run_dir / "groups" / group
         g.mkdir(parents=True)
         (g / "status.json").write_text("{}")
+        if spans:
+            node, started, finished = spans[group]
+            (g / "job.json").write_text(json.dumps({"group": group, "node": node, "started": started,
+                                                    "finished": finished}))
         for point in whole.glob(f"{group}-c*"):
             shutil.copytree(point, g / point.name)
+    return run_dir
+
+
+def test_group_runs_under_the_run_directory_are_merged(tmp_path: Path) -> None:
+    run_dir = _groups_run(tmp_path)
     assert rebuild([run_dir], None, _console()) == 0
-    assert (run_dir / "sweep" / "report.md").read_text() == (whole / "sweep" / "report.md").read_text()
+    assert (run_dir / "sweep" / "report.md").read_text() == (tmp_path / "whole" / "sweep" / "report.md").read_text()
 
 
 def test_missing_points_are_named_and_the_exit_code_says_so(tmp_path: Path) -> None:
@@ -155,25 +167,6 @@ def test_broken_records_count_as_not_measured(tmp_path: Path) -> None:
     missing = (run_dir / "sweep" / "report.md").read_text().split("not measured")[1]
     assert "sweep-none-c1" in missing and "sweep-tiny_eagle-k1-c1" in missing
 
-
-
-def _groups_run(tmp_path: Path, spans: dict[str, tuple[str, str, str]]) -> Path:
-    """The tiny sweep's records laid out as a launcher leaves them, each group with its job.json
-    (node, started, finished)."""
-    whole, run_dir = tmp_path / "whole", tmp_path / "run"
-    _finished_run(whole)
-    run_dir.mkdir()
-    for name in ("plan.json", "status.json", "runbook.yaml"):
-        shutil.copyfile(whole / name, run_dir / name)
-    for group in ("sweep-none", "sweep-tiny_eagle-k1", "sweep-tiny_eagle-k3", "sweep-schedule"):
-        g = run_dir / "groups" / group
-        g.mkdir(parents=True)
-        (g / "status.json").write_text("{}")
-        node, started, finished = spans[group]
-        (g / "job.json").write_text(json.dumps({"group": group, "node": node, "started": started, "finished": finished}))
-        for point in whole.glob(f"{group}-c*"):
-            shutil.copytree(point, g / point.name)
-    return run_dir
 
 
 def test_points_compared_across_different_co_location_are_named(tmp_path: Path) -> None:

@@ -42,6 +42,18 @@ def _write(planned, throughputs: list[float], starts: list[int] | None = None) -
     BenchRecord.of_runs(planned.id, runs, argv=planned.argv).write(planned.artifacts["record"])
 
 
+def _first_pass(tmp_path: Path):
+    """The plan and its bench steps, with a first pass written: concurrency 1 decided (4x),
+    concurrency 4 equal (needs another server start)."""
+    plan = _plan(tmp_path)
+    bench = {p.id: p for p in plan.steps if p.kind == "bench"}
+    _write(bench["sweep-none-k3-c1"], [100.0, 101.0, 100.5])
+    _write(bench["sweep-none-k3-c4"], [300.0, 303.0, 301.0])
+    _write(bench["sweep-tiny_eagle-k3-c1"], [400.0, 404.0, 398.0])  # 4x: decided in the first pass
+    _write(bench["sweep-tiny_eagle-k3-c4"], [301.0, 299.0, 302.0])  # equal: needs another start
+    return plan, bench
+
+
 def _step(plan, sid: str):
     return next(p for p in plan.steps if p.id == sid)
 
@@ -95,12 +107,7 @@ def test_revisit_needs_repeats_auto_and_fixed_runs_from_the_command_line_drop_it
 
 
 def test_only_servers_with_an_undecided_point_are_started_again(tmp_path: Path) -> None:
-    plan = _plan(tmp_path)
-    bench = {p.id: p for p in plan.steps if p.kind == "bench"}
-    _write(bench["sweep-none-k3-c1"], [100.0, 101.0, 100.5])
-    _write(bench["sweep-none-k3-c4"], [300.0, 303.0, 301.0])
-    _write(bench["sweep-tiny_eagle-k3-c1"], [400.0, 404.0, 398.0])  # 4x: decided in the first pass
-    _write(bench["sweep-tiny_eagle-k3-c4"], [301.0, 299.0, 302.0])  # equal: needs another start
+    plan, bench = _first_pass(tmp_path)
     first = Rule.of(_step(plan, "sweep-tiny_eagle-k3-settle").step.keys)
     assert decisions(plan, first)[0]["sweep-tiny_eagle-k3-c4"].state == NEEDS_START
     rule = Rule.of(_step(plan, "sweep-tiny_eagle-k3-revisit-settle").step.keys)
@@ -115,12 +122,7 @@ def test_only_servers_with_an_undecided_point_are_started_again(tmp_path: Path) 
 
 
 def test_a_revisit_measures_its_undecided_points_on_the_new_start_first(tmp_path: Path) -> None:
-    plan = _plan(tmp_path)
-    bench = {p.id: p for p in plan.steps if p.kind == "bench"}
-    _write(bench["sweep-none-k3-c1"], [100.0, 101.0, 100.5])
-    _write(bench["sweep-none-k3-c4"], [300.0, 303.0, 301.0])
-    _write(bench["sweep-tiny_eagle-k3-c1"], [400.0, 404.0, 398.0])
-    _write(bench["sweep-tiny_eagle-k3-c4"], [301.0, 299.0, 302.0])
+    plan, bench = _first_pass(tmp_path)
     rule = Rule.of(_step(plan, "sweep-none-k3-revisit-settle").step.keys)
     found, pick = decisions(plan, rule)
     assert pick == "sweep-none-k3-c4" and found["sweep-none-k3-c4"].this_start == 0

@@ -4,43 +4,8 @@ from __future__ import annotations
 
 import re
 
+from llama4spec.engine.devices import cpu_bind, expand_ranges
 from llama4spec.runbook.groups import Shape
-
-
-def ranges(ids: list[int]) -> str:
-    """``[0, 1, 2, 5]`` -> ``0-2,5`` (Slurm's and VLLM_CPU_OMP_THREADS_BIND's spelling)."""
-    out: list[str] = []
-    ids = sorted(set(ids))
-    start = prev = None
-    for i in ids + [None]:
-        if start is not None and i is not None and i == prev + 1:
-            prev = i
-            continue
-        if start is not None:
-            out.append(str(start) if start == prev else f"{start}-{prev}")
-        start = prev = i
-    return ",".join(out)
-
-
-def expand_ranges(text: str) -> list[int]:
-    """``0-2,5`` -> ``[0, 1, 2, 5]``."""
-    ids: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        a, _, b = part.partition("-")
-        ids.extend(range(int(a), int(b or a) + 1))
-    return ids
-
-
-def cpu_bind(cores: list[int], ranks: int) -> str:
-    """VLLM_CPU_OMP_THREADS_BIND for ``ranks`` workers on ``cores``: an equal share each, '|' between
-    ranks (``0|1`` for TP 2 on two cores)."""
-    if ranks < 1 or len(cores) < ranks:
-        raise ValueError(f"{ranks} ranks need at least {ranks} cores, got {len(cores)}")
-    each = len(cores) // ranks
-    return "|".join(ranges(cores[r * each:(r + 1) * each]) for r in range(ranks))
 
 
 def slots(devices: list[int], shape: Shape, parallel: int) -> list[list[int]]:

@@ -8,14 +8,14 @@ devices and hosts come from the allocation. ``job.json`` beside its records says
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from llama4spec.launch.devices import cpu_bind, hostnames_inline, hosts_override, job_cpus
+from llama4spec.engine.devices import cpu_bind
+from llama4spec.launch.devices import hostnames_inline, hosts_override, job_cpus
 from llama4spec.results.provenance import write_json
 from llama4spec.runbook.groups import Group, find, group_dir, group_runbook, only_group, plan_groups, rebase
 from llama4spec.runbook.plan import Plan, make_plan

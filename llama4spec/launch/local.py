@@ -6,31 +6,17 @@ build). A child stops when this process dies (parent-death signal)."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from llama4spec.errors import UserError
+from llama4spec.engine.devices import machine_devices
 from llama4spec.launch.devices import device_env, slots
 from llama4spec.launch.jobs import CANCELLED, DONE, FAILED, PENDING, RUNNING, Job
 from llama4spec.runbook.groups import Group, Shape
 from llama4spec.serving.process import spawn, stop_groups
-
-
-def machine_devices(device: str, environ: Mapping[str, str]) -> list[int]:
-    """This machine's GPUs (CUDA_VISIBLE_DEVICES, else nvidia-smi) or the cores this process may use."""
-    if device != "cuda":
-        return sorted(os.sched_getaffinity(0))
-    if environ.get("CUDA_VISIBLE_DEVICES"):
-        return [int(x) for x in environ["CUDA_VISIBLE_DEVICES"].split(",") if x.strip().isdigit()]
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return []
-    out = subprocess.run([smi, "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True,
-                         timeout=30).stdout
-    return [int(x) for x in out.split() if x.isdigit()]
 
 
 class Pool:

@@ -93,7 +93,7 @@ def array_ids(jobs: Sequence[Job]) -> list[str]:
 def parse_show_job(text: str) -> dict[str, dict[str, str]]:
     """``scontrol -o show job`` lines -> task id (ARRAY_TASK, or the job id) -> its fields. A
     pending array not yet split into tasks (ArrayTaskId=0-3) gives every task."""
-    from llama4spec.launch.devices import expand_ranges
+    from llama4spec.engine.devices import expand_ranges
 
     found: dict[str, dict[str, str]] = {}
     for line in text.splitlines():

@@ -45,6 +45,9 @@ class BenchRecord:
     # "needs another server start"), after how many runs, and its verdict against no speculation
     stop: dict[str, Any] | None = None
     start: int = 1  # a counted run of a revisited point: the server start (pass of the sweep) it came from
+    # a counted run of an interleaved sweep's baseline: the candidate point (its bench step id) it was
+    # measured back to back with; the n-th run tagged so pairs with that point's n-th run
+    pair: str | None = None
 
     @classmethod
     def of_runs(cls, label: str, runs: list["BenchRecord"], *, url: str | None = None, argv: list[str] | None = None,
@@ -84,6 +87,11 @@ class BenchRecord:
         """The server start of each of ``samples(key)``, in the same order."""
         runs = [r for r in self.runs if r.counted] if self.runs else [self]
         return [r.start for r in runs if r.figure(key) is not None]
+
+    def sample_pairs(self, key: str) -> list[str | None]:
+        """The candidate each of ``samples(key)`` pairs with (None: not measured in a pair)."""
+        runs = [r for r in self.runs if r.counted] if self.runs else [self]
+        return [r.pair for r in runs if r.figure(key) is not None]
 
     def acceptance_samples(self) -> list[float]:
         """The mean acceptance length of every counted run that drafted."""
@@ -149,6 +157,8 @@ class BenchRecord:
             data["stop"] = dict(self.stop)
         if self.start != 1:
             data["start"] = self.start
+        if self.pair is not None:
+            data["pair"] = self.pair
         return data
 
     @classmethod
@@ -178,12 +188,31 @@ class BenchRecord:
                 stop=_stop(data.get("stop")),
                 start=start if isinstance(start := data.get("start"), int) and not isinstance(start, bool)
                 and 1 <= start <= 100 else 1,
+                pair=pair if isinstance(pair := data.get("pair"), str) and 0 < len(pair) <= MAX_PAIR
+                and pair.isprintable() else None,
             )
         return cls(label=str(data.get("label") or fallback_label), returncode=0, result=dict(data))
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+
+def without_pair(record: BenchRecord, pair: str) -> BenchRecord | None:
+    """``record`` without its runs paired with ``pair`` (a pair measured again replaces them); None
+    when no run is left."""
+    runs = [r for r in (record.runs or [record]) if r.pair != pair]
+    if not runs:
+        return None
+    if len(runs) == len(record.runs or [record]):
+        return record
+    new = BenchRecord.of_runs(record.label, runs, url=record.url, lookahead=record.lookahead, warmup=record.warmup,
+                              wall_time_s=sum(r.wall_time_s or 0.0 for r in runs))
+    new.models, new.category_prompts, new.stop = record.models, record.category_prompts, record.stop
+    return new
+
+
+MAX_PAIR = 200  # a pair tag is a generated step id (at most 120 characters)
 
 
 def _stop(data: Any) -> dict[str, Any] | None:

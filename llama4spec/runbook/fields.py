@@ -176,6 +176,32 @@ def flag(default: bool = False) -> Any:
     return _key(lambda raw, key, at, problems: _flag(raw, key, at, problems, default), default=default)
 
 
+def _choice(raw: dict, key: str, options: tuple[str, ...], at: str, problems: list[str]) -> str:
+    value = raw.get(key, options[0])
+    if not isinstance(value, str) or value not in options:
+        problems.append(f"{at}: '{key}' must be one of {', '.join(options)} (got {shown(value)})")
+        return options[0]
+    return value
+
+
+def choice(*options: str) -> Any:
+    """One of ``options`` (the first is the default)."""
+    return _key(lambda raw, key, at, problems: _choice(raw, key, options, at, problems), default=options[0])
+
+
+def _seconds(raw: dict, key: str, default: float, high: float, at: str, problems: list[str]) -> float:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= high:
+        problems.append(f"{at}: '{key}' must be a number of seconds from 0 to {high:g} (got {shown(value)})")
+        return default
+    return float(value)
+
+
+def seconds(default: float, high: float) -> Any:
+    """A duration in seconds, from 0 to ``high``."""
+    return _key(lambda raw, key, at, problems: _seconds(raw, key, default, high, at, problems), default=default)
+
+
 def custom(read: Reader, **default: Any) -> Any:
     """A key with a reader of its own (a sweep's matrix)."""
     return _key(read, **default)

@@ -62,12 +62,17 @@ def group_members(steps: Iterable[Step]) -> dict[str, tuple[list[str], list[str]
     its server, in the given order) and the groups it derives its schedule from. Needs no plan: the
     expanded runbook's steps tell it (what a group's job plans, ``only_group``)."""
     steps = list(steps)
-    groups = {s.id: [s.id] for s in steps if s.traits.serves}
+    groups: dict[str, list[str]] = {}
+    root: dict[str, str] = {}  # serve step id -> its group (an interleaved candidate: its baseline's)
     owner: dict[str, str] = {}  # bench step id -> its group
     for s in steps:
-        if not s.traits.serves and s.server in groups:
-            groups[s.server].append(s.id)
-            owner[s.id] = s.server
+        if s.traits.serves:
+            beside = beside_of(s)
+            root[s.id] = root.get(beside, s.id) if beside else s.id
+            groups.setdefault(root[s.id], []).append(s.id)
+        elif s.server in root:
+            groups[root[s.server]].append(s.id)
+            owner[s.id] = root[s.server]
     after = {}
     for s in steps:
         derive = getattr(s.keys, "derive_from", None)  # a serve step whose schedule its points derive
@@ -76,11 +81,22 @@ def group_members(steps: Iterable[Step]) -> dict[str, tuple[list[str], list[str]
     return {name: (ids, after.get(name, [])) for name, ids in groups.items()}
 
 
+def beside_of(step: Step) -> str | None:
+    """The serve step a server stays up beside (an interleaved sweep's candidate), if any."""
+    return getattr(step.keys, "beside", None) if step.traits.serves else None
+
+
 def plan_groups(plan) -> list[Group]:
-    """The plan's server groups, in the order a sequential run starts them."""
+    """The plan's server groups, in the order a sequential run starts them. An interleaved sweep is
+    one group: its baseline and, one at a time beside it, each candidate, on twice the devices."""
     planned = {p.id: p for p in plan.steps}
-    return [Group(name, ids, shape_of(planned[name].composed.cfg), after)
-            for name, (ids, after) in group_members(p.step for p in plan.steps).items()]
+    out = []
+    for name, (ids, after) in group_members(p.step for p in plan.steps).items():
+        shape = shape_of(planned[name].composed.cfg)
+        if any(beside_of(planned[i].step) for i in ids):
+            shape = dataclasses.replace(shape, per_node=2 * shape.per_node)
+        out.append(Group(name, ids, shape, after))
+    return out
 
 
 def local_steps(plan) -> list[str]:
@@ -166,8 +182,11 @@ def _cut(runbook: Runbook, keep: Iterable[str], port_of: dict[str, int | None]) 
         if s.id not in keep:
             continue
         change = {"needs": [n for n in s.needs if n in keep]}
-        if s.traits.serves and port_of.get(s.id) is not None:
-            change["keys"] = dataclasses.replace(s.keys, overrides=[*s.keys.overrides, f"serve.port={port_of[s.id]}"])
+        port = port_of.get(s.id)
+        if port is None and port_of.get(beside_of(s)) is not None:  # beside the group's server: the next port
+            port = port_of[beside_of(s)] + 1
+        if s.traits.serves and port is not None:
+            change["keys"] = dataclasses.replace(s.keys, overrides=[*s.keys.overrides, f"serve.port={port}"])
         steps.append(dataclasses.replace(s, **change))
     return dataclasses.replace(runbook, steps=steps)
 

@@ -15,7 +15,7 @@ import hashlib
 import itertools
 import math
 import re
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from llama4spec.config.compose import MAX_OVERRIDE_CHARS, compose_config, group_options
 from llama4spec.config.schema import Config
@@ -31,6 +31,7 @@ SHORT = {"lookahead": "k", "bench.max_concurrency": "c", "bench.num_prompts": "n
 MAX_GENERATED_ID = 120  # a generated step id names a directory: well below a file name's 255 bytes
 MAX_POINTS = 1_000  # benchmark points of all sweep steps together (each is a bench step, planned with Hydra)
 MAX_VALUE = 200  # a matrix value (it becomes part of generated step ids)
+SEQUENTIAL, INTERLEAVED = DESIGNS = ("sequential", "interleaved")  # a sweep's design (its first is the default)
 
 
 # -- checking ---------------------------------------------------------------------------------------
@@ -232,6 +233,7 @@ class ServerGroup:
 
     overrides: list[str]  # the server-side overrides of its first combination
     combos: list[dict[str, str]]
+    cfg: Any = None  # the config its first combination composes to
 
     def constant(self, axes: list[str]) -> list[tuple[str, str]]:
         return [(a, self.combos[0][a]) for a in axes if all(c[a] == self.combos[0][a] for c in self.combos)]
@@ -262,17 +264,23 @@ def server_groups(runbook: Runbook, step: Step, matrix: dict[str, list[str]], cl
                     break
             continue
         key = (tuple(serve_argv(cfg)), tuple(sorted(engine_env(cfg).items())))
-        group = groups.setdefault(key, ServerGroup(overrides=overrides, combos=[]))
+        group = groups.setdefault(key, ServerGroup(overrides=overrides, combos=[], cfg=cfg))
         group.combos.append(dict(zip(axes, combo)))
     problems.extend(f"{runbook.path}: step '{step.id}': matrix: {p}" for p in dict.fromkeys(found))
     return list(groups.values())
 
 
 def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], make: Make,
-                problems: list[str]) -> list[Step]:
+                problems: list[str], environ: Mapping[str, str] | None = None) -> list[Step]:
     """The serve/bench/stop steps a sweep step stands for, followed by the sweep step itself
     (which then needs every bench and lists them as its points). ``taken`` holds the step ids in use
-    (the file's and those generated so far); the generated ids are added to it. Linear in the points."""
+    (the file's and those generated so far); the generated ids are added to it. Linear in the points.
+    ``environ``: where an interleaved sweep reads the devices it may split (this process's).
+
+    ``design: interleaved``: no speculation's server first, then each candidate's beside it on the
+    other half of the devices, its points alternating runs with no speculation's; no speculation's
+    own points last (they only collect what the pairs measured), then its stop. Where two copies do
+    not fit, the sequential design, with the reason kept as the step's ``fallback``."""
     at = f"{runbook.path}: step '{step.id}'"
     keys = step.keys
     matrix = keys.matrix or {}
@@ -294,8 +302,8 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
         taken.add(sid)
         return sid
 
-    first_pass: list[tuple[str, list[str], list[str]]] = []  # (server id, its overrides, its points)
-    for n, group in enumerate(server_groups(runbook, step, matrix, cli, problems), 1):
+    def server_id(n: int, group: ServerGroup) -> tuple[str, str]:
+        """A server's step id and what it serves, from the axes constant over its combinations."""
         constant = group.constant(server_axes)
         name = "-".join(file_label(a, v) for a, v in constant) or "server"
         if name in names:
@@ -303,8 +311,23 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
             while name in names:
                 name, k = f"{base}-{k}", k + 1
         names.add(name)
-        sid = new_id(f"{step.id}-{name}")
-        what = " ".join(f"{a}={v}" for a, v in constant) or "the sweep's server"
+        return new_id(f"{step.id}-{name}"), " ".join(f"{a}={v}" for a, v in constant) or "the sweep's server"
+
+    groups = server_groups(runbook, step, matrix, cli, problems)
+    if keys.design == INTERLEAVED and groups:
+        found = _interleaving(groups, environ)
+        if isinstance(found, str):
+            problems.append(f"{at}: design: interleaved: {found}")
+        elif found.why is not None:  # two copies do not fit: sequential, and the dry run and report say so
+            step = dataclasses.replace(step, keys=dataclasses.replace(keys, fallback=found.why))
+            keys = step.keys
+        else:
+            out, points = _interleaved(make, keys, step, groups, server_id, new_id, client_axes, client_combos,
+                                       client_labels)
+            groups, previous_stop = [], out[-1].id  # a later phase (verify_schedule) starts after them
+    first_pass: list[tuple[str, list[str], list[str]]] = []  # (server id, its overrides, its points)
+    for n, group in enumerate(groups, 1):
+        sid, what = server_id(n, group)
         serve = make("serve", sid, needs=[previous_stop] if previous_stop else list(step.needs),
                      description=f"sweep '{step.id}': server for {what}",
                      overrides=[*keys.overrides, *group.overrides],
@@ -354,6 +377,73 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
                         f"twice, by values that differ only in punctuation); rename the sweep step or that step")
     return [*out, dataclasses.replace(step, needs=list(dict.fromkeys([*step.needs, *points])),
                                       keys=dataclasses.replace(keys, points=points))]
+
+
+@dataclasses.dataclass(frozen=True)
+class Interleaving:
+    """Which server is the baseline and how the devices split (``why``: they do not)."""
+
+    baseline: int  # index among the sweep's servers
+    why: str | None
+
+
+def _interleaving(groups: list[ServerGroup], environ: Mapping[str, str] | None) -> Interleaving | str:
+    """The baseline of an interleaved sweep and whether two of its servers fit side by side; a
+    string when the sweep cannot be interleaved at all."""
+    import os
+
+    from llama4spec.engine.devices import split
+
+    base = [i for i, g in enumerate(groups) if g.cfg is not None and not g.cfg.draft.method]
+    if len(base) != 1 or len(groups) < 2:
+        return ("it pairs each candidate with the one server without speculation; the matrix gives "
+                f"{len(base)} such server{'s' if len(base) != 1 else ''} and {len(groups) - len(base)} "
+                f"candidate{'s' if len(groups) - len(base) != 1 else ''}: sweep draft over none and a draft, "
+                f"e.g. draft: [none, tiny_eagle]")
+    widest = max(groups, key=lambda g: g.cfg.parallel.tensor_parallel_size * g.cfg.parallel.pipeline_parallel_size)
+    cfg = widest.cfg
+    if max(1, cfg.parallel.nnodes) > 1:
+        return Interleaving(base[0], "its servers span nodes; two multi-node servers are not kept side by side")
+    per_node = cfg.parallel.tensor_parallel_size * cfg.parallel.pipeline_parallel_size
+    found = split(cfg.hardware.device, per_node, cfg.hardware.devices_per_node,
+                  os.environ if environ is None else environ)
+    return Interleaving(base[0], found.why)
+
+
+def _interleaved(make: Make, keys: Any, step: Step, groups: list[ServerGroup], server_id, new_id,
+                 client_axes: list[str], client_combos: list[tuple[str, ...]],
+                 client_labels: list[str]) -> tuple[list[Step], list[str]]:
+    """An interleaved sweep's steps and its points (no speculation's first)."""
+    (found,) = [i for i, g in enumerate(groups) if not g.cfg.draft.method]
+    base = groups[found]
+    base_slot, cand_slot = (1, 0) if keys.swap_devices else (0, 1)
+    bsid, _ = server_id(found + 1, base)
+    out = [make("serve", bsid, needs=list(step.needs), overrides=[*keys.overrides, *base.overrides], slot=base_slot,
+                description=f"sweep '{step.id}': no speculation, up beside each candidate in turn (interleaved)")]
+    base_points = [new_id(f"{bsid}-{label}" if client_axes else f"{bsid}-bench") for label in client_labels]
+    port = base.cfg.serve.port + 1  # two servers at once: the candidate on the next port
+    previous, candidates = bsid, []
+    for n, group in enumerate(groups, 1):
+        if group is base:
+            continue
+        sid, what = server_id(n, group)
+        out.append(make("serve", sid, needs=[previous], slot=cand_slot, beside=bsid,
+                        overrides=[*keys.overrides, *group.overrides, f"serve.port={port}"],
+                        prune_from=list(candidates) if keys.skip_dominated else [], confidence=keys.confidence,
+                        description=f"sweep '{step.id}': server for {what}, beside {bsid} (interleaved)"))
+        for combo, label, paired in zip(client_combos, client_labels, base_points):
+            bid = new_id(f"{sid}-{label}" if client_axes else f"{sid}-bench")
+            point = _point(make, keys, bid, sid, client_axes, combo)
+            out.append(dataclasses.replace(point, keys=dataclasses.replace(point.keys, pair_with=paired,
+                                                                           gap_s=keys.gap_s)))
+            candidates.append(bid)
+        previous = new_id(f"{sid}-stop")
+        out.append(make("stop", previous, server=sid))
+    for bid, combo in zip(base_points, client_combos):  # its runs come from the pairs above
+        point = _point(make, keys, bid, bsid, client_axes, combo)
+        out.append(dataclasses.replace(point, keys=dataclasses.replace(point.keys, paired=True)))
+    out.append(make("stop", new_id(f"{bsid}-stop"), server=bsid))
+    return out, [*base_points, *candidates]
 
 
 def _point(make: Make, keys: Any, bid: str, server: str, client_axes: list[str], combo: tuple[str, ...]) -> Step:

@@ -164,6 +164,17 @@ def _sweeps(sources: list[Source]) -> dict[str, list[str]]:
     return sweeps
 
 
+def _designs(sources: list[Source]) -> dict[str, dict[str, Any]]:
+    """Sweep step id -> how it measured (its plan.json's ``design``), the last source's."""
+    out: dict[str, dict[str, Any]] = {}
+    for s in sources:
+        for step in s.plan:
+            if step.get("kind") == "sweep" and isinstance(step.get("design"), dict):
+                out[str(step["id"])] = {str(k): v for k, v in step["design"].items()
+                                        if isinstance(v, (str, bool, int, float)) and len(str(v)) <= 300}
+    return out
+
+
 def _compares(sources: list[Source]) -> dict[str, dict[str, str]]:
     """Compare step id -> {role: bench step id or file}, over every source in order."""
     out: dict[str, dict[str, str]] = {}
@@ -230,10 +241,12 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     records: dict[str, Any] = {}
     missing = 0
     beside = _colocation(sources, measured)
+    designs = _designs(sources)
     for sid, points in sweeps.items():
         files = sweep_step.artifacts(out / sid)
         text, record = sweep_step.report_points(points, measured, files, console, reasons,
-                                                {pid: beside[pid] for pid in points if pid in beside})
+                                                {pid: beside[pid] for pid in points if pid in beside},
+                                                designs.get(sid))
         comparisons[sid] = sweep_step.linked(text, sid)
         records[sid] = record
         missing += len(record["missing"])

@@ -88,6 +88,7 @@ class Plan:
                 "choices": p.composed.choices if p.composed else None,
                 "overrides": p.composed.overrides if p.composed else None,
                 **({"nodes": node_records(p.nodes)} if p.nodes else {}),
+                **({"design": p.step.keys.design_record()} if hasattr(p.step.keys, "design_record") else {}),
             }
             for p in self.steps
         ]

@@ -83,6 +83,10 @@ def finished_steps(plan) -> dict[str, BenchRecord | None]:
                     continue  # it would not start anyway (a revisit with nothing to settle): the run says why
                 done[p.id] = None
                 done.update((q.id, None) for q in users if not q.step.traits.benchmarks)  # nothing left for them
+    for p in plan.steps:  # an interleaved sweep's baseline stays while a candidate beside it measures
+        beside = getattr(p.step.keys, "beside", None) if p.step.traits.serves else None
+        if beside and p.id not in done:
+            done.pop(beside, None)
     for p in plan.steps:
         if p.step.traits.stops_server and p.step.server in done:
             done[p.id] = None

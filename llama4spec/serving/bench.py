@@ -180,16 +180,25 @@ def run_bench(cfg: Config, url: str, files: BenchFiles, *, label: str,
     return record
 
 
-def run_more(cfg: Config, url: str, files: BenchFiles, record: BenchRecord, *, label: str,
+def run_more(cfg: Config, url: str, files: BenchFiles, record: BenchRecord | None, *, label: str,
              extra_args: list[str] | tuple[str, ...] = (), environ: Mapping[str, str] | None = None,
              on_progress: OnProgress | None = None, on_line: Callable[[str], None] | None = None,
-             runner: BenchRunner, start: int = 1, warmup: int = 0) -> BenchRecord:
-    """One more counted run of a point measured before (a sequential sweep's next run), against
-    the same server or, ``start`` > 1, another start of its setting (a revisit: ``warmup`` requests
-    in an unrecorded run first): its result beside the others (run=N.json), the record rewritten
-    with it. A warm-up that fails is the run returned (not counted)."""
+             runner: BenchRunner, start: int = 1, warmup: int = 0, pair: str | None = None) -> BenchRecord:
+    """One more counted run of a point (``record``: its runs so far, None before its first): a
+    sequential sweep's next run, against the same server or, ``start`` > 1, another start of its
+    setting (a revisit), or a run of an interleaved pair (``pair``: the point it pairs with, kept on
+    the run). ``warmup`` requests in an unrecorded run first. Its result beside the others (the
+    first free run=N.json), the record rewritten with it. A warm-up that fails is the run returned
+    (not counted)."""
     environ = os.environ if environ is None else environ
-    runs = list(record.runs or [record])
+    if record is None:
+        files.result.parent.mkdir(parents=True, exist_ok=True)
+        k = cfg.lookahead if cfg.draft.method else None
+        record = BenchRecord(label=label, url=url, lookahead=k, models=model_fingerprints(cfg),
+                             category_prompts=category_prompt_count(cfg), warmup=warmup)
+        runs: list[BenchRecord] = []
+    else:
+        runs = list(record.runs or [record])
     common = dict(label=label, extra_args=extra_args, env=bench_env(cfg, environ), on_progress=on_progress,
                   on_line=on_line, runner=runner)
     if warmup:
@@ -197,9 +206,13 @@ def run_more(cfg: Config, url: str, files: BenchFiles, record: BenchRecord, *, l
         warm = _one_run(cfg, url, files.warmup_result, files.log, prompts=warmup, **common)
         if not warm.counted:
             return warm
-    _mark(files.log, f"run {len(runs) + 1} (measured until decided" + (f", server start {start})" if start > 1 else ")"))
-    run = _one_run(cfg, url, files.run_result(len(runs)), files.log, prompts=None, **common)
-    run.start = start
+    what = f"paired with {pair}" if pair else "measured until decided" + (f", server start {start}" if start > 1 else "")
+    _mark(files.log, f"run {len(runs) + 1} ({what})")
+    index = len(runs)
+    while files.run_result(index).exists():  # a pair measured again left its earlier files
+        index += 1
+    run = _one_run(cfg, url, files.run_result(index), files.log, prompts=None, **common)
+    run.start, run.pair = start, pair
     wall = (record.wall_time_s or 0.0) + (run.wall_time_s or 0.0)
     new = BenchRecord.of_runs(label, [*runs, run], url=url, lookahead=record.lookahead, warmup=record.warmup,
                               wall_time_s=wall)

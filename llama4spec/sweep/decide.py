@@ -14,8 +14,9 @@ The rule, in four parts.
    values, never by whether two intervals overlap: for throughput (``LogRatio``) Welch's t on the
    mean log throughputs, exponentiated into a ratio. Its variance adds ``2 * between_sd**2``, the
    between-start term that runs against one server start cannot average out (Satterthwaite
-   degrees of freedom, the known term counting as exact). No bootstrap. (A paired form, t on the
-   mean log ratio of back-to-back pairs, belongs to designs that measure two settings in turn.)
+   degrees of freedom, the known term counting as exact). No bootstrap. The paired form (``PairedLogRatio``: t on the
+   mean log ratio of back-to-back pairs) compares the settings an interleaved design measured in
+   turn.
 2. *Looks.* A pair is looked at at l = min_repeats .. max_repeats, on the first l runs of each
    side: the same runs whatever order they were given out in, so the allocation cannot bias a
    look. Bonferroni over every reachable look, weighted (alpha spending): the last look keeps
@@ -150,13 +151,37 @@ class LogRatio:
 
 
 @dataclass(frozen=True)
+class PairedLogRatio(LogRatio):
+    """The paired form (an interleaved design, ``design: interleaved``): run i of ``a`` was
+    measured back to back with run i of ``b``, so drift common to both cancels in their log ratio.
+    Student's t on the mean of the n = min(n_a, n_b) per-pair log ratios, variance ``var(d) / n``
+    on n - 1 degrees of freedom, plus the between-start term as in ``LogRatio``: interleaving
+    cancels what changes while both servers run, not the offset each server start carries."""
+
+    method: ClassVar[str] = "paired"
+
+    def compare(self, a: np.ndarray, b: np.ndarray, share_a=1.0, share_b=1.0) -> Estimate:
+        n = min(a.shape[-1], b.shape[-1])
+        d = a[..., :n] - b[..., :n]
+        return self._estimate(d.mean(-1), [(d.var(-1, ddof=1) / n, n - 1)],
+                              np.asarray(share_a, float) + np.asarray(share_b, float))
+
+
+def paired_ratio(numerator: Sequence[float], denominator: Sequence[float], confidence: float = CONFIDENCE,
+                 between_sd: float = 0.0) -> RatioInterval:
+    """The t interval of the mean log ratio of back-to-back pairs (run i of each side), as a ratio
+    interval."""
+    return _ratio(PairedLogRatio(between_sd), numerator, denominator, confidence)
+
+
+@dataclass(frozen=True)
 class RatioInterval:
     ratio: float  # the ratio of geometric means (numerator over denominator)
     low: float
     high: float
     confidence: float  # two-sided
     df: float
-    method: str  # "welch"
+    method: str  # "welch", or "paired" (back-to-back pairs)
 
 
 def _interval(statistic: Statistic, est: Estimate, confidence: float) -> RatioInterval:

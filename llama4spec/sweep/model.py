@@ -76,6 +76,9 @@ class Point:
     starts: tuple[int, ...] = ()  # the server start of each output-throughput run (empty: all one start)
     # measured until decided: (min_repeats, max_repeats, confidence) of the rule its runs were given by
     rule: tuple[int, int, float] | None = None
+    # an interleaved sweep's baseline: the candidate point each output-throughput run was measured
+    # back to back with (None: not in a pair; empty: no run was)
+    pairs: tuple[str | None, ...] = ()
 
     def interval(self, key: str) -> Interval:
         """The 95% interval of a figure over the repeats (one sample: the figure alone, no interval)."""
@@ -196,6 +199,11 @@ class AtConcurrency:
     rule: tuple[int, int, float] | None = None  # measured until decided: compared by that rule (``sequential_rule``)
 
     @property
+    def paired(self) -> bool:
+        """Some comparison here is of back-to-back pairs (an interleaved design)."""
+        return any(c.method == "paired" for c in self.comparisons.values())
+
+    @property
     def title(self) -> str:
         return f"concurrency {self.concurrency}" + (f", category {self.category}" if self.category else "")
 
@@ -302,6 +310,20 @@ def starts_of(points: Iterable[Point]) -> dict[str, tuple[int, ...]]:
     return {p.id: p.starts for p in points if len(set(p.starts)) > 1}
 
 
+def back_to_back(base: Point | None, points: Iterable[Point]) -> dict[tuple[str, str], tuple[tuple, tuple]]:
+    """The pairs an interleaved design measured (``stats.compare``'s ``back_to_back``): for each of
+    ``points`` whose runs alternated with ``base``'s, (its runs, the baseline runs paired with them,
+    in order)."""
+    if base is None or not base.pairs:
+        return {}
+    out = {}
+    for p in points:
+        mine = tuple(v for v, tag in zip(runs(base), base.pairs) if tag == p.id)
+        if mine:
+            out[(p.id, base.id)] = (runs(p), mine)
+    return out
+
+
 def recommend(points: Sequence[Point], base: Point | None, drafts: int = 1,
               comparisons: Mapping[tuple[str, str], Comparison] | None = None, between_sd: float = BETWEEN_SD) -> Pick:
     """What to deploy among one draft's fixed lookaheads and no speculation (``base``).
@@ -337,7 +359,7 @@ def analyse_concurrency(concurrency: int, points: list[Point], category: str | N
     family = ([base_measured] if base_measured else []) + fixed
     rule = sequential_rule(family)
     comparisons = compare({p.id: runs(p) for p in family}, rule[2] if rule else CONFIDENCE, between_sd,
-                          starts_of(family), rule[:2] if rule else None)
+                          starts_of(family), rule[:2] if rule else None, back_to_back(base_measured, fixed))
     fits: dict[str, Fit] = {}
     rows: list[Row] = []
     for p in spec:

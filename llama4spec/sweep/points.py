@@ -54,6 +54,7 @@ def point(step_id: str, config: Mapping[str, Any], record: BenchRecord) -> Point
         stop_verdict=(record.stop or {}).get("verdict") if k else None,
         starts=tuple(record.sample_starts("output_throughput")),
         rule=_rule(record.stop),
+        pairs=tuple(tags) if any(tags := record.sample_pairs("output_throughput")) else (),
     )
 
 

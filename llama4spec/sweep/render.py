@@ -107,7 +107,11 @@ def method_line(analysis: Analysis) -> str:
                 " Points measured until decided are compared by the rule that gave them their runs: each pair "
                 "at its look (the first min(n_a, n_b) runs a side), by its anytime p-value (Bonferroni over every "
                 "reachable look), with Holm over the concurrency; their intervals are at the look's share of the "
-                "level." if any(a.rule for a in analysis.at) else ""))
+                "level." if any(a.rule for a in analysis.at) else "") + (
+                " Where no speculation and a candidate were measured back to back (design: interleaved), that pair "
+                "compares by the paired t on the mean log ratio of its back-to-back runs instead (drift common to "
+                "both cancels; the between-start term stays), in the same Holm family." if any(a.paired for a in analysis.at)
+                else ""))
 
 
 def category_stats(analysis: Analysis) -> list[categories.CategoryStat]:

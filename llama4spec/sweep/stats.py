@@ -22,8 +22,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from llama4spec.sweep.decide import (BETWEEN_SD, REPEATS_CAP, LogRatio, RatioInterval, holm, interval_at,
-                                     look_weights, pair_look, runs_to_settle, start_floor, start_shares)
+from llama4spec.sweep.decide import (BETWEEN_SD, REPEATS_CAP, LogRatio, PairedLogRatio, RatioInterval, holm,
+                                     interval_at, look_weights, pair_look, runs_to_settle, start_floor,
+                                     start_shares)
 
 CONFIDENCE = 0.95
 BOOTSTRAP_FROM = 10  # Student-t below this many samples, bootstrap from it on
@@ -194,7 +195,9 @@ def _usable(samples: Sequence[float | None]) -> list[float]:
 
 def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDENCE,
             between_sd: float = BETWEEN_SD, starts: Mapping[str, Sequence[int]] | None = None,
-            sequential: tuple[int, int] | None = None) -> dict[tuple[str, str], Comparison]:
+            sequential: tuple[int, int] | None = None,
+            back_to_back: Mapping[tuple[str, str], tuple[Sequence[float], Sequence[float]]] | None = None,
+            ) -> dict[tuple[str, str], Comparison]:
     """Every ordered pair of ``settings`` (point id -> output throughputs of its runs), the settings
     measured at one concurrency, each from a server start of its own, or from several (``starts``:
     point id -> each run's server start, aligned with its runs; a revisited sweep's points), whose
@@ -216,11 +219,17 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
     ``decide`` (each pair at its look min(n_a, n_b) over the first runs a side, Bonferroni-weighted
     over every reachable look), the only ones valid for such data; Holm runs on those, and an
     interval is the look's, at Holm's level times the look's weight.
+
+    ``back_to_back`` (a, b) -> (a's runs, b's runs measured back to back with them, aligned): an
+    interleaved design's pairs. Such a pair is tested by the paired t on the mean log ratio
+    (``decide.PairedLogRatio``) instead of Welch's, in the same Holm family (fixed designs only:
+    with ``sequential`` they are ignored).
     """
     from scipy import special
 
     alpha = 1.0 - confidence
-    statistic = LogRatio(between_sd)
+    statistic, paired = LogRatio(between_sd), PairedLogRatio(between_sd)
+    diffs: dict[tuple[str, str], np.ndarray] = {}  # a paired comparison's per-pair log ratios
     values = {pid: _usable(xs) for pid, xs in settings.items()}
     logs = {pid: statistic.values(np.asarray(xs)) for pid, xs in values.items() if len(xs) >= 2}
     ids = list(settings)
@@ -235,6 +244,13 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
         p = np.array([look[pair].up for pair in tested] + [look[pair].down for pair in tested])
     else:
         est = {(a, b): statistic.compare(logs[a], logs[b], share[a], share[b]) for a, b in tested}
+        for (a, b), (xs, ys) in (back_to_back or {}).items():
+            if (a, b) not in est:  # given the other way round
+                (a, b), (xs, ys) = (b, a), (ys, xs)
+            pa, pb = (statistic.values(np.asarray(_usable(v))) for v in (xs, ys))
+            n = min(pa.size, pb.size)
+            if (a, b) in est and n >= 2:
+                est[(a, b)], diffs[(a, b)] = paired.compare(pa, pb), pa[:n] - pb[:n]
         weight = dict.fromkeys(tested, 1.0)
         # one-sided p-values: "a is faster than b" (up), then "b is faster than a" (down)
         t = np.array([float(est[pair].t()) for pair in tested])
@@ -263,6 +279,8 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
             else:
                 verdict, level = "undecided", next_level
                 va, vb = (float(np.var(logs[x], ddof=1)) for x in (a, b))
+                if (a, b) in diffs:  # paired: the spread of the differences, nothing on the other side
+                    va, vb = float(np.var(diffs[(a, b)], ddof=1)), 0.0
                 center = float(e.center)
                 shares = share[a] + share[b]
                 final = level * (look_weights(*sequential)[-1] if sequential else 1.0)  # the last look's level
@@ -270,7 +288,7 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
                                       shares=shares)
                 needs_start = runs is None and abs(center) <= start_floor(final, between_sd, shares)
             level *= weight[(a, b)]
-            iv = interval_at(statistic, e, 1.0 - 2.0 * level)
+            iv = interval_at(paired if (a, b) in diffs else statistic, e, 1.0 - 2.0 * level)
             c = Comparison(a, b, iv.ratio, iv, verdict, level, m, runs, needs_start)
         out[(a, b)], out[(b, a)] = c, c.mirrored()
     return out

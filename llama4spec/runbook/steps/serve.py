@@ -28,6 +28,8 @@ class Keys:
     first_pass: list[str] = field(default_factory=list)  # generated: a revisit: every point of the sweep's first pass
     min_repeats: int = 2  # generated: a revisit: the sweep's rule
     max_repeats: int = 10
+    slot: int | None = None  # generated: design: interleaved: which half of the devices (engine.devices.split)
+    beside: str | None = None  # generated: design: interleaved: the serve step that stays up beside it
 
 
 def plan(ctx, p) -> None:
@@ -35,6 +37,20 @@ def plan(ctx, p) -> None:
     if p.composed is None:
         return
     fill(p, ctx.runbook.env)
+    if p.step.keys.slot is not None and (why := device_split(p).why):  # the devices changed since expansion
+        ctx.report(p.id, [f"design: interleaved: {why}; run the sweep with design: sequential or give it more devices"])
+
+
+def device_split(p):
+    """An interleaved pair's device sets, from this process's devices (``engine.devices.split``)."""
+    import os
+
+    from llama4spec.engine.devices import split
+    from llama4spec.runbook.groups import shape_of
+
+    cfg = p.composed.cfg
+    shape = shape_of(cfg)
+    return split(shape.device, shape.per_node, cfg.hardware.devices_per_node, os.environ)
 
 
 def fill(p, runbook_env: dict[str, str]) -> None:
@@ -43,6 +59,12 @@ def fill(p, runbook_env: dict[str, str]) -> None:
     p.argv = serve_argv(cfg)
     p.exec_argv = server_exec_argv(cfg)
     p.env = {**runbook_env, **engine_env(cfg)}
+    if p.step.keys.slot is not None:  # an interleaved pair: its half of the devices
+        found = device_split(p)
+        if found.why is None:
+            from llama4spec.runbook.groups import shape_of
+
+            p.env.update(found.env(p.step.keys.slot, shape_of(cfg).per_node))
     p.secret_env = {"VLLM_API_KEY": cfg.serve.api_key_env} if cfg.serve.api_key_env else {}
     p.url = base_url(cfg.serve.host, cfg.serve.port)
     log = p.step.keys.log

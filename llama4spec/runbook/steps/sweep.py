@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from llama4spec.runbook import fields
 from llama4spec.runbook.fields import AUTO
-from llama4spec.runbook.matrix import check_matrix, matrix_points, points_problem
+from llama4spec.runbook.matrix import DESIGNS, INTERLEAVED, SEQUENTIAL, check_matrix, matrix_points, points_problem
 from llama4spec.runbook.measured import measured_in_plan
 from llama4spec.runbook.rundir import Measured, csv_rows
 from llama4spec.runbook.spec import Traits
@@ -46,7 +46,40 @@ class Keys:
     confidence: float = fields.level(CONFIDENCE)  # repeats: auto: of every verdict at one concurrency together
     skip_dominated: bool = fields.flag(True)  # a larger lookahead whose bound cannot reach the leader is not started
     revisit: bool = fields.flag()  # repeats: auto: start again the servers whose points the first pass left undecided
+    # interleaved: no speculation stays up beside each candidate on the other half of the devices, their
+    # runs alternate (A B A B ...) and each speedup is the paired ratio of back-to-back runs
+    design: str = fields.choice(*DESIGNS)
+    swap_devices: bool = fields.flag()  # interleaved: no speculation on the second half of the devices, not the first
+    gap_s: float = fields.seconds(2.0, 600.0)  # interleaved: the least pause between one server's last request and the other's run
+    fallback: str | None = None  # generated: why an interleaved sweep is measured sequentially here
     points: list[str] = field(default_factory=list)  # generated: the bench steps it expands to
+
+    def design_record(self) -> dict[str, Any]:
+        """How the sweep measured its pairs (plan.json, sweep.json, the report)."""
+        used = INTERLEAVED if self.design == INTERLEAVED and not self.fallback else SEQUENTIAL
+        out: dict[str, Any] = {"design": used, "asked": self.design}
+        if self.fallback:
+            out["fallback"] = self.fallback
+        if used == INTERLEAVED:
+            first, second = ("candidates", "no speculation") if self.swap_devices else ("no speculation", "candidates")
+            out.update(gap_s=self.gap_s, swap_devices=self.swap_devices,
+                       devices=f"a fixed factor: {first} on the first half of the devices, {second} on the second")
+        return out
+
+
+def design_lines(design: dict[str, Any] | None) -> list[str]:
+    """The design in sentences (the dry run and the report)."""
+    if not design or design.get("asked") != INTERLEAVED:
+        return []
+    if design.get("design") != INTERLEAVED:
+        return [f"design: sequential (interleaved was asked for, but {design.get('fallback')})"]
+    gap = design.get("gap_s")
+    gap = f"{gap:g}" if isinstance(gap, (int, float)) and not isinstance(gap, bool) else "2"
+    return [f"design: interleaved: no speculation stays up beside each candidate on disjoint devices and their runs "
+            f"alternate, each at least {gap} s after the other server's last request; each "
+            f"speedup is the paired t interval of the mean log ratio of back-to-back runs, with the between-start "
+            f"term (interleaving cancels drift, not a server start's offset); the device is "
+            f"{design.get('devices', 'a fixed factor')} (swap_devices: true swaps them)"]
 
 
 def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> None:
@@ -64,6 +97,9 @@ def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> No
     if keys.revisit and keys.repeats != AUTO:
         problems.append(f"{at}: revisit: true restarts the servers of points still undecided, which needs "
                         f"'repeats: auto' (this step has repeats: {keys.repeats}); set repeats: auto or drop revisit")
+    if keys.design == INTERLEAVED and keys.repeats == AUTO:
+        problems.append(f"{at}: design: interleaved measures a fixed number of back-to-back pairs; give repeats: N "
+                        f"(e.g. repeats: 5), or use repeats: auto with design: sequential")
     if keys.min_repeats > keys.max_repeats:
         problems.append(f"{at}: min_repeats ({keys.min_repeats}) is larger than max_repeats ({keys.max_repeats}); "
                         f"lower min_repeats or raise max_repeats")
@@ -87,7 +123,8 @@ def plan(ctx, p) -> None:
 
 def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
           measured: dict[str, Measured] | None = None,
-          colocation: dict[str, Any] | None = None) -> tuple[dict[str, list[str]], str]:
+          colocation: dict[str, Any] | None = None,
+          design: dict[str, Any] | None = None) -> tuple[dict[str, list[str]], str]:
     """The PNGs, the analysis JSON (with ``colocation`` when a launcher's groups measured the
     points), the CSV (a row per point and repeat), the Markdown report; returns each PNG's series
     and the report."""
@@ -103,7 +140,8 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
     stops = {pid: m.record.stop for pid, m in (measured or {}).items() if m.record.stop}  # repeats: auto
     files["analysis"].write_text(json.dumps({**render.to_record(analysis), "plots": series,
                                              **({"stops": stops} if stops else {}),
-                                             **({"colocation": colocation} if colocation else {})}, indent=2) + "\n")
+                                             **({"colocation": colocation} if colocation else {}),
+                                             **({"design": design} if design else {})}, indent=2) + "\n")
     if "table" in files:
         header, rows = csv_rows([pt.id for pt in points], measured or {})
         with open(files["table"], "w", newline="") as f:
@@ -114,11 +152,12 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
 
 
 def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str, Path], console: Console,
-                  not_run: dict[str, str] | None = None,
-                  beside: dict[str, tuple[str, ...]] | None = None) -> tuple[str, dict[str, Any]]:
+                  not_run: dict[str, str] | None = None, beside: dict[str, tuple[str, ...]] | None = None,
+                  design: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
     """A sweep's report over points ``ids`` from their records: written to ``files``, printed;
     returns (markdown, record). ``not_run``: step id -> why it has no result, from the run's status;
-    ``beside``: point id -> the groups that ran beside its own while it measured (a launcher's)."""
+    ``beside``: point id -> the groups that ran beside its own while it measured (a launcher's);
+    ``design``: the sweep step's ``design_record`` (said in the report when interleaving was asked for)."""
     from llama4spec.runbook.colocation import mixed
 
     points = [point(pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured]
@@ -129,7 +168,7 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
         by_c.setdefault(pt.concurrency, {})[pt.id] = beside.get(pt.id, ())
     warnings = mixed(by_c)
     colocation = {"beside": {pid: list(v) for pid, v in beside.items()}, "warnings": warnings} if beside else None
-    _, text = write(analysis, points, files, measured, colocation)
+    _, text = write(analysis, points, files, measured, colocation, design)
     render.render(console, analysis)
     why = {pid: (not_run or {}).get(pid, "no record") for pid in missing}
     stops = {pid: measured[pid].record.stop for pid in ids if pid in measured and measured[pid].record.stop}
@@ -144,9 +183,13 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
         console.print(f"[yellow]warning:[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
     if warnings:
         text += "\nco-location:\n\n" + "".join(f"- warning: {line}\n" for line in warnings)
-    if stops or missing or warnings:
+    for line in design_lines(design):
+        console.print(escape(line), highlight=False, soft_wrap=True)
+        text += f"\n{line}\n"
+    if stops or missing or warnings or design_lines(design):
         files["report"].write_text(text)
     return text, {**render.to_record(analysis), "missing": missing, **({"not_measured": why} if missing else {}),
+                  **({"design": design} if design else {}),
                   **({"stops": stops} if stops else {}), **({"colocation": colocation} if colocation else {})}
 
 
@@ -154,7 +197,8 @@ def run_report(plan, planned, console: Console, failures: dict[str, str] | None 
     """Analyse a sweep step's points, write its files, print it; returns (markdown, record).
     ``failures``: step id -> why it has no result ("failed: ...", "skipped: ..."), from the run's status."""
     ids = planned.step.keys.points
-    return report_points(ids, measured_in_plan(plan, ids), planned.artifacts, console, failures)
+    return report_points(ids, measured_in_plan(plan, ids), planned.artifacts, console, failures,
+                         design=planned.step.keys.design_record())
 
 
 def linked(text: str, step_id: str) -> str:
@@ -175,6 +219,8 @@ def describe(p, say) -> None:
     if keys.matrix:
         say("    matrix: " + " x ".join(f"{k} [{', '.join(v)}]" for k, v in keys.matrix.items()))
         say(f"    report over {len(keys.points)} points (speedup, efficiency, best lookahead, plots)")
+        for line in design_lines(keys.design_record()):
+            say(f"    {line}")
 
 
 KIND = BaseKind("sweep", Keys, Traits(expands=True, merges=True, measures=True, decides=True, describe_first=True),

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from llama4spec.errors import UserError
-from llama4spec.launch.devices import (cpu_bind, expand_ranges, hostnames_inline, hosts_override, job_cpus, ranges,
-                                       slots)
+from llama4spec.engine.devices import cpu_bind, expand_ranges, ranges
+from llama4spec.launch.devices import hostnames_inline, hosts_override, job_cpus, slots
 from llama4spec.launch.slurm import parameters, parse_show_job
 from llama4spec.runbook import groups as G
 from llama4spec.runbook.groups import Shape

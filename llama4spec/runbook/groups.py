@@ -182,11 +182,8 @@ def _cut(runbook: Runbook, keep: Iterable[str], port_of: dict[str, int | None]) 
         if s.id not in keep:
             continue
         change = {"needs": [n for n in s.needs if n in keep]}
-        port = port_of.get(s.id)
-        if port is None and port_of.get(beside_of(s)) is not None:  # beside the group's server: the next port
-            port = port_of[beside_of(s)] + 1
-        if s.traits.serves and port is not None:
-            change["keys"] = dataclasses.replace(s.keys, overrides=[*s.keys.overrides, f"serve.port={port}"])
+        if s.traits.serves and port_of.get(s.id) is not None:  # a server beside it takes the next port (serve.plan)
+            change["keys"] = dataclasses.replace(s.keys, overrides=[*s.keys.overrides, f"serve.port={port_of[s.id]}"])
         steps.append(dataclasses.replace(s, **change))
     return dataclasses.replace(runbook, steps=steps)
 

@@ -421,14 +421,13 @@ def _interleaved(make: Make, keys: Any, step: Step, groups: list[ServerGroup], s
     out = [make("serve", bsid, needs=list(step.needs), overrides=[*keys.overrides, *base.overrides], slot=base_slot,
                 description=f"sweep '{step.id}': no speculation, up beside each candidate in turn (interleaved)")]
     base_points = [new_id(f"{bsid}-{label}" if client_axes else f"{bsid}-bench") for label in client_labels]
-    port = base.cfg.serve.port + 1  # two servers at once: the candidate on the next port
     previous, candidates = bsid, []
     for n, group in enumerate(groups, 1):
         if group is base:
             continue
         sid, what = server_id(n, group)
         out.append(make("serve", sid, needs=[previous], slot=cand_slot, beside=bsid,
-                        overrides=[*keys.overrides, *group.overrides, f"serve.port={port}"],
+                        overrides=[*keys.overrides, *group.overrides],
                         prune_from=list(candidates) if keys.skip_dominated else [], confidence=keys.confidence,
                         description=f"sweep '{step.id}': server for {what}, beside {bsid} (interleaved)"))
         for combo, label, paired in zip(client_combos, client_labels, base_points):

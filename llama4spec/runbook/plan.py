@@ -113,10 +113,11 @@ class Context:
     def report(self, step_id: str, found: list[str]) -> None:
         self.problems.extend(found if self.flat else [f"{self.at(step_id)}: {x}" for x in found])
 
-    def compose(self, step_overrides: list[str], step_id: str) -> Composed | None:
-        """The step's config (runbook, step, then command-line overrides), validated; problems recorded."""
+    def compose(self, step_overrides: list[str], step_id: str, last: list[str] | None = None) -> Composed | None:
+        """The step's config (runbook, step, then command-line overrides, then ``last``: what the plan
+        itself decides, such as the port of a server beside another), validated; problems recorded."""
         try:
-            composed = compose_config([*self.runbook.overrides, *step_overrides, *self.cli])
+            composed = compose_config([*self.runbook.overrides, *step_overrides, *self.cli, *(last or [])])
         except UserError as err:
             self.report(step_id, err.problems)
             return None

@@ -33,7 +33,11 @@ class Keys:
 
 
 def plan(ctx, p) -> None:
-    p.composed = ctx.compose(p.step.keys.overrides, p.id)
+    beside = ctx.planned.get(p.step.keys.beside) if p.step.keys.beside else None
+    last = []
+    if beside is not None and beside.composed is not None:  # up at the same time: the next port
+        last = [f"serve.port={beside.composed.cfg.serve.port + 1}"]
+    p.composed = ctx.compose(p.step.keys.overrides, p.id, last)
     if p.composed is None:
         return
     fill(p, ctx.runbook.env)

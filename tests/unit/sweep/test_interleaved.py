@@ -109,7 +109,7 @@ def test_the_baseline_stays_up_beside_each_candidate_on_the_other_half(tmp_path,
     plan = _plan(tmp_path, monkeypatch)
     order = [p.id for p in plan.steps]
     assert order == [BASE, CAND, f"{CAND}-c1", f"{CAND}-c4", f"{CAND}-stop", f"{BASE}-c1", f"{BASE}-c4",
-                     f"{BASE}-stop", "sweep"]
+                     f"{BASE}-stop", "sweep", "compare"]
     base, cand = _step(plan, BASE), _step(plan, CAND)
     assert base.env["VLLM_CPU_OMP_THREADS_BIND"] == "0" and cand.env["VLLM_CPU_OMP_THREADS_BIND"] == "1"
     assert cand.url.endswith(":8746") and base.url.endswith(":8745")

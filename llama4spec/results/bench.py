@@ -48,6 +48,7 @@ class BenchRecord:
     # a counted run of an interleaved sweep's baseline: the candidate point (its bench step id) it was
     # measured back to back with; the n-th run tagged so pairs with that point's n-th run
     pair: str | None = None
+    started: float | None = None  # a counted run: when it started (seconds since the epoch); its end adds wall_time_s
 
     @classmethod
     def of_runs(cls, label: str, runs: list["BenchRecord"], *, url: str | None = None, argv: list[str] | None = None,
@@ -159,6 +160,8 @@ class BenchRecord:
             data["start"] = self.start
         if self.pair is not None:
             data["pair"] = self.pair
+        if self.started is not None:
+            data["started"] = self.started
         return data
 
     @classmethod
@@ -190,6 +193,8 @@ class BenchRecord:
                 and 1 <= start <= 100 else 1,
                 pair=pair if isinstance(pair := data.get("pair"), str) and 0 < len(pair) <= MAX_PAIR
                 and pair.isprintable() else None,
+                started=float(at) if isinstance(at := data.get("started"), (int, float)) and not isinstance(at, bool)
+                and math.isfinite(at) and at >= 0 else None,
             )
         return cls(label=str(data.get("label") or fallback_label), returncode=0, result=dict(data))
 

@@ -314,7 +314,11 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
         return new_id(f"{step.id}-{name}"), " ".join(f"{a}={v}" for a, v in constant) or "the sweep's server"
 
     groups = server_groups(runbook, step, matrix, cli, problems)
-    if keys.design == INTERLEAVED and groups:
+    if keys.design == INTERLEAVED and keys.repeats == AUTO:
+        problems.append(f"{at}: design: interleaved measures a fixed number of back-to-back pairs, and repeats is "
+                        f"auto (in the runbook or by --repeats auto); give repeats: N or --repeats N (e.g. 5), "
+                        f"or measure until decided with design: sequential")
+    elif keys.design == INTERLEAVED and groups:
         found = _interleaving(groups, environ)
         if isinstance(found, str):
             problems.append(f"{at}: design: interleaved: {found}")

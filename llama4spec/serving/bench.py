@@ -111,7 +111,7 @@ def _one_run(cfg: Config, url: str, result: Path, log: Path, *, label: str, extr
     if on_progress or on_line:
         tick = progress_tick(url, env.get("OPENAI_API_KEY"), flags, prompts or num_prompts(cfg), log,
                              on_progress, on_line)
-    started = time.monotonic()
+    started, at = time.monotonic(), time.time()
     code = runner.run(flags, env, log, tick=tick)
     if tick is not None:
         tick()  # the last lines and the final count
@@ -127,7 +127,7 @@ def _one_run(cfg: Config, url: str, result: Path, log: Path, *, label: str, extr
             data = None
     return BenchRecord(label=label, url=url, argv=display_argv(flags), returncode=code, wall_time_s=wall,
                        lookahead=k, acceptance=delta if delta is not None and delta.num_drafts else None,
-                       result=data if isinstance(data, dict) else None)
+                       result=data if isinstance(data, dict) else None, started=at)
 
 
 def _mark(log: Path, text: str) -> None:

@@ -245,12 +245,15 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
     else:
         est = {(a, b): statistic.compare(logs[a], logs[b], share[a], share[b]) for a, b in tested}
         for (a, b), (xs, ys) in (back_to_back or {}).items():
+            # both arms of a pair come from the same server starts: the candidate's (a merge numbers
+            # each run directory's runs as starts of their own)
+            both = share.get(a, 1.0)
             if (a, b) not in est:  # given the other way round
                 (a, b), (xs, ys) = (b, a), (ys, xs)
             pa, pb = (statistic.values(np.asarray(_usable(v))) for v in (xs, ys))
             n = min(pa.size, pb.size)
             if (a, b) in est and n >= 2:
-                est[(a, b)], diffs[(a, b)] = paired.compare(pa, pb), pa[:n] - pb[:n]
+                est[(a, b)], diffs[(a, b)] = paired.compare(pa, pb, both, both), pa[:n] - pb[:n]
         weight = dict.fromkeys(tested, 1.0)
         # one-sided p-values: "a is faster than b" (up), then "b is faster than a" (down)
         t = np.array([float(est[pair].t()) for pair in tested])

@@ -97,9 +97,6 @@ def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> No
     if keys.revisit and keys.repeats != AUTO:
         problems.append(f"{at}: revisit: true restarts the servers of points still undecided, which needs "
                         f"'repeats: auto' (this step has repeats: {keys.repeats}); set repeats: auto or drop revisit")
-    if keys.design == INTERLEAVED and keys.repeats == AUTO:
-        problems.append(f"{at}: design: interleaved measures a fixed number of back-to-back pairs; give repeats: N "
-                        f"(e.g. repeats: 5), or use repeats: auto with design: sequential")
     if keys.min_repeats > keys.max_repeats:
         problems.append(f"{at}: min_repeats ({keys.min_repeats}) is larger than max_repeats ({keys.max_repeats}); "
                         f"lower min_repeats or raise max_repeats")

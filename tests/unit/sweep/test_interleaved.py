@@ -144,7 +144,7 @@ def test_a_gpu_node_without_room_for_two_copies_falls_back(tmp_path, monkeypatch
 
 
 @pytest.mark.parametrize("keys, message", [
-    ({"repeats": "auto"}, "design: interleaved measures a fixed number of back-to-back pairs; give repeats: N"),
+    ({"repeats": "auto"}, "design: interleaved measures a fixed number of back-to-back pairs, and repeats is auto"),
     ({"matrix": {"draft": ["tiny_eagle"], "lookahead": [1, 3]}},
      "design: interleaved: it pairs each candidate with the one server without speculation; the matrix gives 0"),
     ({"design": "alternating"}, "'design' must be one of sequential, interleaved (got 'alternating')"),
@@ -155,6 +155,12 @@ def test_an_interleaved_sweep_that_cannot_be_is_refused_in_one_line(tmp_path, mo
     with pytest.raises(UserError) as err:
         plan_file(_runbook(tmp_path, **keys), lambda name: tmp_path / "run")
     assert any(message in p for p in err.value.problems), err.value.problems
+
+
+def test_repeats_auto_from_the_command_line_is_refused_too(tmp_path) -> None:
+    done = run_cli("run", str(SHIPPED), "--repeats", "auto", "--dry-run")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "and repeats is auto (in the runbook or by --repeats auto); give repeats: N" in done.stderr
 
 
 # -- records and analysis ---------------------------------------------------------------------------
@@ -196,3 +202,54 @@ def test_resume_keeps_the_baseline_while_a_candidate_beside_it_has_work_left(tmp
         BenchRecord.of_runs(pid, [_run(100.0, f"{CAND}-c1")] * 5, argv=q.argv).write(q.artifacts["record"])
     done = finished_steps(plan)
     assert f"{CAND}-c4" not in done and CAND not in done and BASE not in done
+
+
+def _finished(run_dir: Path, monkeypatch, drift: list[float]) -> None:
+    """An interleaved run whose every pair was measured (records as the run leaves them; the
+    report made by the executor as a resumed run makes it)."""
+    import io
+
+    from rich.console import Console
+
+    from llama4spec.runbook import execute
+
+    monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "0-1")
+    plan = plan_file(SHIPPED, lambda name: run_dir)
+    for c in (1, 4):
+        base, cand = _step(plan, f"{BASE}-c{c}"), _step(plan, f"{CAND}-c{c}")
+
+        def run(x: float, pair: str | None = None) -> BenchRecord:
+            return BenchRecord(label="x", returncode=0, pair=pair,
+                               result={"output_throughput": x, "completed": 16, "max_concurrency": c})
+
+        BenchRecord.of_runs(base.id, [run(100 * c * d, cand.id) for d in drift], argv=base.argv).write(
+            base.artifacts["record"])
+        BenchRecord.of_runs(cand.id, [run(130 * c * d) for d in drift], argv=cand.argv).write(cand.artifacts["record"])
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "status.json").write_text(json.dumps({"runbook": "tiny_cpu_interleaved"}))
+    execute.run(plan, Console(file=io.StringIO()), gate=None, environ={}, resume=True)
+
+
+def test_two_interleaved_runs_merge_pair_by_pair_with_a_start_each(tmp_path, monkeypatch) -> None:
+    """The merge keeps each run's pairs together and counts each directory as a server start of its
+    own, so the paired interval's between-start term halves."""
+    import io
+
+    from rich.console import Console
+
+    from llama4spec.runbook.merge import rebuild
+
+    _finished(tmp_path / "a", monkeypatch, [1.0, 0.8, 0.6, 0.9, 0.7])
+    _finished(tmp_path / "b", monkeypatch, [0.5, 0.45, 0.55, 0.4, 0.5])
+    one = json.loads((tmp_path / "a" / "sweep" / "sweep.json").read_text())
+    assert one["design"]["design"] == "interleaved"
+    rebuild([tmp_path / "a", tmp_path / "b"], tmp_path / "m", Console(file=io.StringIO()))
+    merged = json.loads((tmp_path / "m" / "sweep" / "sweep.json").read_text())
+    assert merged["design"]["design"] == "interleaved"
+    for single, both in zip(one["concurrency"], merged["concurrency"]):
+        (a,), (m,) = single["comparisons"], both["comparisons"]
+        assert a["method"] == m["method"] == "paired"
+        ratio = m["ratio"] if m["first"].startswith(CAND) else 1 / m["ratio"]
+        assert math.isclose(ratio, 1.3, rel_tol=1e-9)  # every pair 1.3x, whatever the drift
+        width = lambda c: math.log(c["interval"]["high"] / c["interval"]["low"])  # noqa: E731
+        assert width(m) < 0.8 * width(a)  # two starts: half the between-start variance

@@ -1,0 +1,86 @@
+"""``design: interleaved`` with real vLLM servers: the shipped runbooks/tiny_cpu_interleaved.yaml cut
+to concurrency 4 and 3 pairs of small runs. Two server starts: no speculation on core 0, the
+imperfect pair's k=2 beside it on core 1.
+
+What must hold: each server started once, on its own core (vLLM's own log says which), the
+candidate while no speculation was up; their runs alternate, no speculation first, each run at
+least gap_s after the other server's last run; no speculation's runs are tagged with the candidate
+they pair with; the report's speedup is the paired t interval of those pairs, recomputed from the
+records; acceptance comes from the candidate server's counters; a resumed run starts no server.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.helpers import REPO, run_cli
+
+pytestmark = pytest.mark.engine
+
+BASE, CAND = "sweep-none-k2-c4", "sweep-tiny_eagle_imperfect-k2-c4"
+REPEATS, GAP_S = 3, 2.0
+
+
+@pytest.fixture(scope="module")
+def interleaved_run(tmp_path_factory, tiny_dir) -> tuple[Path, Path]:
+    base = tmp_path_factory.mktemp("interleaved")
+    data = yaml.safe_load((REPO / "runbooks" / "tiny_cpu_interleaved.yaml").read_text())
+    data["overrides"] = [o for o in data["overrides"] if not o.startswith(("bench.num_prompts", "bench.output_len",
+                                                                             "serve.port"))]
+    data["overrides"] += ["bench.num_prompts=8", "bench.output_len=32", "serve.port=8765"]
+    data["steps"][0].update(repeats=REPEATS, gap_s=GAP_S)
+    data["steps"][0]["matrix"]["bench.max_concurrency"] = [4]
+    runbook = base / "tiny_cpu_interleaved.yaml"
+    runbook.write_text(yaml.safe_dump(data, sort_keys=False))
+    done = run_cli("run", str(runbook), "--runs-dir", str(base / "runs"), timeout=1200,
+                   env={"VLLM_CPU_OMP_THREADS_BIND": "0-1"})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (run_dir,) = (base / "runs" / "tiny_cpu_interleaved").iterdir()
+    return runbook, run_dir
+
+
+def _record(run_dir: Path, pid: str) -> dict:
+    return json.loads((run_dir / pid / "record.json").read_text())
+
+
+def test_two_servers_on_their_own_cores_with_runs_alternating(interleaved_run) -> None:
+    _, run_dir = interleaved_run
+    status = {s["id"]: s for s in json.loads((run_dir / "status.json").read_text())["steps"]}
+    serves = [s for s in status.values() if s["kind"] == "serve"]
+    assert [s["status"] for s in serves] == ["done", "done"]
+    for server, core in (("sweep-none-k2", "0"), ("sweep-tiny_eagle_imperfect-k2", "1")):
+        assert f"VLLM_CPU_OMP_THREADS_BIND='{core}'" in (run_dir / server / "server.log").read_text()
+    base, cand = _record(run_dir, BASE), _record(run_dir, CAND)
+    assert [r.get("pair") for r in base["runs"]] == [CAND] * REPEATS
+    assert len(cand["runs"]) == REPEATS and all("pair" not in r for r in cand["runs"])
+    runs = sorted([("base", r) for r in base["runs"]] + [("cand", r) for r in cand["runs"]],
+                  key=lambda x: x[1]["started"])
+    assert [who for who, _ in runs] == ["base", "cand"] * REPEATS
+    for (_, before), (_, after) in zip(runs, runs[1:]):
+        assert after["started"] >= before["started"] + before["wall_time_s"] + GAP_S - 0.05, (before, after)
+    assert cand["acceptance"]["num_drafts"] > 0 and base["acceptance"] is None  # the servers' counters
+
+
+def test_the_speedup_is_the_paired_interval_of_the_records(interleaved_run) -> None:
+    from llama4spec.sweep.stats import compare
+
+    runbook, run_dir = interleaved_run
+    sweep = json.loads((run_dir / "sweep" / "sweep.json").read_text())
+    assert sweep["design"]["design"] == "interleaved" and "design: interleaved" in (run_dir / "sweep" / "report.md").read_text()
+    (at,) = sweep["concurrency"]
+    (reported,) = at["comparisons"]
+    assert reported["method"] == "paired"
+    xs = [r["result"]["output_throughput"] for r in _record(run_dir, CAND)["runs"]]
+    ys = [r["result"]["output_throughput"] for r in _record(run_dir, BASE)["runs"]]
+    again = compare({BASE: ys, CAND: xs}, back_to_back={(CAND, BASE): (xs, ys)})[(reported["first"], reported["second"])]
+    assert again.method == "paired" and again.verdict == reported["verdict"]
+    assert again.interval.low == pytest.approx(reported["interval"]["low"], rel=1e-9)
+    assert again.interval.high == pytest.approx(reported["interval"]["high"], rel=1e-9)
+    done = run_cli("run", str(runbook), "--resume", str(run_dir), timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    steps = json.loads((run_dir / "status.json").read_text())["steps"]
+    assert not any(s["kind"] == "serve" and s["status"] == "done" and not s.get("resumed") for s in steps), steps

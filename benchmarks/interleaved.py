@@ -15,10 +15,16 @@ the 95% interval of the same runs without the between-start term (within-start p
 Then per design: the mean log width of both, and the spread (sd of the log speedup) over its three
 runs, which measures what each design leaves between runs (drift and start-to-start offsets alike).
 
+`--swap`: the device as a factor. The same runbook with the perfect pair (tiny_eagle, k=2), whose
+speedup is large enough to be decided, run with `swap_devices: false` and `true` alternated
+(`--swap-runs` times each): no speculation on core 0 and k=2 on core 1, then the other way round;
+it prints each run's verdict against no speculation, which must not change with the swap.
+
 Time: about 5 minutes a run on this machine's 2 cores (2 server starts, 2 x 2 x N runs), half an
 hour for the six; do not run it beside other timed work. `--from` only reads run directories.
 
     .venv/bin/python benchmarks/interleaved.py [--repeats 5] [--port 8771] [--runs-dir runs]
+    .venv/bin/python benchmarks/interleaved.py --swap [--swap-runs 1]
     .venv/bin/python benchmarks/interleaved.py --from RUN_DIR ...
 """
 
@@ -38,20 +44,58 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = REPO / "runbooks" / "tiny_cpu_interleaved.yaml"
 DESIGNS = ["interleaved", "sequential"] * 3  # alternated: drifting load lands on both
-BASE, CAND = "sweep-none-k2", "sweep-tiny_eagle_imperfect-k2"
+BASE = "sweep-none-k2"
+CAND = "sweep-tiny_eagle_imperfect-k2"
+PERFECT = "sweep-tiny_eagle-k2"
 
 
-def runbook(design: str) -> Path:
-    """The shipped runbook, its sweep step's design set (a copy in a temporary directory)."""
+def runbook(design: str, swap: bool = False, perfect: bool = False) -> Path:
+    """The shipped runbook, its sweep step's design set (a copy in a temporary directory); with
+    ``perfect`` the perfect draft in place of the imperfect one (its compare step then left out)."""
     data = yaml.safe_load(SHIPPED.read_text())
-    data["steps"][0]["design"] = design
-    path = Path(tempfile.mkdtemp(prefix="interleaved-")) / f"tiny_cpu_interleaved.yaml"
+    data["steps"][0].update(design=design, swap_devices=swap)
+    if perfect:
+        data["steps"][0]["matrix"]["draft"] = ["none", "tiny_eagle"]
+        data["steps"] = data["steps"][:1]
+    path = Path(tempfile.mkdtemp(prefix="interleaved-")) / "tiny_cpu_interleaved.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
 
 
 def _runs(record: dict) -> list[dict]:
     return record.get("runs") or [record]
+
+
+def verdicts(run_dir: Path) -> dict[int, str]:
+    """Per concurrency, the perfect pair's verdict against no speculation with its interval."""
+    sweep = json.loads((run_dir / "sweep" / "sweep.json").read_text())
+    out = {}
+    for at in sweep["concurrency"]:
+        c = at["concurrency"]
+        (x,) = [x for x in at["comparisons"] if {x["first"], x["second"]} == {f"{BASE}-c{c}", f"{PERFECT}-c{c}"}]
+        flip = x["first"] != f"{PERFECT}-c{c}"
+        iv = x["interval"]
+        ratio, low, high = (1 / iv["ratio"], 1 / iv["high"], 1 / iv["low"]) if flip else (iv["ratio"], iv["low"], iv["high"])
+        verdict = {"faster": "slower", "slower": "faster"}.get(x["verdict"], x["verdict"]) if flip else x["verdict"]
+        out[c] = f"{verdict} {ratio:.2f}x [{low:.2f}, {high:.2f}] ({x['method']})"
+    return out
+
+
+def swap_main(args) -> int:
+    lines = []
+    for n, swap in enumerate([False, True] * args.swap_runs, 1):
+        runs_dir = args.runs_dir / "benchmark-interleaved-swap" / f"{n}-swap-{str(swap).lower()}"
+        argv = [sys.executable, "-m", "llama4spec", "run", str(runbook("interleaved", swap, perfect=True)),
+                f"serve.port={args.port}", "--runs-dir", str(runs_dir), "--repeats", str(args.repeats), "-q"]
+        print(f"[{n}/{2 * args.swap_runs}] swap_devices: {str(swap).lower()}: {' '.join(argv)}", flush=True)
+        if subprocess.run(argv, cwd=REPO).returncode != 0:
+            print("  run failed; left out", flush=True)
+            continue
+        (run_dir,) = (runs_dir / "tiny_cpu_interleaved").iterdir()
+        where = "k=2 on core 0, no speculation on core 1" if swap else "no speculation on core 0, k=2 on core 1"
+        lines += [f"swap_devices: {str(swap).lower():<5} ({where}), c={c}: {v}" for c, v in verdicts(run_dir).items()]
+    print("\n".join(lines))
+    return 0
 
 
 def measure(run_dir: Path) -> dict:
@@ -117,7 +161,11 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=8771)
     parser.add_argument("--runs-dir", type=Path, default=REPO / "runs")
     parser.add_argument("--from", dest="dirs", nargs="+", type=Path, help="read these run directories only")
+    parser.add_argument("--swap", action="store_true", help="the perfect pair with the devices swapped and not")
+    parser.add_argument("--swap-runs", type=int, default=1, help="--swap: runs of each device assignment")
     args = parser.parse_args()
+    if args.swap:
+        return swap_main(args)
     if args.dirs:
         print(report([measure(d) for d in args.dirs]))
         return 0

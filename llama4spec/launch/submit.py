@@ -470,6 +470,25 @@ def merge(run_dir: Path, console: Console) -> int:
     return rebuild([run_dir], None, console)
 
 
+def sequential_sweeps(plan, groups, at_once: bool) -> list[str]:
+    """A note for each sequential sweep whose servers become several groups that may run at once:
+    its points may then be compared across different co-location (named by the report)."""
+    if not at_once:
+        return []
+    group_of = {sid: g.name for g in groups for sid in g.steps}
+    out = []
+    for p in plan.steps:
+        if p.kind != "sweep" or p.step.keys.design_record()["design"] != "sequential":
+            continue
+        mine = {group_of[b] for b in p.step.keys.points if b in group_of}
+        if len(mine) > 1:
+            out.append(f"note: sweep '{p.id}' measures its {len(mine)} servers as separate groups, which may run "
+                       f"beside each other; the report names points compared across different co-location. "
+                       f"design: interleaved (with repeats: N) keeps no speculation beside each candidate in "
+                       f"one group")
+    return out
+
+
 def show_groups(plan, groups, use_slurm: bool, opts: RunOptions, console: Console) -> None:
     """The dry run's last part: the groups, what each asks for, when it may start, how it runs."""
     from rich.table import Table
@@ -497,6 +516,8 @@ def show_groups(plan, groups, use_slurm: bool, opts: RunOptions, console: Consol
             params = parameters(plan.get(g.name).composed.cfg.cluster.slurm, g.shape, f"l4s-{plan.runbook.name}",
                                 sum(x.shape == g.shape for x in groups))
             render.say(console, f"submitit parameters for {g.shape.label}: " + ", ".join(f"{k}={v}" for k, v in params.items()))
+    for line in sequential_sweeps(plan, groups, use_slurm or (opts.parallel or 1) > 1):
+        render.say(console, line)
     here, merged = local_steps(plan), merge_steps(plan)
     if here:
         render.say(console, f"run here before the groups: {', '.join(here)}")

@@ -253,3 +253,15 @@ def test_two_interleaved_runs_merge_pair_by_pair_with_a_start_each(tmp_path, mon
         assert math.isclose(ratio, 1.3, rel_tol=1e-9)  # every pair 1.3x, whatever the drift
         width = lambda c: math.log(c["interval"]["high"] / c["interval"]["low"])  # noqa: E731
         assert width(m) < 0.8 * width(a)  # two starts: half the between-start variance
+
+
+def test_a_launcher_dry_run_notes_sequential_sweeps_whose_groups_may_run_beside_each_other() -> None:
+    sequential = run_cli("run", "runbooks/tiny_cpu_sweep.yaml", "--parallel", "2", "--dry-run",
+                         env={"VLLM_CPU_OMP_THREADS_BIND": "0-1"})
+    assert sequential.returncode == 0, sequential.stderr
+    assert "note: sweep 'sweep' measures its 4 servers as separate groups, which may run beside each other" in \
+        " ".join(sequential.stdout.split())
+    interleaved = run_cli("run", str(SHIPPED), "--parallel", "2", "--dry-run", env={"VLLM_CPU_OMP_THREADS_BIND": "0-1"})
+    assert interleaved.returncode == 0, interleaved.stderr
+    assert "separate groups" not in interleaved.stdout and "1 server groups" in interleaved.stdout
+    assert "│ 2 CPUs" in interleaved.stdout  # twice one server's cores

@@ -462,6 +462,30 @@ def lookahead_schedule(p: Pairing) -> list[Finding]:
                     "add a range for them if they need another k") for a, b, k in gaps(schedule)]
 
 
+def cpu_sampling(p: Pairing) -> list[Finding]:
+    """Temperature > 0 with a draft on vLLM's CPU build, whose rejection sampler then reads
+    uninitialised per-token temperatures unless this project's vLLM plugin fixes it
+    (``engine.cpu_fix``; docs/sampling.md)."""
+    import os
+
+    from llama4spec.engine import build
+    from llama4spec.engine.cpu_fix import active
+
+    cfg = p.cfg
+    hot = [f"{name}={t:g}" for name, t in (("generation.temperature", cfg.generation.temperature),
+                                           ("bench.temperature", cfg.bench.temperature)) if t > 0]
+    if not hot or cfg.draft.method is None or cfg.hardware.device != "cpu" or build.vllm_cli():
+        return []
+    why = active(os.environ)
+    if why is None:
+        return []
+    return [Finding("cpu-sampling", ERROR, f"{' and '.join(hot)} with a draft on vLLM's CPU build",
+                    "vLLM 0.32's CPU fallback of the rejection sampler's expand kernel writes per-token temperatures "
+                    "into a copy it throws away, so acceptance is measured against garbage (0 accepted where the "
+                    f"target agrees), and {why}",
+                    "reinstall llama4spec (pip install -e .) and leave VLLM_PLUGINS unset, or measure at temperature 0")]
+
+
 FILE_CHECKS: dict[str, Rule] = {
     "config-values": config_values,
     "transformers-config": transformers_config,
@@ -482,6 +506,7 @@ RULES: dict[str, Rule] = {
     "trust-remote-code": trust_remote_code,
     "exposed-server": exposed_server,
     "lookahead-schedule": lookahead_schedule,
+    "cpu-sampling": cpu_sampling,
 }
 ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
 

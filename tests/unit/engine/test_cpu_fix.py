@@ -1,0 +1,76 @@
+"""The vLLM plugin that fixes the CPU build's expand kernel (``engine.cpu_fix``): its torch
+replacement against the kernel's semantics and against vLLM's broken fallback, where it applies,
+and the doctor's refusal of temperature > 0 with a draft on the CPU build without it."""
+
+from __future__ import annotations
+
+import pytest
+
+from llama4spec.engine import cpu_fix
+from tests.helpers import run_cli
+
+torch = pytest.importorskip("torch")
+
+
+def _reference(values, cu, replace_from, replace_to, size):
+    """expand_kernel as vLLM's Triton source states it, one request at a time."""
+    out, start = [None] * size, 0
+    for v, end in zip(values, cu):
+        for i in range(start, end):
+            out[i] = replace_to if v == replace_from else v
+        start = end
+    return out
+
+
+@pytest.mark.parametrize("dtype, values, replace", [
+    (torch.float32, [0.8, 0.0, 0.6], (0, 1)),  # temperatures: greedy (GREEDY_TEMPERATURE 0) becomes 1
+    (torch.float32, [0.95, 1.0, 0.5], (0, 0)),  # top-p
+    (torch.int32, [5, 0, 7], (0, 0)),  # top-k
+])
+def test_the_replacement_expands_like_the_kernel_in_the_output_dtype(dtype, values, replace) -> None:
+    cu = torch.tensor([2, 5, 6], dtype=torch.int32)
+    x = torch.tensor(values, dtype=dtype)
+    out = torch.full((8,), 99, dtype=dtype)
+    cpu_fix.expand(out, x, cu, *replace)
+    expected = _reference(values, [2, 5, 6], *replace, 6)
+    assert out[:6].tolist() == pytest.approx(expected) and out.dtype == dtype
+    assert out[6:].tolist() == [99, 99]  # beyond the last request: untouched, as the kernel's mask leaves it
+
+
+def test_vllms_cpu_fallback_loses_float_outputs() -> None:
+    """The defect itself, on vLLM's own function: the float output is never written."""
+    fallback = pytest.importorskip("vllm.utils.cpu_triton_utils")
+    pytest.importorskip("vllm._C")  # the CPU build's C++ kernels (torch.ops._C)
+    if not hasattr(torch.ops._C, "expand_kernel_impl"):
+        pytest.skip("this vLLM build has no C++ expand kernel")
+    temperatures, cu = torch.tensor([0.8, 0.6]), torch.tensor([2, 3], dtype=torch.int32)
+    out = torch.full((3,), -7.0)
+    fallback._expand_kernel_impl(out, temperatures, cu, 0, 1)  # as expand_batch_to_tokens calls it
+    assert out.tolist() == [-7.0, -7.0, -7.0]
+    cpu_fix.expand(out, temperatures, cu, 0, 1)
+    assert out.tolist() == pytest.approx([0.8, 0.8, 0.6])
+
+
+def test_it_applies_only_where_it_was_verified() -> None:
+    assert cpu_fix.why_not("0.32.0", True, False) is None
+    assert cpu_fix.why_not("0.32.0", False, False) == "not the CPU build"
+    assert "Triton CPU backend" in cpu_fix.why_not("0.32.0", True, True)
+    assert cpu_fix.why_not("0.33.0", True, False).startswith("vLLM 0.33.0 is not a version")
+
+
+def test_it_is_installed_and_vllm_plugins_can_leave_it_out() -> None:
+    assert cpu_fix.active({}) is None
+    assert cpu_fix.active({"VLLM_PLUGINS": "llama4spec_cpu_expand,other"}) is None
+    assert "leaves its vLLM plugin (llama4spec_cpu_expand) out" in cpu_fix.active({"VLLM_PLUGINS": ""})
+
+
+def test_the_doctor_refuses_hot_sampling_with_a_draft_without_the_fix() -> None:
+    off = {"VLLM_PLUGINS": ""}
+    refused = run_cli("doctor", "generation.temperature=0.8", env=off)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "error cpu-sampling: generation.temperature=0.8 with a draft on vLLM's CPU build" in refused.stdout
+    assert run_cli("doctor", "bench.temperature=1.0", env=off).returncode == 1
+    for fine in (["generation.temperature=0.8"], ["generation.temperature=0.8", "draft=none"],
+                 ["generation.temperature=0"]):
+        done = run_cli("doctor", *fine, env={} if fine == ["generation.temperature=0.8"] else off)
+        assert done.returncode == 0, (fine, done.stdout)

@@ -478,7 +478,7 @@ def sequential_sweeps(plan, groups, at_once: bool) -> list[str]:
     group_of = {sid: g.name for g in groups for sid in g.steps}
     out = []
     for p in plan.steps:
-        if p.kind != "sweep" or p.step.keys.design_record()["design"] != "sequential":
+        if not p.step.traits.expands or p.step.keys.design_record()["design"] != "sequential":
             continue
         mine = {group_of[b] for b in p.step.keys.points if b in group_of}
         if len(mine) > 1:

@@ -480,9 +480,9 @@ def cpu_sampling(p: Pairing) -> list[Finding]:
     if why is None:
         return []
     return [Finding("cpu-sampling", ERROR, f"{' and '.join(hot)} with a draft on vLLM's CPU build",
-                    "vLLM 0.32's CPU fallback of the rejection sampler's expand kernel writes per-token temperatures "
-                    "into a copy it throws away, so acceptance is measured against garbage (0 accepted where the "
-                    f"target agrees), and {why}",
+                    "vLLM 0.32's CPU fallback of the rejection sampler's expand kernel writes per-token "
+                    "temperatures into a copy it throws away, so acceptance is measured against garbage (1 of 87 "
+                    f"draft tokens accepted where the target agrees), and {why}",
                     "reinstall llama4spec (pip install -e .) and leave VLLM_PLUGINS unset, or measure at temperature 0")]
 
 

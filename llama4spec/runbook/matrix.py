@@ -326,8 +326,8 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
             step = dataclasses.replace(step, keys=dataclasses.replace(keys, fallback=found.why))
             keys = step.keys
         else:
-            out, points = _interleaved(make, keys, step, groups, server_id, new_id, client_axes, client_combos,
-                                       client_labels)
+            out, points = _interleaved(make, keys, step, groups, found.baseline, server_id, new_id, client_axes,
+                                       client_combos, client_labels)
             groups, previous_stop = [], out[-1].id  # a later phase (verify_schedule) starts after them
     first_pass: list[tuple[str, list[str], list[str]]] = []  # (server id, its overrides, its points)
     for n, group in enumerate(groups, 1):
@@ -414,11 +414,11 @@ def _interleaving(groups: list[ServerGroup], environ: Mapping[str, str] | None) 
     return Interleaving(base[0], found.why)
 
 
-def _interleaved(make: Make, keys: Any, step: Step, groups: list[ServerGroup], server_id, new_id,
+def _interleaved(make: Make, keys: Any, step: Step, groups: list[ServerGroup], found: int, server_id, new_id,
                  client_axes: list[str], client_combos: list[tuple[str, ...]],
                  client_labels: list[str]) -> tuple[list[Step], list[str]]:
-    """An interleaved sweep's steps and its points (no speculation's first)."""
-    (found,) = [i for i, g in enumerate(groups) if not g.cfg.draft.method]
+    """An interleaved sweep's steps and its points (no speculation's first); ``found``: the index of
+    no speculation's server among ``groups``."""
     base = groups[found]
     base_slot, cand_slot = (1, 0) if keys.swap_devices else (0, 1)
     bsid, _ = server_id(found + 1, base)

@@ -119,8 +119,8 @@ def _alternate(run, p, files):
     speculation's point then one of its own, every run at least ``gap_s`` after the other server's
     last request (an idle vLLM CPU worker spins for up to 1 s). No speculation's runs are appended
     to its record, each tagged with this point; a pair measured again (a resumed run) replaces the
-    tagged runs of before. A warm-up (``warmup``) goes first to this server, and to no speculation's
-    before its first pair."""
+    tagged runs of before. Warm-ups (``warmup`` requests, unrecorded) go right before a server's
+    first run here: no speculation's only before its first pair of the sweep."""
     import time
 
     from llama4spec.results import bench as bench_record

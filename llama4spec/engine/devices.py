@@ -34,15 +34,23 @@ def ranges(ids: list[int]) -> str:
     return ",".join(out)
 
 
+MAX_IDS = 65_536  # device ids a range may name (a node has far fewer cores)
+
+
 def expand_ranges(text: str) -> list[int]:
-    """``0-2,5`` -> ``[0, 1, 2, 5]``."""
+    """``0-2,5`` -> ``[0, 1, 2, 5]`` (ValueError beyond MAX_IDS ids or for text that is no range)."""
     ids: list[int] = []
     for part in text.split(","):
         part = part.strip()
         if not part:
             continue
-        a, _, b = part.partition("-")
-        ids.extend(range(int(a), int(b or a) + 1))
+        a, dash, b = part.partition("-")
+        if dash and not b.strip():
+            raise ValueError(f"{part!r} is an open range")
+        low, high = int(a), int(b or a)
+        if high - low + len(ids) >= MAX_IDS:
+            raise ValueError(f"{text[:40]!r} names more than {MAX_IDS} device ids")
+        ids.extend(range(low, high + 1))
     return ids
 
 

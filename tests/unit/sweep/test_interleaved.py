@@ -265,3 +265,15 @@ def test_a_launcher_dry_run_notes_sequential_sweeps_whose_groups_may_run_beside_
     assert interleaved.returncode == 0, interleaved.stderr
     assert "separate groups" not in interleaved.stdout and "1 server groups" in interleaved.stdout
     assert "│ 2 CPUs" in interleaved.stdout  # twice one server's cores
+
+
+def test_a_bind_that_is_no_core_list_falls_back_to_the_affinity() -> None:
+    import os
+
+    from llama4spec.engine.devices import cores_given, expand_ranges
+
+    mine = sorted(os.sched_getaffinity(0))
+    for bind in ("auto", "nobind", "0-", "x|y", "0-99999999999", ""):
+        assert cores_given({"VLLM_CPU_OMP_THREADS_BIND": bind}) == mine, bind
+    with pytest.raises(ValueError):
+        expand_ranges("0-99999999999")

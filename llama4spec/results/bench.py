@@ -81,22 +81,35 @@ class BenchRecord:
 
     def samples(self, key: str) -> list[float]:
         """``key`` of every counted run (one value without repeats); runs without it are left out."""
-        runs = [r for r in self.runs if r.counted] if self.runs else [self]
+        runs = self.counted_runs()
         return [v for v in (r.figure(key) for r in runs) if v is not None]
+
+    def counted_runs(self) -> list["BenchRecord"]:
+        """Its counted runs (itself, for a point of one run)."""
+        return [r for r in self.runs if r.counted] if self.runs else [self]
+
+    def with_runs(self, runs: list["BenchRecord"], wall_time_s: float | None, *, label: str | None = None,
+                  url: str | None = None) -> "BenchRecord":
+        """The same point over ``runs`` (medians and counters recomputed by ``of_runs``), its models,
+        category and stop reason kept; ``label`` and ``url`` replace its own when given."""
+        new = BenchRecord.of_runs(self.label if label is None else label, runs, url=self.url if url is None else url,
+                                  lookahead=self.lookahead, warmup=self.warmup, wall_time_s=wall_time_s)
+        new.models, new.category_prompts, new.stop = self.models, self.category_prompts, self.stop
+        return new
 
     def sample_starts(self, key: str) -> list[int]:
         """The server start of each of ``samples(key)``, in the same order."""
-        runs = [r for r in self.runs if r.counted] if self.runs else [self]
+        runs = self.counted_runs()
         return [r.start for r in runs if r.figure(key) is not None]
 
     def sample_pairs(self, key: str) -> list[str | None]:
         """The candidate each of ``samples(key)`` pairs with (None: not measured in a pair)."""
-        runs = [r for r in self.runs if r.counted] if self.runs else [self]
+        runs = self.counted_runs()
         return [r.pair for r in runs if r.figure(key) is not None]
 
     def acceptance_samples(self) -> list[float]:
         """The mean acceptance length of every counted run that drafted."""
-        runs = [r for r in self.runs if r.counted] if self.runs else [self]
+        runs = self.counted_runs()
         return [r.acceptance.mean_acceptance_length for r in runs
                 if r.acceptance is not None and r.acceptance.mean_acceptance_length is not None]
 
@@ -211,10 +224,7 @@ def without_pair(record: BenchRecord, pair: str) -> BenchRecord | None:
         return None
     if len(runs) == len(record.runs or [record]):
         return record
-    new = BenchRecord.of_runs(record.label, runs, url=record.url, lookahead=record.lookahead, warmup=record.warmup,
-                              wall_time_s=sum(r.wall_time_s or 0.0 for r in runs))
-    new.models, new.category_prompts, new.stop = record.models, record.category_prompts, record.stop
-    return new
+    return record.with_runs(runs, sum(r.wall_time_s or 0.0 for r in runs))
 
 
 MAX_PAIR = 200  # a pair tag is a generated step id (at most 120 characters)

@@ -214,8 +214,6 @@ def run_more(cfg: Config, url: str, files: BenchFiles, record: BenchRecord | Non
     run = _one_run(cfg, url, files.run_result(index), files.log, prompts=None, **common)
     run.start, run.pair = start, pair
     wall = (record.wall_time_s or 0.0) + (run.wall_time_s or 0.0)
-    new = BenchRecord.of_runs(label, [*runs, run], url=url, lookahead=record.lookahead, warmup=record.warmup,
-                              wall_time_s=wall)
-    new.models, new.category_prompts, new.stop = record.models, record.category_prompts, record.stop
+    new = record.with_runs([*runs, run], wall, label=label, url=url)
     new.write(files.record)
     return new

@@ -134,9 +134,10 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _tiny_models(args: argparse.Namespace) -> int:
     from llama4spec.tiny.build import build_into, ensure_built
+    from llama4spec.tiny.paths import KINDS
 
     root = build_into(Path(args.dir), force=args.force) if args.dir else ensure_built()
-    say(f"tiny Llama 4 pair in {root}: target/, draft/, draft_imperfect/")
+    say(f"tiny Llama 4 pair in {root}: {', '.join(k + '/' for k in KINDS)}")
     return 0
 
 

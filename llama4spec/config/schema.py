@@ -36,6 +36,10 @@ class DraftConfig:
     # Speculative tokens per running batch size: [[first, last, k], ...] inclusive ranges (vLLM's
     # num_speculative_tokens_per_batch_size); `lookahead` stays the maximum.
     lookahead_schedule: Optional[list[list[int]]] = None
+    # vLLM's draft_sample_method: greedy (the draft's argmax, treated as one-hot when verifying) or
+    # probabilistic (sampled from the draft's distribution, accepted with min(1, p/q)); None: vLLM's
+    # default (greedy). Model drafts only (eagle, eagle3).
+    sample_method: Optional[str] = None
 
 
 @dataclass
@@ -114,6 +118,9 @@ class GenerationConfig:
 class OfflineConfig:
     baseline: bool = False  # also run the same prompts without a draft and compare
     by_category: bool = False  # each prompt category as its own batch, with its own acceptance counters
+    # Every prompt at each of these temperatures, all in one batch of one engine (per-request seeds),
+    # acceptance per temperature from vLLM's per-request counters. Empty: generation.temperature only.
+    temperatures: list[float] = field(default_factory=list)
 
 
 @dataclass

@@ -87,8 +87,19 @@ def _values(cfg: Config, problems: list[str]) -> None:
     _at_least(problems, "bench.prompts_per_concurrency", b.prompts_per_concurrency)
     _at_least(problems, "bench.input_len", b.input_len)
     _at_least(problems, "bench.output_len", b.output_len)
-    if b.temperature < 0 or g.temperature < 0:
-        problems.append("temperature must be 0 (greedy) or positive (bench.temperature, generation.temperature)")
+    for key, t in (("bench.temperature", b.temperature), ("generation.temperature", g.temperature)):
+        if not 0 <= t < float("inf"):
+            problems.append(f"{key}={t}: temperature must be 0 (greedy) or positive")
+    _temperatures(cfg.offline.temperatures, problems)
+    if cfg.offline.temperatures and cfg.offline.by_category:
+        problems.append("offline.temperatures and offline.by_category=true each split the batch; use one of them")
+    if d.sample_method is not None:
+        if d.sample_method not in DRAFT_SAMPLE_METHODS:
+            problems.append(f"draft.sample_method={d.sample_method}: must be one of vLLM's draft_sample_method "
+                            f"values: {', '.join(DRAFT_SAMPLE_METHODS)}")
+        elif d.method not in ("eagle", "eagle3"):
+            problems.append(f"draft.sample_method={d.sample_method}: only a model draft samples "
+                            f"(draft.method eagle or eagle3, not {d.method or 'none'}); drop draft.sample_method")
     if str(b.request_rate) != "inf":
         try:
             rate = float(b.request_rate)
@@ -99,6 +110,23 @@ def _values(cfg: Config, problems: list[str]) -> None:
     for key, value in cfg.env.items():
         if not isinstance(value, str):
             problems.append(f"env.{key}: values must be strings (got {value!r}); quote it")
+
+
+DRAFT_SAMPLE_METHODS = ("greedy", "probabilistic")
+MAX_TEMPERATURES = 16
+
+
+def _temperatures(values: list, problems: list[str]) -> None:
+    """``offline.temperatures``: distinct finite values >= 0, a few of them (each is a batch share)."""
+    if len(values) > MAX_TEMPERATURES:
+        problems.append(f"offline.temperatures has {len(values)} values; give at most {MAX_TEMPERATURES}")
+        return
+    for t in values:
+        if not 0 <= t < float("inf"):
+            problems.append(f"offline.temperatures: {t} is no temperature; give values of 0 (greedy) or more")
+            return
+    if len(set(values)) != len(values):
+        problems.append("offline.temperatures repeats a value; give each temperature once")
 
 
 def _own_flag_hint(flag: str) -> str:

@@ -35,6 +35,8 @@ def speculative_config(cfg: Config) -> dict[str, Any] | None:
         spec["max_model_len"] = d.max_model_len
     if d.lookahead_schedule:
         spec["num_speculative_tokens_per_batch_size"] = [list(r) for r in d.lookahead_schedule]
+    if d.sample_method is not None:
+        spec["draft_sample_method"] = d.sample_method
     return spec
 
 
@@ -98,6 +100,9 @@ def llm_kwargs(cfg: Config) -> dict[str, Any]:
     kwargs = engine_args(cfg)
     kwargs["seed"] = cfg.generation.seed
     kwargs["disable_log_stats"] = False  # acceptance counters come from get_metrics()
+    if cfg.offline.temperatures and cfg.draft.method is not None:
+        # each request's own counters (per verify step), to split acceptance by temperature
+        kwargs["per_request_spec_decode_metrics"] = "detailed"
     return kwargs
 
 

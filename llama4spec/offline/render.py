@@ -109,6 +109,28 @@ def by_category(console: Console, stats) -> None:
     render(console, stats)
 
 
+def by_temperature(console: Console, runs, k: int, match: bool | None) -> None:
+    """Acceptance per temperature of one batch (``offline.temperatures``): vLLM's per-request
+    counters summed per temperature, a rate per draft position, and whether the sums equal the
+    engine's own counters."""
+    from rich.table import Table
+
+    table = Table(title="acceptance by temperature (one batch; vLLM's per-request counters)", title_justify="left")
+    for name in ("T", "requests", "drafts", "accepted", "drafted", "acc. length"):
+        table.add_column(name, justify="right")
+    for i in range(k):
+        table.add_column(f"pos {i}", justify="right")
+    for t in runs:
+        c = t.stats.counters
+        table.add_row(f"{t.temperature:g}", _fmt(len(t.seeds)), _fmt(c.num_drafts),
+                      _fmt(c.num_accepted_tokens), _fmt(c.num_draft_tokens), _fmt(c.mean_acceptance_length, 3),
+                      *(f"{r:.3f}" for r in c.rate_per_position(k)))
+    console.print(table)
+    if match is False:
+        console.print("[yellow]warning[/yellow]: the per-request counters do not add up to the engine's "
+                      "counters for this batch; the table above is from the per-request ones")
+
+
 def _progress(label: str, console: Console | None = None):
     """A Rich progress bar that vLLM drives through its ``use_tqdm`` hook: one per pass. vLLM calls
     the hook twice, around the prompts it renders (an iterable) and for the requests it processes
@@ -153,7 +175,9 @@ class OfflineDisplay:
             f"[bold]offline[/bold] target={cfg.target.name} draft={cfg.draft.name}"
             + (f" lookahead={cfg.lookahead}" if speculative else "")
             + f" prompts={len(prompts.texts)} ({prompts.source['kind']}) max_tokens={cfg.generation.max_tokens}"
-            + (f" categories={len(prompts.by_category())}" if cfg.offline.by_category else ""),
+            + (f" categories={len(prompts.by_category())}" if cfg.offline.by_category else "")
+            + (f" temperatures={','.join(f'{t:g}' for t in cfg.offline.temperatures)}"
+               if cfg.offline.temperatures else ""),
             highlight=False,
         )
 
@@ -177,6 +201,8 @@ class OfflineDisplay:
         offline_stats(self.console, spec.stats, spec.label)
         if spec.categories:
             by_category(self.console, outcome.categories)
+        if spec.temperatures:
+            by_temperature(self.console, spec.temperatures, spec.stats.k, spec.requests_match_counters)
         if len(outcome.runs) > 1:
             base = outcome.runs[1]
             offline_comparison(self.console, spec.stats, base.stats, spec.label)

@@ -20,8 +20,8 @@ from llama4spec.config.schema import Config
 from llama4spec.engine.args import engine_env, llm_kwargs
 from llama4spec.errors import UserError
 from llama4spec.offline.prompts import Prompts, load_prompts
-from llama4spec.results.acceptance import AcceptanceCounters, RunStats, from_offline_metrics
-from llama4spec.results.offline import CategoryRun, OfflineRecord, Output, PassRecord, Stats, Timings
+from llama4spec.results.acceptance import AcceptanceCounters, RequestSteps, RunStats, from_offline_metrics, total
+from llama4spec.results.offline import CategoryRun, OfflineRecord, Output, PassRecord, Stats, TemperatureRun, Timings
 from llama4spec.results.provenance import model_revisions, public_config, versions
 from llama4spec.sweep.categories import CategoryStat
 
@@ -36,6 +36,8 @@ class EngineRun:
     texts: list[str]
     engine_start_s: float
     categories: list[CategoryRun] = field(default_factory=list)  # offline.by_category only
+    temperatures: list[TemperatureRun] = field(default_factory=list)  # offline.temperatures only
+    requests_match_counters: bool | None = None  # offline.temperatures: per-request sums == counter deltas
 
 
 @dataclass
@@ -196,19 +198,20 @@ def _run_engine(cfg: Config, prompts: Prompts, label: str, reporter: Reporter, v
                 for t in texts
             ]
         g = cfg.generation
-        params = SamplingParams(
-            max_tokens=g.max_tokens, temperature=g.temperature, ignore_eos=g.ignore_eos, seed=g.seed
-        )
         # A short warm-up keeps first-call costs out of the timing; counters are taken as deltas.
         llm.generate(texts[:1], SamplingParams(max_tokens=4, temperature=0), use_tqdm=False)
+        requests = batch_requests(cfg, len(texts))
         # offline.by_category: each category is a batch of its own, its counters the deltas around it
-        groups = prompts.by_category() if cfg.offline.by_category else {"": list(range(len(texts)))}
-        outputs: list[Any] = [None] * len(texts)
+        groups = prompts.by_category() if cfg.offline.by_category else {"": list(range(len(requests)))}
+        outputs: list[Any] = [None] * len(requests)
         parts: list[tuple[str, list[int], AcceptanceCounters, float]] = []
         for category, indices in groups.items():
             before = from_offline_metrics(llm.get_metrics())
             start = time.perf_counter()
-            done = llm.generate([texts[i] for i in indices], params, use_tqdm=reporter.progress(label, category))
+            params = [SamplingParams(max_tokens=g.max_tokens, temperature=requests[i].temperature,
+                                     ignore_eos=g.ignore_eos, seed=requests[i].seed) for i in indices]
+            done = llm.generate([texts[requests[i].prompt] for i in indices], params,
+                                use_tqdm=reporter.progress(label, category))
             wall = time.perf_counter() - start
             parts.append((category, indices, from_offline_metrics(llm.get_metrics()) - before, wall))
             for i, output in zip(indices, done):
@@ -229,11 +232,49 @@ def _run_engine(cfg: Config, prompts: Prompts, label: str, reporter: Reporter, v
             scheduled=bool(cfg.draft.lookahead_schedule),
         )
 
-    total = sum((c for _, _, c, _ in parts), AcceptanceCounters())
-    stats = stats_of(list(range(len(texts))), total, sum(w for *_, w in parts))
+    counted = total(c for _, _, c, _ in parts)
+    stats = stats_of(list(range(len(requests))), counted, sum(w for *_, w in parts))
     categories = [CategoryRun(name, len(idx), stats_of(idx, c, w)) for name, idx, c, w in parts] \
         if cfg.offline.by_category else []
-    return EngineRun(label, stats, token_ids, [o.outputs[0].text for o in outputs], engine_start_s, categories)
+    run = EngineRun(label, stats, token_ids, [o.outputs[0].text for o in outputs], engine_start_s, categories)
+    if cfg.offline.temperatures and speculative:
+        steps = [RequestSteps.from_vllm(o.outputs[0].spec_decode_metrics) for o in outputs]
+        run.temperatures = by_temperature(cfg, requests, steps, token_ids)
+        run.requests_match_counters = total(r.counters() for r in steps) == counted
+    return run
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request of an offline batch: which prompt, at which temperature, with which seed."""
+
+    prompt: int
+    temperature: float
+    seed: int
+
+
+def batch_requests(cfg: Config, prompts: int) -> list[Request]:
+    """The batch: every prompt at ``generation.temperature``, or (``offline.temperatures``) every
+    prompt at each temperature, each request with a seed of its own (``generation.seed`` + its index),
+    so the rejection sampler draws from per-request generators."""
+    g = cfg.generation
+    if not cfg.offline.temperatures:
+        return [Request(j, g.temperature, g.seed) for j in range(prompts)]
+    pairs = [(t, j) for t in cfg.offline.temperatures for j in range(prompts)]
+    return [Request(j, float(t), g.seed + n) for n, (t, j) in enumerate(pairs)]
+
+
+def by_temperature(cfg: Config, requests: list[Request], steps: list[RequestSteps],
+                   token_ids: list[list[int]]) -> list[TemperatureRun]:
+    """Each temperature's requests, with the sum of their own counters (vLLM's per-request ones)."""
+    out = []
+    for t in cfg.offline.temperatures:
+        mine = [i for i, r in enumerate(requests) if r.temperature == float(t)]
+        counters = total(steps[i].counters() for i in mine)
+        stats = RunStats(sum(len(token_ids[i]) for i in mine), counters, cfg.lookahead,
+                         scheduled=bool(cfg.draft.lookahead_schedule))
+        out.append(TemperatureRun(float(t), stats, [requests[i].seed for i in mine], [steps[i] for i in mine]))
+    return out
 
 
 def category_stats(cfg: Config, spec: EngineRun, base: EngineRun | None = None) -> list[CategoryStat]:
@@ -268,7 +309,7 @@ def _recorded_pass(run: EngineRun) -> PassRecord:
     """A pass's figures as the record holds them (the record's own, or its baseline's)."""
     outputs = [Output(ids, text) for ids, text in zip(run.token_ids, run.texts)]
     return PassRecord(Timings(run.engine_start_s, run.stats.wall_time_s), run.stats.output_tokens_per_s,
-                      Stats(run.stats, run.categories), outputs)
+                      Stats(run.stats, run.categories, run.temperatures, run.requests_match_counters), outputs)
 
 
 def _run_record(composed: Composed, prompts: Prompts, runs: list[EngineRun], identical: bool | None) -> OfflineRecord:
@@ -305,7 +346,7 @@ def run_offline(composed: Composed, reporter: Reporter, json_path: Path | None =
         runs.append(run_engine(without_draft(cfg), prompts, "no draft", reporter, verbosity))
 
     outcome = Outcome(runs, category_stats(cfg, runs[0], runs[1] if len(runs) > 1 else None))
-    if len(runs) > 1 and cfg.generation.temperature == 0:
+    if len(runs) > 1 and all(r.temperature == 0 for r in batch_requests(cfg, 1)):
         outcome.difference = first_difference(runs[0].token_ids, runs[1].token_ids)
         outcome.identical = outcome.difference is None
     reporter.finished(outcome)

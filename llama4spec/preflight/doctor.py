@@ -474,6 +474,7 @@ def cpu_sampling(p: Pairing) -> list[Finding]:
     cfg = p.cfg
     hot = [f"{name}={t:g}" for name, t in (("generation.temperature", cfg.generation.temperature),
                                            ("bench.temperature", cfg.bench.temperature)) if t > 0]
+    hot += [f"offline.temperatures={t:g}" for t in cfg.offline.temperatures if t > 0][:1]
     if not hot or cfg.draft.method is None or cfg.hardware.device != "cpu" or build.vllm_cli():
         return []
     why = active(os.environ)

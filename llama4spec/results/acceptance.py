@@ -134,6 +134,38 @@ def from_prometheus_text(text: str) -> AcceptanceCounters:
 
 
 @dataclass
+class RequestSteps:
+    """One request's verify steps as vLLM's per-request counters keep them
+    (``per_request_spec_decode_metrics='detailed'``): accepted and drafted tokens per step, in order."""
+
+    accepted: list[int]
+    drafted: list[int]
+
+    def counters(self, drop_last: bool = False) -> AcceptanceCounters:
+        """The aggregate counters these steps add up to, as vLLM counts them (position i counts a step
+        whose first i+1 drafted tokens were accepted). ``drop_last``: without the final step, which a
+        request's ``max_tokens`` may cut short."""
+        steps = list(zip(self.accepted, self.drafted))[: -1 if drop_last else None]
+        width = max((d for _, d in steps), default=0)
+        return AcceptanceCounters(len(steps), sum(d for _, d in steps), sum(a for a, _ in steps),
+                                  [sum(1 for a, _ in steps if a > i) for i in range(width)])
+
+    def to_record(self) -> dict[str, list[int]]:
+        return {"per_step_accepted": list(self.accepted), "per_step_drafted": list(self.drafted)}
+
+    @classmethod
+    def from_vllm(cls, metrics: Any) -> "RequestSteps":
+        """From a finished request's ``CompletionOutput.spec_decode_metrics`` (None: no verify step)."""
+        if metrics is None:
+            return cls([], [])
+        return cls([int(a) for a in metrics.per_step_accepted], [int(d) for d in metrics.per_step_drafted])
+
+
+def total(counters: Iterable[AcceptanceCounters]) -> AcceptanceCounters:
+    return sum(counters, AcceptanceCounters())
+
+
+@dataclass
 class RunStats:
     """What a run reports: output tokens plus acceptance (None without a draft)."""
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llama4spec.results.acceptance import RunStats
+from llama4spec.results.acceptance import RequestSteps, RunStats
 
 KIND = "offline"
 
@@ -35,6 +35,23 @@ class CategoryRun:
 
 
 @dataclass
+class TemperatureRun:
+    """One temperature's share of a batch (``offline.temperatures``): its requests' own counters
+    (vLLM's per-request ones, summed) and each request's steps with its seed."""
+
+    temperature: float
+    stats: RunStats
+    seeds: list[int]
+    requests: list[RequestSteps]
+
+    def to_dict(self) -> dict[str, Any]:
+        acceptance = self.stats.counters.to_record(self.stats.k) if self.stats.counters else {}
+        return {"temperature": self.temperature, **acceptance, "num_requests": len(self.seeds),
+                "total_num_output_tokens": self.stats.total_num_output_tokens,
+                "requests": [{"seed": seed, **r.to_record()} for seed, r in zip(self.seeds, self.requests)]}
+
+
+@dataclass
 class Timings:
     engine_start_s: float
     generate_s: float | None  # the prompts' generation (all categories), warm-up excluded
@@ -46,11 +63,17 @@ class Stats:
 
     total: RunStats
     by_category: list[CategoryRun] = field(default_factory=list)  # offline.by_category only
+    by_temperature: list[TemperatureRun] = field(default_factory=list)  # offline.temperatures only
+    # offline.temperatures: the per-request counters' sums equal the engine's counter deltas
+    requests_match_counters: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = self.total.to_record()
         if self.by_category:
             data["by_category"] = {c.category: c.to_dict() for c in self.by_category}
+        if self.by_temperature:
+            data["by_temperature"] = [t.to_dict() for t in self.by_temperature]
+            data["requests_match_counters"] = self.requests_match_counters
         return data
 
 

@@ -8,6 +8,9 @@ Weights are set by hand so that greedy acceptance is known exactly:
 * draft: one dense layer with the same zero outputs, ``fc = [I | 0]`` (passes the token
   embedding through, ignores the target's hidden state) and ``lm_head`` = the draft's map.
   The perfect draft uses ``succ``; the imperfect one is wrong on ``WRONG_TOKENS``.
+* spread target and draft (``tiny.spread``): the same stream, but the head puts a second word
+  ``alt(i)`` beside ``succ(i)``, so the next-word distribution at temperature T is known exactly and
+  acceptance at T > 0 depends on T.
 
 Only numpy, safetensors and tokenizers are needed: no torch, no network, same bytes every time.
 
@@ -30,10 +33,10 @@ from pathlib import Path
 import numpy as np
 
 from llama4spec.errors import UserError
+from llama4spec.tiny import spread
 from llama4spec.tiny.paths import KINDS, TINY_VERSION, describe_root, tiny_root
+from llama4spec.tiny.words import BOS, EOS, FIRST_WORD, HIDDEN, PAD, SPECIALS, UNK, VOCAB, WORDS, successor, word
 
-VOCAB = 256
-HIDDEN = 256
 HEADS = 4
 KV_HEADS = 2
 HEAD_DIM = 64
@@ -41,21 +44,6 @@ MLP = 128  # dense intermediate size
 EXPERT = 64  # MoE expert intermediate size
 EXPERTS = 2
 LAYERS = 8  # target decoder layers; every second one is MoE, every fourth uses no RoPE (as in Llama 4)
-SPECIALS = ["<s>", "</s>", "<pad>", "<unk>"]  # no substring of any word
-BOS, EOS, PAD, UNK = range(4)
-FIRST_WORD = len(SPECIALS)
-WORDS = list(range(FIRST_WORD, VOCAB))
-
-
-def word(i: int) -> str:
-    return f"w{i}"
-
-
-def successor(i: int) -> int:
-    """The target's greedy next token: a cycle over the ordinary words (never a special token)."""
-    if i < FIRST_WORD:
-        return FIRST_WORD
-    return FIRST_WORD + (i - FIRST_WORD + 1) % len(WORDS)
 
 
 # The imperfect draft is wrong after these tokens (about 30% of the words, fixed by formula).
@@ -159,7 +147,13 @@ def target_files() -> tuple[dict, dict[str, np.ndarray]]:
     return _text_config(), tensors
 
 
-def draft_files(imperfect: bool) -> tuple[dict, dict[str, np.ndarray]]:
+def spread_target_files() -> tuple[dict, dict[str, np.ndarray]]:
+    """The target with the spread head (``tiny.spread``): same stream, two likely next words."""
+    config, tensors = target_files()
+    return config, tensors | {"lm_head.weight": spread.head(spread.TARGET_GAP)}
+
+
+def draft_files(imperfect: bool, head: np.ndarray | None = None) -> tuple[dict, dict[str, np.ndarray]]:
     config = _text_config(
         num_hidden_layers=1,
         interleave_moe_layer_step=0,
@@ -176,7 +170,7 @@ def draft_files(imperfect: bool) -> tuple[dict, dict[str, np.ndarray]]:
     tensors |= {
         "fc.weight": fc,
         "norm.weight": np.ones(HIDDEN, np.float32),
-        "lm_head.weight": _lm_head(lambda i: draft_successor(i, imperfect)),
+        "lm_head.weight": _lm_head(lambda i: draft_successor(i, imperfect)) if head is None else head,
     }
     return config, tensors
 
@@ -232,7 +226,9 @@ def pair_files() -> dict[str, bytes]:
         ).encode(),
     }
     files: dict[str, bytes] = {}
-    models = {"target": target_files(), "draft": draft_files(False), "draft_imperfect": draft_files(True)}
+    models = {"target": target_files(), "draft": draft_files(False), "draft_imperfect": draft_files(True),
+              "target_spread": spread_target_files(),
+              "draft_spread": draft_files(False, head=spread.head(spread.DRAFT_GAP))}
     for kind, (config, tensors) in models.items():
         files[f"{kind}/config.json"] = _json_bytes(config)
         files[f"{kind}/model.safetensors"] = save(tensors, metadata={"format": "pt"})

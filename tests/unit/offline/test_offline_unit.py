@@ -35,3 +35,40 @@ def test_tables_show_acceptance_only_with_a_draft():
     assert "0.800" in with_draft and "0.600" in with_draft
     without = _render(RunStats(120, None, None, wall_time_s=1.0))
     assert "acceptance" not in without and "120" in without
+
+
+def test_a_batch_of_temperatures_gives_each_request_its_own_seed():
+    from llama4spec.offline.run import batch_requests
+
+    cfg = compose_config(["offline.temperatures=[0,0.6,1.0]", "generation.seed=7"]).cfg
+    requests = batch_requests(cfg, 2)
+    assert [(r.prompt, r.temperature) for r in requests] == [(0, 0.0), (1, 0.0), (0, 0.6), (1, 0.6), (0, 1.0), (1, 1.0)]
+    assert [r.seed for r in requests] == list(range(7, 13))
+    plain = batch_requests(compose_config(["generation.temperature=0.8"]).cfg, 2)
+    assert [(r.temperature, r.seed) for r in plain] == [(0.8, 0), (0.8, 0)]
+
+
+def test_per_request_steps_add_up_as_vllm_counts_them():
+    from llama4spec.results.acceptance import RequestSteps, total
+
+    a = RequestSteps([3, 1, 0, 2], [3, 3, 3, 2])
+    c = a.counters()
+    assert (c.num_drafts, c.num_draft_tokens, c.num_accepted_tokens, c.accepted_per_pos) == (4, 11, 6, [3, 2, 1])
+    cut = a.counters(drop_last=True)
+    assert (cut.num_drafts, cut.accepted_per_pos) == (3, [2, 1, 1])
+    both = total([c, RequestSteps([1], [3]).counters()])
+    assert both.num_drafts == 5 and both.accepted_per_pos == [4, 2, 1]
+    assert RequestSteps.from_vllm(None).counters().num_drafts == 0
+
+
+def test_the_temperature_table_has_a_row_per_temperature():
+    from llama4spec.results.acceptance import RequestSteps
+    from llama4spec.results.offline import TemperatureRun
+
+    runs = [TemperatureRun(t, RunStats(10, AcceptanceCounters(10, 30, n, [n // 3] * 3), k=3), [0], [RequestSteps([], [])])
+            for t, n in ((0.0, 30), (1.0, 15))]
+    console = Console(record=True, width=120)
+    report.by_temperature(console, runs, 3, False)
+    text = console.export_text()
+    assert "acceptance by temperature" in text and "4.000" in text and "2.500" in text
+    assert "do not add up" in text

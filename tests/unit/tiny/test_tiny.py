@@ -60,3 +60,11 @@ def test_weights_encode_the_successor_maps(tiny_dir):
     wrong = [i for i in tiny.WORDS if tiny.draft_successor(i, True) != tiny.successor(i)]
     assert wrong == sorted(tiny.WRONG_TOKENS) and 0 < len(wrong) < len(tiny.WORDS)
     assert all(tiny.successor(i) >= tiny.FIRST_WORD for i in range(tiny.VOCAB))  # never EOS
+
+
+def test_the_spread_pair_is_built_beside_the_others(tmp_path):
+    root = tiny.build_into(tmp_path / "pair")
+    for kind in ("target_spread", "draft_spread"):
+        assert (root / kind / "model.safetensors").is_file() and (root / kind / "tokenizer.json").is_file()
+    draft = json.loads((root / "draft_spread" / "config.json").read_text())
+    assert draft["num_hidden_layers"] == 1 and draft["moe_layers"] == []

@@ -25,6 +25,8 @@ other: an undecided answer is said, never turned into "no speculation".
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
@@ -79,6 +81,7 @@ class Point:
     # an interleaved sweep's baseline: the candidate point each output-throughput run was measured
     # back to back with (None: not in a pair; empty: no run was)
     pairs: tuple[str | None, ...] = ()
+    temperature: float = 0.0  # the client's sampling temperature (bench.temperature)
 
     def interval(self, key: str) -> Interval:
         """The 95% interval of a figure over the repeats (one sample: the figure alone, no interval)."""
@@ -197,6 +200,8 @@ class AtConcurrency:
     comparisons: dict[tuple[str, str], Comparison] = field(default_factory=dict)
     between_sd: float = BETWEEN_SD  # the between-start log-sd its comparisons carry
     rule: tuple[int, int, float] | None = None  # measured until decided: compared by that rule (``sequential_rule``)
+    temperature: float = 0.0  # the sampling temperature these points measured (bench.temperature)
+    temperature_swept: bool = False  # the sweep measured more than one temperature: say which in the title
 
     @property
     def paired(self) -> bool:
@@ -205,7 +210,8 @@ class AtConcurrency:
 
     @property
     def title(self) -> str:
-        return f"concurrency {self.concurrency}" + (f", category {self.category}" if self.category else "")
+        return (f"concurrency {self.concurrency}" + (f", temperature {self.temperature:g}" if self.temperature_swept else "")
+                + (f", category {self.category}" if self.category else ""))
 
     @property
     def best_speedup(self) -> float | None:
@@ -241,8 +247,17 @@ class Analysis:
     pays_up_to: int | None  # the largest concurrency at which some lookahead beats no speculation
     stops_paying_at: int | None  # the smallest concurrency from which none does, at every larger one
     between_sd: float = BETWEEN_SD  # the between-start log-sd every comparison carries
+    # more than one temperature measured: each temperature's own analysis (the fields above: the lowest's)
+    by_temperature: list[tuple[float, "Analysis"]] = field(default_factory=list)
+
+    @property
+    def reference_temperature(self) -> float:
+        """The temperature whose points the headline figures and the lookahead schedule come from."""
+        return self.by_temperature[0][0] if self.by_temperature else (self.at[0].temperature if self.at else 0.0)
 
     def verdict(self) -> str:
+        if self.by_temperature:
+            return "; ".join(f"at temperature {t:g}: {sub.verdict()}" for t, sub in self.by_temperature)
         if not self.at or all(a.best_speedup is None for a in self.at):
             return "no speedup measured (a sweep needs points with and without a draft at the same concurrency)"
         if not self.repeated:
@@ -401,11 +416,22 @@ def analyse_concurrency(concurrency: int, points: list[Point], category: str | N
 def analyse(points: Iterable[Point], between_sd: float = BETWEEN_SD) -> Analysis:
     """Group by prompt category and concurrency, compare with no speculation in the same group, fit
     the model, find where speculation stops paying (over the points without a category when there
-    are any, else over every category)."""
+    are any, else over every category). Points at several sampling temperatures are analysed per
+    temperature, each on its own (``by_temperature``); the headline fields are the lowest's."""
+    points = list(points)
+    temperatures = sorted({p.temperature for p in points})
+    if len(temperatures) > 1:
+        subs = [(t, analyse([p for p in points if p.temperature == t], between_sd)) for t in temperatures]
+        at = sorted((dataclasses.replace(a, temperature_swept=True) for _, sub in subs for a in sub.at),
+                    key=lambda a: (a.category or "", a.concurrency, a.temperature))
+        first = subs[0][1]
+        return Analysis(at, first.pays_up_to, first.stops_paying_at, between_sd, subs)
     by_c: dict[tuple[str, int], list[Point]] = {}
     for p in points:
         by_c.setdefault((p.category or "", p.concurrency), []).append(p)
     at = [analyse_concurrency(c, by_c[(cat, c)], cat or None, between_sd) for cat, c in sorted(by_c)]
+    for a in at:
+        a.temperature = temperatures[0] if temperatures else 0.0
     plain = [a for a in at if a.category is None] or at
     paying = [a.concurrency for a in plain if a.pays]
     pays_up_to = max(paying) if paying else None
@@ -415,3 +441,25 @@ def analyse(points: Iterable[Point], between_sd: float = BETWEEN_SD) -> Analysis
                        key=lambda a: a.concurrency)
         stops = later[0].concurrency if later else None
     return Analysis(at, pays_up_to, stops, between_sd)
+
+
+def temperature_findings(analysis: Analysis) -> list[str]:
+    """One sentence per concurrency (points without a category) measured at several temperatures:
+    whether the temperature changes what to deploy there, and how."""
+    if not analysis.by_temperature:
+        return []
+    by_c: dict[int, list[AtConcurrency]] = {}
+    for a in analysis.at:
+        if a.category is None and a.pick is not None and a.pick.point is not None:
+            by_c.setdefault(a.concurrency, []).append(a)
+    lines = []
+    for c, groups in sorted(by_c.items()):
+        if len(groups) < 2:
+            continue
+        picks = [(a.temperature, a.pick.label or label(a.pick.point), a.pick.decided) for a in groups]
+        said = ", ".join(f"{name} at temperature {t:g}{'' if decided else ' (undecided)'}" for t, name, decided in picks)
+        if len({name for _, name, _ in picks}) > 1:
+            lines.append(f"concurrency {c}: temperature changes the recommendation: {said}")
+        else:
+            lines.append(f"concurrency {c}: temperature does not change the recommendation ({said})")
+    return lines

@@ -71,13 +71,15 @@ def throughput_vs_concurrency(points: list[Point], path: Path) -> list[str]:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     lines: dict[str, list[tuple[int, float, float | None, float | None]]] = {}
-    for p in sorted(points, key=lambda p: (p.speculative, p.draft, p.lookahead or 0, p.concurrency)):
+    several = len({p.temperature for p in points}) > 1
+    for p in sorted(points, key=lambda p: (p.temperature, p.speculative, p.draft, p.lookahead or 0, p.concurrency)):
         if p.output_throughput is not None and not p.category:
             iv = p.interval("output_throughput")
-            lines.setdefault(p.name, []).append((p.concurrency, p.output_throughput, iv.low, iv.high))
+            name = f"{p.name} T={p.temperature:g}" if several else p.name
+            lines.setdefault(name, []).append((p.concurrency, p.output_throughput, iv.low, iv.high))
     for name, xy in lines.items():
         ax.errorbar([x for x, *_ in xy], [y for _, y, *_ in xy], yerr=_errors([v[1:] for v in xy]), marker="o",
-                    label=name, capsize=3, linestyle="--" if name == "no speculation" else "-")
+                    label=name, capsize=3, linestyle="--" if name.startswith("no speculation") else "-")
     ax.set_xscale("log", base=2)
     ticks = sorted({x for xy in lines.values() for x, *_ in xy})
     ax.set_xticks(ticks, [str(t) for t in ticks])
@@ -103,7 +105,8 @@ def speedup_measured_vs_predicted(analysis: Analysis, path: Path) -> list[str]:
                 continue
             colour = colours[n % len(colours)]
             n += 1
-            tag = f"c={a.concurrency}" + (f" {draft}" if len(a.fits) > 1 else "")
+            tag = (f"c={a.concurrency}" + (f" T={a.temperature:g}" if a.temperature_swept else "")
+                   + (f" {draft}" if len(a.fits) > 1 else ""))
             yerr = _errors([(s, iv.low if iv else None, iv.high if iv else None) for _, s, iv in measured])
             ax.errorbar([k for k, *_ in measured], [s for _, s, _ in measured], yerr=yerr, color=colour, fmt="o",
                         capsize=3, label=f"measured {tag}")

@@ -55,7 +55,18 @@ def point(step_id: str, config: Mapping[str, Any], record: BenchRecord) -> Point
         starts=tuple(record.sample_starts("output_throughput")),
         rule=_rule(record.stop),
         pairs=tuple(tags) if any(tags := record.sample_pairs("output_throughput")) else (),
+        temperature=_temperature(config),
     )
+
+
+def _temperature(config: Mapping[str, Any]) -> float:
+    """The point's sampling temperature (``bench.temperature``; 0 when absent or unreadable)."""
+    value = _get(config, "bench.temperature")
+    try:
+        t = float(value) if value is not None and not isinstance(value, bool) else 0.0
+    except (TypeError, ValueError):
+        return 0.0
+    return t if 0 <= t < float("inf") else 0.0
 
 
 def _rule(stop: Mapping[str, Any] | None) -> tuple[int, int, float] | None:

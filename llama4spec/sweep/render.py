@@ -14,7 +14,7 @@ from rich.table import Table
 
 from llama4spec.sweep import categories
 from llama4spec.sweep.decide import RatioInterval
-from llama4spec.sweep.model import SCHEDULED, Analysis, AtConcurrency, Fit, Point, Row, label, runs
+from llama4spec.sweep.model import SCHEDULED, Analysis, AtConcurrency, Fit, Point, Row, label, runs, temperature_findings
 from llama4spec.sweep.model import starts_of as _starts
 from llama4spec.sweep.schedule import Schedule, derive_all
 from llama4spec.sweep.stats import BOOTSTRAP_FROM, CONFIDENCE, Comparison, Interval, compare
@@ -268,6 +268,10 @@ def markdown(analysis: Analysis, images: dict[str, str] | None = None) -> str:
     stats = category_stats(analysis)
     if stats:
         lines += ["## acceptance by category", "", *categories.markdown(stats), ""]
+    by_t = temperature_findings(analysis)
+    if by_t:
+        lines += ["## temperature", "", f"Each temperature is analysed on its own; the lookahead schedule comes from "
+                  f"temperature {analysis.reference_temperature:g}.", "", *[f"- {line}" for line in by_t], ""]
     schedules = derive_all(analysis)
     if schedules:
         lines += ["### lookahead schedule", "", f"The recommended lookahead per measured concurrency, as batch-size "
@@ -315,6 +319,8 @@ def render(console: Console, analysis: Analysis) -> None:
     stats = category_stats(analysis)
     if stats:
         categories.render(console, stats)
+    for line in temperature_findings(analysis):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(Text(analysis.verdict(), style="bold"), highlight=False, soft_wrap=True)
     console.print(method_line(analysis), markup=False, highlight=False, soft_wrap=True)
     for schedule in derive_all(analysis):
@@ -329,6 +335,8 @@ def to_record(analysis: Analysis) -> dict[str, Any]:
         "verdict": analysis.verdict(),
         "pays_up_to": analysis.pays_up_to,
         "stops_paying_at": analysis.stops_paying_at,
+        "temperatures": [t for t, _ in analysis.by_temperature] or [analysis.reference_temperature],
+        "temperature_findings": temperature_findings(analysis),
         "rule": {**RULE, "between_sd": analysis.between_sd},
         "schedules": [
             {"draft": s.draft, "schedule": s.ranges, "lookahead": s.lookahead, "override": s.override(),
@@ -340,6 +348,7 @@ def to_record(analysis: Analysis) -> dict[str, Any]:
         "concurrency": [
             {
                 "concurrency": a.concurrency,
+                "temperature": a.temperature,
                 "category": a.category,
                 "best": a.best.id if a.best else None,
                 "best_lookahead": (a.best.lookahead if a.best and a.best.speculative else None),

@@ -74,7 +74,9 @@ def recommended_k(a: AtConcurrency, draft: str) -> Recommended | None:
 
 def derive(analysis: Analysis, draft: str) -> Schedule | None:
     """The schedule for ``draft`` from the sweep's points; None without a measured point for it."""
-    picks = [(a.concurrency, recommended_k(a, draft)) for a in analysis.at if a.category is None]
+    reference = analysis.reference_temperature  # one schedule per server: from the lowest temperature measured
+    picks = [(a.concurrency, recommended_k(a, draft)) for a in analysis.at
+             if a.category is None and a.temperature == reference]
     picks = [(c, pick) for c, pick in picks if pick is not None]
     if not picks or not any(r.point.draft == draft for a in analysis.at for r in a.rows):
         return None

@@ -120,12 +120,19 @@ def by_temperature(console: Console, runs, k: int, match: bool | None) -> None:
         table.add_column(name, justify="right")
     for i in range(k):
         table.add_column(f"pos {i}", justify="right")
+    exact = any(t.expected is not None for t in runs)
     for t in runs:
         c = t.stats.counters
         table.add_row(f"{t.temperature:g}", _fmt(len(t.seeds)), _fmt(c.num_drafts),
                       _fmt(c.num_accepted_tokens), _fmt(c.num_draft_tokens), _fmt(c.mean_acceptance_length, 3),
                       *(f"{r:.3f}" for r in c.rate_per_position(k)))
+        if t.expected is not None:
+            table.add_row("exact", "", "", "", "", f"{1 + sum(t.expected):.3f}", *(f"{r:.3f}" for r in t.expected),
+                          style="dim")
     console.print(table)
+    if exact:
+        console.print("exact: what this pair gives at that temperature (llama4spec.tiny.spread), from its weights",
+                      style="dim", highlight=False)
     if match is False:
         console.print("[yellow]warning[/yellow]: the per-request counters do not add up to the engine's "
                       "counters for this batch; the table above is from the per-request ones")

@@ -273,8 +273,24 @@ def by_temperature(cfg: Config, requests: list[Request], steps: list[RequestStep
         counters = total(steps[i].counters() for i in mine)
         stats = RunStats(sum(len(token_ids[i]) for i in mine), counters, cfg.lookahead,
                          scheduled=bool(cfg.draft.lookahead_schedule))
-        out.append(TemperatureRun(float(t), stats, [requests[i].seed for i in mine], [steps[i] for i in mine]))
+        out.append(TemperatureRun(float(t), stats, [requests[i].seed for i in mine], [steps[i] for i in mine],
+                                  exact_rates(cfg, float(t))))
     return out
+
+
+def exact_rates(cfg: Config, temperature: float) -> list[float] | None:
+    """The per-position rates the spread tiny pair gives at ``temperature`` (``tiny.spread``), for
+    that pair under its own draft; None for any other pair, or under a lookahead schedule."""
+    from llama4spec.tiny import spread
+    from llama4spec.tiny.paths import tiny_path
+
+    if cfg.draft.lookahead_schedule or not cfg.target.model or not cfg.draft.model:
+        return None
+    same = [Path(cfg.target.model).resolve() == tiny_path("target_spread").resolve(),
+            Path(cfg.draft.model).resolve() == tiny_path("draft_spread").resolve()]
+    if not all(same):
+        return None
+    return spread.expected_rates(temperature, cfg.lookahead, cfg.draft.sample_method or "greedy")
 
 
 def category_stats(cfg: Config, spec: EngineRun, base: EngineRun | None = None) -> list[CategoryStat]:

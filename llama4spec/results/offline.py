@@ -43,10 +43,12 @@ class TemperatureRun:
     stats: RunStats
     seeds: list[int]
     requests: list[RequestSteps]
+    expected: list[float] | None = None  # the exact per-position rates, for a pair that has them (the spread tiny pair)
 
     def to_dict(self) -> dict[str, Any]:
         acceptance = self.stats.counters.to_record(self.stats.k) if self.stats.counters else {}
-        return {"temperature": self.temperature, **acceptance, "num_requests": len(self.seeds),
+        exact = {"expected_rate_per_position": self.expected} if self.expected is not None else {}
+        return {"temperature": self.temperature, **acceptance, **exact, "num_requests": len(self.seeds),
                 "total_num_output_tokens": self.stats.total_num_output_tokens,
                 "requests": [{"seed": seed, **r.to_record()} for seed, r in zip(self.seeds, self.requests)]}
 

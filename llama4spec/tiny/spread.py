@@ -10,7 +10,7 @@ spread head puts ``(L + gap) / s`` on the successor ``succ(i)`` and ``L / s`` on
 The target uses ``TARGET_GAP = ln(0.7 / 0.3)`` (0.700 at T = 1, 0.804 at T = 0.6), the spread draft
 ``DRAFT_GAP = ln(0.9 / 0.1)``. vLLM's per-position acceptance is unconditional (position i counts
 only when every earlier one was accepted), so with the target's probability r of accepting one
-drafted word, rate_i = r^(i+1) and the mean acceptance length is (1 - r^(k+1)) / (1 - r):
+drafted word, rate_i = r^(i+1) and the mean acceptance length is 1 + their sum, (1 - r^(k+1)) / (1 - r):
 
 * greedy drafting (vLLM treats the draft as one-hot on its argmax, the successor): r = p_T(succ);
 * probabilistic drafting (the draft samples from its own q_T, accepted with min(1, p/q)):
@@ -84,7 +84,3 @@ def expected_rates(temperature: float, k: int, method: str = "greedy") -> list[f
     r = accept_probability(temperature, method)
     return [r ** (i + 1) for i in range(k)]
 
-
-def expected_length(temperature: float, k: int, method: str = "greedy") -> float:
-    """The mean acceptance length (bonus token included): 1 + the sum of the rates."""
-    return 1.0 + sum(expected_rates(temperature, k, method))

@@ -67,6 +67,7 @@ def assert_exact(record: dict, method: str) -> list[str]:
     lines, misses = [], []
     for run in runs:
         expected = spread.expected_rates(run["temperature"], K, method)
+        assert run["expected_rate_per_position"] == expected  # what the table shows as "exact"
         drafted, accepted = positions(run["requests"])
         for i in range(K):
             assert drafted[i] >= 300, drafted  # enough steps for the interval to mean something

@@ -72,3 +72,15 @@ def test_the_temperature_table_has_a_row_per_temperature():
     text = console.export_text()
     assert "acceptance by temperature" in text and "4.000" in text and "2.500" in text
     assert "do not add up" in text
+
+
+def test_the_spread_pair_brings_its_exact_rates_and_no_other_pair_does():
+    from llama4spec.offline.run import exact_rates
+    from llama4spec.tiny import spread
+
+    cfg = compose_config(["target=tiny_spread", "lookahead=2"]).cfg
+    assert exact_rates(cfg, 1.0) == spread.expected_rates(1.0, 2)
+    probabilistic = compose_config(["target=tiny_spread", "draft.sample_method=probabilistic"]).cfg
+    assert exact_rates(probabilistic, 1.0) == spread.expected_rates(1.0, 3, "probabilistic")
+    assert exact_rates(compose_config([]).cfg, 1.0) is None  # the plain tiny pair
+    assert exact_rates(compose_config(["target=tiny_spread", "draft=tiny_eagle"]).cfg, 1.0) is None

@@ -122,7 +122,7 @@ def _temperatures(values: list, problems: list[str]) -> None:
         problems.append(f"offline.temperatures has {len(values)} values; give at most {MAX_TEMPERATURES}")
         return
     for t in values:
-        if not 0 <= t < float("inf"):
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t < float("inf"):
             problems.append(f"offline.temperatures: {t} is no temperature; give values of 0 (greedy) or more")
             return
     if len(set(values)) != len(values):

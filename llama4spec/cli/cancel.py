@@ -16,7 +16,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from llama4spec.launch import jobs as J, slurm
-    from llama4spec.results.provenance import write_json
+    from llama4spec.files import write_json
 
     path = args.run_dir / "status.json"
     try:

@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping
 
 from llama4spec.engine.devices import cpu_bind
 from llama4spec.launch.devices import hostnames_inline, hosts_override, job_cpus
-from llama4spec.results.provenance import write_json
+from llama4spec.files import write_json
 from llama4spec.runbook.groups import Group, find, group_dir, group_runbook, only_group, plan_groups, rebase
 from llama4spec.runbook.plan import Plan, make_plan
 

@@ -457,7 +457,7 @@ def where_ran(run_dir: Path, jobs, types: dict[str, list[str]]) -> None:
     if len(types) > 1:
         lines += ["", "The groups ran on different node types: " +
                   "; ".join(f"{kind}: {', '.join(names)}" for kind, names in types.items()) + "."]
-    from llama4spec.results.provenance import write_atomic
+    from llama4spec.files import write_atomic
 
     path = run_dir / "summary.md"
     write_atomic(path, (path.read_text() if path.is_file() else "") + "\n".join(lines) + "\n")

@@ -212,8 +212,9 @@ class BenchRecord:
         return cls(label=str(data.get("label") or fallback_label), returncode=0, result=dict(data))
 
     def write(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        from llama4spec.files import write_atomic
+
+        write_atomic(Path(path), json.dumps(self.to_dict(), indent=2) + "\n")
 
 
 def without_pair(record: BenchRecord, pair: str) -> BenchRecord | None:

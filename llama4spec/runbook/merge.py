@@ -26,6 +26,7 @@ from typing import Any
 from rich.console import Console
 
 from llama4spec.errors import UserError
+from llama4spec.files import write_atomic
 from llama4spec.results import bench as bench_record
 from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.recorder import Recorder
@@ -259,8 +260,7 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
             continue
         compare.render(console, *pair)
         table = compare.markdown(*pair)
-        (out / cid).mkdir(parents=True, exist_ok=True)
-        (out / cid / "table.md").write_text(table)
+        write_atomic(out / cid / "table.md", table)
         comparisons[cid] = table
     notes = _hosts(sources)
     if in_place:
@@ -319,5 +319,5 @@ def _write_points(out: Path, measured: dict[str, Measured]) -> None:
     for pid, m in measured.items():
         files = bench_files(out / pid)
         m.record.write(files["record"])
-        files["points"].write_text(json.dumps(vllm_runs(m.config, m.record), indent=2) + "\n")
-        (out / pid / "config.yaml").write_text(yaml.safe_dump(m.config, sort_keys=False))
+        write_atomic(files["points"], json.dumps(vllm_runs(m.config, m.record), indent=2) + "\n")
+        write_atomic(out / pid / "config.yaml", yaml.safe_dump(m.config, sort_keys=False))

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from llama4spec.engine.secrets import redact, redact_yaml
-from llama4spec.results.provenance import write_atomic, write_json
+from llama4spec.files import write_atomic, write_json
 from llama4spec.runbook.rundir import STATUS, summary_markdown
 
 

@@ -232,10 +232,11 @@ def submit(opts: RunOptions, plan, here: Here) -> int:
     run_dir = plan.run_dir
     if run_local_steps(opts, plan, here):
         raise UserError(f"a step run before the groups failed; see {run_dir / 'summary.md'}")
-    from llama4spec.runbook.rundir import read_status
+    from llama4spec.runbook.rundir import is_step_id, read_status
 
     earlier = (read_status(run_dir) or {}) if opts.resume is not None else {}
-    old_jobs = {j["group"]: J.Job.from_record(j) for j in earlier.get("jobs", []) if isinstance(j, dict)}
+    old_jobs = {j["group"]: J.Job.from_record(j) for j in earlier.get("jobs", [])
+                if isinstance(j, dict) and is_step_id(j.get("group"))}
     finished = {g.name for g in groups if J.group_status(run_dir, g.name) == "done"}
     todo = [g for g in groups if g.name not in finished]
     status: dict[str, Any] = {
@@ -334,7 +335,10 @@ class SlurmRun:
 
         if not self.jobs:
             return
-        slurm.cancel(self.jobs)
+        try:
+            slurm.cancel(self.jobs)
+        except UserError:
+            pass  # the states below say what is still running
         deadline = time.monotonic() + CANCEL_WAIT_S
         while time.monotonic() < deadline:
             slurm.refresh(self.jobs)
@@ -407,15 +411,17 @@ def wait(launcher: Launcher, kept, plan, status, here: Here) -> None:
 
 def node_types(run_dir: Path, groups: list[str]) -> dict[str, list[str]]:
     """Node type (GPUs, else CPU model) -> the groups that ran on it, from each group's host.json."""
-    import json
+    from llama4spec.files import json_or_none
 
     found: dict[str, list[str]] = {}
     for name in groups:
-        try:
-            host = json.loads((run_dir / "groups" / name / "host.json").read_text()).get("host", {})
-        except (OSError, ValueError, AttributeError):
+        data, _ = json_or_none(run_dir / "groups" / name / "host.json")
+        host = data.get("host") if isinstance(data, dict) else None
+        if not isinstance(host, dict):
             continue
-        kind = ", ".join(host.get("gpus") or []) or host.get("cpu") or "unknown"
+        gpus = host.get("gpus") if isinstance(host.get("gpus"), list) else []
+        cpu = host.get("cpu") if isinstance(host.get("cpu"), str) else None
+        kind = ", ".join(str(g) for g in gpus) or cpu or "unknown"
         found.setdefault(kind, []).append(name)
     return found
 
@@ -457,10 +463,14 @@ def where_ran(run_dir: Path, jobs, types: dict[str, list[str]]) -> None:
     if len(types) > 1:
         lines += ["", "The groups ran on different node types: " +
                   "; ".join(f"{kind}: {', '.join(names)}" for kind, names in types.items()) + "."]
-    from llama4spec.files import write_atomic
+    from llama4spec.files import RECORD, Unreadable, read_text, write_atomic
 
     path = run_dir / "summary.md"
-    write_atomic(path, (path.read_text() if path.is_file() else "") + "\n".join(lines) + "\n")
+    try:
+        before = read_text(path, RECORD)
+    except Unreadable:
+        before = ""  # none (the report wrote none): the table alone
+    write_atomic(path, before + "\n".join(lines) + "\n")
 
 
 def merge(run_dir: Path, console: Console) -> int:

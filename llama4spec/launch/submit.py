@@ -27,6 +27,7 @@ from rich.console import Console
 from llama4spec.errors import UserError
 from llama4spec.launch import render
 from llama4spec.launch.options import RunOptions
+from llama4spec.runbook.rundir import is_step_id
 
 POLL_S = 2.0
 CANCEL_WAIT_S = 60.0
@@ -45,6 +46,12 @@ class Here:
 def validate_options(opts: RunOptions) -> None:
     if opts.only_group and opts.shard:
         raise UserError("--only-group and --shard exclude each other; give one")
+    if opts.only_group is not None and not is_step_id(opts.only_group):
+        raise UserError(f"--only-group {opts.only_group[:80]!r}: not a server group's name (a serve step's id: "
+                        f"a letter, then letters, digits, _ and -); `run RUNBOOK --parallel 2 --dry-run` lists them")
+    if opts.into is not None and (opts.into.exists() or opts.into.is_symlink()) and not opts.into.is_dir():
+        raise UserError(f"--into {opts.into}: is a file, not a run directory; give the run directory the "
+                        f"launcher printed (runs/<runbook>/<timestamp>)")
     if opts.parallel is not None and opts.parallel < 1:
         raise UserError(f"--parallel {opts.parallel}: give a number of groups, 1 or more")
     if opts.into is not None and not (opts.only_group or opts.shard):
@@ -217,6 +224,10 @@ def submit(opts: RunOptions, plan, here: Here) -> int:
         raise UserError("the runbook has no serve step, so no server group to hand out; run it without "
                         "--parallel or --launcher slurm")
     use_slurm = opts.launcher == "slurm" or (opts.launcher is None and submits(plan))
+    if not use_slurm and (opts.parallel or 1) > 1:  # devices for that many groups at once: checked before anything
+        from llama4spec.launch.local import device_slots
+
+        device_slots([g for g in groups if g.shape.nnodes == 1], opts.parallel, os.environ)
     if opts.dry_run:
         plan_text(here.console, plan)
         show_groups(plan, groups, use_slurm, opts, here.console)
@@ -232,7 +243,7 @@ def submit(opts: RunOptions, plan, here: Here) -> int:
     run_dir = plan.run_dir
     if run_local_steps(opts, plan, here):
         raise UserError(f"a step run before the groups failed; see {run_dir / 'summary.md'}")
-    from llama4spec.runbook.rundir import is_step_id, read_status
+    from llama4spec.runbook.rundir import read_status
 
     earlier = (read_status(run_dir) or {}) if opts.resume is not None else {}
     old_jobs = {j["group"]: J.Job.from_record(j) for j in earlier.get("jobs", [])

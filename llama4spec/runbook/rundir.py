@@ -216,7 +216,7 @@ def csv_rows(ids: list[str], measured: dict[str, Measured]) -> tuple[list[str], 
 
 def not_run(steps: list[dict[str, Any]]) -> dict[str, str]:
     """Step id -> why it has no result ("failed: ...", "skipped: ..."), from a status's steps."""
-    return {e["id"]: f"{e['status']}: {e.get('error') or e.get('reason') or 'no reason recorded'}"
+    return {str(e.get("id")): f"{e['status']}: {e.get('error') or e.get('reason') or 'no reason recorded'}"
             for e in steps if isinstance(e, dict) and e.get("status") in ("failed", "skipped")}
 
 
@@ -239,27 +239,29 @@ def summary_markdown(summary: dict[str, Any], description: str = "") -> str:
     skipped steps by reason, then every comparison and sweep report."""
     lines = [f"# {summary.get('runbook')}", "", description, "",
              f"status: **{summary.get('status')}**, started {summary.get('started')}", ""]
-    if summary.get("merged_from"):
+    if isinstance(summary.get("merged_from"), list) and summary["merged_from"]:
         lines += ["merged from: " + ", ".join(str(d) for d in summary["merged_from"]), ""]
     lines += ["| step | kind | status | seconds |", "|---|---|---|---:|"]
-    steps = [e for e in summary.get("steps") or [] if isinstance(e, dict)]
+    steps = [e for e in summary.get("steps") or [] if isinstance(e, dict)] if isinstance(summary.get("steps"), list) else []
     for st in steps:
         secs = st.get("seconds")
+        secs = f"{secs:.1f}" if isinstance(secs, (int, float)) and not isinstance(secs, bool) else ""
         status = f"{st.get('status')}" + (" (earlier run)" if st.get("resumed") else "")
-        lines.append(f"| {st.get('id')} | {st.get('kind')} | {status} | {'' if secs is None else f'{secs:.1f}'} |")
+        lines.append(f"| {st.get('id')} | {st.get('kind')} | {status} | {secs} |")
     failed = [e for e in steps if e.get("status") == "failed"]
     skipped: dict[str, list[str]] = {}
     for e in steps:
         if e.get("status") == "skipped" and e.get("reason"):
-            skipped.setdefault(e["reason"], []).append(e["id"])
+            skipped.setdefault(str(e["reason"]), []).append(str(e.get("id")))
     if failed or skipped:
         lines += ["", "## Failures", ""]
         for e in failed:
             lines.append(f"- {e['id']} ({e.get('kind')}) failed: {e.get('error') or 'no reason recorded'}")
-            if e.get("log_tail"):
+            if isinstance(e.get("log_tail"), list) and e["log_tail"]:
                 lines += ["", "  ```", *(f"  {line}" for line in e["log_tail"]), "  ```", ""]
         for reason, ids in skipped.items():
             lines.append(f"- skipped ({reason}): {', '.join(ids)}")
-    for step_id, table in (summary.get("comparisons") or {}).items():
+    comparisons = summary.get("comparisons")
+    for step_id, table in (comparisons if isinstance(comparisons, dict) else {}).items():
         lines += ["", f"## {step_id}", "", table]
     return "\n".join(lines) + "\n"

@@ -139,8 +139,9 @@ def parse_json(text: str, where: str, expect: Expect) -> Any:
     except RecursionError:
         raise Unreadable(f"{where}: nested more than {MAX_DEPTH} levels deep; {expect.fix}") from None
     except json.JSONDecodeError as err:
-        cut = " (the file ends early: cut short while it was written?)" if err.pos >= len(text.rstrip()) else ""
-        raise Unreadable(f"{where}: not valid JSON ({plain(err.msg, 80)} at line {err.lineno}, column {err.colno})"
+        early = err.pos >= len(text.rstrip()) or err.msg.startswith("Unterminated string")
+        cut = " (the file ends early: cut short while it was written?)" if early else ""
+        raise Unreadable(f"{where}: not valid JSON ({plain(err.msg, 80)}: line {err.lineno}, column {err.colno})"
                          f"{cut}; {expect.fix}") from None
     except ValueError as err:  # an integer of 5,000 digits
         raise Unreadable(f"{where}: not valid JSON ({plain(str(err), 120)}); {expect.fix}") from None

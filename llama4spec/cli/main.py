@@ -43,6 +43,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def empty_arguments(argv: Sequence[str]) -> list[str]:
+    """One line per empty (or blank) argument: no option or operand of any command means anything
+    when empty, and a path given as '' would silently become the current directory."""
+    out = []
+    for i, arg in enumerate(argv):
+        option, eq, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
+        if arg.startswith("--") and not eq:
+            continue
+        if not value.strip():
+            before = option or (argv[i - 1] if i and argv[i - 1].startswith("-") else "")
+            out.append(f"{before + ' ' if before else ''}{value!r}: an empty {'value' if before else 'argument'}; "
+                       f"give {'a value' if before else 'it a value, or leave it out'}")
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from llama4spec.cli.common import err, set_verbosity, verbosity_of
     from llama4spec.cli.render import problems
@@ -52,6 +67,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from llama4spec.cli.complete import autocomplete
 
         autocomplete(parser)
+    empty = empty_arguments(sys.argv[1:] if argv is None else list(argv))
+    if empty:
+        problems(err, empty)
+        return 2
     args = parser.parse_args(argv)
     command = getattr(args, "command_obj", None)
     if command is None:

@@ -20,6 +20,8 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 def _validate(args: argparse.Namespace) -> None:
     if args.out is not None:
         check_output_dir(args.out, "--out")
+    elif len(args.run_dirs) == 1 and args.run_dirs[0].is_dir():  # rebuilt in place
+        check_output_dir(args.run_dirs[0], "RUN_DIR")
 
 
 def _run(args: argparse.Namespace) -> int:

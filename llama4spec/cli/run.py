@@ -28,8 +28,12 @@ def add_run_options(p: argparse.ArgumentParser, resume_help: str) -> None:
 
 
 def validate_run_options(opts: RunOptions) -> None:
-    if not opts.dry_run and opts.resume is None:
+    """The directories the run writes into: writable (a dry run checks them too; it writes nothing)."""
+    if opts.resume is None and opts.into is None:
         check_output_dir(opts.runs_dir, "--runs-dir")
+    for path, flag in ((opts.resume, "--resume"), (opts.into, "--into")):
+        if path is not None and path.is_dir():
+            check_output_dir(path, flag)
 
 
 def run_dir_for(opts: RunOptions, name: str) -> Path:

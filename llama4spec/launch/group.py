@@ -7,7 +7,6 @@ devices and hosts come from the allocation. ``job.json`` beside its records says
 
 from __future__ import annotations
 
-import json
 import socket
 import subprocess
 import time
@@ -16,7 +15,7 @@ from typing import Any, Callable, Mapping
 
 from llama4spec.engine.devices import cpu_bind
 from llama4spec.launch.devices import hostnames_inline, hosts_override, job_cpus
-from llama4spec.results.provenance import write_json
+from llama4spec.files import json_or_none, write_json
 from llama4spec.runbook.groups import Group, find, group_dir, group_runbook, only_group, plan_groups, rebase
 from llama4spec.runbook.plan import Plan, make_plan
 
@@ -32,12 +31,14 @@ def free_port(host: str) -> int:
 
 def recorded_port(run_dir: Path, group: str) -> int | None:
     """The port an earlier group's server used, from its plan.json."""
+    steps, _ = json_or_none(group_dir(run_dir, group) / "plan.json")
+    url = next((s.get("url") for s in steps if isinstance(s, dict) and s.get("id") == group), None) \
+        if isinstance(steps, list) else None
     try:
-        steps = json.loads((group_dir(run_dir, group) / "plan.json").read_text())
-        url = next(s["url"] for s in steps if s["id"] == group)
-        return int(url.rsplit(":", 1)[1].split("/")[0])
-    except (OSError, ValueError, StopIteration, KeyError, IndexError, TypeError):
+        port = int(url.rsplit(":", 1)[1].split("/")[0]) if isinstance(url, str) else None
+    except (ValueError, IndexError):
         return None
+    return port if port is not None and 1 <= port <= 65535 else None
 
 
 def follower_task(environ: Mapping[str, str]) -> bool:

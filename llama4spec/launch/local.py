@@ -19,6 +19,25 @@ from llama4spec.runbook.groups import Group, Shape
 from llama4spec.serving.process import spawn, stop_groups
 
 
+def device_slots(groups: Sequence[Group], parallel: int, environ: Mapping[str, str]) -> dict[str, list[list[int]]]:
+    """Device kind -> ``parallel`` disjoint device sets of this machine for ``groups``; UserError (one
+    line) when the machine has room for fewer groups at once than ``parallel`` asks for."""
+    free: dict[str, list[list[int]]] = {}
+    for g in groups:
+        if g.shape.device in free:
+            continue
+        have = machine_devices(g.shape.device, environ)
+        widest = max(x.shape.per_node for x in groups if x.shape.device == g.shape.device)
+        free[g.shape.device] = [s for s in slots(have, Shape(g.shape.device, widest), parallel) if len(s) >= widest]
+        room = len(free[g.shape.device])
+        if room < min(parallel, sum(x.shape.device == g.shape.device for x in groups)):
+            what = "GPUs" if g.shape.device == "cuda" else "cores"
+            raise UserError(f"--parallel {parallel}: this machine has {len(have)} {what}, room for {room} group(s) "
+                            f"of {widest} at once; give --parallel {max(room, 1)} or fewer"
+                            + ("" if room else " (or run the groups one after another, without --parallel)"))
+    return free
+
+
 class Pool:
     """Up to ``parallel`` groups at a time, each on a disjoint device set."""
 
@@ -30,17 +49,7 @@ class Pool:
             raise UserError(f"--parallel runs groups on this machine; {', '.join(multi)} spans nodes: "
                             f"run it with --launcher slurm or without --parallel")
         self.groups, self.commands, self.logs = list(groups), commands, logs
-        self.free: dict[str, list[list[int]]] = {}
-        for g in groups:
-            if g.shape.device not in self.free:
-                have = machine_devices(g.shape.device, self.environ)
-                widest = max(x.shape.per_node for x in groups if x.shape.device == g.shape.device)
-                self.free[g.shape.device] = [s for s in slots(have, Shape(g.shape.device, widest), parallel)
-                                             if len(s) >= widest]
-                if not self.free[g.shape.device]:
-                    raise UserError(f"--parallel {parallel}: this machine has {len(have)} "
-                                    f"{'GPUs' if g.shape.device == 'cuda' else 'cores'}, fewer than a group needs "
-                                    f"({widest}); lower --parallel or run groups one after another")
+        self.free = device_slots(groups, parallel, self.environ)
         self.jobs = [Job(group=g.name, job_id=f"local-{n}", shape=g.shape.label,
                          log=str(logs / f"{g.name}.log")) for n, g in enumerate(groups, 1)]
         self.procs: dict[str, tuple[subprocess.Popen, list[int]]] = {}

@@ -25,6 +25,7 @@ STATES = {
     "NODE_FAIL": FAILED, "OUT_OF_MEMORY": FAILED, "BOOT_FAIL": FAILED, "DEADLINE": FAILED, "PREEMPTED": FAILED,
 }
 FIELD = re.compile(r"(\w+)=(\S*)")
+JOB_ID = re.compile(r"[0-9]{1,12}(_[0-9]{1,9})?")  # JOB or ARRAY_TASK, as submitit reports them
 
 
 def parameters(slurm, shape: Shape, name: str, count: int, dependency: str | None = None) -> dict[str, Any]:
@@ -135,9 +136,30 @@ def refresh(jobs: Sequence[Job]) -> None:
                 job.reason = fields.get("Reason")
 
 
+def job_id_problem(job_id: str) -> str | None:
+    """Why ``job_id`` is not a Slurm job id (``JOB`` or ``ARRAY_TASK``: digits), or None."""
+    if JOB_ID.fullmatch(job_id):
+        return None
+    return f"job id {job_id[:40]!r} is not a Slurm job id (digits, or ARRAY_TASK such as 12_0)"
+
+
 def cancel(jobs: Sequence[Job]) -> list[str]:
-    """scancel every array of ``jobs``; the ids cancelled."""
+    """scancel every array of ``jobs``; the ids cancelled. Every id is checked against Slurm's job id
+    grammar first (an id read back such as ``--me`` never reaches scancel); UserError when one is not
+    an id, or when scancel fails (its own words)."""
+    bad = [p for j in jobs if (p := job_id_problem(j.job_id))]
+    if bad:
+        raise UserError(f"{bad[0]}; nothing was cancelled (the run's records are not ones this tool wrote)")
     ids = array_ids(jobs)
-    if ids:
-        subprocess.run(["scancel", *ids], capture_output=True, text=True, timeout=60)
+    if not ids:
+        return ids
+    try:
+        done = subprocess.run(["scancel", *ids], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as err:
+        raise UserError(f"scancel {' '.join(ids)} could not run ({type(err).__name__}: {err}); run it on a login node "
+                        f"of the cluster") from None
+    if done.returncode:
+        said = (done.stderr or done.stdout).strip().splitlines()
+        raise UserError(f"scancel {' '.join(ids)} failed (exit {done.returncode}"
+                        f"{': ' + said[-1][:300] if said else ''}); the jobs may still run: check with squeue")
     return ids

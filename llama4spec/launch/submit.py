@@ -27,6 +27,7 @@ from rich.console import Console
 from llama4spec.errors import UserError
 from llama4spec.launch import render
 from llama4spec.launch.options import RunOptions
+from llama4spec.runbook.rundir import is_step_id
 
 POLL_S = 2.0
 CANCEL_WAIT_S = 60.0
@@ -45,6 +46,12 @@ class Here:
 def validate_options(opts: RunOptions) -> None:
     if opts.only_group and opts.shard:
         raise UserError("--only-group and --shard exclude each other; give one")
+    if opts.only_group is not None and not is_step_id(opts.only_group):
+        raise UserError(f"--only-group {opts.only_group[:80]!r}: not a server group's name (a serve step's id: "
+                        f"a letter, then letters, digits, _ and -); `run RUNBOOK --parallel 2 --dry-run` lists them")
+    if opts.into is not None and (opts.into.exists() or opts.into.is_symlink()) and not opts.into.is_dir():
+        raise UserError(f"--into {opts.into}: is a file, not a run directory; give the run directory the "
+                        f"launcher printed (runs/<runbook>/<timestamp>)")
     if opts.parallel is not None and opts.parallel < 1:
         raise UserError(f"--parallel {opts.parallel}: give a number of groups, 1 or more")
     if opts.into is not None and not (opts.only_group or opts.shard):
@@ -217,6 +224,10 @@ def submit(opts: RunOptions, plan, here: Here) -> int:
         raise UserError("the runbook has no serve step, so no server group to hand out; run it without "
                         "--parallel or --launcher slurm")
     use_slurm = opts.launcher == "slurm" or (opts.launcher is None and submits(plan))
+    if not use_slurm and (opts.parallel or 1) > 1:  # devices for that many groups at once: checked before anything
+        from llama4spec.launch.local import device_slots
+
+        device_slots([g for g in groups if g.shape.nnodes == 1], opts.parallel, os.environ)
     if opts.dry_run:
         plan_text(here.console, plan)
         show_groups(plan, groups, use_slurm, opts, here.console)
@@ -235,7 +246,8 @@ def submit(opts: RunOptions, plan, here: Here) -> int:
     from llama4spec.runbook.rundir import read_status
 
     earlier = (read_status(run_dir) or {}) if opts.resume is not None else {}
-    old_jobs = {j["group"]: J.Job.from_record(j) for j in earlier.get("jobs", []) if isinstance(j, dict)}
+    old_jobs = {j["group"]: J.Job.from_record(j) for j in earlier.get("jobs", [])
+                if isinstance(j, dict) and is_step_id(j.get("group"))}
     finished = {g.name for g in groups if J.group_status(run_dir, g.name) == "done"}
     todo = [g for g in groups if g.name not in finished]
     status: dict[str, Any] = {
@@ -334,7 +346,10 @@ class SlurmRun:
 
         if not self.jobs:
             return
-        slurm.cancel(self.jobs)
+        try:
+            slurm.cancel(self.jobs)
+        except UserError:
+            pass  # the states below say what is still running
         deadline = time.monotonic() + CANCEL_WAIT_S
         while time.monotonic() < deadline:
             slurm.refresh(self.jobs)
@@ -407,15 +422,17 @@ def wait(launcher: Launcher, kept, plan, status, here: Here) -> None:
 
 def node_types(run_dir: Path, groups: list[str]) -> dict[str, list[str]]:
     """Node type (GPUs, else CPU model) -> the groups that ran on it, from each group's host.json."""
-    import json
+    from llama4spec.files import json_or_none
 
     found: dict[str, list[str]] = {}
     for name in groups:
-        try:
-            host = json.loads((run_dir / "groups" / name / "host.json").read_text()).get("host", {})
-        except (OSError, ValueError, AttributeError):
+        data, _ = json_or_none(run_dir / "groups" / name / "host.json")
+        host = data.get("host") if isinstance(data, dict) else None
+        if not isinstance(host, dict):
             continue
-        kind = ", ".join(host.get("gpus") or []) or host.get("cpu") or "unknown"
+        gpus = host.get("gpus") if isinstance(host.get("gpus"), list) else []
+        cpu = host.get("cpu") if isinstance(host.get("cpu"), str) else None
+        kind = ", ".join(str(g) for g in gpus) or cpu or "unknown"
         found.setdefault(kind, []).append(name)
     return found
 
@@ -457,10 +474,14 @@ def where_ran(run_dir: Path, jobs, types: dict[str, list[str]]) -> None:
     if len(types) > 1:
         lines += ["", "The groups ran on different node types: " +
                   "; ".join(f"{kind}: {', '.join(names)}" for kind, names in types.items()) + "."]
-    from llama4spec.results.provenance import write_atomic
+    from llama4spec.files import RECORD, Unreadable, read_text, write_atomic
 
     path = run_dir / "summary.md"
-    write_atomic(path, (path.read_text() if path.is_file() else "") + "\n".join(lines) + "\n")
+    try:
+        before = read_text(path, RECORD)
+    except Unreadable:
+        before = ""  # none (the report wrote none): the table alone
+    write_atomic(path, before + "\n".join(lines) + "\n")
 
 
 def merge(run_dir: Path, console: Console) -> int:

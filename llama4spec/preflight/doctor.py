@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from llama4spec.config.schema import Config
+from llama4spec.files import Expect, json_or_none
 from llama4spec.preflight import hfconfig, values
 from llama4spec.preflight.sources import ModelConfig
 
@@ -95,6 +96,8 @@ class Pairing:
 
 
 Rule = Callable[[Pairing], list[Finding]]
+
+TOKENIZER = Expect("tokenizer", "restore the model's tokenizer.json", 256 << 20)  # a large vocabulary: tens of MiB
 
 
 def draft_class(p: Pairing) -> list[Finding]:
@@ -212,10 +215,7 @@ def _tokenizer_digest(model: ModelConfig | None) -> str | None:
     path = directory / "tokenizer.json" if directory else None
     if not path or not path.is_file():
         return None
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
+    data, _ = json_or_none(path, TOKENIZER)
     tok = data.get("model") if isinstance(data, dict) else None
     vocab = tok.get("vocab") if isinstance(tok, dict) else None
     return hashlib.sha256(json.dumps(vocab, sort_keys=True, default=repr).encode()).hexdigest() if vocab else None

@@ -103,7 +103,7 @@ def _cached(key: str) -> Verdict | None:
 
 
 def _store(key: str, verdict: Verdict) -> None:
-    from llama4spec.results.provenance import write_atomic
+    from llama4spec.files import write_atomic
 
     try:
         write_atomic(cache_dir() / f"{key}.json", json.dumps(verdict.__dict__))

@@ -7,7 +7,6 @@ public Llama 4 models when the cache has nothing.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 from llama4spec.config.validate import looks_local
 from llama4spec.errors import UserError
+from llama4spec.files import Expect, Unreadable, read_json
 from llama4spec.preflight.values import text_of
 from llama4spec.tiny.paths import is_tiny_path
 
@@ -71,21 +71,16 @@ def bundled(model_id: str) -> Path | None:
     return path if path.is_file() else None
 
 
+MODEL_CONFIG = Expect("model config", "point the model at a directory holding its config.json", 16 << 20)
+
+
 def read_config(path: Path, ref: str) -> dict[str, Any]:
-    """Read one config.json; a missing, unreadable or non-JSON file is a UserError."""
+    """Read one config.json, bounded (``files.read_json``); a missing, unreadable or non-JSON file is
+    a UserError (one line)."""
     try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise UserError(f"{ref}: no config.json at {path}; point the model at a directory holding one") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise UserError(f"{ref}: cannot read {path} ({err.__class__.__name__}); check the file and its permissions") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise UserError(
-            f"{ref}: {path} is not valid JSON (line {err.lineno}, column {err.colno}: {err.msg}); "
-            f"restore the model's config.json"
-        ) from None
+        data = read_json(path, MODEL_CONFIG)
+    except Unreadable as err:
+        raise UserError(f"{ref}: {err}") from None
     if not isinstance(data, dict):
         raise UserError(f"{ref}: {path} holds a JSON {type(data).__name__}, not an object; restore the model's config.json")
     return data

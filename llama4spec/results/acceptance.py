@@ -85,12 +85,22 @@ class AcceptanceCounters:
         raw per-position counts were kept carry only rates: counts are then rates x drafts."""
         if not isinstance(data, Mapping) or data.get("num_drafts") is None:
             return None
-        drafts = int(data["num_drafts"])
+        drafts, tokens, accepted = (data.get(k) or 0 for k in ("num_drafts", "num_draft_tokens", "num_accepted_tokens"))
         per_pos = data.get("accepted_per_pos")
-        if per_pos is None:
-            per_pos = [round(r * drafts) for r in data.get("acceptance_rate_per_position") or []]
-        return cls(drafts, int(data.get("num_draft_tokens") or 0), int(data.get("num_accepted_tokens") or 0),
-                   [int(x) for x in per_pos])
+        if per_pos is None and _count(drafts):
+            rates = data.get("acceptance_rate_per_position") or []
+            if isinstance(rates, list) and all(isinstance(r, (int, float)) and not isinstance(r, bool)
+                                               and 0 <= r <= 1 for r in rates):
+                per_pos = [round(r * drafts) for r in rates]
+        if not (_count(drafts) and _count(tokens) and _count(accepted) and isinstance(per_pos, list | None)
+                and all(_count(x) for x in per_pos or [])):
+            return None  # not counters this tool wrote (a wrong type, a negative count): no acceptance
+        return cls(drafts, tokens, accepted, list(per_pos or []))
+
+
+def _count(value: Any) -> bool:
+    """A counter read back: a whole number, 0 or more."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def from_offline_metrics(metrics: Iterable[Any]) -> AcceptanceCounters:

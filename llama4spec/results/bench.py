@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from llama4spec.files import json_or_none, plain
 from llama4spec.results.acceptance import AcceptanceCounters
 
 KIND = "llama4spec.bench"
@@ -212,8 +213,9 @@ class BenchRecord:
         return cls(label=str(data.get("label") or fallback_label), returncode=0, result=dict(data))
 
     def write(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        from llama4spec.files import write_atomic
+
+        write_atomic(Path(path), json.dumps(self.to_dict(), indent=2) + "\n")
 
 
 def without_pair(record: BenchRecord, pair: str) -> BenchRecord | None:
@@ -251,9 +253,17 @@ def _stop(data: Any) -> dict[str, Any] | None:
 
 
 def read(path: Path) -> BenchRecord | None:
-    """The record at ``path``, or None when it is missing or unreadable."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError, RecursionError):
-        return None
+    """The record (or vLLM result) at ``path``, read bounded; None when it is missing or unreadable."""
+    data, _ = json_or_none(Path(path))
     return BenchRecord.from_dict(data, Path(path).parent.name) if isinstance(data, dict) else None
+
+
+def read_record(path: Path) -> tuple[BenchRecord | None, str | None]:
+    """A bench step's record read back from a run directory: (record, None); (None, None) without
+    one; (None, why: one line) when it is not a whole record of this tool (cut short, foreign)."""
+    data, problem = json_or_none(Path(path))
+    if problem is not None or data is None:
+        return None, problem
+    if not isinstance(data, dict) or data.get("kind") != KIND:
+        return None, f"{plain(str(path))}: not a llama4spec bench record (no \"kind\": \"{KIND}\"); it is not a record this tool wrote"
+    return BenchRecord.from_dict(data, Path(path).parent.name), None

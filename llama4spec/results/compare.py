@@ -5,7 +5,6 @@ ratio oriented so that above 1 means the candidate is better.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +13,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from llama4spec.errors import UserError
+from llama4spec.files import Expect, read_json
 from llama4spec.results.bench import KIND, BenchRecord
 
+RESULT = Expect("benchmark result", "give a llama4spec bench record or a `vllm bench serve --save-result` JSON file")
 # (label, key in vLLM's result JSON, higher is better)
 THROUGHPUT = [
     ("request throughput (req/s)", "request_throughput", True),
@@ -49,14 +50,8 @@ def from_json(data: dict[str, Any], fallback_label: str) -> BenchRecord:
 
 
 def load(path: Path) -> BenchRecord:
-    try:
-        data = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file; give the path of a saved benchmark JSON") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory; give the path of a saved benchmark JSON") from None
-    except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise UserError(f"{path}: cannot read it as JSON ({type(err).__name__}); give a saved benchmark JSON") from None
+    """A benchmark result file, read bounded (``files.read_json``); UserError, one line, for anything else."""
+    data = read_json(Path(path), RESULT)
     if not isinstance(data, dict):
         raise UserError(f"{path}: expected a JSON object; give a saved benchmark JSON")
     return from_json(data, Path(path).stem)

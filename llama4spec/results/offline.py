@@ -139,5 +139,6 @@ class OfflineRecord:
         return data
 
     def write(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        from llama4spec.files import write_atomic
+
+        write_atomic(Path(path), json.dumps(self.to_dict(), indent=2) + "\n")

@@ -266,19 +266,3 @@ def model_fingerprints(cfg: Any) -> dict[str, str]:
     found = {"target.model": cfg.target.model, "target.tokenizer": cfg.target.tokenizer,
              "draft.model": cfg.draft.model if cfg.draft.method else None}
     return {key: fp for key, value in found.items() if (fp := model_fingerprint(value)) is not None}
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """``text`` into ``path`` whole: a temporary file beside it, renamed into place (a reader never
-    sees half a file, a crash never leaves one)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text)
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def write_json(path: Path, data: Any) -> None:
-    write_atomic(Path(path), json.dumps(data, indent=2, default=str) + "\n")

@@ -50,17 +50,13 @@ def colocated(spans: Iterable[Span]) -> dict[str, tuple[str, ...]]:
 
 def read_spans(run_dir: Path) -> list[Span]:
     """The spans of every group under ``run_dir/groups/`` with a readable job.json."""
-    import json
+    from llama4spec.files import Expect, json_or_none
 
+    job = Expect("job record", "it is not a record this tool wrote", MAX_JOB_BYTES)
     out = []
     root = Path(run_dir) / GROUPS_DIR
     for path in sorted(root.glob("*/job.json")) if root.is_dir() else []:
-        try:
-            if not path.is_file() or path.stat().st_size > MAX_JOB_BYTES:
-                continue
-            data = json.loads(path.read_text())
-        except (OSError, ValueError, RecursionError):
-            continue
+        data, _ = json_or_none(path, job)
         if isinstance(data, dict) and (s := span(path.parent.name, data)) is not None:
             out.append(s)
     return out

@@ -360,13 +360,16 @@ def run(plan: Plan, console: Console, gate: Gate | None = None, environ: Mapping
     (what failed or was skipped runs again). ``stop_on_error``: stop at the first failed step
     instead of running everything that does not depend on it.
     """
-    finished = None
+    finished, notes = None, []
     if resume:
         from llama4spec.runbook.resume import finished_steps
 
-        finished = finished_steps(plan)
+        finished = finished_steps(plan, notes)
     preflight(plan, gate, finished or {})
-    return Run(plan, console, environ, finished, progress, stop_on_error).execute()
+    run_ = Run(plan, console, environ, finished, progress, stop_on_error)
+    for line in notes:  # a record cut short or foreign: said once, its step measured again
+        run_.say(f"note: {line}")
+    return run_.execute()
 
 
 def run_command(plan: Plan, console: Console, gate: Gate | None = None, hold: bool = False) -> int:

@@ -9,6 +9,7 @@ import difflib
 from typing import Any, Callable
 
 from llama4spec.config.compose import MAX_OVERRIDE_CHARS
+from llama4spec.files import plain, shown  # noqa: F401 (the runbook's readers name them here)
 
 MAX_ID = 64  # runbook names and step ids: they become directories
 MAX_LABEL = 100  # a bench label (a table row, vLLM's --label)
@@ -18,17 +19,6 @@ MAX_WARMUP = 10_000  # warm-up requests before a point's counted runs
 AUTO = "auto"  # repeats: auto (a sweep measures each point until decided)
 
 Reader = Callable[[dict, str, str, list[str]], Any]  # (raw step, key, where, problems) -> value
-
-
-def plain(text: str, limit: int = 300) -> str:
-    """Text as it may appear in a one-line message: control characters escaped, at most ``limit`` characters."""
-    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[: limit + 1])
-    return out[:limit] + "…" if len(out) > limit else out
-
-
-def shown(value: Any, limit: int = 60) -> str:
-    """A user's value in a one-line message: a string quoted, anything else as Python writes it."""
-    return f"'{plain(value, limit)}'" if isinstance(value, str) else plain(repr(value), limit)
 
 
 def text_problem(value: str, limit: int) -> str | None:

@@ -26,11 +26,12 @@ from typing import Any
 from rich.console import Console
 
 from llama4spec.errors import UserError
+from llama4spec.files import json_or_none, outside, plain, shown, write_atomic
 from llama4spec.results import bench as bench_record
 from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.recorder import Recorder
-from llama4spec.runbook.rundir import (STATUS, Measured, bench_files, flatten, not_run, read_config, read_status,
-                                       vllm_runs)
+from llama4spec.runbook.rundir import (STATUS, Measured, bench_files, config_or_problem, flatten, is_step_id, not_run,
+                                       status_or_problem, vllm_runs)
 
 GROUPS = "groups"  # <run>/groups/<group>/: the run directory of one server group run on its own
 # Keys that say where a point ran, not what it measured.
@@ -58,34 +59,60 @@ class Source:
 
 
 def _json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError):
-        return None
+    return json_or_none(path)[0]
+
+
+def plan_problem(plan: Any, where: str) -> str | None:
+    """Why a plan.json read back is not one this tool wrote (None when it is): every entry a
+    mapping with a step id, a kind, and references (``needs``, ``inputs``) of the right types."""
+    if not isinstance(plan, list):
+        return f"{where}: not a plan (a JSON list of steps); it is not a record this tool wrote"
+    for n, step in enumerate(plan, 1):
+        if not isinstance(step, dict) or not is_step_id(step.get("id")):
+            got = shown(step.get("id")) if isinstance(step, dict) else type(step).__name__
+            return f"{where}: step {n} has no valid step id ({got}); it is not a record this tool wrote"
+        needs, inputs = step.get("needs", []), step.get("inputs", {})
+        if not isinstance(step.get("kind"), str) or not isinstance(needs, list) or \
+                not all(is_step_id(x) for x in needs) or not isinstance(inputs, dict) or \
+                not all(isinstance(v, str) for v in inputs.values()):
+            return (f"{where}: step '{step['id']}' has a kind, needs or inputs of the wrong type; it is not a "
+                    f"record this tool wrote")
+    return None
 
 
 def load(run_dir: Path) -> Source:
-    """A run directory's records; UserError naming the fix when it is none."""
+    """A run directory's records, checked as planning checks its input; UserError naming the fix
+    when it is none (one line)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise UserError(f"{run_dir}: no such run directory; give one under runs/<runbook>/")
-    status = read_status(run_dir)
-    plan = _json(run_dir / "plan.json")
-    if not isinstance(status, dict) or not isinstance(plan, list):
+    status, problem = status_or_problem(run_dir)
+    plan, plan_unreadable = json_or_none(run_dir / "plan.json")
+    if status is None and problem is None and plan is None and plan_unreadable is None:
         raise UserError(f"{run_dir}: no {STATUS} and plan.json there, so it is not a run directory of llama4spec; "
                         f"give one under runs/<runbook>/")
-    groups = sorted(d for d in (run_dir / GROUPS).glob("*") if (d / STATUS).is_file()) if (run_dir / GROUPS).is_dir() else []
-    return Source(run_dir, status, [s for s in plan if isinstance(s, dict)], [run_dir, *groups])
+    problem = problem or plan_unreadable or (f"{run_dir}: no {STATUS} there" if status is None else None) or \
+        (f"{run_dir}: no plan.json there" if plan is None else None) or plan_problem(plan, plain(str(run_dir / "plan.json")))
+    if problem is not None:
+        raise UserError(f"{problem} (give a run directory of llama4spec under runs/<runbook>/)")
+    root = run_dir / GROUPS
+    groups = sorted(d for d in root.iterdir() if is_step_id(d.name) and d.is_dir() and (d / STATUS).is_file()) \
+        if root.is_dir() and not root.is_symlink() else []
+    return Source(run_dir, status, plan, [run_dir, *groups])
 
 
-def measured_here(source: Source, step_id: str) -> list[Measured]:
+def measured_here(source: Source, step_id: str, problems: list[str] | None = None) -> list[Measured]:
     """Every counted record of bench step ``step_id`` in a run directory and its group runs (with
-    the config.yaml it was measured with: a record without one cannot say what it measured)."""
+    the config.yaml it was measured with: a record without one cannot say what it measured).
+    ``problems``: a line for each record or config that is not one this tool wrote (left out)."""
     found = []
     for where in source.runs:
         directory = where / step_id
-        record = bench_record.read(bench_files(directory)["record"])
-        config = read_config(directory / "config.yaml")
+        record, problem = bench_record.read_record(bench_files(directory)["record"])
+        config, config_problem = config_or_problem(directory / "config.yaml")
+        problem = problem or (config_problem if record is not None else None)
+        if problem is not None and problems is not None:
+            problems.append(problem)
         if record is not None and record.counted and config is not None:
             found.append(Measured(step_id, config, record, directory))
     return found
@@ -143,12 +170,16 @@ def merge(found: list[Measured]) -> Measured:
     return Measured(first.id, first.config, record, first.where)
 
 
-def collect(sources: list[Source], ids: list[str]) -> dict[str, Measured]:
+def collect(sources: list[Source], ids: list[str], problems: dict[str, str] | None = None) -> dict[str, Measured]:
+    """Point id -> its records merged; ``problems``: point id -> why a record of it was left out."""
     out: dict[str, Measured] = {}
     for pid in ids:
-        found = [m for s in sources for m in measured_here(s, pid)]
+        lines: list[str] = []
+        found = [m for s in sources for m in measured_here(s, pid, lines)]
         if found:
             out[pid] = merge(found)
+        elif lines and problems is not None:
+            problems[pid] = f"record left out: {lines[0]}"
     return out
 
 
@@ -197,7 +228,9 @@ def _hosts(sources: list[Source]) -> list[str]:
         for where in s.runs:
             if not any(bench_files(d)["record"].is_file() for d in where.iterdir() if d.is_dir()):
                 continue  # measured nothing here (a launcher's own directory): not a machine points ran on
-            info = (_json(where / "host.json") or {}).get("host") or {}
+            data = _json(where / "host.json")
+            info = data.get("host") if isinstance(data, dict) else None
+            info = {k: v for k, v in info.items() if isinstance(v, (str, int, float))} if isinstance(info, dict) else {}
             kind = ", ".join(str(info[k]) for k in ("machine", "cpu", "gpus") if info.get(k)) or "unknown machine"
             seen.setdefault(kind, []).append(str(where))
     if len(seen) <= 1:
@@ -227,14 +260,19 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     in_place = any(out.resolve() == s.dir.resolve() for s in sources)
     if in_place and len(sources) > 1:
         raise UserError(f"--out {out} is one of the run directories being merged; give a new directory")
+    if not in_place:
+        refuse_foreign(out)
     first = sources[0]
     sweeps, compares = _sweeps(sources), _compares(sources)
     ids = list(dict.fromkeys(pid for points in sweeps.values() for pid in points))
     ids += [ref for refs in compares.values() for ref in refs.values() if ref not in ids and "/" not in ref]
-    measured = collect(sources, ids)
+    refuse_escapes(out, [*sweeps, *compares, *([] if in_place else ids)])
+    left_out: dict[str, str] = {}
+    measured = collect(sources, ids, left_out)
     reasons: dict[str, str] = {}
     for s in sources:
         reasons.update(not_run(s.status.get("steps") or []))
+    reasons.update(left_out)
     for pid in measured:
         reasons.pop(pid, None)
     comparisons: dict[str, str] = {}
@@ -259,8 +297,7 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
             continue
         compare.render(console, *pair)
         table = compare.markdown(*pair)
-        (out / cid).mkdir(parents=True, exist_ok=True)
-        (out / cid / "table.md").write_text(table)
+        write_atomic(out / cid / "table.md", table)
         comparisons[cid] = table
     notes = _hosts(sources)
     if in_place:
@@ -277,6 +314,32 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     for note in notes:
         console.print(note, markup=False, highlight=False, soft_wrap=True)
     return 1 if missing else 0
+
+
+def refuse_foreign(out: Path) -> None:
+    """``--out`` must be new, empty, or a run directory this tool wrote (a merge made before): files
+    of someone else's are never overwritten."""
+    if not out.exists() and not out.is_symlink():
+        return
+    if out.is_symlink() or not out.is_dir():
+        raise UserError(f"--out {out}: is {'a symlink' if out.is_symlink() else 'a file'}, not a directory; "
+                        f"give a new directory")
+    if next(out.iterdir(), None) is None:
+        return
+    status, problem = status_or_problem(out)
+    if status is None:
+        raise UserError(f"--out {out}: holds files this tool did not write ({problem or f'no {STATUS}'}); give a new "
+                        f"or empty directory (report never overwrites them)")
+
+
+def refuse_escapes(out: Path, step_ids: list[str]) -> None:
+    """No step's directory under ``out`` may lead outside it (a symlink placed there): nothing is
+    written outside the named output directory."""
+    for sid in step_ids:
+        target = out / sid
+        if target.is_symlink() or outside(out, target / "x"):
+            raise UserError(f"{target}: is a symlink (or leads outside {out}); report writes only inside the "
+                            f"output directory: remove the link or give another --out")
 
 
 def _colocation(sources: list[Source], measured: dict[str, Measured]) -> dict[str, tuple[str, ...]]:
@@ -319,5 +382,5 @@ def _write_points(out: Path, measured: dict[str, Measured]) -> None:
     for pid, m in measured.items():
         files = bench_files(out / pid)
         m.record.write(files["record"])
-        files["points"].write_text(json.dumps(vllm_runs(m.config, m.record), indent=2) + "\n")
-        (out / pid / "config.yaml").write_text(yaml.safe_dump(m.config, sort_keys=False))
+        write_atomic(files["points"], json.dumps(vllm_runs(m.config, m.record), indent=2) + "\n")
+        write_atomic(out / pid / "config.yaml", yaml.safe_dump(m.config, sort_keys=False))

@@ -62,7 +62,10 @@ class Plan:
 
     def source_text(self) -> str:
         """The runbook as given: the run directory's runbook.yaml."""
-        return self.source if self.source is not None else self.runbook.path.read_text()
+        from llama4spec.files import read_text
+        from llama4spec.runbook.yamlsafe import RUNBOOK
+
+        return self.source if self.source is not None else read_text(self.runbook.path, RUNBOOK)
 
     def get(self, step_id: str) -> PlannedStep:
         return next(p for p in self.steps if p.id == step_id)

@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from llama4spec.engine.secrets import redact, redact_yaml
-from llama4spec.results.provenance import write_atomic, write_json
+from llama4spec.files import Expect, Unreadable, read_text, write_atomic, write_json
 from llama4spec.runbook.rundir import STATUS, summary_markdown
+
+RUNBOOK_COPY = Expect("runbook", "it is not the runbook this tool recorded", 1 << 20)
 
 
 class Recorder:
@@ -42,9 +44,11 @@ class Recorder:
     def copy_start(self, source_dir: Path, plan_record: Any) -> None:
         """runbook.yaml and plan.json as another run directory has them (a merged run's)."""
         self.json("plan.json", plan_record)
-        runbook = Path(source_dir) / "runbook.yaml"
-        if runbook.is_file():
-            write_atomic(self.dir / "runbook.yaml", self.redact(runbook.read_text()))
+        try:
+            text = read_text(Path(source_dir) / "runbook.yaml", RUNBOOK_COPY)
+        except Unreadable:
+            return  # none, or not one this tool wrote: the merged run keeps its plan.json only
+        write_atomic(self.dir / "runbook.yaml", self.redact(text))
 
     def status(self, status: dict[str, Any], description: str = "", notes: Iterable[str] = ()) -> None:
         """status.json and summary.md (the same for people, then ``notes`` as its last lines)."""

@@ -9,14 +9,14 @@ has no counted record, so it runs again, and so does its server.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from llama4spec.errors import UserError
 from llama4spec.results import bench as bench_record
 from llama4spec.results.bench import BenchRecord
-from llama4spec.runbook.rundir import STATUS, legacy_bench_record, read_status
+from llama4spec.files import json_or_none
+from llama4spec.runbook.rundir import STATUS, is_step_id, legacy_bench_record, status_or_problem
 
 
 def _command(argv: Any) -> list[str] | None:
@@ -32,10 +32,13 @@ def _command(argv: Any) -> list[str] | None:
     return out
 
 
-def finished_record(planned) -> BenchRecord | None:
-    """The record of a bench step already measured with the same command, else None."""
+def finished_record(planned, notes: list[str] | None = None) -> BenchRecord | None:
+    """The record of a bench step already measured with the same command, else None. A record that
+    is not one this tool wrote whole (cut short, foreign) counts as none: ``notes`` says so."""
     for path in (planned.artifacts["record"], legacy_bench_record(planned.run_dir, planned.id)):
-        record = bench_record.read(path)
+        record, problem = bench_record.read_record(path)
+        if problem is not None and notes is not None:
+            notes.append(f"step '{planned.id}' is measured again: {problem}")
         if (record and record.counted and _command(record.argv) == _command(planned.argv)
                 and record.repeats >= planned.step.keys.repeats):  # fewer runs than asked for: measured again
             return record
@@ -44,13 +47,10 @@ def finished_record(planned) -> BenchRecord | None:
 
 def _earlier_commands(run_dir: Path) -> dict[str, Any]:
     """Step id -> the command the earlier run planned for it (its plan.json; empty without one)."""
-    try:
-        records = json.loads((run_dir / "plan.json").read_text())
-    except (OSError, ValueError):
-        return {}
+    records, _ = json_or_none(run_dir / "plan.json")
     if not isinstance(records, list):
         return {}
-    return {r["id"]: r.get("argv") for r in records if isinstance(r, dict) and isinstance(r.get("id"), str)}
+    return {r["id"]: r.get("argv") for r in records if isinstance(r, dict) and is_step_id(r.get("id"))}
 
 
 def changed_servers(plan) -> set[str]:
@@ -62,15 +62,16 @@ def changed_servers(plan) -> set[str]:
     return {p.id for p in plan.steps if p.step.traits.serves and p.id in earlier and earlier[p.id] != now[p.id]}
 
 
-def finished_steps(plan) -> dict[str, BenchRecord | None]:
+def finished_steps(plan, notes: list[str] | None = None) -> dict[str, BenchRecord | None]:
     """Steps a resumed run skips: finished benches (with their records), and servers (with
     their stops) whose every bench is finished and whose other steps (a settle step) have nothing
-    left to do; a server nothing uses is never skipped."""
+    left to do; a server nothing uses is never skipped. ``notes``: a line for each record found
+    that is not one this tool wrote whole (its step runs again)."""
     done: dict[str, BenchRecord | None] = {}
     changed = changed_servers(plan)
     for p in plan.steps:
         if p.step.traits.benchmarks and p.step.server not in changed:
-            record = finished_record(p)
+            record = finished_record(p, notes)
             if record is not None:
                 done[p.id] = record
     for p in plan.steps:
@@ -98,7 +99,9 @@ def resume_dir(run_dir: Path, runbook_name: str) -> Path:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise UserError(f"--resume {run_dir}: no such run directory; give one under runs/{runbook_name}/")
-    summary = read_status(run_dir)
+    summary, problem = status_or_problem(run_dir)
+    if problem is not None:
+        raise UserError(f"--resume {run_dir}: {problem}; give a run directory under runs/{runbook_name}/")
     if summary is None:
         raise UserError(f"--resume {run_dir}: no {STATUS} there, so it is not a run directory; "
                         f"give one under runs/{runbook_name}/")

@@ -19,17 +19,26 @@ records beside it) are still read by ``--resume``.
 from __future__ import annotations
 
 import json
+import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from llama4spec.files import Expect, Unreadable, json_or_none, plain, read_yaml, shown
 from llama4spec.results.bench import BenchRecord
 
 STATUS = "status.json"
 LEGACY_STATUS = "summary.json"
+STEP_ID = re.compile(r"[A-Za-z][\w-]*")  # whole string (fullmatch): it names a directory
+MAX_STEP_ID = 120  # a generated step id (a sweep's points) is at most this long
+CONFIG = Expect("step config", "it is not a config this tool wrote; run the step again (--resume)", 1 << 20)
+
+
+def is_step_id(value: Any) -> bool:
+    """Whether ``value`` can be a step id: what planning accepts, so never a path (``../x``, ``a/b``)."""
+    return isinstance(value, str) and len(value) <= MAX_STEP_ID and STEP_ID.fullmatch(value) is not None
 
 
 def timestamp() -> str:
@@ -47,14 +56,47 @@ def new_run_dir(root: Path, runbook_name: str) -> Path:
 
 def read_status(run_dir: Path) -> dict[str, Any] | None:
     """A run directory's status (status.json, or summary.json of the earlier layout); None when
-    there is none that reads as a mapping."""
+    there is none that reads as a status."""
+    return status_or_problem(run_dir)[0]
+
+
+def status_or_problem(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """(the run's status, None), or (None, why there is none: one line naming the file); a status
+    read back is checked like a record written now (``status_problem``)."""
+    problem = None
     for name in (STATUS, LEGACY_STATUS):
-        try:
-            data = json.loads((Path(run_dir) / name).read_text())
-        except (OSError, ValueError, RecursionError):
+        data, problem_here = json_or_none(Path(run_dir) / name)
+        if data is None and problem_here is None:
             continue
-        if isinstance(data, dict):
-            return data
+        problem_here = problem_here or status_problem(data, plain(str(Path(run_dir) / name)))
+        if problem_here is None:
+            return data, None
+        problem = problem or problem_here
+    return None, problem
+
+
+# status.json's keys that are read back, and the types they must have (None: absent)
+STATUS_TYPES: dict[str, tuple[type, ...]] = {
+    "runbook": (str,), "status": (str,), "description": (str, type(None)), "started": (str, type(None)),
+    "steps": (list,), "comparisons": (dict,), "jobs": (list,), "merged_from": (list,), "notes": (list,),
+}
+
+
+def status_problem(data: Any, where: str) -> str | None:
+    """Why ``data`` is not a run's status as this tool writes it (None when it is)."""
+    if not isinstance(data, dict):
+        return f"{where}: not a run status (a JSON object); it is not a record this tool wrote"
+    for key, types in STATUS_TYPES.items():
+        if key in data and not isinstance(data[key], types):
+            return (f"{where}: '{key}' is {type(data[key]).__name__}, not "
+                    f"{' or '.join('null' if t is type(None) else t.__name__ for t in types)}; "
+                    f"it is not a record this tool wrote")
+    steps = data.get("steps") or []
+    if not all(isinstance(e, dict) and is_step_id(e.get("id")) for e in steps):
+        return f"{where}: a step entry without a valid step id; it is not a record this tool wrote"
+    if not all(isinstance(v, str) for v in (data.get("comparisons") or {}).values()) or \
+            not all(is_step_id(k) for k in data.get("comparisons") or {}):
+        return f"{where}: 'comparisons' holds something other than step ids and tables; it is not a record this tool wrote"
     return None
 
 
@@ -83,14 +125,51 @@ class Measured:
 
 
 def read_config(path: Path | None) -> dict[str, Any] | None:
-    """A step's config.yaml as plain data; None when missing or unreadable."""
-    if path is None:
-        return None
+    """A step's config.yaml as plain data; None when missing, unreadable or wrongly typed."""
+    return config_or_problem(path)[0] if path is not None else None
+
+
+# A step's config.yaml: the keys reports read back, and the types they must have (as the schema has them)
+CONFIG_TYPES: dict[str, tuple[type, ...]] = {
+    "lookahead": (int, type(None)), "draft.method": (str, type(None)), "draft.name": (str, type(None)),
+    "draft.model": (str, type(None)), "draft.lookahead_schedule": (list, type(None)), "target.model": (str,),
+    "target.tokenizer": (str, type(None)), "bench.max_concurrency": (int,), "bench.category": (str, type(None)),
+}
+
+
+def config_or_problem(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """(a step's config.yaml as plain data, None); (None, None) without one; (None, the one-line
+    problem) when it is not a config this tool wrote: unreadable, not a mapping, a value of the
+    wrong type (read with the runbook's caps: size, depth, aliases)."""
+    where = plain(str(path))
+    if not os.path.lexists(path):
+        return None, None
     try:
-        data = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError, UnicodeDecodeError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
+        data = read_yaml(Path(path), CONFIG)
+    except Unreadable as err:
+        return None, str(err)
+    if not isinstance(data, dict):
+        return None, f"{where}: not a composed config (a mapping); it is not a record this tool wrote"
+    flat = {}
+    for key in CONFIG_TYPES:
+        value, found = _dotted(data, key)
+        if found:
+            flat[key] = value
+    for key, value in flat.items():
+        types = CONFIG_TYPES[key]
+        if isinstance(value, bool) or not isinstance(value, types):
+            return None, f"{where}: {key} is {shown(value)}, not {' or '.join(t.__name__ for t in types if t is not type(None))}"
+    if flat.get("bench.max_concurrency", 1) < 1 or (flat.get("lookahead") or 0) < 0:
+        return None, f"{where}: bench.max_concurrency or lookahead is out of range; it is not a config this tool wrote"
+    return data, None
+
+
+def _dotted(data: Any, key: str) -> tuple[Any, bool]:
+    for part in key.split("."):
+        if not isinstance(data, dict) or part not in data:
+            return None, False
+        data = data[part]
+    return data, True
 
 
 def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
@@ -137,7 +216,7 @@ def csv_rows(ids: list[str], measured: dict[str, Measured]) -> tuple[list[str], 
 
 def not_run(steps: list[dict[str, Any]]) -> dict[str, str]:
     """Step id -> why it has no result ("failed: ...", "skipped: ..."), from a status's steps."""
-    return {e["id"]: f"{e['status']}: {e.get('error') or e.get('reason') or 'no reason recorded'}"
+    return {str(e.get("id")): f"{e['status']}: {e.get('error') or e.get('reason') or 'no reason recorded'}"
             for e in steps if isinstance(e, dict) and e.get("status") in ("failed", "skipped")}
 
 
@@ -160,27 +239,29 @@ def summary_markdown(summary: dict[str, Any], description: str = "") -> str:
     skipped steps by reason, then every comparison and sweep report."""
     lines = [f"# {summary.get('runbook')}", "", description, "",
              f"status: **{summary.get('status')}**, started {summary.get('started')}", ""]
-    if summary.get("merged_from"):
+    if isinstance(summary.get("merged_from"), list) and summary["merged_from"]:
         lines += ["merged from: " + ", ".join(str(d) for d in summary["merged_from"]), ""]
     lines += ["| step | kind | status | seconds |", "|---|---|---|---:|"]
-    steps = [e for e in summary.get("steps") or [] if isinstance(e, dict)]
+    steps = [e for e in summary.get("steps") or [] if isinstance(e, dict)] if isinstance(summary.get("steps"), list) else []
     for st in steps:
         secs = st.get("seconds")
+        secs = f"{secs:.1f}" if isinstance(secs, (int, float)) and not isinstance(secs, bool) else ""
         status = f"{st.get('status')}" + (" (earlier run)" if st.get("resumed") else "")
-        lines.append(f"| {st.get('id')} | {st.get('kind')} | {status} | {'' if secs is None else f'{secs:.1f}'} |")
+        lines.append(f"| {st.get('id')} | {st.get('kind')} | {status} | {secs} |")
     failed = [e for e in steps if e.get("status") == "failed"]
     skipped: dict[str, list[str]] = {}
     for e in steps:
         if e.get("status") == "skipped" and e.get("reason"):
-            skipped.setdefault(e["reason"], []).append(e["id"])
+            skipped.setdefault(str(e["reason"]), []).append(str(e.get("id")))
     if failed or skipped:
         lines += ["", "## Failures", ""]
         for e in failed:
             lines.append(f"- {e['id']} ({e.get('kind')}) failed: {e.get('error') or 'no reason recorded'}")
-            if e.get("log_tail"):
+            if isinstance(e.get("log_tail"), list) and e["log_tail"]:
                 lines += ["", "  ```", *(f"  {line}" for line in e["log_tail"]), "  ```", ""]
         for reason, ids in skipped.items():
             lines.append(f"- skipped ({reason}): {', '.join(ids)}")
-    for step_id, table in (summary.get("comparisons") or {}).items():
+    comparisons = summary.get("comparisons")
+    for step_id, table in (comparisons if isinstance(comparisons, dict) else {}).items():
         lines += ["", f"## {step_id}", "", table]
     return "\n".join(lines) + "\n"

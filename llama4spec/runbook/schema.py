@@ -17,13 +17,13 @@ from llama4spec.errors import UserError
 from llama4spec.runbook import steps as step_kinds
 from llama4spec.runbook.fields import (AUTO, MAX_ID, MAX_REPEATS, MAX_WARMUP, close, plain, read_keys, runbook_keys, shown,
                                        str_list)
+from llama4spec.runbook.rundir import STEP_ID  # a step id names a directory
 from llama4spec.runbook.spec import Runbook, Step
 from llama4spec.runbook.steps import KINDS
 from llama4spec.runbook.yamlsafe import read_yaml
 
 COMMON_KEYS = {"id", "kind", "needs", "description"}
 TOP_KEYS = {"name", "description", "env", "overrides", "steps"}
-STEP_ID = re.compile(r"[A-Za-z][\w-]*")  # whole string (fullmatch): it names a directory
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_STEPS = 1_000  # steps written in the file
 

@@ -10,7 +10,6 @@ each with its own result file and counter deltas; the outcome is one ``BenchReco
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Callable, Mapping
 from llama4spec.config.schema import Config
 from llama4spec.engine.bench import bench_flags, category_prompt_count, display_argv, num_prompts
 from llama4spec.engine.secrets import api_key_env
+from llama4spec.files import json_or_none
 from llama4spec.results.acceptance import AcceptanceCounters, from_prometheus_text
 from llama4spec.results.bench import BenchRecord
 from llama4spec.results.provenance import model_fingerprints
@@ -121,10 +121,7 @@ def _one_run(cfg: Config, url: str, result: Path, log: Path, *, label: str, extr
     k = cfg.lookahead if cfg.draft.method else None
     data = None
     if code == 0 and result.is_file():
-        try:
-            data = json.loads(result.read_text())
-        except (OSError, ValueError):
-            data = None
+        data, _ = json_or_none(result)
     return BenchRecord(label=label, url=url, argv=display_argv(flags), returncode=code, wall_time_s=wall,
                        lookahead=k, acceptance=delta if delta is not None and delta.num_drafts else None,
                        result=data if isinstance(data, dict) else None, started=at)

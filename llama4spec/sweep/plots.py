@@ -7,9 +7,11 @@ picture holds without looking at it.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
+from llama4spec.files import write_atomic
 from llama4spec.sweep.model import Analysis, Point
 
 SERIES_KEY = "Series"
@@ -31,9 +33,10 @@ def _save(fig, ax, path: Path, title: str) -> list[str]:
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", dpi=100, metadata={"Title": title, SERIES_KEY: json.dumps(labels)})
+    image = io.BytesIO()
+    fig.savefig(image, format="png", dpi=100, metadata={"Title": title, SERIES_KEY: json.dumps(labels)})
     _pyplot().close(fig)
+    write_atomic(path, image.getvalue())
     return labels
 
 

@@ -68,7 +68,7 @@ def plan(ctx, p) -> None:
 
 
 def execute(run, p) -> dict[str, Any]:
-    from llama4spec.results.provenance import write_json
+    from llama4spec.files import write_json
     from llama4spec.serving.bench import BenchFiles, failure, run_bench
     from llama4spec.serving.process import log_tail
 
@@ -124,7 +124,7 @@ def _alternate(run, p, files):
     import time
 
     from llama4spec.results import bench as bench_record
-    from llama4spec.results.provenance import write_json
+    from llama4spec.files import write_json
     from llama4spec.serving.bench import BenchFiles, failure, run_more
     from llama4spec.serving.process import log_tail
 

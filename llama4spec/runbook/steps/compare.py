@@ -8,6 +8,7 @@ from typing import Any
 
 from llama4spec.errors import UserError
 from llama4spec.results import compare
+from llama4spec.files import write_atomic
 from llama4spec.runbook import fields
 from llama4spec.runbook.rundir import bench_files, step_dir
 from llama4spec.runbook.steps.failed import StepFailed
@@ -51,8 +52,7 @@ def execute(run, p) -> dict[str, Any]:
         raise StepFailed("; ".join(err.problems)) from None
     compare.render(run.console, base, cand)
     table = compare.markdown(base, cand)
-    p.artifacts["table"].parent.mkdir(parents=True, exist_ok=True)
-    p.artifacts["table"].write_text(table)
+    write_atomic(p.artifacts["table"], table)
     run.keep_comparison(p.id, table)
     return {label: {"baseline": a, "candidate": b, "speedup": s} for label, a, b, s in compare.rows(base, cand)}
 

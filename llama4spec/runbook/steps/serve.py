@@ -108,7 +108,7 @@ def derive_schedule(run, p) -> list[list[int]]:
     from llama4spec.config.compose import compose_config
     from llama4spec.config.schedule import schedule_problems
     from llama4spec.config.validate import validate
-    from llama4spec.results.provenance import write_json
+    from llama4spec.files import write_json
     from llama4spec.runbook.measured import collect_points
     from llama4spec.sweep.model import analyse
     from llama4spec.sweep.schedule import derive

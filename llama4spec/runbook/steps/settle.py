@@ -62,7 +62,7 @@ def pending(plan, p) -> bool:
 
 
 def execute(run, p) -> dict[str, Any]:
-    from llama4spec.results.provenance import write_json
+    from llama4spec.files import write_json
     from llama4spec.runbook.measured import config_data
     from llama4spec.runbook.rundir import vllm_runs
     from llama4spec.serving.bench import BenchFiles, failure, run_more

@@ -5,6 +5,7 @@ analysis JSON and CSV, and the plots into its own directory."""
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.markup import escape
 
+from llama4spec.files import write_atomic
 from llama4spec.runbook import fields
 from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import DESIGNS, INTERLEAVED, SEQUENTIAL, check_matrix, matrix_points, points_problem
@@ -133,18 +135,19 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
     }
     images = {title: files[stem].name for title, stem in IMAGES.items()}
     text = render.markdown(analysis, images)
-    files["report"].write_text(text)
+    write_atomic(files["report"], text)
     stops = {pid: m.record.stop for pid, m in (measured or {}).items() if m.record.stop}  # repeats: auto
-    files["analysis"].write_text(json.dumps({**render.to_record(analysis), "plots": series,
+    write_atomic(files["analysis"], json.dumps({**render.to_record(analysis), "plots": series,
                                              **({"stops": stops} if stops else {}),
                                              **({"colocation": colocation} if colocation else {}),
                                              **({"design": design} if design else {})}, indent=2) + "\n")
     if "table" in files:
         header, rows = csv_rows([pt.id for pt in points], measured or {})
-        with open(files["table"], "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=header)
-            writer.writeheader()
-            writer.writerows(rows)
+        table = io.StringIO(newline="")
+        writer = csv.DictWriter(table, fieldnames=header)
+        writer.writeheader()
+        writer.writerows(rows)
+        write_atomic(files["table"], table.getvalue())
     return series, text
 
 
@@ -184,7 +187,7 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
         console.print(escape(line), highlight=False, soft_wrap=True)
         text += f"\n{line}\n"
     if stops or missing or warnings or design_lines(design):
-        files["report"].write_text(text)
+        write_atomic(files["report"], text)
     return text, {**render.to_record(analysis), "missing": missing, **({"not_measured": why} if missing else {}),
                   **({"design": design} if design else {}),
                   **({"stops": stops} if stops else {}), **({"colocation": colocation} if colocation else {})}

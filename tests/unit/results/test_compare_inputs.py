@@ -22,7 +22,7 @@ def _write(path: Path, data) -> Path:
     ({**GOOD, "output_throughput": True}, "not a positive finite number"),
     ({**GOOD, "completed": 0}, "completed no request"),
     ([1, 2, 3], "expected a JSON object"),
-    ("\x00\xff garbage", "cannot read it as JSON"),
+    ("\x00\xff garbage", "not UTF-8 text"),
     ({"kind": "llama4spec.bench", "label": "x", "returncode": 1}, "did not finish"),
 ])
 def test_bad_inputs_are_one_line(cli, tmp_path: Path, bad, expected) -> None:

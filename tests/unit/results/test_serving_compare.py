@@ -66,4 +66,4 @@ def test_cli_compare_and_its_errors(cli, tmp_path: Path) -> None:
     bad.write_text("not json")
     res = cli("compare", str(bad), str(tmp_path / "missing.json"), timeout=120)
     assert res.returncode == 2 and "Traceback" not in res.stderr
-    assert res.stderr.startswith("error: ") and "cannot read it as JSON" in res.stderr
+    assert res.stderr.startswith("error: ") and "not valid JSON" in res.stderr

@@ -1,0 +1,323 @@
+"""Files the tool reads and writes, in one place.
+
+Reading: every JSON or YAML file the tool did not just write (a runbook, a benchmark result given to
+``compare``, every record read back from a run directory) is read through ``read_json`` or
+``read_yaml``: at most ``Expect.max_bytes`` from a regular file (never a directory, device or FIFO),
+UTF-8, at most MAX_DEPTH levels deep, YAML with at most MAX_NODES values counting every alias
+expanded and no repeated keys. Every refusal is ``Unreadable``: one line naming the file, what is
+wrong and what to give instead.
+
+Writing: every record is written whole by ``write_atomic``: a temporary file in the same directory,
+flushed to disk, then renamed into place (a reader never sees half a record, a crash never leaves
+one); a symlink at the path is replaced, never followed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.constructor import ConstructorError
+
+from llama4spec.errors import UserError
+
+MAX_DEPTH = 64  # nesting of mappings and lists: a record or a runbook needs a few
+MAX_NODES = 100_000  # YAML values, counting every alias expanded (a "billion laughs" stops here)
+RECORD_BYTES = 64 << 20  # a record or a benchmark result: a few KiB to a few MiB (per-request details)
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What a file should be: its noun in messages (``runbook``), what to give instead, and its size cap."""
+
+    noun: str
+    fix: str
+    max_bytes: int = RECORD_BYTES
+
+
+RECORD = Expect("run record", "it is not a record this tool wrote whole; run the step again (--resume)")
+
+
+class Unreadable(UserError):
+    """A file that cannot be read as what it should be (one line)."""
+
+
+def plain(text: str, limit: int = 300) -> str:
+    """Text as it may appear in a one-line message: control characters escaped, at most ``limit`` characters."""
+    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[: limit + 1])
+    return out[:limit] + "…" if len(out) > limit else out
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """A user's value in a one-line message: a string quoted, anything else as Python writes it."""
+    return f"'{plain(value, limit)}'" if isinstance(value, str) else plain(repr(value), limit)
+
+
+# -- reading -----------------------------------------------------------------------------------------
+def _open_regular(path: Path, expect: Expect) -> int:
+    """A file descriptor of ``path``, a regular file of at most ``expect.max_bytes``; never opens a
+    device or FIFO for reading (it could block, or never end)."""
+    where = plain(str(path))
+    try:
+        info = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        raise Unreadable(f"{where}: no such {expect.noun} file; {expect.fix}") from None
+    except (OSError, ValueError) as err:
+        raise Unreadable(f"{where}: cannot read it ({getattr(err, 'strerror', None) or err}); {expect.fix}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise Unreadable(f"{where}: is a directory, not a {expect.noun} file; {expect.fix}")
+    if not stat.S_ISREG(info.st_mode):
+        raise Unreadable(f"{where}: is not a regular file (a device, pipe or socket); {expect.fix}")
+    if info.st_size > expect.max_bytes:
+        raise Unreadable(_too_big(where, expect))
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as err:
+        raise Unreadable(f"{where}: cannot read it ({err.strerror}); {expect.fix}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced since the check
+        os.close(fd)
+        raise Unreadable(f"{where}: is not a regular file; {expect.fix}")
+    return fd
+
+
+def _too_big(where: str, expect: Expect) -> str:
+    return f"{where}: the file is larger than {expect.max_bytes // 1024:,} KiB, too large for a {expect.noun}; {expect.fix}"
+
+
+def read_bytes(path: Path, expect: Expect) -> bytes:
+    """The bytes of a regular file of at most ``expect.max_bytes`` (never more than that is read)."""
+    path = Path(path)
+    fd = _open_regular(path, expect)
+    with os.fdopen(fd, "rb") as f:
+        try:
+            data = f.read(expect.max_bytes + 1)
+        except OSError as err:
+            raise Unreadable(f"{plain(str(path))}: cannot read it ({err.strerror}); {expect.fix}") from None
+    if len(data) > expect.max_bytes:
+        raise Unreadable(_too_big(plain(str(path)), expect))
+    return data
+
+
+def read_text(path: Path, expect: Expect) -> str:
+    """A regular file's text (UTF-8), bounded as ``read_bytes``."""
+    data = read_bytes(path, expect)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise Unreadable(f"{plain(str(path))}: not UTF-8 text (byte 0x{data[err.start]:02x} at line {line}); "
+                         f"{expect.fix}") from None
+
+
+def depth(data: Any) -> int:
+    """How many levels of lists and mappings ``data`` nests (walked without recursion)."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, dict):
+            children = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        deepest = max(deepest, level)
+        if level <= MAX_DEPTH:  # deeper than that is refused anyway
+            stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def parse_json(text: str, where: str, expect: Expect) -> Any:
+    """JSON text, at most MAX_DEPTH levels deep; Unreadable (one line) otherwise."""
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise Unreadable(f"{where}: nested more than {MAX_DEPTH} levels deep; {expect.fix}") from None
+    except json.JSONDecodeError as err:
+        early = err.pos >= len(text.rstrip()) or err.msg.startswith("Unterminated string")
+        cut = " (the file ends early: cut short while it was written?)" if early else ""
+        raise Unreadable(f"{where}: not valid JSON ({plain(err.msg, 80)}: line {err.lineno}, column {err.colno})"
+                         f"{cut}; {expect.fix}") from None
+    except ValueError as err:  # an integer of 5,000 digits
+        raise Unreadable(f"{where}: not valid JSON ({plain(str(err), 120)}); {expect.fix}") from None
+    if depth(data) > MAX_DEPTH:
+        raise Unreadable(f"{where}: nested more than {MAX_DEPTH} levels deep; {expect.fix}")
+    return data
+
+
+def read_json(path: Path, expect: Expect = RECORD) -> Any:
+    """A JSON file, bounded; Unreadable (one line) for anything that is not one."""
+    return parse_json(read_text(path, expect), plain(str(path)), expect)
+
+
+def json_or_none(path: Path, expect: Expect = RECORD) -> tuple[Any, str | None]:
+    """(data, None); (None, None) when there is no such file; (None, the one-line problem) otherwise."""
+    if not os.path.lexists(path):
+        return None, None
+    try:
+        return read_json(path, expect), None
+    except Unreadable as err:
+        return None, str(err)
+
+
+class _Refused(yaml.MarkedYAMLError):
+    """YAML this tool will not build: too large, too deep, a repeated key (reported with its line)."""
+
+
+class _Loader(yaml.SafeLoader):
+    """yaml.SafeLoader, bounded: at most MAX_DEPTH levels, MAX_NODES values with every alias expanded
+    (counted while composing, so an alias bomb stops before it is built), no recursive aliases, no
+    repeated keys; a value Python cannot build (a 30 February, an integer of 5,000 digits) is a YAML
+    error at its line instead of a ValueError."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._sizes: dict[int, int] = {}  # id(node) -> values it stands for, aliases expanded
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            target = self.anchors.get(event.anchor)
+            if target is not None and id(target) not in self._sizes:
+                raise _Refused(None, None, f"the alias *{event.anchor} is inside the value it names (a structure "
+                               f"that contains itself); write the value out", event.start_mark)
+            return super().compose_node(parent, index)
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise _Refused(None, None, f"nested more than {MAX_DEPTH} levels deep", self.peek_event().start_mark)
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        size = 1
+        if isinstance(node, yaml.SequenceNode):
+            size += sum(self._sizes[id(child)] for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            size += sum(self._sizes[id(k)] + self._sizes[id(v)] for k, v in node.value)
+        if size > MAX_NODES:
+            raise _Refused(None, None, f"this value expands to more than {MAX_NODES:,} values (through anchors and "
+                           f"aliases: &name, *name); at most {MAX_NODES:,}", node.start_mark)
+        if isinstance(node, yaml.MappingNode):
+            self._check_keys(node)
+        self._sizes[id(node)] = size
+        return node
+
+    def _check_keys(self, node: yaml.MappingNode) -> None:
+        """Refuse a key written twice (YAML would keep the last one silently). Checked on the node as
+        written: merge keys (<<) may repeat a key on purpose and are left alone."""
+        first: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node)
+            try:
+                earlier = first.setdefault(key, key_node.start_mark)
+            except TypeError:
+                continue
+            if earlier is not key_node.start_mark:
+                raise _Refused(None, None, f"the key {shown(key)} is repeated (first at line {earlier.line + 1}); "
+                               f"a mapping lists each key once", key_node.start_mark)
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, OverflowError, TypeError) as err:
+            value = node.value if isinstance(node.value, str) else node.tag
+            raise ConstructorError(None, None, f"cannot read the value {shown(value)} ({plain(str(err), 200)})",
+                                   node.start_mark) from None
+
+
+def _yaml_problem(where: str, text: str, err: Exception, expect: Expect) -> str:
+    """One line for any YAML error, with the line when known."""
+    if isinstance(err, _Refused):
+        mark = err.problem_mark
+        return f"{where}: line {mark.line + 1}: {err.problem}" if mark else f"{where}: {err.problem}"
+    if isinstance(err, yaml.reader.ReaderError):
+        line = text.count("\n", 0, max(err.position, 0)) + 1
+        return (f"{where}: not a text file: character #x{err.character:04x} at line {line} is not allowed in YAML; "
+                f"{expect.fix}")
+    if isinstance(err, yaml.MarkedYAMLError):
+        mark = err.problem_mark or err.context_mark
+        what = err.problem or err.context or "not valid YAML"
+        at = f" at line {mark.line + 1}" if mark else ""
+        return f"{where}: not valid YAML{at} ({plain(what, 200)}); fix the syntax"
+    first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+    return f"{where}: not valid YAML ({plain(first, 200)}); fix the syntax"
+
+
+def parse_yaml(text: str, where: str, expect: Expect) -> Any:
+    """YAML text through the bounded loader; Unreadable (one line) otherwise."""
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader)
+    except yaml.YAMLError as err:
+        raise Unreadable(_yaml_problem(where, text, err, expect)) from None
+    except RecursionError:
+        raise Unreadable(f"{where}: nested more than {MAX_DEPTH} levels deep; {expect.fix}") from None
+
+
+def read_yaml(path: Path, expect: Expect = RECORD) -> Any:
+    """A YAML file, bounded; Unreadable (one line) for anything that is not one."""
+    return parse_yaml(read_text(path, expect), plain(str(path)), expect)
+
+
+# -- writing -----------------------------------------------------------------------------------------
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()  # read once: os.umask can only be read by setting it
+
+
+def write_atomic(path: Path, content: str | bytes) -> None:
+    """``content`` into ``path`` whole: a temporary file beside it, flushed to disk, renamed into
+    place (a reader never sees half a file, a crash never leaves one; a symlink at ``path`` is
+    replaced, not followed)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+            os.fchmod(f.fileno(), 0o666 & ~_UMASK)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _sync_dir(path.parent)
+
+
+def _sync_dir(directory: Path) -> None:
+    """The rename itself to disk (where the system allows a directory to be synced)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_json(path: Path, data: Any) -> None:
+    write_atomic(Path(path), json.dumps(data, indent=2, default=str) + "\n")
+
+
+def outside(root: Path, path: Path) -> bool:
+    """Whether writing ``path`` would land outside ``root`` (through ``..`` or a symlinked directory)."""
+    try:
+        return not Path(path).parent.resolve().is_relative_to(Path(root).resolve())
+    except (OSError, RuntimeError, ValueError):
+        return True

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -276,6 +278,32 @@ def _umask() -> int:
 _UMASK = _umask()  # read once: os.umask can only be read by setting it
 
 
+# A fault seam for the engine fault campaign (tests/engine/test_fault_campaign_engine.py):
+# LLAMA4SPEC_FAULT_BEFORE_RENAME=NAME:N:ACTION acts on this process's N-th write of a file named
+# NAME, after the temporary file is on disk and before the rename: ACTION "kill" is a crash
+# (SIGKILL to itself), "pause" writes NAME.paused beside it and waits (up to 120 s) for a signal.
+FAULT_ENV = "LLAMA4SPEC_FAULT_BEFORE_RENAME"
+_writes: dict[str, int] = {}
+
+
+def _fault_before_rename(path: Path) -> None:
+    spec = os.environ.get(FAULT_ENV)
+    if not spec:
+        return
+    name, _, rest = spec.partition(":")
+    nth, _, action = rest.partition(":")
+    if path.name != name:
+        return
+    _writes[name] = _writes.get(name, 0) + 1
+    if str(_writes[name]) != nth:
+        return
+    if action == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif action == "pause":
+        (path.parent / f"{path.name}.paused").touch()
+        time.sleep(120)
+
+
 def write_atomic(path: Path, content: str | bytes) -> None:
     """``content`` into ``path`` whole: a temporary file beside it, flushed to disk, renamed into
     place (a reader never sees half a file, a crash never leaves one; a symlink at ``path`` is
@@ -290,6 +318,7 @@ def write_atomic(path: Path, content: str | bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
             os.fchmod(f.fileno(), 0o666 & ~_UMASK)
+        _fault_before_rename(path)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from llama4spec.config.layout import url_problem
 from llama4spec.engine.args import base_url
 from llama4spec.engine.bench import bench_flags, display_argv, exec_argv
 from llama4spec.runbook import fields
@@ -47,6 +48,10 @@ def plan(ctx, p) -> None:
                           f"(the server's url, the model, where results go); drop it from extra_args"])
     if s.server is None and s.url is None:
         ctx.report(p.id, ["a bench step needs 'server' (a serve step's id) or 'url'"])
+        return
+    bad_url = url_problem("url", s.url) if s.url is not None else None
+    if bad_url:
+        ctx.report(p.id, [bad_url])
         return
     if s.server is not None:
         server = ctx.planned.get(s.server)

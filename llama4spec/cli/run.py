@@ -28,7 +28,8 @@ def add_run_options(p: argparse.ArgumentParser, resume_help: str) -> None:
 
 
 def validate_run_options(opts: RunOptions) -> None:
-    if not opts.dry_run and opts.resume is None:
+    """The output paths the run would write, checked for a dry run too (it promises the run)."""
+    if opts.resume is None:
         check_output_dir(opts.runs_dir, "--runs-dir")
 
 

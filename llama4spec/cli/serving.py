@@ -18,7 +18,7 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _serve_validate(args: argparse.Namespace) -> None:
-    if args.log is not None and not args.dry_run:
+    if args.log is not None:  # a dry run checks what the run would
         check_output_file(args.log, "--log")
 
 

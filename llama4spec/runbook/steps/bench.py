@@ -180,12 +180,18 @@ def describe(p, say) -> None:
 
 
 def ready_problem(p) -> str | None:
-    """A bench against a server that runs already: it must answer before anything starts."""
-    from llama4spec.serving.process import is_healthy
+    """A bench against a server that runs already: before anything starts, it must answer as an
+    OpenAI-compatible server serving the model the config names (with the configured API key)."""
+    import os
 
-    if p.step.keys.url and p.url and not is_healthy(p.url):
-        return f"no server answers at {p.url}/health; start one with `llama4spec serve` or fix --url"
-    return None
+    from llama4spec.serving.probe import model_problem
+
+    if not (p.step.keys.url and p.url and p.composed is not None):
+        return None
+    cfg = p.composed.cfg
+    var = cfg.serve.api_key_env
+    return model_problem(p.url, cfg.serve.served_model_name or cfg.target.model,
+                         os.environ.get(var) if var else None, var)
 
 
 KIND = BaseKind("bench", Keys, Traits(uses_server=True, benchmarks=True, measures=True, shows_env=True),

@@ -15,6 +15,7 @@ one); a symlink at the path is replaced, never followed.
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import stat
@@ -340,8 +341,34 @@ def _sync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def non_finite(data: Any, key: str = "") -> str | None:
+    """The dotted key of the first NaN or infinity in ``data`` (None when there is none): JSON has no
+    such number."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return key or "the value"
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, (list, tuple)) else ()
+    for k, v in items:
+        found = non_finite(v, f"{key}.{k}" if key else str(k))
+        if found:
+            return found
+    return None
+
+
+def finite(data: Any) -> Any:
+    """``data`` with every NaN or infinity as None (null): a figure that was not a number."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {k: finite(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [finite(v) for v in data]
+    return data
+
+
 def write_json(path: Path, data: Any) -> None:
-    write_atomic(Path(path), json.dumps(data, indent=2, default=str) + "\n")
+    """A record as strict JSON, whole: a NaN or infinity (a figure that was not a number) is written null."""
+    text = json.dumps(data if non_finite(data) is None else finite(data), indent=2, default=str, allow_nan=False)
+    write_atomic(Path(path), text + "\n")
 
 
 def outside(root: Path, path: Path) -> bool:

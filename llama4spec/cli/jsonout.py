@@ -24,7 +24,15 @@ def add_json_flag(p: argparse.ArgumentParser, what: str = "the result") -> None:
 
 
 def emit(document: dict[str, Any]) -> None:
-    """Write ``document`` as JSON to stdout (strict JSON: no NaN or infinity)."""
+    """Write ``document`` as JSON to stdout (strict JSON: no NaN or infinity; UserError naming the
+    first such value, before anything is written)."""
+    from llama4spec.errors import UserError
+    from llama4spec.files import non_finite
+
+    where = non_finite(document)
+    if where is not None:
+        raise UserError(f"cannot print JSON: {where} is not a finite number (NaN or infinity), which JSON cannot "
+                        f"hold; give it a finite value (see `llama4spec validate`)")
     sys.stdout.write(json.dumps(document, indent=2, allow_nan=False, default=str) + "\n")
     sys.stdout.flush()
 

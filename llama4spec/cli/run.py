@@ -28,7 +28,7 @@ def add_run_options(p: argparse.ArgumentParser, resume_help: str) -> None:
 
 
 def validate_run_options(opts: RunOptions) -> None:
-    """The directories the run writes into: writable (a dry run checks them too; it writes nothing)."""
+    """The output paths the run would write, checked for a dry run too (it promises the run; it writes nothing)."""
     if opts.resume is None and opts.into is None:
         check_output_dir(opts.runs_dir, "--runs-dir")
     for path, flag in ((opts.resume, "--resume"), (opts.into, "--into")):

@@ -18,7 +18,7 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _serve_validate(args: argparse.Namespace) -> None:
-    if args.log is not None and not args.dry_run:
+    if args.log is not None:  # a dry run checks what the run would
         check_output_file(args.log, "--log")
 
 
@@ -49,17 +49,13 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _bench_validate(args: argparse.Namespace) -> None:
-    from urllib.parse import urlsplit
-
+    from llama4spec.config.layout import url_problem
     from llama4spec.errors import UserError
+    from llama4spec.runbook.fields import label_problem
 
-    try:
-        url = urlsplit(args.url)
-        url.port  # noqa: B018  (raises on a bad port)
-    except ValueError:
-        url = None
-    if url is None or url.scheme not in ("http", "https") or not url.hostname:
-        raise UserError(f"--url {args.url}: not a server URL; give one such as http://127.0.0.1:8000")
+    problems = [url_problem("--url", args.url), None if args.label is None else label_problem("", args.label, "--label")]
+    if any(problems):
+        raise UserError(*problems)
     if args.out is not None:
         check_output_dir(args.out, "--out")
     from llama4spec.runbook.schema import check_measurement

@@ -3,8 +3,10 @@ one validation pipeline, so ``validate`` refuses what ``serve`` and ``run`` woul
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
+import socket
 
 from llama4spec.config.schema import Config, HostConfig
 
@@ -72,13 +74,59 @@ SSH_COMMAND_FLAGS = {"J": "ProxyJump", "I": "PKCS11Provider"}
 
 
 def is_host(value: str) -> bool:
-    """An IPv4/IPv6 literal or a DNS-style host name; never anything that starts with '-'."""
+    """An IPv4/IPv6 literal or a DNS-style host name; never anything that starts with '-'. A name
+    whose last label is all digits (999.999.999.999, 1.2.3) is a malformed address, not a name."""
     try:
         ip = ipaddress.ip_address(value)
     except ValueError:
-        return bool(HOSTNAME.match(value))
+        return bool(HOSTNAME.match(value)) and not value.rstrip(".").rsplit(".", 1)[-1].isdigit()
     scope = getattr(ip, "scope_id", None)  # fe80::1%eth0: the zone must be an interface name
     return scope is None or bool(INTERFACE.match(scope))
+
+
+@functools.lru_cache(maxsize=256)
+def unresolved(host: str) -> str | None:
+    """Why this machine cannot resolve ``host`` (None when it can): the resolver's own words.
+    An address literal resolves at once; a name is asked once a process."""
+    try:
+        socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError) as err:
+        return getattr(err, "strerror", None) or str(err) or type(err).__name__
+    return None
+
+
+def host_problem(key: str, host: object) -> str | None:
+    """One line when ``host`` (the value of ``key``) is no address or host name this machine resolves."""
+    text = str(host)
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:80])
+    example = "e.g. 127.0.0.1, 0.0.0.0 or a host name"
+    if not text.strip():
+        return f"{key} is empty; give an address or host name ({example})"
+    if not is_host(text):
+        return f"{key} '{shown}': not an IP address or host name ({example}; an IPv4 address has four numbers 0-255)"
+    why = unresolved(text)
+    if why:
+        return f"{key} '{shown}': this machine cannot resolve it ({why}); give an address or a host name it resolves"
+    return None
+
+
+def url_problem(key: str, url: object) -> str | None:
+    """One line when ``url`` is not an http(s) server URL whose host resolves here."""
+    from urllib.parse import urlsplit
+
+    text = str(url)
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:120])
+    example = "give one such as http://127.0.0.1:8000"
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises on a port that is no number or out of range
+    except ValueError:
+        parts = None
+    if not text.strip() or parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{key} '{shown}': not a server URL; {example}"
+    if parts.username or parts.password or parts.query or parts.fragment:
+        return f"{key} '{shown}': a server URL has no user, password, query or fragment; {example}"
+    return host_problem(f"{key} host", parts.hostname)
 
 
 def is_ssh_destination(value: str) -> bool:

@@ -5,11 +5,13 @@ The one place for config rules that need no model file; ``validate``, ``serve``,
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 import re
 from pathlib import Path
 
-from llama4spec.config.layout import layout_problems
+from llama4spec.config.layout import host_problem, layout_problems
 from llama4spec.config.schedule import schedule_problems
 from llama4spec.config.schema import Config
 from llama4spec.tiny.paths import is_tiny_path
@@ -62,8 +64,9 @@ def _values(cfg: Config, problems: list[str]) -> None:
     s, b, m, g, d = cfg.serve, cfg.bench, cfg.memory, cfg.generation, cfg.draft
     if not 1 <= s.port <= 65535:
         problems.append(f"serve.port={s.port}: must be a port number (1-65535)")
-    if not s.host or any(c.isspace() for c in s.host) or s.host.startswith("-"):
-        problems.append(f"serve.host '{s.host}': must be an address or host name, e.g. 127.0.0.1")
+    host = host_problem("serve.host", s.host)
+    if host:
+        problems.append(host)
     _at_least(problems, "serve.health_timeout_s", s.health_timeout_s, 1, optional=False)
     for arg in s.extra_args:
         flag = arg.split("=", 1)[0]
@@ -135,6 +138,68 @@ def _own_flag_hint(flag: str) -> str:
             "--api-key": "serve.api_key_env=VAR (the key is read from that variable, never put on argv)"}[flag]
 
 
+def builtin_categories() -> tuple[str, ...]:
+    from llama4spec.tiny.prompts import CATEGORIES  # imported only when a category is named
+
+    return CATEGORIES
+
+
+def bench_category_problem(cfg: Config) -> str | None:
+    """Why the benchmark cannot serve ``bench.category`` alone (None when it can): it reads a
+    category from the built-in prompts or from a spec_bench-format file, nowhere else."""
+    b = cfg.bench
+    if b.category is None or b.dataset_name == "spec_bench":
+        return None
+    if cfg.dataset.name != "builtin":
+        return (f"bench.category={b.category}: the benchmark reads categories from the built-in prompts "
+                f"(dataset=builtin) or from a spec_bench-format file such as mt-bench's question.jsonl "
+                f"(bench.dataset_name=spec_bench bench.dataset_path=FILE); "
+                f"for other prompts, bench one JSONL file per category with bench.dataset_name=custom")
+    if b.category not in builtin_categories():
+        return (f"bench.category '{b.category}' is not a category of the built-in prompts; "
+                f"use one of {', '.join(builtin_categories())}")
+    return None
+
+
+def _categories(cfg: Config, problems: list[str]) -> None:
+    """A category the prompts it is read from do not have (the built-in ones are known here)."""
+    problem = bench_category_problem(cfg)
+    if problem:
+        problems.append(problem)
+    ds = cfg.dataset
+    if ds.category is not None and ds.name == "builtin" and ds.category not in builtin_categories():
+        problems.append(f"dataset.category '{ds.category}' is not a category of the built-in prompts; "
+                        f"use one of {', '.join(builtin_categories())}")
+
+
+# Strings with their own rule (and message) elsewhere in this module or in layout.py.
+OWN_TEXT_RULES = ("serve.host", "target.revision", "draft.revision")
+
+
+def _walk(node, key: str = ""):
+    """(dotted key, value) of every leaf of the typed config: dataclass fields and list items
+    (mappings such as env hold free text: not walked)."""
+    if dataclasses.is_dataclass(node):
+        for f in dataclasses.fields(node):
+            yield from _walk(getattr(node, f.name), f"{key}.{f.name}" if key else f.name)
+    elif isinstance(node, list):
+        for i, item in enumerate(node):
+            yield from _walk(item, f"{key}.{i}")
+    elif not isinstance(node, dict):
+        yield key, node
+
+
+def _leaves(cfg: Config, problems: list[str]) -> None:
+    """Every number is finite (JSON, vLLM and every comparison need it) and no text is empty (an
+    empty host, model or name is never a default): one line per value."""
+    for key, value in _walk(cfg):
+        if isinstance(value, float) and not math.isfinite(value):
+            problems.append(f"{key}={value}: must be a finite number")
+        elif isinstance(value, str) and not value.strip() and key not in OWN_TEXT_RULES \
+                and not key.startswith("cluster.hosts."):
+            problems.append(f"{key} is empty; give a value (or null where the key may be unset)")
+
+
 MAX_REVISION = 255
 
 
@@ -200,6 +265,8 @@ def validate(cfg: Config) -> list[str]:
         else:
             problems.extend(schedule_problems(d.lookahead_schedule, cfg.lookahead))
     _at_least(problems, "parallel.data_parallel_size", p.data_parallel_size, optional=False)
+    _categories(cfg, problems)
+    _leaves(cfg, problems)
     problems.extend(layout_problems(cfg))
     if cfg.dataset.name == "jsonl" and cfg.dataset.path in (None, "???"):
         problems.append("dataset=jsonl needs a file: add dataset.path=FILE (one {\"prompt\": ...} per line)")

@@ -93,14 +93,10 @@ def category_flags(cfg: Config, prompt_file: Path | None) -> list[str] | None:
         path = ["--dataset-path", b.dataset_path] if b.dataset_path else []
         return ["--dataset-name", "spec_bench", *path, "--spec-bench-category", b.category]
     if prompt_file is None:
+        from llama4spec.config.validate import bench_category_problem
         from llama4spec.errors import UserError
 
-        raise UserError(
-            f"bench.category={b.category}: the benchmark reads categories from the built-in prompts "
-            f"(dataset=builtin) or from a spec_bench-format file such as mt-bench's question.jsonl "
-            f"(bench.dataset_name=spec_bench bench.dataset_path=FILE); "
-            f"for other prompts, bench one JSONL file per category with bench.dataset_name=custom"
-        )
+        raise UserError(bench_category_problem(cfg) or f"bench.category={b.category}: no prompt file for it")
     flags = ["--dataset-name", "custom", "--dataset-path", str(prompt_file)]
     if not cfg.dataset.chat_template:
         flags.append("--skip-chat-template")
@@ -112,13 +108,13 @@ def dataset_flags(cfg: Config) -> list[str]:
     b = cfg.bench
     prompt_file = None
     if b.category is not None and cfg.dataset.name == "builtin" and b.dataset_name != "spec_bench":
-        from llama4spec.tiny.prompts import CATEGORIES
+        from llama4spec.config.validate import bench_category_problem
 
-        if b.category not in CATEGORIES:
+        problem = bench_category_problem(cfg)  # the rule `validate` applies
+        if problem:
             from llama4spec.errors import UserError
 
-            raise UserError(f"bench.category '{b.category}' is not a category of the built-in prompts; "
-                            f"use one of {', '.join(CATEGORIES)}")
+            raise UserError(problem)
         prompt_file = builtin_category_file(b.category)
     flags = category_flags(cfg, prompt_file)
     if flags is not None:

@@ -8,7 +8,7 @@ import socket
 import subprocess
 
 from llama4spec.config.schema import Config
-from llama4spec.config.layout import value_problems
+from llama4spec.config.layout import host_problem, value_problems
 from llama4spec.multinode.plan import NodeCommand, launcher_argv
 
 PROBE_TIMEOUT_S = 30.0
@@ -64,6 +64,11 @@ def host_problems(cfg: Config, nodes: list[NodeCommand]) -> list[str]:
     destination or address that starts with '-', an ssh option that runs a command, ...) are
     reported without running anything: no launcher starts with a value that failed validation."""
     found = value_problems(cfg)
+    if found:
+        return found
+    # resolved here, before any node starts (a config may be written where cluster names do not resolve)
+    found = [problem for node in nodes if (problem := host_problem(f"cluster.hosts.{node.rank}.address",
+                                                                   node.host.address))]
     if found:
         return found
     leader = nodes[0].host.address

@@ -155,19 +155,17 @@ def draft_vocab(p: Pairing) -> list[Finding]:
 def draft_moe(p: Pairing) -> list[Finding]:
     if not p.llama4_eagle:
         return []
-    # transformers derives moe_layers from the step when absent; vLLM builds MoE blocks from the step.
-    step, given = p.d.get("interleave_moe_layer_step"), p.d.get("moe_layers")
+    # vLLM asserts len(config.moe_layers) == 0 on the config transformers builds: moe_layers as given,
+    # else derived from the step (a step of 0 without moe_layers is transformers' own error: the
+    # transformers-config check reports it). num_local_experts does not matter to a dense head.
+    step = p.d.get("interleave_moe_layer_step")
     step = 1 if step is None else step
-    if given is not None:
-        layers = list(given)
-    else:
-        layers = list(range(step - 1, p.d.get("num_hidden_layers") or 0, step)) if step else []
-    if not layers and step == 0:
+    if not values.moe_layers(p.d):
         return []
     return [Finding("draft-moe", ERROR,
                     f"draft has MoE layers (moe_layers={p.d.get('moe_layers', 'absent')}, interleave_moe_layer_step={step})",
                     "vLLM's Llama 4 EAGLE head asserts a dense draft (len(moe_layers) == 0)",
-                    "set \"moe_layers\": [] and \"interleave_moe_layer_step\": 0 in the draft's config.json")]
+                    "set \"moe_layers\": [] in the draft's config.json (a dense head)")]
 
 
 def no_rope(p: Pairing) -> list[Finding]:

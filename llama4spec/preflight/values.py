@@ -14,10 +14,20 @@ from typing import Any
 # (null is taken as absent: transformers then fills its default).
 POSITIVE_INTS = (
     "hidden_size", "num_attention_heads", "num_key_value_heads", "num_hidden_layers", "vocab_size",
-    "intermediate_size", "intermediate_size_mlp", "num_local_experts", "num_experts_per_tok", "head_dim",
+    "intermediate_size", "intermediate_size_mlp", "num_experts_per_tok", "head_dim",
     "draft_vocab_size", "max_position_embeddings", "attention_chunk_size",
 )
 NON_NEGATIVE_INTS = ("interleave_moe_layer_step",)
+# Read only where the model has MoE layers: a dense model (an EAGLE head with moe_layers [] and any
+# num_local_experts, 0 included) loads and runs in vLLM 0.32.
+MOE_INTS = ("num_local_experts",)
+# The sizes the weights are shaped by: absent, transformers fills its class default (Scout's 5120
+# hidden size for llama4_text), not the checkpoint's, and vLLM fails loading the weights. (Llama's
+# config class defaults num_key_value_heads to num_attention_heads, which a model without GQA has.)
+REQUIRED_SIZES = ("hidden_size", "num_attention_heads", "num_hidden_layers", "vocab_size")
+# Llama 4's config class defaults these (8 KV heads, head_dim 128) unless the key is there (null
+# derives them from the other sizes).
+REQUIRED_LLAMA4 = ("num_key_value_heads", "head_dim")
 # Upper bounds far beyond any real model: past them a value is a typo, and lists built from it exhaust memory.
 LIMIT = 2**31 - 1
 LAYER_LIMIT = 65536
@@ -51,6 +61,18 @@ def text_of(config: dict[str, Any]) -> dict[str, Any]:
     """The language model's config: ``text_config`` when it is a non-empty object, else the whole file."""
     text = config.get("text_config")
     return text if isinstance(text, dict) and text else config
+
+
+def moe_layers(text: dict[str, Any]) -> list[Any]:
+    """The MoE layers as transformers' Llama 4 config derives them: ``moe_layers`` when given, else
+    every ``interleave_moe_layer_step``-th layer (none for a step of 0 or a malformed value)."""
+    given, step, layers = text.get("moe_layers"), text.get("interleave_moe_layer_step"), text.get("num_hidden_layers")
+    if given is not None:
+        return list(given) if isinstance(given, list) else []
+    step = 1 if step is None else step
+    if not (is_int(step) and step > 0 and is_int(layers) and 0 < layers <= LAYER_LIMIT):
+        return []
+    return list(range(step - 1, layers, step))
 
 
 def problems(config: dict[str, Any]) -> list[str]:
@@ -90,13 +112,28 @@ def problems(config: dict[str, Any]) -> list[str]:
             out.append(f"'{prefix}{key}' is {_show(value)}: it must be a list of integers")
             bad.add(key)
 
+    llama4 = text.get("model_type") == "llama4_text" or config.get("model_type") == "llama4"
+    absent = [k for k in REQUIRED_SIZES if text.get(k) is None]
+    absent += [k for k in REQUIRED_LLAMA4 if llama4 and k not in text]
+    for key in absent:
+        if key not in bad:
+            out.append(f"'{prefix}{key}' is absent: transformers would fill its class default, not this model's "
+                       f"size, and the weights would not load; give the model's {key}")
+            bad.add(key)
+    if moe_layers(text):
+        for key in MOE_INTS:
+            value = text.get(key)
+            if value is not None and not (is_int(value) and 0 < value <= LIMIT):
+                out.append(f"'{prefix}{key}' is {_show(value)}: a model with MoE layers needs a positive integer")
+                bad.add(key)
     hidden, heads = text.get("hidden_size"), text.get("num_attention_heads")
-    if text.get("head_dim") is None and hidden is not None and heads is not None and not bad & {"hidden_size", "num_attention_heads"}:
+    if text.get("head_dim") is None and hidden is not None and heads is not None \
+            and not bad & {"hidden_size", "num_attention_heads", "head_dim"}:
         if hidden % heads:
             out.append(f"'{prefix}head_dim' is absent and '{prefix}hidden_size' {hidden} is not divisible by "
                        f"'{prefix}num_attention_heads' {heads}: give head_dim, or sizes that divide")
     experts, top_k = text.get("num_local_experts"), text.get("num_experts_per_tok")
-    if is_int(experts) and is_int(top_k) and experts > 0 and top_k > experts:
+    if is_int(experts) and is_int(top_k) and experts > 0 and top_k > experts and moe_layers(text):
         out.append(f"'{prefix}num_experts_per_tok' {top_k} exceeds '{prefix}num_local_experts' {experts}: "
                    f"a token cannot be routed to more experts than there are")
     layers, moe = text.get("num_hidden_layers"), text.get("moe_layers")

@@ -34,7 +34,7 @@ from llama4spec.runbook.recorder import NoRecords, Recorder
 from llama4spec.runbook.rundir import not_run
 from llama4spec.runbook.steps.failed import StepFailed
 from llama4spec.serving.bench_runner import BenchRunner
-from llama4spec.serving.process import is_healthy, log_tail, port_in_use, sigterm_unwinds
+from llama4spec.serving.process import is_healthy, log_tail, port_in_use, sigterm_unwinds, unbindable
 from llama4spec.serving.server import ServerHandle
 
 Gate = Callable[[Composed, str], None]
@@ -312,7 +312,11 @@ def ports_free(plan: Plan, skip: Mapping[str, Any] = {}) -> None:
     for p in plan.steps:
         if p.step.traits.serves and p.composed and p.id not in skip:
             s = p.composed.cfg.serve
-            if port_in_use(s.host, s.port):
+            why = unbindable(s.host)
+            if why:
+                taken.append(_tag(plan, p, f"serve.host {s.host}: a server cannot listen there on this machine "
+                                              f"({why}); give an address of this machine, 127.0.0.1 or 0.0.0.0"))
+            elif port_in_use(s.host, s.port):
                 taken.append(_tag(plan, p, f"port {s.port} on {s.host} is already in use; stop what listens "
                                               f"there or give {'it' if p.flat else 'the step'} another serve.port"))
     if taken:

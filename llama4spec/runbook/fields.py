@@ -69,20 +69,27 @@ def str_field(raw: dict, key: str, at: str, problems: list[str], limit: int = MA
     return value
 
 
+def label_problem(at: str, value: Any, name: str = "label") -> str | None:
+    """Why ``value`` cannot be a bench label (None when it can): a runbook's ``label`` (``at``: the
+    step) or the command line's ``--label`` (``at``: empty)."""
+    where = f"{at}: " if at else ""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)) or not str(value).strip():
+        return f"{where}'{name}' must be a short text such as eagle-k3 (got {shown(value)})"
+    label = str(value)
+    why = text_problem(label, MAX_LABEL) or ("starts with '-' (it is passed as vLLM's --label)"
+                                             if label.startswith("-") else None)
+    return f"{where}{name} {shown(label)} {why}" if why else None
+
+
 def _label(raw: dict, key: str, at: str, problems: list[str]) -> str | None:
     value = raw.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)) or not str(value).strip():
-        problems.append(f"{at}: 'label' must be a short text such as eagle-k3 (got {shown(value)})")
+    problem = label_problem(at, value)
+    if problem:
+        problems.append(problem)
         return None
-    label = str(value)
-    why = text_problem(label, MAX_LABEL) or ("starts with '-' (it is passed as vLLM's --label)"
-                                             if label.startswith("-") else None)
-    if why:
-        problems.append(f"{at}: label {shown(label)} {why}")
-        return None
-    return label
+    return str(value)
 
 
 def _count(raw: dict, key: str, default: int, low: int, high: int, at: str, problems: list[str]) -> int:

@@ -42,10 +42,54 @@ def parse_override(text: str) -> Any:
     return OverridesParser.create().parse_overrides([text])[0]
 
 
-def sweep_values(override: Any) -> list[str]:
-    """A sweep override's values as Hydra expands them, at most MAX_POINTS + 1 of them (so a range
-    of a billion stops at once)."""
-    return list(itertools.islice(override.sweep_string_iterator(), MAX_POINTS + 1))
+def sweep_count(override: Any) -> float | None:
+    """How many values a sweep override stands for, counted on Hydra's parsed sweep object with
+    nothing expanded (``range`` by arithmetic, ``shuffle`` of it too, where Hydra would build the
+    whole list): ``math.inf`` for a range without end or with a non-finite bound; None for what is
+    not counted here (a glob, an interval: their expansion reports them)."""
+    import decimal
+
+    from hydra.core.override_parser.types import ChoiceSweep, RangeSweep
+
+    value = override.value()
+    if isinstance(value, list):
+        return len(value)
+    if isinstance(value, ChoiceSweep):
+        return len(value.list)
+    if not isinstance(value, RangeSweep) or value.start is None or value.stop is None:
+        return None
+    start, stop, step = value.start, value.stop, 1 if value.step is None else value.step
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in (start, stop, step)):
+        return len(range(start, stop, step)) if step else None  # step 0: Hydra's own error
+    try:
+        first, last, by = (decimal.Decimal(v) for v in (start, stop, step))
+        if not all(v.is_finite() for v in (first, last, by)):
+            return math.inf
+        if by == 0:
+            return None
+        return max(0, math.ceil((last - first) / by))
+    except (decimal.InvalidOperation, ValueError, TypeError):
+        return None
+
+
+def sweep_values(override: Any) -> tuple[list[str], float | None]:
+    """(values, count): a sweep override's values as Hydra expands them, and how many it stands for
+    (``sweep_count``). Counted first: beyond MAX_POINTS nothing is expanded (values empty); what
+    cannot be counted is taken up to MAX_POINTS + 1 values, so it stops at once too."""
+    count = sweep_count(override)
+    if count is not None and count > MAX_POINTS:
+        return [], count
+    return list(itertools.islice(override.sweep_string_iterator(), MAX_POINTS + 1)), count
+
+
+TOO_MANY_END = f"; a runbook sweeps at most {MAX_POINTS:,} points"
+
+
+def too_many(values: list[str], count: float | None) -> str | None:
+    """How many values a sweep has, in words, when that is more than MAX_POINTS (else None)."""
+    if count is not None and count > MAX_POINTS:
+        return "a range without end (a bound is inf or nan)" if math.isinf(count) else f"{count:,} values"
+    return f"more than {MAX_POINTS:,} values" if len(values) > MAX_POINTS else None
 
 
 GROUPS_WITHOUT_FIELD = ("experiment",)
@@ -73,13 +117,14 @@ def command_line_matrix(overrides: list[str]) -> tuple[dict[str, list[str]], lis
                             f"drop the prefix or the @package")
             continue
         try:
-            values = sweep_values(parsed)
-        except Exception as err:
-            problems.append(f"'{text}': cannot expand this sweep ({str(err).strip().splitlines()[0]}); "
+            values, count = sweep_values(parsed)
+        except Exception as err:  # Hydra's exceptions (a glob, an interval, a bad range): one line
+            detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            problems.append(f"'{plain(text, 120)}': cannot expand this sweep ({plain(detail, 120)}); "
                             f"use a list (1,3,5), range(1,8) or choice(a,b)")
             continue
-        if len(values) > MAX_POINTS:
-            problems.append(f"'{text}': more than {MAX_POINTS:,} values; a sweep has at most {MAX_POINTS:,} points")
+        if too_many(values, count):
+            problems.append(f"'{plain(text, 120)}': {too_many(values, count)}; a sweep has at most {MAX_POINTS:,} points")
             continue
         if key in matrix:
             problems.append(f"'{text}': {key} is swept twice; give its values once")
@@ -126,26 +171,33 @@ def hydra_sweep(key: str, text: str) -> tuple[list[str], str | None]:
             if isinstance(override.value(), (list, dict)):
                 return [], f"{shown(text)} is not a sweep; {example}"
             return [override.get_value_element_as_str()], None
-        values = sweep_values(override)
+        values, count = sweep_values(override)
     except Exception as err:  # Hydra's OverrideParseException, HydraException (interval, glob): one line
         detail = plain(str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__, 120)
         return [], f"cannot expand {shown(text)} with Hydra's sweep syntax ({detail}); {example}"
+    if too_many(values, count):
+        return [], f"{shown(text)} gives {too_many(values, count)}{TOO_MANY_END}"
     if not values:
         return [], f"{shown(text)} gives no value; {example}"
-    if len(values) > MAX_POINTS:
-        return [], f"{shown(text)} gives more than {MAX_POINTS:,} values; a runbook sweeps at most {MAX_POINTS:,} points"
     return values, None
 
 
+class TooLarge(dict):
+    """A matrix refused for its size (an axis beyond MAX_POINTS values): empty, and its runbook is
+    refused before anything of it is composed."""
+
+
 def check_matrix(raw: Any, at: str) -> tuple[dict[str, list[str]], list[str]]:
-    """The matrix as {axis: [override values]} and every problem found in it. A value may be a list or
-    a string in Hydra's sweep syntax (``hydra_sweep``)."""
+    """The matrix as {axis: [override values]} and every problem found in it (a ``TooLarge`` matrix
+    when an axis has too many values). A value may be a list or a string in Hydra's sweep syntax
+    (``hydra_sweep``)."""
     example = "e.g. matrix: {lookahead: [1, 3], bench.max_concurrency: \"1,4\", draft: \"choice(none,tiny_eagle)\"}"
     if not isinstance(raw, dict) or not raw:
         return {}, [f"{at}: a sweep step needs 'matrix', a mapping of config key to a list of values; {example}"]
     groups, keys = config_keys()
     problems: list[str] = []
     matrix: dict[str, list[str]] = {}
+    oversized = False
     for key, values in raw.items():
         key = str(key)
         if key not in groups and key not in keys:
@@ -157,7 +209,13 @@ def check_matrix(raw: Any, at: str) -> tuple[dict[str, list[str]], list[str]]:
             values, why = hydra_sweep(key, values)
             if why:
                 problems.append(f"{at}: matrix '{key}': {why}")
+                oversized = oversized or why.endswith(TOO_MANY_END)
                 continue
+        if isinstance(values, list) and len(values) > MAX_POINTS:
+            problems.append(f"{at}: matrix '{key}' lists {len(values):,} values; a runbook sweeps at most "
+                            f"{MAX_POINTS:,} points")
+            oversized = True
+            continue
         if not isinstance(values, list) or not values or \
                 not all(isinstance(v, (str, int, float, bool)) for v in values):
             problems.append(f"{at}: matrix '{key}' must be a non-empty list of values or a Hydra sweep, "
@@ -179,7 +237,7 @@ def check_matrix(raw: Any, at: str) -> tuple[dict[str, list[str]], list[str]]:
                                 f"valid options: {', '.join(options)}")
                 continue
         matrix[key] = shown_values
-    return matrix, problems
+    return (TooLarge() if oversized else matrix), problems
 
 
 def matrix_points(matrix: dict[str, list[str]]) -> int:

@@ -129,6 +129,8 @@ def parse(data: Any, path: Path) -> tuple[Runbook | None, list[str]]:
         step = _step(raw, i, where, seen, state, problems)
         if step is not None:
             runbook.steps.append(step)
+    if state.get("too_large"):  # a count over its bound: refused before anything is composed
+        return None, problems
     return runbook, problems
 
 

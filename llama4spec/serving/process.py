@@ -32,16 +32,40 @@ class ServerError(UserError):
         self.log_tail = list(log_tail)
 
 
+def _address(host: str, port: int) -> tuple[int, tuple]:
+    """(family, socket address) of ``host``'s first address, as a server binding it would use."""
+    family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    return family, address
+
+
+def unbindable(host: str) -> str | None:
+    """Why no server can listen on ``host`` on this machine (None when one can): an address of
+    another machine, or a name that does not resolve. Tried on a free port."""
+    try:
+        family, address = _address(host, 0)
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind(address)
+    except OSError as err:
+        return err.strerror or str(err) or type(err).__name__
+    return None
+
+
 def port_in_use(host: str, port: int) -> bool:
     """Whether something already listens on (host, port): a connect succeeds or a bind fails."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        family, address = _address(host, port)
+    except OSError:
+        return False  # not resolvable here: ``unbindable`` says so
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         probe.settimeout(0.5)
-        if probe.connect_ex((host, port)) == 0:
-            return True
+        try:
+            if probe.connect_ex(address) == 0:
+                return True
+        except OSError:
+            pass
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         try:
-            probe.bind((host, port))
+            probe.bind(address)
         except OSError:
             return True
     return False

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from llama4spec.config.layout import url_problem
 from llama4spec.engine.args import base_url
 from llama4spec.engine.bench import bench_flags, display_argv, exec_argv
 from llama4spec.runbook import fields
@@ -47,6 +48,10 @@ def plan(ctx, p) -> None:
                           f"(the server's url, the model, where results go); drop it from extra_args"])
     if s.server is None and s.url is None:
         ctx.report(p.id, ["a bench step needs 'server' (a serve step's id) or 'url'"])
+        return
+    bad_url = url_problem("url", s.url) if s.url is not None else None
+    if bad_url:
+        ctx.report(p.id, [bad_url])
         return
     if s.server is not None:
         server = ctx.planned.get(s.server)
@@ -175,12 +180,18 @@ def describe(p, say) -> None:
 
 
 def ready_problem(p) -> str | None:
-    """A bench against a server that runs already: it must answer before anything starts."""
-    from llama4spec.serving.process import is_healthy
+    """A bench against a server that runs already: before anything starts, it must answer as an
+    OpenAI-compatible server serving the model the config names (with the configured API key)."""
+    import os
 
-    if p.step.keys.url and p.url and not is_healthy(p.url):
-        return f"no server answers at {p.url}/health; start one with `llama4spec serve` or fix --url"
-    return None
+    from llama4spec.serving.probe import model_problem
+
+    if not (p.step.keys.url and p.url and p.composed is not None):
+        return None
+    cfg = p.composed.cfg
+    var = cfg.serve.api_key_env
+    return model_problem(p.url, cfg.serve.served_model_name or cfg.target.model,
+                         os.environ.get(var) if var else None, var)
 
 
 KIND = BaseKind("bench", Keys, Traits(uses_server=True, benchmarks=True, measures=True, shows_env=True),

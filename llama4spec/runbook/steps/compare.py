@@ -28,12 +28,19 @@ def references(keys: Keys) -> list[Reference]:
 
 
 def plan(ctx, p) -> None:
+    """Each side: a bench step's record (written by the run) or a saved file, read now and checked to
+    be a benchmark result that can be compared, before anything starts (a dry run too)."""
     for r in references(p.step.keys):
         role, ref = r.role, r.ref
         if ref in ctx.kinds:
             p.inputs[role] = bench_files(step_dir(ctx.run_dir, ref))["record"]
         elif ref:
             p.inputs[role] = ctx.input_file(ref) or Path(ref)
+            if ctx.input_file(ref) is not None:
+                try:
+                    compare.load(p.inputs[role])
+                except UserError as err:
+                    ctx.report(p.id, [f"{role} {line}" for line in err.problems])
     p.artifacts = {"table": p.dir / "table.md"}
 
 

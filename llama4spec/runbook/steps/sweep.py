@@ -18,7 +18,8 @@ from rich.markup import escape
 from llama4spec.files import write_atomic
 from llama4spec.runbook import fields
 from llama4spec.runbook.fields import AUTO
-from llama4spec.runbook.matrix import DESIGNS, INTERLEAVED, SEQUENTIAL, check_matrix, matrix_points, points_problem
+from llama4spec.runbook.matrix import (DESIGNS, INTERLEAVED, SEQUENTIAL, TooLarge, check_matrix, matrix_points,
+                                       points_problem)
 from llama4spec.runbook.measured import measured_in_plan
 from llama4spec.runbook.rundir import Measured, csv_rows
 from llama4spec.runbook.spec import Traits
@@ -32,7 +33,7 @@ from llama4spec.sweep.points import point
 def _matrix(raw: dict, key: str, at: str, problems: list[str]) -> dict[str, list[str]] | None:
     matrix, found = check_matrix(raw.get(key), at)
     problems.extend(found)
-    return matrix or None
+    return matrix if matrix or isinstance(matrix, TooLarge) else None
 
 
 @dataclass
@@ -87,12 +88,16 @@ def design_lines(design: dict[str, Any] | None) -> list[str]:
 def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> None:
     """At most MAX_POINTS points over every sweep of the runbook: a matrix beyond them is refused
     (never expanded)."""
+    if isinstance(keys.matrix, TooLarge):  # an axis beyond its bound: refused (check_matrix said why)
+        keys.matrix = None
+        state["too_large"] = True
     if keys.matrix:
         before = state.get("points", 0)
         too_many = points_problem(keys.matrix, at, before)
         if too_many:
             problems.append(too_many)
             keys.matrix = None
+            state["too_large"] = True  # nothing of the runbook is planned (composed) then
         else:
             state["points"] = before + matrix_points(keys.matrix)
     problems.extend(fields.warmup_flag_problems(keys.extra_args, at))

@@ -5,13 +5,14 @@ The one place for config rules that need no model file; ``validate``, ``serve``,
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
 
 from llama4spec.config.layout import layout_problems
 from llama4spec.config.schedule import schedule_problems
-from llama4spec.config.schema import Config
+from llama4spec.config.schema import Config, SloConfig
 from llama4spec.tiny.paths import is_tiny_path
 
 METHODS = ("eagle", "eagle3", "ngram")
@@ -107,9 +108,54 @@ def _values(cfg: Config, problems: list[str]) -> None:
             rate = -1.0
         if not rate > 0 or rate != rate:
             problems.append(f"bench.request_rate={b.request_rate}: give requests per second (> 0) or inf")
+    if b.burstiness is not None and not _positive(b.burstiness):
+        problems.append(f"bench.burstiness={b.burstiness}: give the gamma shape of request arrivals (> 0; "
+                        f"1 is Poisson), or drop it")
+    problems.extend(slo_problems(cfg.slo))
     for key, value in cfg.env.items():
         if not isinstance(value, str):
             problems.append(f"env.{key}: values must be strings (got {value!r}); quote it")
+
+
+def _positive(value) -> bool:
+    """A finite number above 0 (not a bool)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and value > 0)
+
+
+SLO_METRICS = ("ttft", "tpot", "e2el")  # vLLM's --goodput names
+
+
+def slo_problems(slo: SloConfig) -> list[str]:
+    """``slo``: positive finite thresholds (ms) and multipliers, an attainment in (0, 1], and an
+    SLO in use (any option but ``none``, or any key of it set) that constrains something."""
+    problems = []
+    for metric in SLO_METRICS:
+        for key, what in ((f"{metric}_ms", "a time in milliseconds"), (metric, "a multiplier of the step's median")):
+            value = getattr(slo, key)
+            if value is not None and not _positive(value):
+                problems.append(f"slo.{key}={value}: give {what} greater than 0, or drop it")
+        if getattr(slo, f"{metric}_ms") is not None and getattr(slo, metric) is not None:
+            problems.append(f"slo.{metric}_ms and slo.{metric} both bound {metric.upper()}; give one of them")
+    a = slo.attainment
+    if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 < a <= 1:
+        problems.append(f"slo.attainment={a}: give the share of requests that must be good, in (0, 1], e.g. 0.95")
+    thresholds = [m for m in SLO_METRICS if getattr(slo, f"{m}_ms") is not None]
+    multipliers = [m for m in SLO_METRICS if getattr(slo, m) is not None]
+    ref = slo.relative_to
+    if ref is not None and (not str(ref).strip() or not str(ref).isprintable() or any(c.isspace() for c in str(ref))):
+        problems.append(f"slo.relative_to={ref!r}: give the id of a bench step (one word)")
+    elif ref is not None and not multipliers:
+        problems.append(f"slo.relative_to={ref}: give a multiplier of that step's medians, "
+                        f"e.g. slo.ttft=3.0 slo.tpot=1.5")
+    if ref is None and multipliers:
+        problems.append(f"slo.{multipliers[0]}={getattr(slo, multipliers[0])} multiplies a bench step's median; "
+                        f"name the step with slo.relative_to=STEP, or give slo.{multipliers[0]}_ms instead")
+    in_use = slo.name != "none" or thresholds or multipliers or ref is not None
+    if in_use and not thresholds and ref is None and not multipliers:
+        problems.append(f"slo={slo.name} sets no threshold; give slo.ttft_ms, slo.tpot_ms or slo.e2el_ms "
+                        f"(milliseconds), or slo.relative_to=STEP with multipliers, or use slo=none")
+    return problems
 
 
 DRAFT_SAMPLE_METHODS = ("greedy", "probabilistic")

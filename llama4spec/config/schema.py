@@ -118,6 +118,16 @@ class SloConfig:
     tpot: Optional[float] = None
     e2el: Optional[float] = None
 
+    def thresholds(self) -> dict[str, float]:
+        """The absolute thresholds given, in ms, by vLLM's --goodput names (ttft, tpot, e2el)."""
+        given = {"ttft": self.ttft_ms, "tpot": self.tpot_ms, "e2el": self.e2el_ms}
+        return {m: v for m, v in given.items() if v is not None}
+
+    def multipliers(self) -> dict[str, float]:
+        """The multipliers of ``relative_to``'s medians given, by vLLM's --goodput names."""
+        given = {"ttft": self.ttft, "tpot": self.tpot, "e2el": self.e2el}
+        return {m: v for m, v in given.items() if v is not None}
+
 
 @dataclass
 class DatasetConfig:

@@ -130,18 +130,17 @@ def slo_problems(slo: SloConfig) -> list[str]:
     """``slo``: positive finite thresholds (ms) and multipliers, an attainment in (0, 1], and an
     SLO in use (any option but ``none``, or any key of it set) that constrains something."""
     problems = []
+    thresholds, multipliers = slo.thresholds(), slo.multipliers()
     for metric in SLO_METRICS:
-        for key, what in ((f"{metric}_ms", "a time in milliseconds"), (metric, "a multiplier of the step's median")):
-            value = getattr(slo, key)
+        for key, value, what in ((f"{metric}_ms", thresholds.get(metric), "a time in milliseconds"),
+                                 (metric, multipliers.get(metric), "a multiplier of the step's median")):
             if value is not None and not _positive(value):
                 problems.append(f"slo.{key}={value}: give {what} greater than 0, or drop it")
-        if getattr(slo, f"{metric}_ms") is not None and getattr(slo, metric) is not None:
+        if metric in thresholds and metric in multipliers:
             problems.append(f"slo.{metric}_ms and slo.{metric} both bound {metric.upper()}; give one of them")
     a = slo.attainment
     if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 < a <= 1:
         problems.append(f"slo.attainment={a}: give the share of requests that must be good, in (0, 1], e.g. 0.95")
-    thresholds = [m for m in SLO_METRICS if getattr(slo, f"{m}_ms") is not None]
-    multipliers = [m for m in SLO_METRICS if getattr(slo, m) is not None]
     ref = slo.relative_to
     if ref is not None and (not str(ref).strip() or not str(ref).isprintable() or any(c.isspace() for c in str(ref))):
         problems.append(f"slo.relative_to={ref!r}: give the id of a bench step (one word)")
@@ -149,10 +148,10 @@ def slo_problems(slo: SloConfig) -> list[str]:
         problems.append(f"slo.relative_to={ref}: give a multiplier of that step's medians, "
                         f"e.g. slo.ttft=3.0 slo.tpot=1.5")
     if ref is None and multipliers:
-        problems.append(f"slo.{multipliers[0]}={getattr(slo, multipliers[0])} multiplies a bench step's median; "
-                        f"name the step with slo.relative_to=STEP, or give slo.{multipliers[0]}_ms instead")
-    in_use = slo.name != "none" or thresholds or multipliers or ref is not None
-    if in_use and not thresholds and ref is None and not multipliers:
+        metric, value = next(iter(multipliers.items()))
+        problems.append(f"slo.{metric}={value} multiplies a bench step's median; name the step with "
+                        f"slo.relative_to=STEP, or give slo.{metric}_ms instead")
+    if slo.name != "none" and not thresholds and ref is None and not multipliers:
         problems.append(f"slo={slo.name} sets no threshold; give slo.ttft_ms, slo.tpot_ms or slo.e2el_ms "
                         f"(milliseconds), or slo.relative_to=STEP with multipliers, or use slo=none")
     return problems

@@ -121,21 +121,15 @@ def static_thresholds(cfg: Config) -> dict[str, float]:
     """The SLO's thresholds in ms known before anything runs: the given ``slo.*_ms``; empty for
     ``slo=none`` and for an SLO relative to a step (``slo.relative_to``: ``resolve_thresholds``
     once that step has measured)."""
-    slo = cfg.slo
-    if slo.relative_to is not None:
-        return {}
-    return {m: float(v) for m in SLO_METRICS if (v := getattr(slo, f"{m}_ms")) is not None}
+    return {} if cfg.slo.relative_to is not None else {m: float(v) for m, v in cfg.slo.thresholds().items()}
 
 
 def resolve_thresholds(cfg: Config, medians: Mapping[str, float]) -> dict[str, float]:
     """An SLO relative to a step, resolved: each multiplier times that step's median of its metric
     (``medians``: metric -> ms, e.g. from ``median_ttft_ms``), beside the SLO's absolute thresholds."""
     slo = cfg.slo
-    out = {m: float(v) for m in SLO_METRICS if (v := getattr(slo, f"{m}_ms")) is not None}
-    for m in SLO_METRICS:
-        factor = getattr(slo, m)
-        if factor is None:
-            continue
+    out = {m: float(v) for m, v in slo.thresholds().items()}
+    for m, factor in slo.multipliers().items():
         median = medians.get(m)
         if not (isinstance(median, (int, float)) and math.isfinite(median) and median > 0):
             raise UserError(f"slo.{m}={factor:g} is relative to step {slo.relative_to}, whose record has no "

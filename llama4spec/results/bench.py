@@ -180,10 +180,6 @@ class BenchRecord:
         sent = sum(r.requests_sent or 0 for r in runs)
         return sum(r.good_requests or 0 for r in runs) / sent if sent else None
 
-    def attainment_samples(self) -> list[float]:
-        """The attainment of each run (a point measured once: its own), in the order measured."""
-        return [r.attainment for r in self._slo_runs()]  # type: ignore[misc]
-
     def percentile_ms(self, metric: str, percent: float) -> float | None:
         """vLLM's ``p<percent>_<metric>_ms`` (``metric``: ttft, tpot, itl, e2el), as its result names it."""
         word = str(int(percent)) if float(percent).is_integer() else str(float(percent))

@@ -24,7 +24,7 @@ def test_attainment_counts_failed_requests_as_misses():
 
 def test_a_point_pools_its_runs_and_keeps_each_runs_attainment():
     point = BenchRecord.of_runs("p", [_run(goodput=1.5), _run(completed=100, failed=0, goodput=100 / 60)])
-    assert point.attainment_samples() == pytest.approx([0.9, 1.0])
+    assert [r.attainment for r in point.runs] == pytest.approx([0.9, 1.0])
     assert point.attainment == pytest.approx(190 / 200)
 
 
@@ -35,7 +35,7 @@ def test_a_run_whose_every_request_failed_attains_nothing():
 
 def test_without_goodput_there_is_no_attainment_and_the_summary_is_unchanged():
     run = _run(goodput=None)
-    assert run.request_goodput is None and run.attainment is None and run.attainment_samples() == []
+    assert run.request_goodput is None and run.attainment is None
     assert "attainment" not in run.figures() and "request_goodput" not in run.figures()
     old = BenchRecord.from_dict({"kind": "llama4spec.bench", "label": "old", "returncode": 0,
                                  "result": {"completed": 5, "output_throughput": 3.0}})

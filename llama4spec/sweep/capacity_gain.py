@@ -84,4 +84,6 @@ def describe(name: str, cap: Capacity) -> str:
             text += f", {cap.output_throughput:.0f} output tok/s"
     if cap.binding is not None:
         text += f"; {NAMES[cap.binding]} binds"
+    if not cap.done:
+        text += f" (so far; {cap.stopped})"
     return "; ".join([text, *cap.notes])

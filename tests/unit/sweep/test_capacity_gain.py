@@ -52,3 +52,6 @@ def test_describe_one_server():
     cliff = _cap(3.363, 3.512, cliff=(3.512, 5.268), notes=["cliff: the SLO failed at 3.512 req/s but held at 5.268 req/s"])
     assert describe("k=1", cliff).endswith("; cliff: the SLO failed at 3.512 req/s but held at 5.268 req/s")
     assert describe("k=9", _cap(None, 0.01)) == "k=9: the SLO held at no rate probed (below 0.01 req/s); TPOT binds"
+    running = Capacity(4.0, 8.0, None, None, False, "between 4, which held, and 8, which failed")
+    assert describe("k=1", running) == ("k=1: request capacity 4 req/s [4, 8] (so far; between 4, which held, "
+                                        "and 8, which failed)")

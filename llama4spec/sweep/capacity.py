@@ -352,12 +352,12 @@ def _new_rate(search: Search, b: _Bounds) -> Move:
         top = max(b.rates(HOLDS, LEANS_HOLDS, UNDECIDED))
         if top >= s.cap:
             return Move(None, f"stopped: nothing failed up to the highest rate, {s.cap:g}")
-        return Move(_round(min(2 * top, s.cap)), f"up from {top:g}, which {_word(b.standing[top])}")
+        return Move(min(_round(2 * top), s.cap), f"up from {top:g}, which {_word(b.standing[top])}")
     if b.low is None:
         bottom = min(b.rates(FAILS, LEANS_FAILS, UNDECIDED))
         if bottom <= s.floor:
             return Move(None, f"stopped: nothing held down to the lowest rate, {s.floor:g}")
-        return Move(_round(max(bottom / 2, s.floor)), f"down from {bottom:g}, which {_word(b.standing[bottom])}")
+        return Move(max(_round(bottom / 2), s.floor), f"down from {bottom:g}, which {_word(b.standing[bottom])}")
     inside = [r for r in b.rates(UNDECIDED) if b.low < r < b.high]
     gaps = [(b.low, inside[0]), (inside[-1], b.high)] if inside else [(b.low, b.high)]
     for lo, hi in sorted(gaps, key=lambda g: g[1] / g[0], reverse=True):
@@ -373,7 +373,7 @@ def move(search: Search) -> Move:
     """The next run's rate and why (the rule: the module docstring)."""
     s = search.settings
     if not search.probes:
-        return Move(_round(s.start), "start")
+        return Move(min(_round(s.start), s.cap), "start")
     for probe in search.probes:
         v = verdict(s, probe)
         if v.state == OPEN and v.runs < s.min_runs:
@@ -391,7 +391,7 @@ def move(search: Search) -> Move:
     halfway = 1 + ((s.confirm or 1) - 1) / 2
     if s.confirm is not None and b.high is not None and b.high < s.cap and not any(r >= b.high * halfway for r in above):
         if len(search.probes) < s.max_probes:
-            return Move(_round(min(b.high * s.confirm, s.cap)), f"confirming the failure above {b.high:g}")
+            return Move(min(_round(b.high * s.confirm), s.cap), f"confirming the failure above {b.high:g}")
     for rate in above:
         if b.standing[rate] == LEANS_HOLDS:
             return Move(rate, f"verifying {rate:g}: it leans to holding above {b.high:g}, which failed")

@@ -280,3 +280,9 @@ def test_a_benchmark_record_reads_as_a_run():
     assert cap.run_of(detailed, {"ttft": 1000.0}, 0.95).attainment == 0.5  # the second waited 0.9 s in the client
     with pytest.raises(UserError, match="no goodput in its result"):
         cap.run_of(_record(request_goodput=None), {"ttft": 1000.0}, 0.95)
+
+
+def test_rounded_rates_never_leave_the_range():
+    assert move(begin(Settings(start=123.456, cap=123.456))).rate == 123.456
+    answer = search_wall(start=617.28, cap=1234.56, wall=1e9)
+    assert answer.rate == 1234.56 and answer.high is None

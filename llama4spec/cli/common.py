@@ -62,11 +62,10 @@ def verbosity_of(args: argparse.Namespace) -> int:
 
 def groups_help() -> str:
     """Every config group and its options, for the help of commands that take overrides."""
-    from llama4spec.config.compose import TARGET_DEFAULTS, group_options
+    from llama4spec.config.compose import GROUPS, TARGET_DEFAULTS, group_options
 
     lines = ["config groups (group=option):"]
-    for group in ("target", "draft", "parallel", "memory", "serve", "bench", "dataset", "hardware", "cluster",
-                  "experiment"):
+    for group in GROUPS:
         default = " (default: the target's own)" if group in TARGET_DEFAULTS else ""
         lines.append(f"  {group}: {', '.join(group_options(group))}{default}")
     return "\n".join(lines)

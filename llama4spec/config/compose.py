@@ -21,7 +21,9 @@ from llama4spec.errors import UserError
 from llama4spec.tiny.paths import tiny_path
 
 
-_GROUPS = ("target", "draft", "parallel", "memory", "serve", "bench", "dataset", "hardware", "cluster", "experiment")
+# The config groups, in the order a composition lists its choices (conf/config.yaml's defaults list).
+GROUPS = ("target", "draft", "parallel", "memory", "serve", "bench", "dataset", "hardware", "slo", "cluster",
+          "experiment")
 
 
 def _example(group: str) -> str:
@@ -287,7 +289,7 @@ def _parse_problem(override: str) -> str | None:
 
 def _path_problem(override: str) -> str | None:
     group, _, option = override.partition("=")
-    if group.lstrip("+~") in _GROUPS and ("/" in option or ".." in option or option.startswith("~")):
+    if group.lstrip("+~") in GROUPS and ("/" in option or ".." in option or option.startswith("~")):
         return (f"'{override}': a {group} option is a name such as {group}={_example(group)}, not a path; "
                 f"your own options go in a directory named by hydra.searchpath=[file://DIR]")
     return None
@@ -632,7 +634,7 @@ def _tree_and_choices(kept: list[str]) -> tuple[DictConfig, dict[str, str]]:
     for group, option in choices.items():
         if option.startswith("for/"):
             choices[group] = _target_default(group, option.removeprefix("for/"), kept) or option
-    order = {g: i for i, g in enumerate(_GROUPS)}
+    order = {g: i for i, g in enumerate(GROUPS)}
     choices = dict(sorted(choices.items(), key=lambda kv: order.get(kv[0], len(order))))
     with open_dict(cfg):
         del cfg["hydra"]

@@ -95,6 +95,38 @@ class BenchConfig:
     # One prompt category per point (a client-side sweep axis): the built-in prompts' category
     # file (dataset=builtin), or vLLM's --spec-bench-category (dataset_name=spec_bench). None: all.
     category: Optional[str] = None
+    # vLLM's --burstiness: the gamma shape of request arrivals at a finite request_rate (1: Poisson;
+    # below 1 burstier, above 1 more even). None: vLLM's default (1).
+    burstiness: Optional[float] = None
+
+
+@dataclass
+class SloConfig:
+    """A latency service-level objective: a request is good when every given threshold holds
+    (vLLM's --goodput, DistServe's joint definition), and the SLO holds when at least
+    ``attainment`` of the requests sent are good (a failed request is a miss)."""
+
+    name: str = "none"
+    ttft_ms: Optional[float] = None  # time to first token
+    tpot_ms: Optional[float] = None  # time per output token after the first
+    e2el_ms: Optional[float] = None  # end-to-end latency
+    attainment: float = 0.95
+    # Thresholds relative to a bench step's measured medians, resolved when that step has run:
+    # threshold = multiplier x the step's median (e.g. ttft: 3.0, tpot: 1.5).
+    relative_to: Optional[str] = None
+    ttft: Optional[float] = None
+    tpot: Optional[float] = None
+    e2el: Optional[float] = None
+
+    def thresholds(self) -> dict[str, float]:
+        """The absolute thresholds given, in ms, by vLLM's --goodput names (ttft, tpot, e2el)."""
+        given = {"ttft": self.ttft_ms, "tpot": self.tpot_ms, "e2el": self.e2el_ms}
+        return {m: v for m, v in given.items() if v is not None}
+
+    def multipliers(self) -> dict[str, float]:
+        """The multipliers of ``relative_to``'s medians given, by vLLM's --goodput names."""
+        given = {"ttft": self.ttft, "tpot": self.tpot, "e2el": self.e2el}
+        return {m: v for m, v in given.items() if v is not None}
 
 
 @dataclass
@@ -186,6 +218,7 @@ class Config:
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     generation: GenerationConfig = field(default_factory=GenerationConfig)
     hardware: HardwareConfig = field(default_factory=HardwareConfig)
+    slo: SloConfig = field(default_factory=SloConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     offline: OfflineConfig = field(default_factory=OfflineConfig)
     env: dict[str, str] = field(default_factory=dict)

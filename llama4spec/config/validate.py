@@ -13,7 +13,7 @@ from pathlib import Path
 
 from llama4spec.config.layout import host_problem, layout_problems
 from llama4spec.config.schedule import schedule_problems
-from llama4spec.config.schema import Config
+from llama4spec.config.schema import Config, SloConfig
 from llama4spec.tiny.paths import is_tiny_path
 
 METHODS = ("eagle", "eagle3", "ngram")
@@ -110,9 +110,53 @@ def _values(cfg: Config, problems: list[str]) -> None:
             rate = -1.0
         if not rate > 0 or rate != rate:
             problems.append(f"bench.request_rate={b.request_rate}: give requests per second (> 0) or inf")
+    if b.burstiness is not None and not _positive(b.burstiness):
+        problems.append(f"bench.burstiness={b.burstiness}: give the gamma shape of request arrivals (> 0; "
+                        f"1 is Poisson), or drop it")
+    problems.extend(slo_problems(cfg.slo))
     for key, value in cfg.env.items():
         if not isinstance(value, str):
             problems.append(f"env.{key}: values must be strings (got {value!r}); quote it")
+
+
+def _positive(value) -> bool:
+    """A finite number above 0 (not a bool)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and value > 0)
+
+
+SLO_METRICS = ("ttft", "tpot", "e2el")  # vLLM's --goodput names
+
+
+def slo_problems(slo: SloConfig) -> list[str]:
+    """``slo``: positive finite thresholds (ms) and multipliers, an attainment in (0, 1], and an
+    SLO in use (any option but ``none``, or any key of it set) that constrains something."""
+    problems = []
+    thresholds, multipliers = slo.thresholds(), slo.multipliers()
+    for metric in SLO_METRICS:
+        for key, value, what in ((f"{metric}_ms", thresholds.get(metric), "a time in milliseconds"),
+                                 (metric, multipliers.get(metric), "a multiplier of the step's median")):
+            if value is not None and not _positive(value):
+                problems.append(f"slo.{key}={value}: give {what} greater than 0, or drop it")
+        if metric in thresholds and metric in multipliers:
+            problems.append(f"slo.{metric}_ms and slo.{metric} both bound {metric.upper()}; give one of them")
+    a = slo.attainment
+    if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 < a <= 1:
+        problems.append(f"slo.attainment={a}: give the share of requests that must be good, in (0, 1], e.g. 0.95")
+    ref = slo.relative_to
+    if ref is not None and (not str(ref).strip() or not str(ref).isprintable() or any(c.isspace() for c in str(ref))):
+        problems.append(f"slo.relative_to={ref!r}: give the id of a bench step (one word)")
+    elif ref is not None and not multipliers:
+        problems.append(f"slo.relative_to={ref}: give a multiplier of that step's medians, "
+                        f"e.g. slo.ttft=3.0 slo.tpot=1.5")
+    if ref is None and multipliers:
+        metric, value = next(iter(multipliers.items()))
+        problems.append(f"slo.{metric}={value} multiplies a bench step's median; name the step with "
+                        f"slo.relative_to=STEP, or give slo.{metric}_ms instead")
+    if slo.name != "none" and not thresholds and ref is None and not multipliers:
+        problems.append(f"slo={slo.name} sets no threshold; give slo.ttft_ms, slo.tpot_ms or slo.e2el_ms "
+                        f"(milliseconds), or slo.relative_to=STEP with multipliers, or use slo=none")
+    return problems
 
 
 DRAFT_SAMPLE_METHODS = ("greedy", "probabilistic")

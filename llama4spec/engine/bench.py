@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
+from typing import Mapping
 
 from llama4spec.config.schema import Config
+from llama4spec.config.validate import SLO_METRICS
+from llama4spec.errors import UserError
 
 # ``python -m llama4spec.serving.vllm_bench FLAGS`` is ``vllm bench serve FLAGS`` for builds whose
 # ``vllm`` console script does not start (the CPU wheel).
@@ -26,9 +30,52 @@ def num_prompts(cfg: Config) -> int:
 
 
 def bench_flags(cfg: Config, url: str, result_dir: Path, result_filename: str, label: str,
-                extra_args: list[str] | tuple[str, ...] = (), prompts: int | None = None) -> list[str]:
+                extra_args: list[str] | tuple[str, ...] = (), prompts: int | None = None,
+                goodput: Mapping[str, float] | None = None) -> list[str]:
     """The flags of ``vllm bench serve`` for ``cfg.bench`` against ``url`` (pure); ``prompts``
-    replaces the counted run's number of prompts (a warm-up run's)."""
+    replaces the counted run's number of prompts (a warm-up run's). ``goodput``: the SLO's
+    thresholds in ms when resolved by the caller (``slo.relative_to``); by default the config's own
+    (``static_thresholds``)."""
+    b = cfg.bench
+    return _flags(cfg, url, result_dir, result_filename, label,
+                  prompts=num_prompts(cfg) if prompts is None else prompts, concurrency=b.max_concurrency,
+                  rate=str(b.request_rate), goodput=static_thresholds(cfg) if goodput is None else goodput,
+                  detailed=False) + list(extra_args)
+
+
+MAX_PROBE_RATE = 10_000.0  # requests per second
+MAX_PROBE_DURATION_S = 3600.0
+
+
+def probe_prompts(cfg: Config, rate: float, duration_s: float) -> int:
+    """The prompts an open-loop probe sends: enough to keep ``rate`` up for ``duration_s``, and at
+    least ``bench.num_prompts``."""
+    return max(cfg.bench.num_prompts, math.ceil(duration_s * rate))
+
+
+def probe_flags(cfg: Config, url: str, result_dir: Path, result_filename: str, label: str, rate: float,
+                duration_s: float, goodput: Mapping[str, float] | None = None,
+                extra_args: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The flags of one open-loop probe at ``rate`` requests per second (pure): Poisson arrivals
+    (gamma with ``bench.burstiness``), no client concurrency cap (so TTFT includes every wait),
+    ``probe_prompts`` prompts, the SLO's ``--goodput`` and per-request data (``--save-detailed``)."""
+    thresholds = static_thresholds(cfg) if goodput is None else goodput
+    problems = []
+    if not (isinstance(rate, (int, float)) and math.isfinite(rate) and 0 < rate <= MAX_PROBE_RATE):
+        problems.append(f"a probe's request rate must lie in (0, {MAX_PROBE_RATE:g}] requests per second, not {rate}")
+    if not (isinstance(duration_s, (int, float)) and math.isfinite(duration_s) and 0 < duration_s <= MAX_PROBE_DURATION_S):
+        problems.append(f"a probe's duration must lie in (0, {MAX_PROBE_DURATION_S:g}] seconds, not {duration_s}")
+    if not thresholds:
+        problems.append("a probe measures attainment of an SLO: choose one (slo=interactive) or give "
+                        "slo.ttft_ms, slo.tpot_ms or slo.e2el_ms")
+    if problems:
+        raise UserError(*problems)
+    return _flags(cfg, url, result_dir, result_filename, label, prompts=probe_prompts(cfg, rate, duration_s),
+                  concurrency=None, rate=repr(float(rate)), goodput=thresholds, detailed=True) + list(extra_args)
+
+
+def _flags(cfg: Config, url: str, result_dir: Path, result_filename: str, label: str, *, prompts: int,
+           concurrency: int | None, rate: str, goodput: Mapping[str, float], detailed: bool) -> list[str]:
     b = cfg.bench
     flags = ["--backend", "openai", "--base-url", url.rstrip("/"), "--endpoint", "/v1/completions",
              "--model", cfg.target.model]
@@ -43,20 +90,63 @@ def bench_flags(cfg: Config, url: str, result_dir: Path, result_filename: str, l
         flags += ["--input-len", str(b.input_len)]
     if b.output_len is not None:
         flags += ["--output-len", str(b.output_len)]
+    flags += ["--num-prompts", str(prompts), WARMUP_FLAG, "0"]
+    if concurrency is not None:
+        flags += ["--max-concurrency", str(concurrency)]
+    flags += ["--request-rate", rate]
+    if b.burstiness is not None:
+        flags += ["--burstiness", _number(b.burstiness)]
+    percentiles = ["50", "99"]
+    if goodput:  # the attainment quantile too, for the metric that binds
+        percentiles = sorted({*percentiles, _number(round(100 * cfg.slo.attainment, 6))}, key=float)
     flags += [
-        "--num-prompts", str(num_prompts(cfg) if prompts is None else prompts),
-        WARMUP_FLAG, "0",
-        "--max-concurrency", str(b.max_concurrency),
-        "--request-rate", str(b.request_rate),
         "--seed", str(b.seed),
         "--temperature", str(b.temperature),
         "--percentile-metrics", "ttft,tpot,itl,e2el",
-        "--metric-percentiles", "50,99",
-        "--label", label,
-        "--save-result", "--result-dir", str(result_dir), "--result-filename", result_filename,
-        "--disable-tqdm",
+        "--metric-percentiles", ",".join(percentiles),
     ]
-    return flags + list(extra_args)
+    if goodput:
+        flags += ["--goodput", *goodput_pairs(goodput)]
+    flags += ["--label", label,
+              "--save-result", "--result-dir", str(result_dir), "--result-filename", result_filename]
+    if detailed:
+        flags.append("--save-detailed")
+    flags.append("--disable-tqdm")
+    return flags
+
+
+# ---- the SLO: vLLM's --goodput ----
+
+def static_thresholds(cfg: Config) -> dict[str, float]:
+    """The SLO's thresholds in ms known before anything runs: the given ``slo.*_ms``; empty for
+    ``slo=none`` and for an SLO relative to a step (``slo.relative_to``: ``resolve_thresholds``
+    once that step has measured)."""
+    return {} if cfg.slo.relative_to is not None else {m: float(v) for m, v in cfg.slo.thresholds().items()}
+
+
+def resolve_thresholds(cfg: Config, medians: Mapping[str, float]) -> dict[str, float]:
+    """An SLO relative to a step, resolved: each multiplier times that step's median of its metric
+    (``medians``: metric -> ms, e.g. from ``median_ttft_ms``), beside the SLO's absolute thresholds."""
+    slo = cfg.slo
+    out = {m: float(v) for m, v in slo.thresholds().items()}
+    for m, factor in slo.multipliers().items():
+        median = medians.get(m)
+        if not (isinstance(median, (int, float)) and math.isfinite(median) and median > 0):
+            raise UserError(f"slo.{m}={factor:g} is relative to step {slo.relative_to}, whose record has no "
+                            f"positive median {m.upper()}; measure that step again or give slo.{m}_ms")
+        out[m] = factor * float(median)
+    return {m: out[m] for m in SLO_METRICS if m in out}
+
+
+def goodput_pairs(thresholds: Mapping[str, float]) -> list[str]:
+    """``--goodput``'s KEY:VALUE words (ms), in vLLM's metric order."""
+    return [f"{m}:{_number(thresholds[m])}" for m in SLO_METRICS if m in thresholds]
+
+
+def _number(value: float) -> str:
+    """A number as vLLM's float() reads it back exactly: 1000, 0.5, 33.333333333333336."""
+    value = float(value)
+    return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
 
 
 def display_argv(flags: list[str]) -> list[str]:

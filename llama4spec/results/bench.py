@@ -144,9 +144,74 @@ class BenchRecord:
         rates = (self.result or {}).get("spec_decode_per_position_acceptance_rates")
         return list(rates) if isinstance(rates, list) else None
 
+    # -- a latency SLO (vLLM's --goodput): attainment = good requests / requests sent --
+
+    @property
+    def request_goodput(self) -> float | None:
+        """vLLM's good completed requests per second of the run (None: run without --goodput)."""
+        return self.figure("request_goodput")
+
+    def _slo_runs(self) -> list["BenchRecord"]:
+        """The runs whose requests count towards attainment: every run that exited 0 and wrote a
+        result with goodput (a run whose every request failed included: all misses)."""
+        return [r for r in (self.runs or [self]) if r.returncode in (0, None) and r.good_requests is not None
+                and r.requests_sent]
+
+    @property
+    def requests_sent(self) -> int | None:
+        """Completed plus failed requests of one run (None without a result)."""
+        done, failed = (self.result or {}).get("completed"), (self.result or {}).get("failed", 0)
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (done, failed)):
+            return None
+        return done + failed
+
+    @property
+    def good_requests(self) -> int | None:
+        """Requests of one run that met every threshold: request_goodput x duration, rounded."""
+        goodput, duration = self.request_goodput, self.figure("duration")
+        if goodput is None or duration is None or goodput < 0 or duration <= 0:
+            return None
+        return min(round(goodput * duration), self.requests_sent or 0)
+
+    @property
+    def attainment(self) -> float | None:
+        """Good requests over requests sent (a failed request is a miss), over every run of a
+        point; None for a run without --goodput."""
+        runs = self._slo_runs()
+        sent = sum(r.requests_sent or 0 for r in runs)
+        return sum(r.good_requests or 0 for r in runs) / sent if sent else None
+
+    def percentile_ms(self, metric: str, percent: float) -> float | None:
+        """vLLM's ``p<percent>_<metric>_ms`` (``metric``: ttft, tpot, itl, e2el), as its result names it."""
+        word = str(int(percent)) if float(percent).is_integer() else str(float(percent))
+        return self.figure(f"p{word}_{metric}_ms")
+
+    def attainment_with_queue(self, thresholds: Mapping[str, float]) -> float | None:
+        """Attainment from the per-request data (``--save-detailed``) with the client's wait
+        counted: TTFT and E2E latency measured from when a request was due, not from when a
+        client concurrency cap let it go (vLLM times both after its semaphore). ``thresholds``:
+        metric (ttft, tpot, e2el) -> ms. None when the run kept no per-request data."""
+        data = self.result or {}
+        columns = [data.get(k) for k in ("ttfts", "latencies", "output_lens", "queue_times", "errors")]
+        if not all(isinstance(c, list) for c in columns) or len({len(c) for c in columns}) != 1 or not columns[0]:
+            return None
+        good = 0
+        for ttft, latency, tokens, queue, error in zip(*columns):
+            if not all(_finite(v) for v in (ttft, latency, tokens, queue)):
+                return None
+            if error or latency <= 0:
+                continue  # failed: a miss
+            tpot = (latency - ttft) / (tokens - 1) if tokens > 1 else 0.0  # vLLM's definition
+            seen = {"ttft": queue + ttft, "tpot": tpot, "e2el": queue + latency}
+            good += all(seen[m] <= limit / 1000.0 for m, limit in thresholds.items() if m in seen)
+        return good / len(columns[0])
+
     def figures(self) -> dict[str, Any]:
         """The figures a run summary shows."""
         out: dict[str, Any] = {k: (self.result or {})[k] for k in FIGURES if k in (self.result or {})}
+        if self.request_goodput is not None:  # an SLO: goodput, attainment and the P99 of every metric it may bind
+            out.update(request_goodput=self.request_goodput, attainment=self.attainment,
+                       **{f"p99_{m}_ms": self.figure(f"p99_{m}_ms") for m in ("ttft", "tpot", "e2el")})
         out["mean_acceptance_length"] = self.acceptance.mean_acceptance_length if self.acceptance else None
         out["acceptance_rate_per_position"] = (self.acceptance.rate_per_position(self.lookahead)
                                                if self.acceptance else None)
@@ -227,6 +292,10 @@ def without_pair(record: BenchRecord, pair: str) -> BenchRecord | None:
     if len(runs) == len(record.runs or [record]):
         return record
     return record.with_runs(runs, sum(r.wall_time_s or 0.0 for r in runs))
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 MAX_PAIR = 200  # a pair tag is a generated step id (at most 120 characters)

@@ -1,0 +1,89 @@
+"""Request capacity across server settings: each setting's gain over no speculation, and the
+sentences that say it (pure).
+
+The gain is the ratio of request capacities, L_k / L_0 (each L the largest rate a search showed to
+hold). Its interval takes the extremes of both capacity intervals, [L_k / U_0, U_k / L_0]: it
+contains the true ratio whenever both capacity intervals contain their capacities, so it misses
+with probability at most the sum of their error bounds (conservative; no distribution assumed
+between the bracketing rates).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from llama4spec.sweep.capacity import NAMES, Capacity
+
+
+@dataclass(frozen=True)
+class Gain:
+    ratio: float | None  # L_k / L_0 (None: either held at no rate probed)
+    low: float  # L_k / U_0 (0 when the setting held nowhere or the baseline never failed)
+    high: float | None  # U_k / L_0 (None: no upper bound: the setting never failed or the baseline held nowhere)
+
+
+def gain(setting: Capacity, baseline: Capacity) -> Gain:
+    """``setting``'s request capacity over ``baseline``'s, with the conservative interval."""
+    lk, uk, l0, u0 = setting.rate, setting.high, baseline.rate, baseline.high
+    ratio = lk / l0 if lk is not None and l0 is not None else None
+    low = lk / u0 if lk is not None and u0 is not None else 0.0
+    high = uk / l0 if uk is not None and l0 is not None else None
+    return Gain(ratio, low, high)
+
+
+def _interval(g: Gain) -> str:
+    high = f"{g.high:.2f}" if g.high is not None else "no upper bound"
+    return f"[{g.low:.2f}, {high}]"
+
+
+def gain_clause(name: str, g: Gain, baseline: str, slo: str) -> str:
+    """``EAGLE k=3 carries 1.62x [1.41, 1.80] the requests of no speculation under slo=interactive``."""
+    if g.ratio is None:
+        return f"{name} carries an unknown multiple {_interval(g)} of the requests of {baseline} under slo={slo}"
+    return f"{name} carries {g.ratio:.2f}x {_interval(g)} the requests of {baseline} under slo={slo}"
+
+
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def binding_clauses(capacities: Mapping[str, Capacity]) -> list[str]:
+    """``TPOT binds for no speculation and k=1``, one clause per binding metric, in its first
+    setting's order."""
+    groups: dict[str, list[str]] = {}
+    for name, cap in capacities.items():
+        if cap.binding is not None:
+            groups.setdefault(cap.binding, []).append(name)
+    return [f"{NAMES[m]} binds for {_names(names)}" for m, names in groups.items()]
+
+
+def headline(capacities: Mapping[str, Capacity], baseline: str, slo: str) -> str | None:
+    """The answer in one sentence: the setting with the largest gain, then the constraints that bind
+    elsewhere, e.g. ``EAGLE k=3 carries 1.62x [1.41, 1.80] the requests of no speculation under
+    slo=interactive; TTFT binds for k=5``. None without a setting beside the baseline."""
+    base = capacities[baseline]
+    gains = {n: gain(c, base) for n, c in capacities.items() if n != baseline}
+    if not gains:
+        return None
+    best = max(gains, key=lambda n: (gains[n].ratio is not None, gains[n].ratio or 0.0, gains[n].low))
+    others = {n: c for n, c in capacities.items() if c.binding != capacities[best].binding}
+    clauses = binding_clauses(others) if others else binding_clauses({best: capacities[best]})
+    return "; ".join([gain_clause(best, gains[best], baseline, slo), *clauses])
+
+
+def describe(name: str, cap: Capacity) -> str:
+    """One server's request capacity in words: rate, interval, output throughput, what binds."""
+    if cap.rate is None:
+        text = f"{name}: the SLO held at no rate probed (below {cap.high:g} req/s)" if cap.high is not None \
+            else f"{name}: no capacity measured yet"
+    else:
+        high = f"{cap.high:g}" if cap.high is not None else "no upper bound"
+        text = f"{name}: request capacity {cap.rate:g} req/s [{cap.rate:g}, {high}]"
+        if cap.output_throughput is not None:
+            text += f", {cap.output_throughput:.0f} output tok/s"
+    if cap.binding is not None:
+        text += f"; {NAMES[cap.binding]} binds"
+    if not cap.done:
+        text += f" (so far; {cap.stopped})"
+    return "; ".join([text, *cap.notes])

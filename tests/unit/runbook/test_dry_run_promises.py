@@ -57,7 +57,7 @@ def test_serve_dry_run_checks_log(cli, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("bad, said", [
-    ("/etc/hostname", "cannot read it as JSON"),
+    ("/etc/hostname", "not valid JSON"),
     ([1, 2], "expected a JSON object"),
     ({"hello": 1}, "not a benchmark result"),
     ({**GOOD, "completed": 0}, "completed no request"),

@@ -321,6 +321,9 @@ def write_atomic(path: Path, content: str | bytes) -> None:
             os.fchmod(f.fileno(), 0o666 & ~_UMASK)
         _fault_before_rename(path)
         os.replace(tmp, path)
+    except OSError as error:
+        Path(tmp).unlink(missing_ok=True)
+        raise OSError(error.errno, error.strerror, str(path)) from None  # names the record, not its temporary
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

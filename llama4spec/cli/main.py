@@ -86,6 +86,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/yellow]")
         return 130
+    except OSError as error:  # the system refused a file: a full disk, a permission, a read-only mount
+        problems(err, [system_refusal(error)])
+        return 1
+
+
+def system_refusal(error: OSError) -> str:
+    """One line for an OSError that reached the command: the file, the system's words, what to do."""
+    import errno
+
+    hints = {errno.ENOSPC: "the disk is full: free some space, then run again (a run: with --resume)",
+             errno.EDQUOT: "the disk quota is used up: free some space, then run again (a run: with --resume)",
+             errno.EROFS: "that file system is read-only: choose another directory",
+             errno.EACCES: "no permission there: choose another directory or fix its permissions",
+             errno.EPERM: "no permission there: choose another directory or fix its permissions"}
+    where = f"{error.filename}: " if error.filename else ""
+    hint = hints.get(error.errno, "")
+    return f"{where}{error.strerror or error}" + (f"; {hint}" if hint else "")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -40,7 +41,7 @@ class Metric:
     timed: bool  # carries the between-start term
 
 
-METRICS = (Metric("output_throughput", "output tok/s", True, True), Metric("mean_tpot_ms", "TPOT ms", False, True),
+METRICS = (Metric("output_throughput", "tok/s", True, True), Metric("mean_tpot_ms", "TPOT ms", False, True),
            Metric("mean_ttft_ms", "TTFT ms", False, True), Metric("acceptance_length", "acc len", True, False))
 
 
@@ -208,11 +209,12 @@ def render(console: Console, points: Sequence[PointChange], heading: Sequence[st
     """The heading (what differs between the runs), then one row per point and metric."""
     for line in heading:
         console.print(Text(line), highlight=False, soft_wrap=True)
-    table = Table(title="change, new against old (95% interval)", title_justify="left")
-    table.add_column("point", overflow="fold", min_width=16)
+    table = Table(title="change, new against old (95% interval)", title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("point", overflow="fold", min_width=14)
     table.add_column("metric", no_wrap=True)
-    for name in ("old", "new", "change [95% interval]"):
-        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("old", justify="right", no_wrap=True)
+    table.add_column("new", justify="right", no_wrap=True)
+    table.add_column("change [95% interval]", justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     for pt in points:
         for i, c in enumerate(pt.changes):

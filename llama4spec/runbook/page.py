@@ -18,8 +18,9 @@ from typing import Any, Iterable, Mapping
 from llama4spec.engine.secrets import redact
 from llama4spec.errors import UserError
 from llama4spec.files import Expect, Unreadable, json_or_none, plain, read_bytes, write_atomic
-from llama4spec.runbook import colocation, merge
+from llama4spec.runbook import colocation, merge, steps
 from llama4spec.runbook.rundir import Measured, not_run
+from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps import sweep as sweep_step
 from llama4spec.sweep import page as html_page
 from llama4spec.sweep.model import analyse
@@ -29,6 +30,14 @@ PAGE = "report.html"
 PLOT = Expect("plot", "rebuild it with: llama4spec report RUN_DIR", 16 << 20)
 PROVENANCE = Expect("provenance record", "it is not a record this tool wrote", 4 << 20)
 CELL = 2000  # the most characters of one value the provenance tables show
+
+
+def traits(kind: Any) -> Traits:
+    """A plan.json step's traits by its kind's name (none for a kind there is not)."""
+    try:
+        return steps.kind(kind).traits if isinstance(kind, str) else Traits()
+    except ValueError:
+        return Traits()
 
 
 def target(run_dir: Path) -> Path:
@@ -55,19 +64,19 @@ def gather(run_dir: Path, secrets: Iterable[str] = ()) -> html_page.RunPage:
     source = merge.load(Path(run_dir))
     secrets = tuple(secrets)
     status = source.status
-    kinds = source.kinds()
+    merging = {sid for sid, k in source.kinds().items() if traits(k).merges and not traits(k).expands}
     page = html_page.RunPage(
         name=_text(status.get("runbook"), "run"), status=_text(status.get("status"), "unknown"),
         description=_text(status.get("description")), started=_text(status.get("started")),
         finished=_text(status.get("finished") or status.get("rebuilt")))
     page.steps = redact(_steps(status), secrets)
-    page.sweeps = [_sweep(source, step, secrets) for step in source.plan if step.get("kind") == "sweep"]
+    page.sweeps = [_sweep(source, step, secrets) for step in source.plan if traits(step.get("kind")).expands]
     comparisons = status.get("comparisons") or {}
-    page.comparisons = redact({cid: text for cid, text in comparisons.items() if kinds.get(cid) == "compare"}, secrets)
+    page.comparisons = redact({cid: text for cid, text in comparisons.items() if cid in merging}, secrets)
     page.groups = _groups(source.dir)
     page.provenance = _provenance(source.dir, status, secrets)
-    page.commands = redact([(str(s["id"]), _command(s.get("argv"))) for s in source.plan
-                            if s.get("kind") in ("serve", "bench", "offline") and s.get("argv")], secrets)
+    page.commands = redact([(str(s["id"]), _command(s.get("argv"))) for s in source.plan if s.get("argv")
+                            and (traits(s.get("kind")).starts_engine or traits(s.get("kind")).benchmarks)], secrets)
     notes = status.get("notes") or []
     page.notes = redact([_text(n) for n in notes if isinstance(n, str)], secrets)
     return page
@@ -98,7 +107,7 @@ def _design(step: Mapping[str, Any]) -> dict[str, Any] | None:
 def _sweep(source: merge.Source, step: Mapping[str, Any], secrets: tuple[str, ...]) -> html_page.SweepPart:
     """One sweep: its points analysed from their records, its plots, stops, co-location."""
     kinds = source.kinds()
-    ids = [n for n in step.get("needs") or [] if kinds.get(n) == "bench"]
+    ids = [n for n in step.get("needs") or [] if traits(kinds.get(n)).benchmarks]
     left_out: dict[str, str] = {}
     measured = merge.collect([source], ids, left_out)
     points = [point(pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured]

@@ -17,6 +17,7 @@ from typing import Any, Mapping
 from llama4spec.errors import UserError
 from llama4spec.files import Expect, json_or_none, plain
 from llama4spec.runbook import merge
+from llama4spec.runbook.page import traits
 from llama4spec.runbook.rundir import Measured
 from llama4spec.sweep.regress import METRICS, PointChange, Runs, compare_points
 
@@ -38,7 +39,7 @@ class Regress:
 
 def measured_points(source: merge.Source) -> dict[str, Measured]:
     """Every bench step of a run with a counted record (its groups' included)."""
-    ids = [sid for sid, kind in source.kinds().items() if kind == "bench"]
+    ids = [sid for sid, name in source.kinds().items() if traits(name).benchmarks]
     return merge.collect([source], ids)
 
 

@@ -101,10 +101,6 @@ class PointChange:
                 return v
         return NOT_TESTED
 
-    def worst_loss(self) -> float | None:
-        losses = [c.loss_pct for c in self.changes if c.loss_pct is not None]
-        return max(losses) if losses else None
-
 
 def _median(values: Sequence[float]) -> float | None:
     return float(np.median(values)) if values else None

@@ -24,7 +24,7 @@ def _throughput(k: int | None, c: int) -> float:
 
 
 def _run(planned, k: int | None, c: int, factor: float, accepted: float) -> dict:
-    tput = _throughput(k, c) * factor
+    tput = _throughput(k, c) * factor * (1.0 if k is None else 0.4 + 0.6 * accepted)
     drafts = 100
     accepted_tokens = round(drafts * k * accepted) if k else 0
     return {
@@ -40,25 +40,28 @@ def _run(planned, k: int | None, c: int, factor: float, accepted: float) -> dict
 
 
 def finished_run(run_dir: Path, *overrides: str, repeats: int = 3, seed: int = 0, slow: float = 1.0,
-                 noise: float = 0.03, accepted: float = 1.0) -> Path:
-    """The tiny sweep's run directory with every point measured ``repeats`` times; returns it."""
+                 noise: float = 0.03, accepted: float = 1.0, runbook: Path = RUNBOOK) -> Path:
+    """The run directory of ``runbook`` (a sweep; the tiny sweep by default) with every point measured
+    ``repeats`` times; returns it."""
     from llama4spec.runbook import execute
     from llama4spec.runbook.plan import plan_file
 
-    plan = plan_file(RUNBOOK, lambda name: run_dir, list(overrides), repeats=repeats)
+    plan = plan_file(runbook, lambda name: run_dir, list(overrides), repeats=repeats)
     rng = random.Random(seed)
     for p in plan.steps:
         if p.kind != "bench":
             continue
         cfg = p.composed.cfg
         k, c = (cfg.lookahead if cfg.draft.method else None), cfg.bench.max_concurrency
-        runs = [_run(p, k, c, slow * math.exp(rng.gauss(0.0, noise)), accepted) for _ in range(repeats)]
+        # sampling at a temperature accepts less (a shape for the temperature findings)
+        share = accepted * (0.6 if float(cfg.bench.temperature) > 0 else 1.0)
+        runs = [_run(p, k, c, slow * math.exp(rng.gauss(0.0, noise)), share) for _ in range(repeats)]
         record = dict(runs[0], repeats=repeats, warmup=0, runs=runs)
         record["result"] = dict(runs[repeats // 2]["result"])
         p.artifacts["record"].parent.mkdir(parents=True, exist_ok=True)
         p.artifacts["record"].write_text(json.dumps(record))
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "status.json").write_text(json.dumps({"runbook": "tiny_cpu_sweep"}))
+    (run_dir / "status.json").write_text(json.dumps({"runbook": plan.runbook.name}))
     console = Console(record=True, width=140, file=io.StringIO())
     assert execute.run(plan, console, gate=None, environ={}, resume=True) == 0, console.export_text()
     return run_dir

@@ -65,10 +65,9 @@ def gather(run_dir: Path, secrets: Iterable[str] = ()) -> html_page.RunPage:
     secrets = tuple(secrets)
     status = source.status
     merging = {sid for sid, k in source.kinds().items() if traits(k).merges and not traits(k).expands}
-    page = html_page.RunPage(
-        name=_text(status.get("runbook"), "run"), status=_text(status.get("status"), "unknown"),
-        description=_text(status.get("description")), started=_text(status.get("started")),
-        finished=_text(status.get("finished") or status.get("rebuilt")))
+    page = html_page.RunPage(*redact(
+        [_text(status.get("runbook"), "run"), _text(status.get("status"), "unknown"), _text(status.get("description")),
+         _text(status.get("started")), _text(status.get("finished") or status.get("rebuilt"))], secrets))
     page.steps = redact(_steps(status), secrets)
     page.sweeps = [_sweep(source, step, secrets) for step in source.plan if traits(step.get("kind")).expands]
     comparisons = status.get("comparisons") or {}
@@ -170,7 +169,7 @@ def _provenance(run_dir: Path, status: Mapping[str, Any], secrets: tuple[str, ..
                "run directory": str(run_dir), "merged from": status.get("merged_from")}
     tables = [("versions", host.get("versions")), ("host", host.get("host")), ("models", host.get("models")),
               ("command", {k: v for k, v in command.items() if v}), ("environment", env)]
-    out = [html_page.Table(title, ["name", "value"], redact(_rows(data), secrets), [False, False])
+    out = [html_page.Table(title, ["name", "value"], _rows(redact(data, secrets)), [False, False])
            for title, data in tables if _rows(data)]
     for problem in (host_problem, env_problem):
         if problem:

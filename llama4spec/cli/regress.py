@@ -54,7 +54,7 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if failing else 0
 
 
-COMMANDS = [Command("regress", "did the points of one run get slower in another (an upgrade's)? change per point "
-                    "with 95% intervals and verdicts", _arguments, _run,
+COMMANDS = [Command("regress", "did the points of one run get slower in another (an upgrade's)? each point's "
+                    "change with its interval and a verdict", _arguments, _run,
                     examples=["llama4spec regress runs/tiny_cpu_sweep/OLD runs/tiny_cpu_sweep/NEW",
                               "llama4spec regress OLD_RUN NEW_RUN --fail-on-regression 5 --json"])]

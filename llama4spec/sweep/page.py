@@ -192,6 +192,12 @@ def verdicts(page: RunPage) -> list[str]:
                              f"{render.choice_text(a, draft)}")
         if part.not_measured:
             lines.append(f"{part.id}: {len(part.not_measured)} points not measured (listed below)")
+    for cid, text in page.comparisons.items():
+        table = markdown_table(text)
+        row = next((r for r in table.rows if r[0].startswith("output throughput")), None) if table else None
+        if row is not None and len(table.header) >= 4:
+            lines.append(f"{cid}: output throughput {row[2]} against {row[1]}: {row[3]} "
+                         f"({table.header[2]} over {table.header[1]})")
     for sid, _, status, _, why in page.steps:
         if status == "failed":
             lines.append(f"step {sid} failed: {why or 'no reason recorded'}")

@@ -198,3 +198,12 @@ def test_a_page_is_written_even_for_a_run_whose_plots_are_gone(sweep_run: Path, 
     parsed = Parsed((run / "report.html").read_text())
     assert parsed.count("img") == 1
     assert "speedup, measured vs predicted: not shown" in parsed.all_text()
+
+
+def test_a_run_without_a_sweep_leads_with_its_comparison(tmp_path: Path) -> None:
+    run = finished_run(tmp_path / "run", runbook=REPO / "runbooks" / "tiny_cpu_eagle_vs_baseline.yaml", repeats=1)
+    parsed = Parsed((run / "report.html").read_text())
+    body = parsed.all_text()
+    assert re.search(r"compare: output throughput [\d.]+ against [\d.]+: [\d.]+x \(bench_eagle over bench_baseline\)",
+                     body)
+    assert "Comparisons" in body and parsed.count("img") == 0

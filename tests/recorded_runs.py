@@ -40,7 +40,8 @@ def _run(planned, k: int | None, c: int, factor: float, accepted: float) -> dict
 
 
 def finished_run(run_dir: Path, *overrides: str, repeats: int = 3, seed: int = 0, slow: float = 1.0,
-                 noise: float = 0.03, accepted: float = 1.0, runbook: Path = RUNBOOK) -> Path:
+                 noise: float = 0.03, accepted: float = 1.0, runbook: Path = RUNBOOK,
+                 console: Console | None = None) -> Path:
     """The run directory of ``runbook`` (a sweep; the tiny sweep by default) with every point measured
     ``repeats`` times; returns it."""
     from llama4spec.runbook import execute
@@ -62,7 +63,7 @@ def finished_run(run_dir: Path, *overrides: str, repeats: int = 3, seed: int = 0
         p.artifacts["record"].write_text(json.dumps(record))
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "status.json").write_text(json.dumps({"runbook": plan.runbook.name}))
-    console = Console(record=True, width=140, file=io.StringIO())
+    console = console or Console(record=True, width=140, file=io.StringIO())
     assert execute.run(plan, console, gate=None, environ={}, resume=True) == 0, console.export_text()
     return run_dir
 

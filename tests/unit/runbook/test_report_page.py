@@ -207,3 +207,17 @@ def test_a_run_without_a_sweep_leads_with_its_comparison(tmp_path: Path) -> None
     assert re.search(r"compare: output throughput [\d.]+ against [\d.]+: [\d.]+x \(bench_eagle over bench_baseline\)",
                      body)
     assert "Comparisons" in body and parsed.count("img") == 0
+
+
+def test_a_run_whose_page_cannot_be_written_says_so_and_keeps_its_results(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    run = tmp_path / "run"
+    (run / "report.html").mkdir(parents=True)
+    console = Console(record=True, width=200, file=io.StringIO())
+    finished_run(run, console=console)  # exit 0: the run's results stand
+    said = console.export_text()
+    assert "note: report.html not written" in said and "is a directory" in said
+    assert (run / "summary.md").is_file() and (run / "sweep" / "report.md").is_file()

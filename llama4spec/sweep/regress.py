@@ -228,7 +228,8 @@ def _num(value: float | None) -> str:
 
 def change_record(c: Change) -> dict[str, Any]:
     return {"old": c.old, "new": c.new, "ratio": c.ratio, "change_pct": c.change_pct,
-            "interval": None if c.low is None else [c.low, c.high], "confidence": CONFIDENCE if c.low else None,
+            "interval": None if c.low is None else [c.low, c.high],
+            "confidence": CONFIDENCE if c.low is not None else None,
             "verdict": c.verdict, "loss_at_least_pct": c.loss_pct}
 
 

@@ -31,7 +31,8 @@ def _run(planned, k: int | None, c: int, factor: float, accepted: float) -> dict
         "kind": "llama4spec.bench", "label": planned.id, "argv": planned.argv, "returncode": 0, "lookahead": k,
         "acceptance": None if k is None else {
             "num_drafts": drafts, "num_draft_tokens": drafts * k, "num_accepted_tokens": accepted_tokens,
-            "accepted_per_pos": [round(drafts * accepted)] * k, "mean_acceptance_length": 1.0 + accepted_tokens / drafts,
+            "accepted_per_pos": [round(drafts * accepted)] * k,
+            "mean_acceptance_length": 1.0 + accepted_tokens / drafts,
             "acceptance_rate": accepted_tokens / (drafts * k), "acceptance_rate_per_position": [accepted] * k},
         "result": {"output_throughput": tput, "mean_tpot_ms": 1000.0 * c / tput, "mean_ttft_ms": (20.0 + c) / factor,
                    "max_concurrency": c, "completed": 8, "request_throughput": tput / 32,

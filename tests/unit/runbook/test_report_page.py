@@ -73,7 +73,8 @@ def test_a_finished_run_writes_one_self_contained_page(sweep_run: Path) -> None:
     assert "recommended: k=3" in body and "concurrency 1" in body and "concurrency 4" in body
     # two concurrencies, the schedule, the steps, versions, host, command and environment
     assert parsed.count("table") >= 8
-    assert re.search(r"sweep-tiny_eagle-k3-c1 \d+\.\d \[\d+\.\d, \d+\.\d\]", body), "the medians carry their 95% intervals"
+    interval = r"sweep-tiny_eagle-k3-c1 \d+\.\d \[\d+\.\d, \d+\.\d\]"
+    assert re.search(interval, body), "the medians carry their 95% intervals"
     images = [attrs for tag, attrs in parsed.tags if tag == "img"]
     assert len(images) == 3 and all(a["src"].startswith("data:image/png;base64,") for a in images)
     assert all(base64.b64decode(a["src"].split(",", 1)[1]).startswith(b"\x89PNG") for a in images)

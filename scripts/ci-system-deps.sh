@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# System packages the engine tests use beyond Python: iproute2 (network namespaces),
-# openssh-server (the two-host test's sshd), and Slurm with MUNGE (slurm-wlm, munge: the Slurm
+# System packages the tests use beyond Python: iproute2 (network namespaces),
+# openssh-server (the two-host test's sshd), Slurm with MUNGE (slurm-wlm, munge: the Slurm
 # tests start a one-node cluster with scripts/slurm-local.sh and stop the daemons they started
-# when they end). Installed with apt-get when missing and root; elsewhere the tests that need
+# when they end), and headless Chromium (chromium-headless-shell: report.html opened offline). Installed with apt-get when missing and root; elsewhere the tests that need
 # them skip with the reason.
 set -euo pipefail
 missing=()
@@ -11,6 +11,7 @@ command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v ssh-keygen >/dev/null 2>&1 || missing+=(openssh-client)
 [[ -x /usr/sbin/slurmctld && -x /usr/sbin/slurmd ]] || missing+=(slurm-wlm)
 [[ -x /usr/sbin/munged ]] || missing+=(munge)
+command -v chromium-headless-shell >/dev/null 2>&1 || missing+=(chromium-headless-shell)
 if (( ${#missing[@]} )) && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
     echo "ci: installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive

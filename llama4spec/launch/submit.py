@@ -485,10 +485,13 @@ def where_ran(run_dir: Path, jobs, types: dict[str, list[str]]) -> None:
 
 
 def merge(run_dir: Path, console: Console) -> int:
-    """The merged report over every group's records (llama4spec report RUN_DIR)."""
+    """The merged report over every group's records (llama4spec report RUN_DIR), and its report.html."""
+    from llama4spec.runbook import page
     from llama4spec.runbook.merge import rebuild
 
-    return rebuild([run_dir], None, console)
+    code = rebuild([run_dir], None, console)
+    page.write(run_dir)
+    return code
 
 
 def sequential_sweeps(plan, groups, at_once: bool) -> list[str]:

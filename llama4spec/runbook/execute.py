@@ -127,6 +127,17 @@ class Run:
     def write_summary(self) -> None:
         self.records.status(self.summary, self.plan.runbook.description)
 
+    def write_page(self) -> None:
+        """report.html from the records just written; one that cannot be written is said, never fatal."""
+        if not self.records.keeps:
+            return
+        from llama4spec.runbook import page
+
+        try:
+            page.write(self.dir, self.known_secrets)
+        except (UserError, OSError) as err:
+            self.say(f"note: report.html not written: {err}")
+
     def not_run(self) -> dict[str, str]:
         """Step id -> why it has no result ("failed: ...", "skipped: ..."), for reports."""
         return not_run(self.summary["steps"])
@@ -283,6 +294,7 @@ class Run:
                 self.summary["status"] = "failed" if failed else "done"
             self.summary["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
             self.write_summary()
+            self.write_page()
             self.output.closed(self)
         return 1 if failed else 0
 

@@ -112,6 +112,21 @@ def oversampled(stats: Sequence[CategoryStat]) -> list[str]:
     ]
 
 
+def tables(stats: Sequence[CategoryStat]) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The category x position tables as (title, header, rows of cells), one per draft, lookahead
+    and concurrency (what ``markdown`` and ``render`` lay out, for other renderers)."""
+    out = []
+    for group, rows in groups(stats).items():
+        positions, with_speedup = _positions(rows), any(s.speedup is not None for s in rows)
+        out.append((_title(group), _header(positions, with_speedup), [_cells(s, positions, with_speedup) for s in rows]))
+    return out
+
+
+def least_line(stats: Sequence[CategoryStat]) -> str | None:
+    """The categories where speculation pays least, in a sentence (None with one category)."""
+    return _least_line(stats)
+
+
 def markdown(stats: Sequence[CategoryStat]) -> list[str]:
     """The category x position tables (one per draft, lookahead and concurrency) as Markdown lines,
     then the categories where speculation pays least and any oversampling warnings."""

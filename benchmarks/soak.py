@@ -162,7 +162,7 @@ def main() -> None:
     if not 0 < args.minutes <= 120 or not 1 <= args.concurrency <= 256 or not args.wrong_key_every > 0:
         sys.exit("--minutes must be in (0, 120], --concurrency in 1..256, --wrong-key-every > 0")
 
-    from llama4spec.serving.process import is_healthy
+    from llama4spec.serving.process import is_healthy, stop_groups
     from llama4spec.tiny.build import ensure_built
     from llama4spec.tiny.paths import tiny_path
 
@@ -188,13 +188,8 @@ def main() -> None:
         print(f"server up on {url} (pid {proc.pid}); {args.concurrency} in flight for {args.minutes:g} min", flush=True)
         minutes = asyncio.run(soak(url, str(tiny_path("target")), key, args.minutes, args.concurrency,
                                    args.wrong_key_every, proc.pid))
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+    finally:  # Ctrl-C, as a user stops it; whatever is left of its group after 120 s is killed
+        stop_groups([proc], 120, ask=lambda p: p.send_signal(signal.SIGINT))
     print("| minute | served | errors | 401 (wrong key) | P99 latency s | mean queue s | server RSS MiB |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for i, m in enumerate(minutes, 1):

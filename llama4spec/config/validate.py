@@ -91,7 +91,7 @@ def _values(cfg: Config, problems: list[str]) -> None:
     _at_least(problems, "bench.input_len", b.input_len)
     _at_least(problems, "bench.output_len", b.output_len)
     for key, t in (("bench.temperature", b.temperature), ("generation.temperature", g.temperature)):
-        if not 0 <= t < float("inf"):
+        if t < 0:  # NaN and infinity: the walk over every number refuses them (``_finite``)
             problems.append(f"{key}={t}: temperature must be 0 (greedy) or positive")
     _temperatures(cfg.offline.temperatures, problems)
     if cfg.offline.temperatures and cfg.offline.by_category:
@@ -168,8 +168,8 @@ def _temperatures(values: list, problems: list[str]) -> None:
     if len(values) > MAX_TEMPERATURES:
         problems.append(f"offline.temperatures has {len(values)} values; give at most {MAX_TEMPERATURES}")
         return
-    for t in values:
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t < float("inf"):
+    for t in values:  # NaN and infinity: the walk over every number refuses them
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or t < 0:
             problems.append(f"offline.temperatures: {t} is no temperature; give values of 0 (greedy) or more")
             return
     if len(set(values)) != len(values):

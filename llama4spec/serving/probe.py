@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import json
 
+from llama4spec.files import plain
+
 MAX_BYTES = 1 << 20  # a model list is a few kB; more is not an OpenAI-compatible answer
 TIMEOUT_S = 5.0
 SHOWN = 5  # model ids named in a message
-
-
-def _plain(text: object, limit: int = 80) -> str:
-    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text)[: limit + 1])
-    return out[:limit] + "…" if len(out) > limit else out
 
 
 def _get(url: str, api_key: str | None) -> tuple[int, bytes]:
@@ -68,8 +65,8 @@ def model_problem(url: str, model: str, api_key: str | None, key_var: str | None
         return (f"{url}/v1/models answers HTTP {status} without a model list: it is not an OpenAI-compatible "
                 f"server (vLLM's); {fix_url}")
     if model not in models:
-        serves = ", ".join(f"'{_plain(m)}'" for m in models[:SHOWN]) + (" ..." if len(models) > SHOWN else "")
-        return (f"{url} serves {serves or 'no model'}, not '{_plain(model)}' (the config's serve.served_model_name, "
+        serves = ", ".join(f"'{plain(m, 80)}'" for m in models[:SHOWN]) + (" ..." if len(models) > SHOWN else "")
+        return (f"{url} serves {serves or 'no model'}, not '{plain(str(model), 80)}' (the config's serve.served_model_name, "
                 f"else target.model); give the config that server was started with, or set "
                 f"serve.served_model_name to the name it serves")
     return None

@@ -366,7 +366,7 @@ def recommend(points: Sequence[Point], base: Point | None, drafts: int = 1,
 
 
 def analyse_concurrency(concurrency: int, points: list[Point], category: str | None = None,
-                        between_sd: float = BETWEEN_SD) -> AtConcurrency:
+                        between_sd: float = BETWEEN_SD, temperature: float = 0.0) -> AtConcurrency:
     base = next((p for p in points if not p.speculative), None)
     base_measured = base if base is not None and base.output_throughput is not None else None
     spec = sorted((p for p in points if p.speculative), key=lambda p: (p.draft, p.lookahead))
@@ -410,7 +410,7 @@ def analyse_concurrency(concurrency: int, points: list[Point], category: str | N
     by_acc = max((p for p in spec if p.acceptance_length is not None and not p.scheduled),
                  key=lambda p: p.acceptance_length, default=None)
     return AtConcurrency(concurrency, base, rows, pick.point or base, by_acc, fits, choices, fastest, category, pick,
-                         comparisons, between_sd, rule)
+                         comparisons, between_sd, rule, temperature)
 
 
 def analyse(points: Iterable[Point], between_sd: float = BETWEEN_SD) -> Analysis:
@@ -429,9 +429,8 @@ def analyse(points: Iterable[Point], between_sd: float = BETWEEN_SD) -> Analysis
     by_c: dict[tuple[str, int], list[Point]] = {}
     for p in points:
         by_c.setdefault((p.category or "", p.concurrency), []).append(p)
-    at = [analyse_concurrency(c, by_c[(cat, c)], cat or None, between_sd) for cat, c in sorted(by_c)]
-    for a in at:
-        a.temperature = temperatures[0] if temperatures else 0.0
+    temperature = temperatures[0] if temperatures else 0.0
+    at = [analyse_concurrency(c, by_c[(cat, c)], cat or None, between_sd, temperature) for cat, c in sorted(by_c)]
     plain = [a for a in at if a.category is None] or at
     paying = [a.concurrency for a in plain if a.pays]
     pays_up_to = max(paying) if paying else None

@@ -133,7 +133,7 @@ def test_compose_errors_are_one_clear_line(overrides, expected):
         (["offline.temperatures=[0,-1]"], "offline.temperatures: -1.0 is no temperature"),
         (["offline.temperatures=[1,1]"], "offline.temperatures repeats a value"),
         (["offline.temperatures=[[1]]"], "offline.temperatures: [1] is no temperature"),
-        (["offline.temperatures=[nan]"], "offline.temperatures: nan is no temperature"),
+        (["offline.temperatures=[nan]"], "offline.temperatures.0=nan: must be a finite number"),
         (["offline.temperatures=[0,1]", "offline.by_category=true"], "use one of them"),
         (["draft.sample_method=nope"], "draft.sample_method=nope: must be one of vLLM's draft_sample_method"),
         (["draft=ngram", "draft.sample_method=probabilistic"], "only a model draft samples"),

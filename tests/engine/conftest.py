@@ -15,6 +15,13 @@ files read it:
   ``offline.by_category=true``. Used by test_offline_engine.py and test_categories_engine.py.
 
 A test that signals, kills or reconfigures a server starts its own.
+
+The lane runs on two pytest-xdist workers (``-n 2 --dist loadscope --no-loadscope-reorder``; most
+of an engine test's wall time is one process at a time: imports, start-up, one request loop).
+Each test is in a group that one worker runs whole (``pytest_xdist_make_scheduler``): the files
+that share the session fixtures above form one group, every other file is a group of its own (its
+module-scoped run stays on one worker). Groups are handed out longest first (``COST``: seconds
+measured on one worker), so the two workers end about together.
 """
 
 from __future__ import annotations
@@ -39,6 +46,47 @@ OFFLINE_TOKENS = 64
 PERFECT_PROMPTS = 4
 IMPERFECT_PROMPTS = 8
 KV_GIB = 1  # the perfect run's KV cache space (memory.cpu_kvcache_space_gib), which the planner predicts
+
+
+# The files that read the session fixtures above: one group, so each fixture starts once.
+SHARED = ("test_categories_engine", "test_serving_engine", "test_offline_engine", "test_runbook_offline_engine",
+          "test_preflight_engine")
+SHARED_GROUP = "shared-engines"
+HERE = Path(__file__).resolve().parent
+# Seconds a group takes alone here (measured; a group not listed is taken as short).
+COST = {SHARED_GROUP: 400, "test_decisive_engine": 300, "test_sweep_engine": 290, "test_sampling_engine": 170,
+        "test_revisit_engine": 160, "test_fault_campaign_engine": 145, "test_slurm_engine": 120,
+        "test_interleaved_engine": 115, "test_sweep_failures_engine": 105, "test_multinode_engine": 90,
+        "test_faults_engine": 80, "test_parallel_engine": 50}
+
+
+def group_of(nodeid: str) -> str:
+    """The group of an engine test, from its id (``tests/engine/test_x_engine.py::test_y``)."""
+    module = Path(nodeid.split("::", 1)[0]).stem
+    return SHARED_GROUP if module in SHARED else module
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's scheduler by scope, with a group (``group_of``) as the scope: each group runs whole on
+    one worker, handed out in the order of the collection (``--no-loadscope-reorder``)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return ByGroup(config, log)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """The engine tests by group, the groups longest first (``COST``), each in file order."""
+    mine = [item for item in items if Path(str(item.path)).resolve().parent == HERE]
+    if len(mine) < len(items):  # collected beside other tests: left in their order
+        return
+    first: dict[str, int] = {}
+    for item in items:
+        first.setdefault(group_of(item.nodeid), len(first))
+    items.sort(key=lambda item: (-COST.get(group_of(item.nodeid), 0), first[group_of(item.nodeid)]))
 
 
 @dataclass

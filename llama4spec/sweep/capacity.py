@@ -506,3 +506,26 @@ def from_json(data: Any, settings: Settings | None = None) -> Search:
             read.append(one)
         kept.append(Probe(float(rate), tuple(read), why[:200] if isinstance(why, str) else ""))
     return Search(settings, tuple(kept))
+
+
+def decidable_requests(settings: Settings, attainment: float | None = None) -> int:
+    """The fewest requests a run must send for ``max_runs`` runs that all attain ``attainment``
+    (default: halfway between the target and 1) to show the SLO holding. Fewer, and a rate the
+    server carries well stays undecided: the per-run variance is taken as at least the binomial
+    one at the target, ``target (1 - target) / requests`` (``Attainment``)."""
+    s = settings
+    a = (1 + s.target) / 2 if attainment is None else attainment
+    runs = s.max_runs
+
+    def holds(n: int) -> bool:
+        return verdict(s, Probe(1.0, tuple(Run(a, n) for _ in range(runs)))).state == HOLDS
+
+    low, high = 1, 1
+    while not holds(high):
+        low, high = high, high * 2
+        if high > 10_000_000:
+            return high
+    while low < high:  # the fewest that holds
+        mid = (low + high) // 2
+        low, high = (mid + 1, high) if not holds(mid) else (low, mid)
+    return high

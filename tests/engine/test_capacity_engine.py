@@ -3,9 +3,10 @@
 Small settings: the command line's ``lookahead=3`` makes EAGLE k=1 and k=3 one server, so three
 servers start (the baseline measured at concurrency 1, then no speculation and EAGLE k=3, each
 searched); outputs of 16 tokens, an attainment of 0.8 (fewer requests a run decide a verdict), and
-a copy of the runbook with a coarse precision (0.5), a start rate of 4 req/s and no confirming
-probe. The run's records are then checked against each other, and ``--resume`` must start no
-server.
+a copy of the runbook with a coarse precision (1.0: bracketing only), a start rate of 4 req/s, at
+most 4 probes of 2 to 4 runs and no confirming probe, so a search on a loaded machine (attainment
+is noisy there) stays within 16 runs. The run's records are then checked against each other, and
+``--resume`` must start no server.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ SMALL = ["lookahead=3", "bench.output_len=16", "slo.attainment=0.8"]
 def capacity_run(tmp_path_factory, tiny_dir) -> tuple[Path, Path, list[str], float]:
     work = tmp_path_factory.mktemp("capacity")
     text = (REPO / "runbooks" / "tiny_cpu_capacity.yaml").read_text()
-    text = text.replace("start_rate: 2", "start_rate: 4").replace("precision: 0.1", "precision: 0.5\n    confirm: null")
+    text = text.replace("start_rate: 2", "start_rate: 4").replace(
+        "precision: 0.1", "precision: 1.0\n    confirm: null\n    max_probes: 4\n    max_probe_runs: 4")
     runbook = work / "tiny_cpu_capacity.yaml"
     runbook.write_text(text)
     args = [*SMALL, f"serve.port={free_port()}"]
@@ -50,7 +52,7 @@ def test_every_probe_run_is_in_search_json_and_on_disk(capacity_run) -> None:
     assert list(searches) == ["capacity-none-search", "capacity-tiny_eagle-search"]
     for sid, data in searches.items():
         assert data["next"]["rate"] is None and data["capacity"]["done"], (sid, data["next"])
-        assert data["probes"] and all(p["why"] for p in data["probes"])
+        assert 1 <= len(data["probes"]) <= 4 and all(p["why"] for p in data["probes"])
         for probe in data["probes"]:
             where = run_dir / sid / "probes" / f"rate={probe['rate']:g}"
             record = json.loads((where / "record.json").read_text())
@@ -86,16 +88,20 @@ def test_the_interval_brackets_the_recorded_rates_and_the_gain_has_one(capacity_
     for name, sid in (("no speculation", "capacity-none-search"), ("EAGLE k=3", "capacity-tiny_eagle-search")):
         setting, probes = report["settings"][name], searches[sid]["probes"]
         low, high = setting["rate"], setting["high"]
-        assert low is not None and high is not None and low < high, setting
         held = [p["rate"] for p in probes if p["verdict"] in ("holds", "leans to holding")]
         failed = [p["rate"] for p in probes if p["verdict"] in ("fails", "leans to failing")]
-        assert low in held and high in failed
-        assert all(r <= low for r in held if r < high) and all(r >= high for r in failed)
+        assert (low is None) == (not [r for r in held if high is None or r < high]) and (high is None) == (not failed)
+        if low is not None:  # the highest rate that held below the first failure
+            assert low in held and all(r <= low for r in held if high is None or r < high)
+        if high is not None:  # the lowest rate that failed
+            assert high in failed and all(r >= high for r in failed) and (low is None or low < high)
         assert setting["binding"] in ("ttft", "tpot")
         assert (run_dir / "capacity" / f"latency-{sid}.png").stat().st_size > 1000
-    gain = report["settings"]["EAGLE k=3"]["gain"]
-    assert gain["ratio"] is not None and gain["low"] <= gain["ratio"] <= gain["high"]
-    assert report["headline"].startswith("EAGLE k=3 carries ")
+    gain = report["settings"]["EAGLE k=3"]["gain"]  # an interval, open above when a bound is missing
+    assert set(gain) == {"ratio", "low", "high"} and gain["low"] >= 0
+    if gain["ratio"] is not None:
+        assert gain["low"] <= gain["ratio"] and (gain["high"] is None or gain["ratio"] <= gain["high"])
+    assert report["headline"].startswith("EAGLE k=3 carries ") and "[" in report["headline"]
     md = (run_dir / "capacity" / "report.md").read_text()
     assert report["headline"] in md and "| EAGLE k=3 |" in md
     assert "Request capacity" in (run_dir / "summary.md").read_text()

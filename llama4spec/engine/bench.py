@@ -47,18 +47,18 @@ MAX_PROBE_RATE = 10_000.0  # requests per second
 MAX_PROBE_DURATION_S = 3600.0
 
 
-def probe_prompts(cfg: Config, rate: float, duration_s: float) -> int:
+def probe_prompts(cfg: Config, rate: float, duration_s: float, least: int = 0) -> int:
     """The prompts an open-loop probe sends: enough to keep ``rate`` up for ``duration_s``, and at
-    least ``bench.num_prompts``."""
-    return max(cfg.bench.num_prompts, math.ceil(duration_s * rate))
+    least ``bench.num_prompts`` and ``least`` (the requests a run needs for its verdict)."""
+    return max(cfg.bench.num_prompts, math.ceil(duration_s * rate), least)
 
 
 def probe_flags(cfg: Config, url: str, result_dir: Path, result_filename: str, label: str, rate: float,
                 duration_s: float, goodput: Mapping[str, float] | None = None,
-                extra_args: list[str] | tuple[str, ...] = ()) -> list[str]:
+                extra_args: list[str] | tuple[str, ...] = (), least: int = 0) -> list[str]:
     """The flags of one open-loop probe at ``rate`` requests per second (pure): Poisson arrivals
     (gamma with ``bench.burstiness``), no client concurrency cap (so TTFT includes every wait),
-    ``probe_prompts`` prompts, the SLO's ``--goodput`` and per-request data (``--save-detailed``)."""
+    ``probe_prompts`` prompts (at least ``least``), the SLO's ``--goodput`` and per-request data (``--save-detailed``)."""
     thresholds = static_thresholds(cfg) if goodput is None else goodput
     problems = []
     if not (isinstance(rate, (int, float)) and math.isfinite(rate) and 0 < rate <= MAX_PROBE_RATE):
@@ -70,7 +70,7 @@ def probe_flags(cfg: Config, url: str, result_dir: Path, result_filename: str, l
                         "slo.ttft_ms, slo.tpot_ms or slo.e2el_ms")
     if problems:
         raise UserError(*problems)
-    return _flags(cfg, url, result_dir, result_filename, label, prompts=probe_prompts(cfg, rate, duration_s),
+    return _flags(cfg, url, result_dir, result_filename, label, prompts=probe_prompts(cfg, rate, duration_s, least),
                   concurrency=None, rate=repr(float(rate)), goodput=thresholds, detailed=True) + list(extra_args)
 
 

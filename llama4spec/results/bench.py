@@ -50,6 +50,7 @@ class BenchRecord:
     # measured back to back with; the n-th run tagged so pairs with that point's n-th run
     pair: str | None = None
     started: float | None = None  # a counted run: when it started (seconds since the epoch); its end adds wall_time_s
+    client_cpu_s: float | None = None  # one run: the CPU time the load generator (vLLM's benchmark) took
 
     @classmethod
     def of_runs(cls, label: str, runs: list["BenchRecord"], *, url: str | None = None, argv: list[str] | None = None,
@@ -241,6 +242,8 @@ class BenchRecord:
             data["pair"] = self.pair
         if self.started is not None:
             data["started"] = self.started
+        if self.client_cpu_s is not None:
+            data["client_cpu_s"] = self.client_cpu_s
         return data
 
     @classmethod
@@ -274,6 +277,7 @@ class BenchRecord:
                 and pair.isprintable() else None,
                 started=float(at) if isinstance(at := data.get("started"), (int, float)) and not isinstance(at, bool)
                 and math.isfinite(at) and at >= 0 else None,
+                client_cpu_s=float(cpu) if _finite(cpu := data.get("client_cpu_s")) and cpu >= 0 else None,
             )
         return cls(label=str(data.get("label") or fallback_label), returncode=0, result=dict(data))
 

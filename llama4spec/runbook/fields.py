@@ -199,6 +199,29 @@ def seconds(default: float, high: float) -> Any:
     return _key(lambda raw, key, at, problems: _seconds(raw, key, default, high, at, problems), default=default)
 
 
+def _number(raw: dict, key: str, default: float | None, low: float, high: float, above: bool, optional: bool,
+            at: str, problems: list[str]) -> float | None:
+    value = raw.get(key, default)
+    if value is None and optional:
+        return None
+    import math
+
+    ok = (not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+          and (value > low if above else value >= low) and value <= high)
+    if not ok:
+        side = f"above {low:g}" if above else f"from {low:g}"
+        problems.append(f"{at}: '{key}' must be a number {side} up to {high:g}{' (or null)' if optional else ''} "
+                        f"(got {shown(value)})")
+        return default
+    return float(value)
+
+
+def number(default: float | None, low: float, high: float, *, above: bool = False, optional: bool = False) -> Any:
+    """A finite number from ``low`` (``above``: above it) up to ``high``; ``optional``: or null."""
+    return _key(lambda raw, key, at, problems: _number(raw, key, default, low, high, above, optional, at, problems),
+                default=default)
+
+
 def custom(read: Reader, **default: Any) -> Any:
     """A key with a reader of its own (a sweep's matrix)."""
     return _key(read, **default)

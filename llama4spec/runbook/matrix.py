@@ -545,8 +545,9 @@ def _schedule_server(runbook: Runbook, step: Step, matrix: dict[str, list[str]],
 
 
 def expand(runbook: Runbook, cli: list[str], problems: list[str], make: Make) -> Runbook:
-    """The runbook with every sweep step expanded in place (unchanged without sweeps). The points are
-    counted before anything is composed: beyond MAX_POINTS the sweep is refused, not expanded."""
+    """The runbook with every expanding step (a sweep, a capacity search) expanded in place by its
+    kind's ``expand`` (unchanged without them). The points are counted before anything is composed:
+    beyond MAX_POINTS the step is refused, not expanded."""
     if not any(s.traits.expands for s in runbook.steps):
         return runbook
     taken = {s.id for s in runbook.steps}
@@ -562,5 +563,5 @@ def expand(runbook: Runbook, cli: list[str], problems: list[str], make: Make) ->
             steps.append(s)
             continue
         total += matrix_points(s.keys.matrix)
-        steps += expand_step(runbook, s, cli, taken, make, problems)
+        steps += s.kind_of.expand(runbook, s, cli, taken, make, problems)
     return dataclasses.replace(runbook, steps=steps)

@@ -106,11 +106,19 @@ def _one_run(cfg: Config, url: str, result: Path, log: Path, *, label: str, extr
              on_line: Callable[[str], None] | None, runner: BenchRunner) -> BenchRecord:
     """One ``vllm bench serve`` run: its result and its acceptance deltas (not written)."""
     flags = bench_flags(cfg, url, result.parent, result.name, label, extra_args, prompts=prompts)
+    return _measured(cfg, url, flags, result, log, label=label, env=env, total=prompts or num_prompts(cfg),
+                     on_progress=on_progress, on_line=on_line, runner=runner)
+
+
+def _measured(cfg: Config, url: str, flags: list[str], result: Path, log: Path, *, label: str, env: dict[str, str],
+              total: int, on_progress: OnProgress | None, on_line: Callable[[str], None] | None,
+              runner: BenchRunner) -> BenchRecord:
+    """``vllm bench serve FLAGS`` run once: its result, acceptance deltas and the load generator's
+    CPU time (not written)."""
     before = scrape(url, env.get("OPENAI_API_KEY"))
     tick = None
     if on_progress or on_line:
-        tick = progress_tick(url, env.get("OPENAI_API_KEY"), flags, prompts or num_prompts(cfg), log,
-                             on_progress, on_line)
+        tick = progress_tick(url, env.get("OPENAI_API_KEY"), flags, total, log, on_progress, on_line)
     started, at = time.monotonic(), time.time()
     code = runner.run(flags, env, log, tick=tick)
     if tick is not None:
@@ -124,7 +132,7 @@ def _one_run(cfg: Config, url: str, result: Path, log: Path, *, label: str, extr
         data, _ = json_or_none(result)
     return BenchRecord(label=label, url=url, argv=display_argv(flags), returncode=code, wall_time_s=wall,
                        lookahead=k, acceptance=delta if delta is not None and delta.num_drafts else None,
-                       result=data if isinstance(data, dict) else None, started=at)
+                       result=data if isinstance(data, dict) else None, started=at, client_cpu_s=runner.last_cpu_s)
 
 
 def _mark(log: Path, text: str) -> None:
@@ -214,3 +222,34 @@ def run_more(cfg: Config, url: str, files: BenchFiles, record: BenchRecord | Non
     new = record.with_runs([*runs, run], wall, label=label, url=url)
     new.write(files.record)
     return new
+
+
+def run_probe(cfg: Config, url: str, flags: list[str], files: BenchFiles, record: BenchRecord | None, keep: int, *,
+              label: str, prompts: int, environ: Mapping[str, str] | None = None,
+              on_progress: OnProgress | None = None, on_line: Callable[[str], None] | None = None,
+              runner: BenchRunner) -> tuple[BenchRecord, BenchRecord]:
+    """One open-loop run of a request capacity probe (``flags``: ``engine.bench.probe_flags``, its
+    result file the first free run=N.json beside ``files.result``), added to the probe's record after
+    its first ``keep`` runs (those its search holds; ``record``: None before the first). Returns
+    (the run, the probe's record as rewritten)."""
+    environ = os.environ if environ is None else environ
+    files.result.parent.mkdir(parents=True, exist_ok=True)
+    runs = list(record.runs or [record])[:keep] if record is not None else []
+    result = Path(flags[flags.index("--result-dir") + 1]) / flags[flags.index("--result-filename") + 1]
+    _mark(files.log, f"run {len(runs) + 1} of the probe")
+    run = _measured(cfg, url, flags, result, files.log, label=label, env=bench_env(cfg, environ), total=prompts,
+                    on_progress=on_progress, on_line=on_line, runner=runner)
+    k = cfg.lookahead if cfg.draft.method else None
+    new = BenchRecord.of_runs(label, [*runs, run], url=url, lookahead=k,
+                              wall_time_s=sum(r.wall_time_s or 0.0 for r in [*runs, run]))
+    new.models = model_fingerprints(cfg)
+    new.write(files.record)
+    return run, new
+
+
+def free_result(files: BenchFiles, start: int) -> Path:
+    """The first run=N.json beside ``files.result`` from N = ``start`` on that no earlier run wrote."""
+    index = start
+    while files.run_result(index).exists():
+        index += 1
+    return files.run_result(index)

@@ -33,6 +33,7 @@ class BenchRunner:
         self.proc: subprocess.Popen | None = None
         self.env: dict[str, str] | None = None
         self.errors: IO[bytes] | None = None  # the worker's own stderr (its start-up, between runs)
+        self.last_cpu_s: float | None = None  # the CPU time the last run took in the worker (None: unknown)
 
     def __enter__(self) -> BenchRunner:
         return self
@@ -67,7 +68,8 @@ class BenchRunner:
             tick: Callable[[], None] | None = None, interval_s: float = 1.0) -> int:
         """Run ``vllm bench serve FLAGS`` to its end, its output appended to ``log_path``; its exit
         code (negative: the signal that ended the worker). ``tick`` (live progress) is called every
-        ``interval_s`` while it runs."""
+        ``interval_s`` while it runs; ``last_cpu_s`` then holds the CPU time the run took."""
+        self.last_cpu_s = None
         if self.proc is not None and (self.proc.poll() is not None or self.env != dict(env)):
             self.close()
         if self.proc is None:
@@ -76,19 +78,23 @@ class BenchRunner:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         finished = False
         try:
-            code = self._ask(proc, {"argv": list(flags), "log": str(log_path)}, tick, interval_s)
+            answer = self._ask(proc, {"argv": list(flags), "log": str(log_path)}, tick, interval_s)
             finished = True
         finally:
             if not finished:  # interrupted: the run in flight goes with its worker
                 self.close(interrupted=True)
-        if code is None:  # the worker ended without an answer: its exit code, and what it said
+        if answer is None:  # the worker ended without an answer: its exit code, and what it said
             code = proc.wait()
             self._keep_errors(log_path)
             self.close()
-        return code
+            return code
+        cpu = answer.get("cpu_s")
+        if isinstance(cpu, (int, float)) and not isinstance(cpu, bool) and cpu >= 0:
+            self.last_cpu_s = float(cpu)
+        return int(answer["code"])
 
     def _ask(self, proc: subprocess.Popen, request: dict, tick: Callable[[], None] | None,
-             interval_s: float) -> int | None:
+             interval_s: float) -> dict | None:
         try:
             proc.stdin.write((json.dumps(request) + "\n").encode())
             proc.stdin.flush()
@@ -105,7 +111,7 @@ class BenchRunner:
             if not chunk:
                 return None
             answer += chunk
-        return int(json.loads(answer)["code"])
+        return json.loads(answer)
 
     def _keep_errors(self, log_path: Path) -> None:
         if self.errors is None:

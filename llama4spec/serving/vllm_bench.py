@@ -4,7 +4,8 @@ Python API, for builds whose ``vllm`` console script does not start (the CPU whe
 ``python -m llama4spec.serving.vllm_bench --worker`` imports vLLM's benchmark once (about 10 s
 here) and then runs one ``vllm bench serve`` per request line on stdin, ``{"argv": FLAGS, "log":
 PATH}``: that run's output is appended to PATH and its exit code is answered on stdout as
-``{"code": N}``. It ends at the end of stdin. ``serving.bench_runner`` is its one user.
+``{"code": N, "cpu_s": S}`` (S: the CPU time, user and system, the run took in this process: the
+load generator's own cost). It ends at the end of stdin. ``serving.bench_runner`` is its one user.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import traceback
 from typing import Callable
 
@@ -67,13 +69,15 @@ def serve_requests() -> int:
             _flush()
             os.dup2(log.fileno(), 1)
             os.dup2(log.fileno(), 2)
+            cpu = time.process_time()
             try:
                 code = _exit_code(bench, list(request["argv"]))
             finally:
+                cpu = time.process_time() - cpu
                 _flush()
                 os.dup2(quiet, 1)
                 os.dup2(own_errors, 2)
-        replies.write(json.dumps({"code": code}) + "\n")
+        replies.write(json.dumps({"code": code, "cpu_s": round(cpu, 6)}) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -78,6 +78,7 @@ class Run:
     requests: int  # requests sent
     binding: str | None = None  # the metric whose attainment quantile is closest to (or over) its threshold
     output_throughput: float | None = None  # output tokens per second
+    client_cpu_s: float | None = None  # the CPU time the load generator took (it shares the machine's cores)
 
 
 def run_of(record: BenchRecord, thresholds: Mapping[str, float], target: float) -> Run:
@@ -93,7 +94,7 @@ def run_of(record: BenchRecord, thresholds: Mapping[str, float], target: float) 
     percent = round(100 * target, 6)
     quantiles = {m: record.percentile_ms(m, percent) for m in thresholds}
     return Run(attainment, record.requests_sent, binding_metric(quantiles, thresholds),
-               record.figure("output_throughput"))
+               record.figure("output_throughput"), record.client_cpu_s)
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,8 @@ def _run_problems(run: Run) -> list[str]:
         problems.append(f"a run's binding metric must be one of {', '.join(METRICS)}, not {run.binding!r}")
     if run.output_throughput is not None and not (_number(run.output_throughput) and run.output_throughput >= 0):
         problems.append(f"a run's output throughput must be a number >= 0, not {run.output_throughput}")
+    if run.client_cpu_s is not None and not (_number(run.client_cpu_s) and run.client_cpu_s >= 0):
+        problems.append(f"a run's client CPU time must be a number >= 0, not {run.client_cpu_s}")
     return problems
 
 
@@ -503,3 +506,26 @@ def from_json(data: Any, settings: Settings | None = None) -> Search:
             read.append(one)
         kept.append(Probe(float(rate), tuple(read), why[:200] if isinstance(why, str) else ""))
     return Search(settings, tuple(kept))
+
+
+def decidable_requests(settings: Settings, attainment: float | None = None) -> int:
+    """The fewest requests a run must send for ``max_runs`` runs that all attain ``attainment``
+    (default: halfway between the target and 1) to show the SLO holding. Fewer, and a rate the
+    server carries well stays undecided: the per-run variance is taken as at least the binomial
+    one at the target, ``target (1 - target) / requests`` (``Attainment``)."""
+    s = settings
+    a = (1 + s.target) / 2 if attainment is None else attainment
+    runs = s.max_runs
+
+    def holds(n: int) -> bool:
+        return verdict(s, Probe(1.0, tuple(Run(a, n) for _ in range(runs)))).state == HOLDS
+
+    low, high = 1, 1
+    while not holds(high):
+        low, high = high, high * 2
+        if high > 10_000_000:
+            return high
+    while low < high:  # the fewest that holds
+        mid = (low + high) // 2
+        low, high = (mid + 1, high) if not holds(mid) else (low, mid)
+    return high

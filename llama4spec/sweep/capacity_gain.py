@@ -37,11 +37,17 @@ def _interval(g: Gain) -> str:
     return f"[{g.low:.2f}, {high}]"
 
 
+def _under(slo: str) -> str:
+    """An SLO option's name as ``slo=NAME``; anything else (the thresholds in words) as given."""
+    return f"slo={slo}" if slo.isidentifier() else slo
+
+
 def gain_clause(name: str, g: Gain, baseline: str, slo: str) -> str:
-    """``EAGLE k=3 carries 1.62x [1.41, 1.80] the requests of no speculation under slo=interactive``."""
+    """``EAGLE k=3 carries 1.62x [1.41, 1.80] the requests of no speculation under slo=interactive``
+    (``slo``: an SLO option's name, or the SLO in words)."""
     if g.ratio is None:
-        return f"{name} carries an unknown multiple {_interval(g)} of the requests of {baseline} under slo={slo}"
-    return f"{name} carries {g.ratio:.2f}x {_interval(g)} the requests of {baseline} under slo={slo}"
+        return f"{name} carries an unknown multiple {_interval(g)} of the requests of {baseline} under {_under(slo)}"
+    return f"{name} carries {g.ratio:.2f}x {_interval(g)} the requests of {baseline} under {_under(slo)}"
 
 
 def _names(names: list[str]) -> str:

@@ -120,3 +120,28 @@ def speedup_measured_vs_predicted(analysis: Analysis, path: Path) -> list[str]:
     ax.set_xlabel("lookahead (speculative tokens)")
     ax.set_ylabel("speedup over no speculation")
     return _save(fig, ax, path, "Speedup: measured vs predicted")
+
+
+def latency_vs_throughput(name: str, runs: list[tuple[float, dict[str, float]]], thresholds: dict[str, float],
+                          percent: float, capacity: float | None, path: Path) -> list[str]:
+    """One server setting's probes: each run's P``percent`` latency of every metric the SLO bounds
+    (ms, log scale) against its request throughput (req/s), the SLO's thresholds as dashed lines in
+    the same colour, the request capacity as a vertical line. ``runs``: (request throughput,
+    metric -> ms)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    names = {"ttft": "TTFT", "tpot": "TPOT", "e2el": "E2E"}
+    for n, (metric, limit) in enumerate(thresholds.items()):
+        colour = colours[n % len(colours)]
+        xy = sorted((x, q[metric]) for x, q in runs if q.get(metric) is not None and q[metric] > 0)
+        if xy:
+            ax.plot([x for x, _ in xy], [y for _, y in xy], marker="o", color=colour,
+                    label=f"P{percent:g} {names.get(metric, metric)}")
+        ax.axhline(limit, color=colour, linestyle="--", linewidth=1, label=f"SLO {names.get(metric, metric)} {limit:.4g} ms")
+    if capacity is not None:
+        ax.axvline(capacity, color="grey", linewidth=0.8, label=f"request capacity {capacity:g} req/s")
+    ax.set_yscale("log")
+    ax.set_xlabel("request throughput (req/s)")
+    ax.set_ylabel("latency (ms)")
+    return _save(fig, ax, path, f"Latency vs throughput: {name}")

@@ -24,6 +24,8 @@ class BaseKind:
     missing_input: Callable[[Any, Any], str | None] = lambda plan, p: None  # (plan, p): why it must not run now
     ready_problem: Callable[[Any], str | None] = lambda p: None  # before anything starts: why it cannot run
     pending: Callable[[Any, Any], bool] = lambda plan, p: False  # (plan, p): the records leave it work (resume)
+    # (runbook, step, cli, taken, make, problems): the steps an expanding kind stands for (runbook.matrix.expand)
+    expand: Callable[..., list[Any]] | None = None
 
 
 def server_ref(keys: Any) -> list[Reference]:

@@ -18,8 +18,8 @@ from rich.markup import escape
 from llama4spec.files import write_atomic
 from llama4spec.runbook import fields
 from llama4spec.runbook.fields import AUTO
-from llama4spec.runbook.matrix import (DESIGNS, INTERLEAVED, SEQUENTIAL, TooLarge, check_matrix, matrix_points,
-                                       points_problem)
+from llama4spec.runbook.matrix import (DESIGNS, INTERLEAVED, SEQUENTIAL, TooLarge, check_matrix, expand_step,
+                                       matrix_points, points_problem)
 from llama4spec.runbook.measured import measured_in_plan
 from llama4spec.runbook.rundir import Measured, csv_rows
 from llama4spec.runbook.spec import Traits
@@ -229,4 +229,4 @@ def describe(p, say) -> None:
 
 
 KIND = BaseKind("sweep", Keys, Traits(expands=True, merges=True, measures=True, decides=True, describe_first=True),
-                plan, execute, describe, check=check)
+                plan, execute, describe, check=check, expand=expand_step)

@@ -7,8 +7,6 @@ _.post_processor  # a tokenizers.Tokenizer property: set in tiny/build.py, read 
 _.pre_tokenizer  # likewise
 _.MAX_NUM_TOKENS  # engine/cpu_fix.py: vLLM's kernel dispatcher passes the kernel's launch constant by name
 _._expand_kernel_impl  # engine/cpu_fix.py sets it on vLLM's cpu_triton_utils, which vLLM's CPU platform reads
-_.probe_flags  # engine/bench.py: an open-loop probe's command, for the capacity step that runs probes (tests/unit/engine/test_slo_argv.py)
-_.resolve_thresholds  # engine/bench.py: an SLO relative to a step, resolved by the capacity step once that step has measured
 _.caption  # sweep/page.py's Table: read by the report.html template (Jinja2), not by Python
 _.numeric  # likewise
 _.provenance  # sweep/page.py's RunPage: read by the report.html template

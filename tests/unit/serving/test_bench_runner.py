@@ -65,6 +65,7 @@ def test_one_worker_runs_each_benchmark_into_its_own_log_and_survives_interrupti
         first = runner.proc.pid
         assert runner.run(["--num-prompts", "x"], {}, logs[1]) == 2
         assert runner.proc.pid == first  # the same worker: vLLM imported once
+        assert runner.last_cpu_s is not None and runner.last_cpu_s >= 0  # the load generator's CPU time, per run
         assert "unrecognized arguments: --no-such-flag" in logs[0].read_text()
         assert "--no-such-flag" not in logs[1].read_text() and "invalid int value" in logs[1].read_text()
 

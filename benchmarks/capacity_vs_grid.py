@@ -1,0 +1,164 @@
+"""The request capacity search against a dense grid of request rates, on the same real servers (the
+tiny pair, vLLM's CPU build).
+
+First a server without a draft is measured at concurrency 1 (the SLO's reference, as in
+runbooks/tiny_cpu_capacity.yaml: TTFT <= 3x its median TTFT, TPOT <= 1.5x its median TPOT). Then,
+for each setting (no speculation, EAGLE k=3), one server start: the search (``sweep.capacity``, the
+probes of the capacity step: open loop, no client concurrency cap, ``--goodput``), then on the same
+server a grid of request rates spaced by the search's precision (geometric, factor 1 + precision)
+over [0.5, 2] x the search's capacity, 3 runs each; the grid's boundary is the highest rate whose
+mean attainment is at least the target.
+
+Printed per setting: the search's interval and runs, the grid's boundary and runs, whether the
+search used at most a third of the grid's runs, and whether the grid's boundary lies in the search's
+interval allowing one grid step ([L / (1 + precision), U x (1 + precision)]).
+
+    .venv/bin/python benchmarks/capacity_vs_grid.py [--precision 0.15] [--attainment 0.8] [--output-len 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from llama4spec.config.compose import compose_config
+from llama4spec.engine.bench import probe_flags, probe_prompts, resolve_thresholds
+from llama4spec.serving.bench import BenchFiles, free_result, run_bench, run_probe
+from llama4spec.serving.bench_runner import BenchRunner
+from llama4spec.serving.process import is_healthy
+from llama4spec.sweep import capacity as cap
+
+COMMON = ["target=tiny", "memory=cpu", "bench=random_tiny", "bench.num_prompts=8"]
+SETTINGS = {"no speculation": ["draft=none"], "EAGLE k=3": ["draft=tiny_eagle", "lookahead=3"]}
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def server(overrides: list[str], where: Path):
+    """``llama4spec serve OVERRIDES`` on a free port until it answers; stopped (its group) at the end."""
+    port = free_port()
+    log = where / f"serve-{port}.out"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "llama4spec", "serve", *overrides, f"serve.port={port}"],
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 600
+        while not is_healthy(url, timeout_s=2):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"the server did not start; see {log}")
+            time.sleep(2)
+        yield url
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def one_run(cfg, url: str, where: Path, rate: float, duration: float, thresholds, least: int, runner) -> cap.Run:
+    """One open-loop run at ``rate``, as the search step runs it."""
+    files = BenchFiles(where / "run=0.json", where / "record.json", where / "bench.log")
+    result = free_result(files, 0)
+    flags = probe_flags(cfg, url, result.parent, result.name, "grid", rate, duration, thresholds, ["--ignore-eos"],
+                        least)
+    one, _ = run_probe(cfg, url, flags, files, None, 0, label="probe", prompts=probe_prompts(cfg, rate, duration, least),
+                       runner=runner)
+    if one.returncode != 0:
+        raise SystemExit(f"a run at {rate:g} req/s failed; see {files.log}")
+    return cap.run_of(one, thresholds, cfg.slo.attainment)
+
+
+def search(cfg, url, where, settings, duration, thresholds, runner) -> cap.Search:
+    state, least = cap.begin(settings), cap.decidable_requests(settings)
+    while (rate := cap.next_probe(state)) is not None:
+        run = one_run(cfg, url, where / f"search-{rate:g}", rate, duration, thresholds, least, runner)
+        state = cap.record_run(state, rate, run)
+        print(f"    search: {rate:g} req/s attainment {run.attainment:.3f} ({cap.move(state).reason})", flush=True)
+    return state
+
+
+def grid(cfg, url, where, settings, center: float, duration, thresholds, runner) -> tuple[list[float], dict]:
+    step = 1 + settings.precision
+    n = math.ceil(math.log(4) / math.log(step))
+    rates = [round(0.5 * center * step ** i, 4) for i in range(n + 1)]
+    means, least = {}, cap.decidable_requests(settings)
+    for rate in rates:
+        runs = [one_run(cfg, url, where / f"grid-{rate:g}", rate, duration, thresholds, least, runner).attainment
+                for _ in range(3)]
+        means[rate] = float(np.mean(runs))
+        print(f"    grid: {rate:g} req/s mean attainment {means[rate]:.3f}", flush=True)
+    return rates, means
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--precision", type=float, default=0.15)
+    ap.add_argument("--attainment", type=float, default=0.8)
+    ap.add_argument("--output-len", type=int, default=16)
+    ap.add_argument("--duration-s", type=float, default=5.0)
+    ap.add_argument("--start-rate", type=float, default=4.0)
+    args = ap.parse_args()
+    common = [*COMMON, f"bench.output_len={args.output_len}", f"slo.attainment={args.attainment}",
+              "slo.relative_to=baseline", "slo.ttft=3.0", "slo.tpot=1.5"]
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory() as tmp, BenchRunner() as runner:
+        work = Path(tmp)
+        base_cfg = compose_config([*common, "draft=none", "bench.max_concurrency=1"]).cfg
+        with server([*COMMON, "draft=none"], work) as url:
+            files = BenchFiles(work / "base" / "run=0.json", work / "base" / "record.json", work / "base" / "bench.log")
+            record = run_bench(base_cfg, url, files, label="baseline", extra_args=["--ignore-eos"], warmup=2,
+                               runner=runner)
+        medians = {m: record.figure(f"median_{m}_ms") for m in ("ttft", "tpot")}
+        thresholds = resolve_thresholds(base_cfg, medians)
+        print(f"SLO: {', '.join(f'{m.upper()} <= {v:.1f} ms' for m, v in thresholds.items())} for "
+              f"{args.attainment:.0%} of requests (3x and 1.5x the baseline's medians)", flush=True)
+        rows = []
+        for name, overrides in SETTINGS.items():
+            cfg = compose_config([*common, *overrides]).cfg
+            settings = cap.Settings(start=args.start_rate, target=args.attainment, precision=args.precision,
+                                    confirm=None)
+            print(f"{name}:", flush=True)
+            with server([*COMMON, *overrides], work) as url:
+                found = search(cfg, url, work / name, settings, args.duration_s, thresholds, runner)
+                answer = cap.capacity(found)
+                center = answer.rate if answer.rate is not None else (answer.high or args.start_rate) / 2
+                rates, means = grid(cfg, url, work / name, settings, center, args.duration_s, thresholds, runner)
+            held = [r for r in rates if means[r] >= args.attainment]
+            boundary = max(held) if held else None
+            step = 1 + args.precision
+            inside = (boundary is not None and answer.rate is not None and answer.high is not None
+                      and answer.rate / step <= boundary <= answer.high * step)
+            rows.append((name, answer, boundary, 3 * len(rates), inside))
+    print(f"\n{'setting':16} {'search interval (req/s)':26} {'search runs':>11} {'grid boundary':>13} "
+          f"{'grid runs':>9} {'runs ratio':>10}  boundary in interval (one grid step)")
+    for name, answer, boundary, grid_runs, inside in rows:
+        interval = f"[{answer.rate}, {answer.high}]"
+        print(f"{name:16} {interval:26} {answer.runs:>11} {boundary if boundary is not None else '-':>13} "
+              f"{grid_runs:>9} {answer.runs / grid_runs:>10.2f}  {'yes' if inside else 'no'}")
+    print(f"\n{(time.monotonic() - started) / 60:.1f} min")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+"""A ``capacity`` step: each server setting's request capacity under a latency SLO (the largest
+request rate at which the SLO holds) and its gain over no speculation.
+
+Its matrix (server settings only, as a sweep's: draft, lookahead, ...) expands, per server, into a
+serve step, a ``search`` step (open-loop probes chosen by ``sweep.capacity``) and a stop step; this
+step then reads every search.json and writes the answer: per server the request capacity in req/s
+and output tok/s with its interval, the binding constraint, any cliff, and the gain over no
+speculation with its interval (``sweep.capacity_gain``), as report.md, capacity.json and a
+latency-throughput plot per setting with the SLO's lines.
+
+The SLO comes from the config (``slo=interactive``, ``slo.ttft_ms=...``) and is checked once here,
+before any server is planned; ``slo.relative_to: STEP`` takes multiples of a bench step's measured
+medians, resolved when that step has run and recorded in each search.json.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from llama4spec.config.compose import compose_config
+from llama4spec.config.validate import slo_problems
+from llama4spec.errors import UserError
+from llama4spec.runbook import fields
+from llama4spec.runbook.matrix import (TooLarge, bounded_id, check_matrix, file_label, is_client_axis,
+                                       matrix_points, points_problem, server_groups)
+from llama4spec.runbook.spec import Reference, Traits
+from llama4spec.runbook.steps.base import BaseKind
+from llama4spec.sweep import capacity as cap
+
+METHODS = {"eagle": "EAGLE", "eagle3": "EAGLE-3"}
+CLIENT_KEYS = ("slo",)  # a capacity matrix varies servers; the SLO and the client are the step's own
+
+
+def _matrix(raw: dict, key: str, at: str, problems: list[str]) -> dict[str, list[str]] | None:
+    matrix, found = check_matrix(raw.get(key), at)
+    problems.extend(p.replace("a sweep step needs", "a capacity step needs") for p in found)
+    return matrix if matrix or isinstance(matrix, TooLarge) else None
+
+
+@dataclass
+class Keys:
+    matrix: dict[str, list[str]] | None = fields.custom(_matrix, default=None)  # server settings: key -> values
+    overrides: list[str] = fields.overrides()  # every server's, and the SLO (slo=interactive, slo.relative_to=...)
+    extra_args: list[str] = fields.texts()  # more `vllm bench serve` flags, for every probe
+    start_rate: float = fields.number(1.0, 0, cap.MAX_RATE, above=True)  # req/s: the first rate probed
+    max_rate: float = fields.number(cap.MAX_RATE, 0, cap.MAX_RATE, above=True)  # req/s: no probe goes above it
+    precision: float = fields.number(cap.PRECISION, 0.01, 1)  # relative: stop when U / L - 1 is at most this
+    min_probe_runs: int = fields.count(cap.MIN_PROBE_RUNS, 2, cap.RUNS_CAP)  # runs every probe gets
+    max_probe_runs: int = fields.count(cap.MAX_PROBE_RUNS, 2, cap.RUNS_CAP)  # the most a probe gets
+    max_probes: int = fields.count(cap.MAX_PROBES, 1, cap.MAX_PROBES)  # rates a search may probe
+    duration_s: float = fields.number(30.0, 0, 3600.0, above=True)  # each run: at least this many seconds of requests
+    confirm: float | None = fields.number(cap.CONFIRM, 1, 100, above=True, optional=True)  # the cliff check's factor
+    confidence: float = fields.level(0.95)  # of each verdict at one rate
+    # generated:
+    points: list[str] = field(default_factory=list)  # its search steps, one per server
+    names: dict[str, str] = field(default_factory=dict)  # search step -> the setting in words
+    baseline: str | None = None  # the search step of no speculation
+    relative_to: str | None = None  # slo.relative_to: the bench step whose medians the SLO multiplies
+
+    def design_record(self) -> dict[str, Any]:
+        return {"design": "sequential", "asked": "sequential"}
+
+
+def settings_problems(keys: Keys, target: float = 0.95) -> list[str]:
+    """Every problem of the search settings the keys give (``capacity.settings_problems``)."""
+    return cap.settings_problems(cap.Settings(start=keys.start_rate, target=target, precision=keys.precision,
+                                              cap=keys.max_rate, min_runs=keys.min_probe_runs,
+                                              max_runs=keys.max_probe_runs, max_probes=keys.max_probes,
+                                              confidence=keys.confidence, confirm=keys.confirm))
+
+
+def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> None:
+    if isinstance(keys.matrix, TooLarge):
+        keys.matrix = None
+        state["too_large"] = True
+    if keys.matrix:
+        client = [k for k in keys.matrix if is_client_axis(k) or k.split(".")[0] in CLIENT_KEYS]
+        if client:
+            problems.append(f"{at}: matrix '{client[0]}': a capacity step's matrix varies the server (draft, "
+                            f"lookahead, ...); give the benchmark client and the SLO in its overrides")
+            keys.matrix = None
+        else:
+            before = state.get("points", 0)
+            too_many = points_problem(keys.matrix, at, before)
+            if too_many:
+                problems.append(too_many)
+                keys.matrix, state["too_large"] = None, True
+            else:
+                state["points"] = before + matrix_points(keys.matrix)
+    problems.extend(fields.warmup_flag_problems(keys.extra_args, at))
+    problems.extend(f"{at}: {p}" for p in settings_problems(keys))
+
+
+def slo_check(cfg) -> list[str]:
+    """Why the SLO cannot bound a capacity search (every problem, one line each)."""
+    slo = cfg.slo
+    found = slo_problems(slo)
+    if found:
+        return found
+    if not slo.thresholds() and slo.relative_to is None:
+        return [f"request capacity is measured against a latency SLO, and slo={slo.name} sets no threshold; choose "
+                f"one (slo=interactive, slo=batch), give slo.ttft_ms, slo.tpot_ms or slo.e2el_ms (milliseconds), or "
+                f"slo.relative_to=STEP with multipliers (slo.ttft=3.0)"]
+    if not slo.attainment < 1:
+        return [f"slo.attainment={slo.attainment:g}: a capacity search needs an attainment below 1 (no number of runs "
+                f"shows that every request of a rate is good), e.g. 0.95 or 0.99"]
+    return []
+
+
+def setting_name(cfg) -> str:
+    """A server setting in words: no speculation, EAGLE k=3."""
+    if not cfg.draft.method:
+        return "no speculation"
+    return f"{METHODS.get(cfg.draft.method, cfg.draft.method)} k={cfg.lookahead}"
+
+
+def expand(runbook, step, cli: list[str], taken: set[str], make, problems: list[str], environ=None) -> list:
+    """Per server: serve, search, stop; then this step (its points: the searches). The SLO is
+    checked once, on the overrides every server shares: a problem there is one line, nothing planned."""
+    at = f"{runbook.path}: step '{step.id}'"
+    keys = step.keys
+    try:
+        cfg = compose_config([*runbook.overrides, *keys.overrides, *cli]).cfg
+    except UserError as err:
+        problems.extend(f"{at}: {x}" for x in err.problems)
+        return [step]
+    found = slo_check(cfg)
+    if found:
+        problems.extend(f"{at}: {x}" for x in found)
+        return [step]
+    ref = cfg.slo.relative_to
+    groups = server_groups(runbook, step, keys.matrix or {}, cli, problems)
+    axes = list(keys.matrix or {})
+    out, points, names, baseline, previous = [], [], {}, None, None
+    search_keys = {f.name: getattr(keys, f.name) for f in dataclasses.fields(keys)
+                   if f.name in ("extra_args", "start_rate", "max_rate", "precision", "min_probe_runs",
+                                 "max_probe_runs", "max_probes", "duration_s", "confirm", "confidence")}
+    for group in groups:
+        label = "-".join(file_label(a, v) for a, v in group.constant(axes)) or "server"
+        sid = bounded_id(f"{step.id}-{label}")
+        ids = [sid, bounded_id(f"{sid}-search"), bounded_id(f"{sid}-stop")]
+        clash = next((i for i in ids if i in taken), None)
+        if clash:
+            problems.append(f"{at}: the generated step id '{clash}' is already used by another step; rename the "
+                            f"capacity step or that step")
+            continue
+        taken.update(ids)
+        name = setting_name(group.cfg)
+        if name in names.values():
+            name = f"{name} ({label})"
+        needs = [ref] if ref in taken else []  # a server whose SLO cannot be resolved is not started
+        out.append(make("serve", sid, needs=[*needs, *([previous] if previous else step.needs)],
+                        description=f"capacity '{step.id}': server for {name}",
+                        overrides=[*keys.overrides, *group.overrides]))
+        out.append(make("search", ids[1], needs=needs, description=f"capacity '{step.id}': request capacity of {name}",
+                        server=sid, relative_to=ref, **search_keys))
+        out.append(make("stop", ids[2], server=sid))
+        previous = ids[2]
+        points.append(ids[1])
+        names[ids[1]] = name
+        if not group.cfg.draft.method and baseline is None:
+            baseline = ids[1]
+    new_keys = dataclasses.replace(keys, points=points, names=names, baseline=baseline, relative_to=ref)
+    return [*out, dataclasses.replace(step, needs=list(dict.fromkeys([*step.needs, *points])), keys=new_keys)]
+
+
+def references(keys: Keys) -> list[Reference]:
+    return [Reference("slo.relative_to", keys.relative_to, "bench")] if keys.relative_to else []
+
+
+def artifacts(p) -> dict[str, Any]:
+    files = {"report": p.dir / "report.md", "analysis": p.dir / "capacity.json"}
+    files.update({f"latency-{sid}": p.dir / f"latency-{sid}.png" for sid in p.step.keys.points})
+    return files
+
+
+def plan(ctx, p) -> None:
+    p.artifacts = artifacts(p)  # a missing or refused matrix, or a bad SLO: reported when the step was read or expanded
+
+
+def execute(run, p) -> dict[str, Any]:
+    from llama4spec.runbook.capacity_report import run_report
+
+    text, record = run_report(run.plan, p, run.console, run.not_run())
+    run.keep_comparison(p.id, text.replace("](latency-", f"]({p.id}/latency-"))
+    return record
+
+
+def describe(p, say) -> None:
+    keys = p.step.keys
+    if keys.matrix:
+        say("    matrix: " + " x ".join(f"{k} [{', '.join(v)}]" for k, v in keys.matrix.items()))
+    say(f"    request capacity of {len(keys.points)} servers under the SLO; gain over "
+        f"{'no speculation' if keys.baseline else 'no baseline (no server without a draft)'}, with intervals")
+
+
+KIND = BaseKind("capacity", Keys, Traits(expands=True, merges=True, describe_first=True), plan, execute, describe,
+                check=check, references=references, expand=expand)

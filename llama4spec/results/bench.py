@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from llama4spec.files import json_or_none, plain
+from llama4spec.results import requests as per_request
 from llama4spec.results.acceptance import AcceptanceCounters
+from llama4spec.results.requests import RequestRow
 
 KIND = "llama4spec.bench"
 # Figures of vLLM's result JSON a summary shows.
@@ -50,6 +52,8 @@ class BenchRecord:
     # measured back to back with; the n-th run tagged so pairs with that point's n-th run
     pair: str | None = None
     started: float | None = None  # a counted run: when it started (seconds since the epoch); its end adds wall_time_s
+    # a run against a server with a draft: each request's acceptance and latencies (serving.vllm_bench)
+    requests: list[RequestRow] = field(default_factory=list)
 
     @classmethod
     def of_runs(cls, label: str, runs: list["BenchRecord"], *, url: str | None = None, argv: list[str] | None = None,
@@ -107,6 +111,15 @@ class BenchRecord:
         """The candidate each of ``samples(key)`` pairs with (None: not measured in a pair)."""
         runs = self.counted_runs()
         return [r.pair for r in runs if r.figure(key) is not None]
+
+    def counted_requests(self) -> list[tuple[int, list[RequestRow]]]:
+        """(run index, its requests) of every counted run that kept them."""
+        runs = self.runs or [self]
+        return [(i, r.requests) for i, r in enumerate(runs) if r.counted and r.requests]
+
+    def requests_check(self) -> dict[str, Any] | None:
+        """One run's per-request sums against its ``/metrics`` delta (``requests.check``)."""
+        return per_request.check(self.requests, self.acceptance)
 
     def acceptance_samples(self) -> list[float]:
         """The mean acceptance length of every counted run that drafted."""
@@ -241,6 +254,9 @@ class BenchRecord:
             data["pair"] = self.pair
         if self.started is not None:
             data["started"] = self.started
+        if self.requests:
+            data["requests"] = [r.to_dict() for r in self.requests]
+            data["requests_check"] = self.requests_check()
         return data
 
     @classmethod
@@ -274,6 +290,7 @@ class BenchRecord:
                 and pair.isprintable() else None,
                 started=float(at) if isinstance(at := data.get("started"), (int, float)) and not isinstance(at, bool)
                 and math.isfinite(at) and at >= 0 else None,
+                requests=per_request.from_record(data.get("requests")),
             )
         return cls(label=str(data.get("label") or fallback_label), returncode=0, result=dict(data))
 

@@ -34,6 +34,7 @@ class RequestRow:
     tpot_ms: float | None = None  # vLLM's definition: (E2E - TTFT) / (output tokens - 1)
     e2e_ms: float | None = None
     queue_ms: float | None = None  # waiting for the client's concurrency cap, before it was sent
+    arrival_ms: float | None = None  # when it was due, after the run's first request was
     output_tokens: int = 0
     drafts: int | None = None  # verification steps (None: the response carried no speculative counters)
     draft_tokens: int | None = None
@@ -58,7 +59,7 @@ class RequestRow:
 
 
 COLUMNS = ("run", "id", "index", "category", "ok", "output_tokens", "drafts", "draft_tokens", "accepted",
-           "acceptance_length", "accepted_per_pos", "ttft_ms", "tpot_ms", "e2e_ms", "queue_ms")
+           "acceptance_length", "accepted_per_pos", "ttft_ms", "tpot_ms", "e2e_ms", "queue_ms", "arrival_ms")
 
 
 def _number(value: Any) -> float | None:
@@ -92,7 +93,15 @@ def _spec(block: Any) -> tuple[int, int, int, list[int]] | None:
     return steps, drafted, accepted, per_pos
 
 
-def row_of(item: Mapping[str, Any], prefix: str, categories: Mapping[str, str], category: str | None) -> RequestRow | None:
+def _due_s(item: Mapping[str, Any]) -> float | None:
+    """When a request the worker wrote was due (its start less its wait), on the client's clock."""
+    start, queue = item.get("start_s"), _number(item.get("queue_s"))
+    ok = isinstance(start, (int, float)) and not isinstance(start, bool) and math.isfinite(start)
+    return float(start) - (queue or 0.0) if ok else None
+
+
+def row_of(item: Mapping[str, Any], prefix: str, categories: Mapping[str, str], category: str | None,
+           first_s: float | None = None) -> RequestRow | None:
     """A row from one request the worker wrote (None: not one). ``category``: every request's (a
     category point), else ``categories``: prompt SHA-256 -> category."""
     rid, ok = item.get("id"), item.get("ok")
@@ -104,11 +113,12 @@ def row_of(item: Mapping[str, Any], prefix: str, categories: Mapping[str, str], 
     tokens = _count(item.get("output_tokens")) or 0
     tpot = (e2e - ttft) / (tokens - 1) if ok and ttft is not None and e2e is not None and tokens > 1 else None
     spec = _spec(item.get("spec"))
+    due = _due_s(item)
     return RequestRow(
         id=rid, ok=ok, index=int(tail) if tail.isdigit() and len(tail) < 10 else None,
         category=category or (categories.get(sha) if sha else None),
         ttft_ms=ttft if ok else None, tpot_ms=tpot, e2e_ms=e2e if ok else None, queue_ms=_ms(item.get("queue_s")),
-        output_tokens=tokens, drafts=spec[0] if spec else None, draft_tokens=spec[1] if spec else None,
+        arrival_ms=_ms(due - first_s) if due is not None and first_s is not None else None, output_tokens=tokens, drafts=spec[0] if spec else None, draft_tokens=spec[1] if spec else None,
         accepted=spec[2] if spec else None, accepted_per_pos=spec[3] if spec else [], prompt_sha256=sha)
 
 
@@ -117,8 +127,9 @@ def rows_of(data: Any, categories: Mapping[str, str] | None = None, category: st
     if not isinstance(data, Mapping) or not isinstance(data.get("requests"), list):
         return None
     prefix = data.get("request_id_prefix") if isinstance(data.get("request_id_prefix"), str) else ""
-    rows = [row_of(item, prefix, categories or {}, category) for item in data["requests"][:MAX_REQUESTS]
-            if isinstance(item, Mapping)]
+    items = [item for item in data["requests"][:MAX_REQUESTS] if isinstance(item, Mapping)]
+    first = min((d for d in map(_due_s, items) if d is not None), default=None)
+    rows = [row_of(item, prefix, categories or {}, category, first) for item in items]
     return sorted((r for r in rows if r is not None), key=lambda r: (r.index is None, r.index or 0, r.id))
 
 
@@ -143,6 +154,7 @@ def from_record(data: Any) -> list[RequestRow]:
             category=category[:100] if isinstance(category, str) and category.isprintable() else None,
             ttft_ms=_number(item.get("ttft_ms")), tpot_ms=_number(item.get("tpot_ms")),
             e2e_ms=_number(item.get("e2e_ms")), queue_ms=_number(item.get("queue_ms")),
+            arrival_ms=_number(item.get("arrival_ms")),
             output_tokens=_count(item.get("output_tokens")) or 0, drafts=_count(item.get("drafts")),
             draft_tokens=_count(item.get("draft_tokens")), accepted=_count(item.get("accepted")),
             accepted_per_pos=list(per_pos),

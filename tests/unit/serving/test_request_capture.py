@@ -92,6 +92,7 @@ def test_the_worker_keeps_each_requests_speculative_block_beside_the_result(
     assert (high.drafts, high.draft_tokens, high.accepted, high.accepted_per_pos) == (6, 18, 13, [5, 5, 3])
     assert high.acceptance_length == pytest.approx(1 + 13 / 6)
     assert all(r.ok and r.output_tokens == 4 and r.ttft_ms > 0 and r.tpot_ms >= 0 and r.queue_ms >= 0 for r in rows)
+    assert sorted(r.arrival_ms for r in rows)[0] == 0.0
     assert per_request.sums(rows) == AcceptanceCounters(11, 33, 14, [6, 5, 3])
 
 
@@ -105,6 +106,7 @@ def test_our_backend_replaces_openai_and_request_ids_get_a_known_prefix() -> Non
 
 def _item(rid: str, histogram: list[int] | None, ok: bool = True) -> dict:
     return {"id": rid, "ok": ok, "ttft_s": 0.01, "latency_s": 0.05, "output_tokens": 5, "queue_s": 0.002,
+            "start_s": 100.0 + (int(rid[-1]) if rid[-1].isdigit() else 0),
             "prompt_sha256": hashlib.sha256(rid.encode()).hexdigest(), "spec": _spec(histogram) if histogram else None}
 
 
@@ -113,6 +115,7 @@ def test_per_request_sums_against_the_metrics_delta_equal_or_the_difference_repo
     rows = per_request.rows_of(data, category="c")
     assert [r.id for r in rows] == ["p-0", "p-1"] and {r.category for r in rows} == {"c"}
     assert rows[0].tpot_ms == pytest.approx(10.0) and rows[0].e2e_ms == pytest.approx(50.0)
+    assert [r.arrival_ms for r in rows] == [pytest.approx(0.0), pytest.approx(1000.0)]
     delta = AcceptanceCounters(4, 12, 6, [3, 2, 1])
     assert per_request.check(rows, delta)["equal"] is True
     failed = per_request.rows_of({"requests": [*data["requests"], _item("p-2", None, ok=False)]})

@@ -20,7 +20,6 @@ CATEGORIES = (IN_BLOCK, OUT_BLOCK)
 PER_CATEGORY = 8
 MAX_OUTPUT = 32  # tokens a continuation may run and keep its category (the last step drafts k more)
 CHAIN = 6  # words per prompt
-FILE = "tiny_contrast"  # the shipped prompt file: conf/dataset/prompts/tiny_contrast.jsonl
 
 
 def draft_next(i: int) -> int:

@@ -6,7 +6,7 @@ files read it:
 - ``imperfect_server``: ``llama4spec serve`` with the imperfect EAGLE draft (k=3), as a user runs
   it. Tests read it only through before/after counter deltas (every benchmark record's
   acceptance is the ``/metrics`` delta around its own run), so they cannot disturb each other.
-  Used by test_categories_engine.py and test_serving_engine.py.
+  Used by test_categories_engine.py, test_serving_engine.py and test_requests_engine.py.
 - ``perfect_offline``: one runbook ``offline`` step of the perfect pair with
   ``offline.baseline=true`` (EAGLE k=3, then the same prompts without a draft), run at ``-v`` so
   vLLM's own start-up log is kept. Used by test_offline_engine.py, test_runbook_offline_engine.py

@@ -23,6 +23,26 @@ def _throughput(k: int | None, c: int) -> float:
     return 100.0 * c ** 0.8 * (1.0 if k is None else (1 + k) / (1 + 0.3 * k * c))
 
 
+REQUESTS = 40  # a speculative run's requests: three runs pooled put 12 beyond the P90 TPOT
+
+
+def _requests(k: int, tpot_ms: float, accepted: float) -> list[dict]:
+    """Made-up per-request rows: every fourth request (category early_miss) accepts nothing and is
+    twice as slow a token, the rest accept as the run does."""
+    rows = []
+    for i in range(REQUESTS):
+        low = i % 4 == 0
+        steps, took = 10, 0 if low else round(10 * k * accepted)
+        per_pos = [0] * k if low else [round(10 * accepted)] * k
+        tpot = tpot_ms * (2.0 if low else 1.0) + 0.01 * i
+        rows.append({"id": f"llama4spec-ab12cd34-{i}", "ok": True, "index": i,
+                     "category": "early_miss" if low else "clean_start", "ttft_ms": 20.0 + 0.1 * i,
+                     "tpot_ms": tpot, "e2e_ms": 20.0 + 31 * tpot, "queue_ms": 0.5 * (i % 5),
+                     "arrival_ms": 50.0 * i, "output_tokens": 32, "drafts": steps, "draft_tokens": steps * k,
+                     "accepted": took, "accepted_per_pos": per_pos})
+    return rows
+
+
 def _run(planned, k: int | None, c: int, factor: float, accepted: float) -> dict:
     tput = _throughput(k, c) * factor * (1.0 if k is None else 0.4 + 0.6 * accepted)
     drafts = 100
@@ -37,6 +57,7 @@ def _run(planned, k: int | None, c: int, factor: float, accepted: float) -> dict
         "result": {"output_throughput": tput, "mean_tpot_ms": 1000.0 * c / tput, "mean_ttft_ms": (20.0 + c) / factor,
                    "max_concurrency": c, "completed": 8, "request_throughput": tput / 32,
                    "total_token_throughput": 1.5 * tput},
+        **({"requests": _requests(k, 1000.0 * c / tput, accepted)} if k else {}),
     }
 
 

@@ -57,6 +57,8 @@ def conf_dir() -> Path:
 def _register_resolvers() -> None:
     if not OmegaConf.has_resolver("tiny_dir"):
         OmegaConf.register_new_resolver("tiny_dir", lambda which: str(tiny_path(which)))
+    if not OmegaConf.has_resolver("prompt_file"):  # a shipped prompt file: ${prompt_file:tiny_contrast}
+        OmegaConf.register_new_resolver("prompt_file", lambda name: str(conf_dir() / "dataset" / "prompts" / f"{name}.jsonl"))
 
 
 def _searchpath_dirs(overrides: Sequence[str]) -> list[Path]:

@@ -13,6 +13,7 @@ from llama4spec.config.schema import Config
 from llama4spec.engine import build
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"  # how the CPU build starts a server
+PER_REQUEST_METRICS = "per_request_spec_decode_metrics"
 
 
 def speculative_config(cfg: Config) -> dict[str, Any] | None:
@@ -125,6 +126,8 @@ def serve_flags(cfg: Config) -> list[str]:
             flags.append(_flag(key) if value else "--no-" + key.replace("_", "-"))
         else:
             flags += [_flag(key), str(value)]
+    if "speculative_config" in args:  # each response carries its request's acceptance (vLLM refuses it without a draft)
+        flags += [_flag(PER_REQUEST_METRICS), "summary"]
     return flags + list(s.extra_args)
 
 

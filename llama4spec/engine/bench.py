@@ -209,7 +209,10 @@ def dataset_flags(cfg: Config) -> list[str]:
     flags = category_flags(cfg, prompt_file)
     if flags is not None:
         return flags
-    return ["--dataset-name", b.dataset_name, *(["--dataset-path", b.dataset_path] if b.dataset_path else [])]
+    flags = ["--dataset-name", b.dataset_name, *(["--dataset-path", b.dataset_path] if b.dataset_path else [])]
+    if b.dataset_name == "custom" and not cfg.dataset.chat_template:  # prompts sent as written, as a category's are
+        flags.append("--skip-chat-template")
+    return flags
 
 
 def category_prompt_count(cfg: Config) -> int | None:

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from llama4spec.files import json_or_none, plain
+from llama4spec.results import requests as per_request
 from llama4spec.results.acceptance import AcceptanceCounters
+from llama4spec.results.requests import RequestRow
 
 KIND = "llama4spec.bench"
 # Figures of vLLM's result JSON a summary shows.
@@ -51,6 +53,8 @@ class BenchRecord:
     pair: str | None = None
     started: float | None = None  # a counted run: when it started (seconds since the epoch); its end adds wall_time_s
     client_cpu_s: float | None = None  # one run: the CPU time the load generator (vLLM's benchmark) took
+    # a run against a server with a draft: each request's acceptance and latencies (serving.vllm_bench)
+    requests: list[RequestRow] = field(default_factory=list)
 
     @classmethod
     def of_runs(cls, label: str, runs: list["BenchRecord"], *, url: str | None = None, argv: list[str] | None = None,
@@ -108,6 +112,15 @@ class BenchRecord:
         """The candidate each of ``samples(key)`` pairs with (None: not measured in a pair)."""
         runs = self.counted_runs()
         return [r.pair for r in runs if r.figure(key) is not None]
+
+    def counted_requests(self) -> list[tuple[int, list[RequestRow]]]:
+        """(run index, its requests) of every counted run that kept them."""
+        runs = self.runs or [self]
+        return [(i, r.requests) for i, r in enumerate(runs) if r.counted and r.requests]
+
+    def requests_check(self) -> dict[str, Any] | None:
+        """One run's per-request sums against its ``/metrics`` delta (``requests.check``)."""
+        return per_request.check(self.requests, self.acceptance)
 
     def acceptance_samples(self) -> list[float]:
         """The mean acceptance length of every counted run that drafted."""
@@ -244,6 +257,9 @@ class BenchRecord:
             data["started"] = self.started
         if self.client_cpu_s is not None:
             data["client_cpu_s"] = self.client_cpu_s
+        if self.requests:
+            data["requests"] = [r.to_dict() for r in self.requests]
+            data["requests_check"] = self.requests_check()
         return data
 
     @classmethod
@@ -278,6 +294,7 @@ class BenchRecord:
                 started=float(at) if isinstance(at := data.get("started"), (int, float)) and not isinstance(at, bool)
                 and math.isfinite(at) and at >= 0 else None,
                 client_cpu_s=float(cpu) if _finite(cpu := data.get("client_cpu_s")) and cpu >= 0 else None,
+                requests=per_request.from_record(data.get("requests")),
             )
         return cls(label=str(data.get("label") or fallback_label), returncode=0, result=dict(data))
 

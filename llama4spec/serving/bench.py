@@ -10,6 +10,8 @@ each with its own result file and counter deltas; the outcome is one ``BenchReco
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import time
 from dataclasses import dataclass
@@ -19,11 +21,13 @@ from typing import Callable, Mapping
 from llama4spec.config.schema import Config
 from llama4spec.engine.bench import bench_flags, category_prompt_count, display_argv, num_prompts
 from llama4spec.engine.secrets import api_key_env
-from llama4spec.files import json_or_none
+from llama4spec.files import Expect, Unreadable, json_or_none, read_text, write_atomic
+from llama4spec.results import requests as per_request
 from llama4spec.results.acceptance import AcceptanceCounters, from_prometheus_text
 from llama4spec.results.bench import BenchRecord
 from llama4spec.results.provenance import model_fingerprints
 from llama4spec.serving.bench_runner import BenchRunner
+from llama4spec.serving.vllm_bench import requests_path
 from llama4spec.serving.watch import LogFollower, extra_requests, finished_requests, requests_done
 
 # Live progress: (measured requests finished so far or None when /metrics cannot tell, total).
@@ -101,6 +105,51 @@ def failure(record: BenchRecord, log: Path) -> str:
     return f"the benchmark completed no request ({failed} failed); its log: {log}"
 
 
+PROMPTS = Expect("prompt file", "check the benchmark's --dataset-path", max_bytes=256 << 20)
+REQUESTS_CSV = "requests.csv"
+
+
+def _flag(flags: list[str], name: str) -> str | None:
+    return next((flags[i + 1] for i in range(len(flags) - 1) if flags[i] == name), None)
+
+
+def prompt_categories(flags: list[str]) -> dict[str, str]:
+    """SHA-256 of each prompt -> its category, for a benchmark of a JSONL file (vLLM's ``custom``
+    dataset, sent as written: ``--skip-chat-template``) whose lines carry a ``category``; empty
+    otherwise (or when the file cannot be read)."""
+    path = _flag(flags, "--dataset-path")
+    if _flag(flags, "--dataset-name") != "custom" or path is None or "--skip-chat-template" not in flags:
+        return {}
+    try:
+        lines = read_text(Path(path), PROMPTS).splitlines()
+    except Unreadable:
+        return {}
+    out: dict[str, str] = {}
+    for line in lines:
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and isinstance(item.get("prompt"), str) and isinstance(item.get("category"), str):
+            out[hashlib.sha256(item["prompt"].encode()).hexdigest()] = item["category"]
+    return out
+
+
+def read_requests(category: str | None, flags: list[str], result: Path) -> list[per_request.RequestRow]:
+    """The run's requests as the worker wrote them beside ``result``, each with its category (the
+    point's ``category``, else its prompt's in the prompt file)."""
+    data, _ = json_or_none(requests_path(result))
+    rows = per_request.rows_of(data, prompt_categories(flags), category)
+    return rows or []
+
+
+def write_requests_csv(record: BenchRecord, directory: Path) -> None:
+    """``requests.csv`` of a point: every request of its counted runs (nothing without any)."""
+    runs = record.counted_requests()
+    if runs:
+        write_atomic(directory / REQUESTS_CSV, per_request.to_csv(runs))
+
+
 def _one_run(cfg: Config, url: str, result: Path, log: Path, *, label: str, extra_args: list[str] | tuple[str, ...],
              env: dict[str, str], prompts: int | None, on_progress: OnProgress | None,
              on_line: Callable[[str], None] | None, runner: BenchRunner) -> BenchRecord:
@@ -132,7 +181,8 @@ def _measured(cfg: Config, url: str, flags: list[str], result: Path, log: Path, 
         data, _ = json_or_none(result)
     return BenchRecord(label=label, url=url, argv=display_argv(flags), returncode=code, wall_time_s=wall,
                        lookahead=k, acceptance=delta if delta is not None and delta.num_drafts else None,
-                       result=data if isinstance(data, dict) else None, started=at, client_cpu_s=runner.last_cpu_s)
+                       result=data if isinstance(data, dict) else None, started=at, client_cpu_s=runner.last_cpu_s,
+                       requests=read_requests(cfg.bench.category, flags, result) if code == 0 else [])
 
 
 def _mark(log: Path, text: str) -> None:
@@ -182,6 +232,7 @@ def run_bench(cfg: Config, url: str, files: BenchFiles, *, label: str,
     record.models = model_fingerprints(cfg)  # which model files, wherever they lie (report merges points)
     record.category_prompts = category_prompt_count(cfg)
     record.write(files.record)
+    write_requests_csv(record, files.record.parent)
     return record
 
 
@@ -221,6 +272,7 @@ def run_more(cfg: Config, url: str, files: BenchFiles, record: BenchRecord | Non
     wall = (record.wall_time_s or 0.0) + (run.wall_time_s or 0.0)
     new = record.with_runs([*runs, run], wall, label=label, url=url)
     new.write(files.record)
+    write_requests_csv(new, files.record.parent)
     return new
 
 

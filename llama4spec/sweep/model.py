@@ -30,6 +30,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
+from llama4spec.results.requests import RequestRow
 from llama4spec.sweep.decide import BETWEEN_SD, CONFIDENCE, RatioInterval
 from llama4spec.sweep.stats import Comparison, CostFit, Interval, compare, fit_cost, interval
 
@@ -82,6 +83,8 @@ class Point:
     # back to back with (None: not in a pair; empty: no run was)
     pairs: tuple[str | None, ...] = ()
     temperature: float = 0.0  # the client's sampling temperature (bench.temperature)
+    # every request of its counted runs, pooled (a server with a draft reports each one's acceptance)
+    requests: tuple[RequestRow, ...] = field(default=(), compare=False, repr=False)
 
     def interval(self, key: str) -> Interval:
         """The 95% interval of a figure over the repeats (one sample: the figure alone, no interval)."""

@@ -18,7 +18,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from llama4spec.sweep import categories, render
+from llama4spec.sweep import categories, render, tail
 from llama4spec.sweep.model import Analysis, AtConcurrency, Point, temperature_findings
 from llama4spec.sweep.schedule import derive_all
 
@@ -146,6 +146,14 @@ def category_tables(analysis: Analysis) -> tuple[list[Table], list[str]]:
     return tables, ([least] if least else []) + [f"warning: {w}" for w in categories.oversampled(stats)]
 
 
+def tail_tables(analysis: Analysis) -> tuple[list[tuple[Table, list[str]]], list[str]]:
+    """Each attributed point's TPOT tail table with its sentences, and the points too short for one."""
+    found, short = render.attributions(analysis)
+    tables = [(Table(render.tail_title(p), list(tail.HEADER), tail.table_rows(att), [False] + [True] * 7),
+               [att.sentence(), *([att.ttft.sentence()] if att.ttft else [])]) for p, att in found]
+    return tables, short
+
+
 def colocation_table(part: SweepPart) -> Table | None:
     if not part.beside:
         return None
@@ -157,6 +165,7 @@ def colocation_table(part: SweepPart) -> Table | None:
 def sweep_view(part: SweepPart) -> dict[str, Any]:
     a = part.analysis
     tables, lines = category_tables(a)
+    tails, tails_short = tail_tables(a)
     return {
         "id": part.id, "verdict": a.verdict(), "method": render.method_line(a),
         "at": [{"table": concurrency_table(c, part.stops), "findings": render.findings(c)} for c in a.at],
@@ -164,7 +173,7 @@ def sweep_view(part: SweepPart) -> dict[str, Any]:
         "not_measured": list(part.not_measured.items()), "categories": tables, "category_lines": lines,
         "schedules": schedule_tables(a), "temperature": temperature_findings(a),
         "reference_temperature": f"{a.reference_temperature:g}", "colocation": colocation_table(part),
-        "notes": part.notes,
+        "notes": part.notes, "tails": tails, "tails_short": tails_short, "tail_note": render.TAIL_NOTE,
     }
 
 

@@ -145,3 +145,26 @@ def latency_vs_throughput(name: str, runs: list[tuple[float, dict[str, float]]],
     ax.set_xlabel("request throughput (req/s)")
     ax.set_ylabel("latency (ms)")
     return _save(fig, ax, path, f"Latency vs throughput: {name}")
+
+
+def acceptance_per_request(points: list[Point], path: Path) -> list[str]:
+    """The distribution of acceptance length per request, one box per setting (draft and lookahead),
+    its requests pooled over every concurrency and run (a server without per-request counters
+    gives none)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    by_setting: dict[str, list[float]] = {}
+    for p in points:
+        lengths = [r.acceptance_length for r in p.requests if r.acceptance_length is not None]
+        if p.speculative and lengths:
+            by_setting.setdefault(p.name, []).extend(lengths)
+    names = sorted(by_setting)
+    if names:
+        parts = ax.boxplot([by_setting[n] for n in names], showmeans=True)
+        ax.set_xticks(range(1, len(names) + 1), [f"{n}\n({len(by_setting[n])} requests)" for n in names], fontsize=8)
+        parts["boxes"][0].set_label("requests: median, quartiles, whiskers 1.5 IQR; triangle: mean")
+    else:
+        ax.text(0.5, 0.5, "no per-request acceptance recorded", ha="center", va="center", transform=ax.transAxes)
+    ax.set_ylabel("acceptance length (tokens per step)")
+    labels = _save(fig, ax, path, "Acceptance length per request")
+    return names if names else labels

@@ -56,6 +56,7 @@ def point(step_id: str, config: Mapping[str, Any], record: BenchRecord) -> Point
         rule=_rule(record.stop),
         pairs=tuple(tags) if any(tags := record.sample_pairs("output_throughput")) else (),
         temperature=_temperature(config),
+        requests=tuple(row for _, rows in record.counted_requests() for row in rows) if k else (),
     )
 
 

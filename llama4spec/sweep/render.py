@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.text import Text
 from rich.table import Table
 
-from llama4spec.sweep import categories
+from llama4spec.sweep import categories, tail
 from llama4spec.sweep.decide import RatioInterval
 from llama4spec.sweep.model import SCHEDULED, Analysis, AtConcurrency, Fit, Point, Row, label, runs, temperature_findings
 from llama4spec.sweep.model import starts_of as _starts
@@ -119,6 +119,49 @@ def category_stats(analysis: Analysis) -> list[categories.CategoryStat]:
     return [categories.CategoryStat(a.category, r.point.draft, r.point.lookahead, a.concurrency, r.point.prompts,
                                     r.point.acceptance_length, r.point.rates, r.speedup)
             for a in analysis.at if a.category for r in a.rows if not r.point.scheduled]
+
+
+TAIL_NOTE = (f"Each point's requests (its counted runs pooled) beyond its P{tail.QUANTILE} TPOT against the rest: "
+             f"a request is low-acceptance below the point's median acceptance length; over-representation = share "
+             f"of the tail / share overall; Fisher's exact test, one-sided, level {tail.LEVEL:g}. A TTFT is fixed "
+             f"before the first verification step, so TTFT tails are told by queueing and arrival instead.")
+
+
+def attributions(analysis: Analysis) -> tuple[list[tuple[Point, tail.Attribution]], list[str]]:
+    """Each speculative point's TPOT tail attributed, and the points whose requests are too few
+    for it (one line each)."""
+    out, short = [], []
+    for sub in [a for _, a in analysis.by_temperature] or [analysis]:
+        for a in sub.at:
+            for r in a.rows:
+                if not r.point.requests:
+                    continue
+                found = tail.attribute(r.point.requests)
+                if found is not None:
+                    out.append((r.point, found))
+                else:
+                    short.append(f"{r.point.id}: fewer than {tail.MIN_TAIL} requests beyond its P{tail.QUANTILE} "
+                                 f"TPOT ({len(r.point.requests)} requests): no attribution; measure "
+                                 f"{11 * tail.MIN_TAIL} or more requests (its runs pooled)")
+    return out, short
+
+
+def tail_title(p: Point) -> str:
+    return f"{p.id} ({p.name}, concurrency {p.concurrency})"
+
+
+def tail_markdown(analysis: Analysis) -> list[str]:
+    found, short = attributions(analysis)
+    if not found and not short:
+        return []
+    lines = ["## TPOT tail attribution", "", TAIL_NOTE, ""]
+    for p, att in found:
+        lines += [f"### {tail_title(p)}", "", "| " + " | ".join(tail.HEADER) + " |",
+                  "|---|" + "---:|" * (len(tail.HEADER) - 1)]
+        lines += ["| " + " | ".join(cells) + " |" for cells in tail.table_rows(att)]
+        lines += ["", att.sentence(), *([att.ttft.sentence()] if att.ttft else []), ""]
+    lines += [f"- {line}" for line in short]
+    return lines + ([""] if short else [])
 
 
 def _points(a: AtConcurrency) -> list[Point]:
@@ -268,6 +311,7 @@ def markdown(analysis: Analysis, images: dict[str, str] | None = None) -> str:
     stats = category_stats(analysis)
     if stats:
         lines += ["## acceptance by category", "", *categories.markdown(stats), ""]
+    lines += tail_markdown(analysis)
     by_t = temperature_findings(analysis)
     if by_t:
         lines += ["## temperature", "", f"Each temperature is analysed on its own; the lookahead schedule comes from "
@@ -319,6 +363,8 @@ def render(console: Console, analysis: Analysis) -> None:
     stats = category_stats(analysis)
     if stats:
         categories.render(console, stats)
+    for p, att in attributions(analysis)[0]:
+        console.print(f"TPOT tail of {tail_title(p)}: {att.sentence()}", markup=False, highlight=False, soft_wrap=True)
     for line in temperature_findings(analysis):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(Text(analysis.verdict(), style="bold"), highlight=False, soft_wrap=True)
@@ -337,6 +383,8 @@ def to_record(analysis: Analysis) -> dict[str, Any]:
         "stops_paying_at": analysis.stops_paying_at,
         "temperatures": [t for t, _ in analysis.by_temperature] or [analysis.reference_temperature],
         "temperature_findings": temperature_findings(analysis),
+        "tail_attribution": [{"point": p.id, "draft": p.draft, "lookahead": p.lookahead, "concurrency": p.concurrency,
+                              **att.to_record()} for p, att in attributions(analysis)[0]],
         "rule": {**RULE, "between_sd": analysis.between_sd},
         "schedules": [
             {"draft": s.draft, "schedule": s.ranges, "lookahead": s.lookahead, "override": s.override(),

@@ -8,6 +8,7 @@ Weights are set by hand so that greedy acceptance is known exactly:
 * draft: one dense layer with the same zero outputs, ``fc = [I | 0]`` (passes the token
   embedding through, ignores the target's hidden state) and ``lm_head`` = the draft's map.
   The perfect draft uses ``succ``; the imperfect one is wrong on ``WRONG_TOKENS``.
+* contrast draft (``tiny.contrast``): wrong after every word of one vocabulary block, right elsewhere.
 * spread target and draft (``tiny.spread``): the same stream, but the head puts a second word
   ``alt(i)`` beside ``succ(i)``, so the next-word distribution at temperature T is known exactly and
   acceptance at T > 0 depends on T.
@@ -33,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from llama4spec.errors import UserError
-from llama4spec.tiny import spread
+from llama4spec.tiny import contrast, spread
 from llama4spec.tiny.paths import KINDS, TINY_VERSION, describe_root, tiny_root
 from llama4spec.tiny.words import BOS, EOS, FIRST_WORD, HIDDEN, PAD, SPECIALS, UNK, VOCAB, WORDS, successor, word
 
@@ -228,7 +229,8 @@ def pair_files() -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     models = {"target": target_files(), "draft": draft_files(False), "draft_imperfect": draft_files(True),
               "target_spread": spread_target_files(),
-              "draft_spread": draft_files(False, head=spread.head(spread.DRAFT_GAP))}
+              "draft_spread": draft_files(False, head=spread.head(spread.DRAFT_GAP)),
+              "draft_contrast": draft_files(False, head=_lm_head(contrast.draft_next))}
     for kind, (config, tensors) in models.items():
         files[f"{kind}/config.json"] = _json_bytes(config)
         files[f"{kind}/model.safetensors"] = save(tensors, metadata={"format": "pt"})

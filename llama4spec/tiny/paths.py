@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-TINY_VERSION = "v3"
-KINDS = ("target", "draft", "draft_imperfect", "target_spread", "draft_spread")
+TINY_VERSION = "v4"
+KINDS = ("target", "draft", "draft_imperfect", "target_spread", "draft_spread", "draft_contrast")
 ENV_DIR = "LLAMA4SPEC_TINY_DIR"
 
 

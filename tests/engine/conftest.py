@@ -6,7 +6,7 @@ files read it:
 - ``imperfect_server``: ``llama4spec serve`` with the imperfect EAGLE draft (k=3), as a user runs
   it. Tests read it only through before/after counter deltas (every benchmark record's
   acceptance is the ``/metrics`` delta around its own run), so they cannot disturb each other.
-  Used by test_categories_engine.py and test_serving_engine.py.
+  Used by test_categories_engine.py, test_serving_engine.py and test_requests_engine.py.
 - ``perfect_offline``: one runbook ``offline`` step of the perfect pair with
   ``offline.baseline=true`` (EAGLE k=3, then the same prompts without a draft), run at ``-v`` so
   vLLM's own start-up log is kept. Used by test_offline_engine.py, test_runbook_offline_engine.py
@@ -18,9 +18,9 @@ A test that signals, kills or reconfigures a server starts its own.
 
 The lane runs on two pytest-xdist workers (``-n 2 --dist loadscope --no-loadscope-reorder``; most
 of an engine test's wall time is one process at a time: imports, start-up, one request loop).
-Each test is in a group that one worker runs whole (``pytest_xdist_make_scheduler``): the files
-that share the session fixtures above form one group, every other file is a group of its own (its
-module-scoped run stays on one worker). Groups are handed out longest first (``COST``: seconds
+Each test is in a group that one worker runs whole (``pytest_xdist_make_scheduler``): the tests
+that share a session fixture above are in one group (``GROUPS``, ``SPLIT``), every other file is a
+group of its own (its module-scoped run stays on one worker). Groups are handed out longest first (``COST``: seconds
 measured on one worker), so the two workers end about together.
 """
 
@@ -48,22 +48,31 @@ IMPERFECT_PROMPTS = 8
 KV_GIB = 1  # the perfect run's KV cache space (memory.cpu_kvcache_space_gib), which the planner predicts
 
 
-# The files that read the session fixtures above: one group, so each fixture starts once.
-SHARED = ("test_categories_engine", "test_serving_engine", "test_offline_engine", "test_runbook_offline_engine",
-          "test_preflight_engine")
-SHARED_GROUP = "shared-engines"
+# The files that read the session fixtures above, in two groups so that each fixture starts once:
+# the offline engines, and the shared server (the category tests read both: their offline tests go
+# with the first, their served tests with the second).
+OFFLINE_GROUP, SERVER_GROUP = "offline-engines", "shared-server"
+GROUPS = {"test_offline_engine": OFFLINE_GROUP, "test_runbook_offline_engine": OFFLINE_GROUP,
+          "test_preflight_engine": OFFLINE_GROUP, "test_serving_engine": SERVER_GROUP,
+          "test_requests_engine": SERVER_GROUP}
+SPLIT = {"test_categories_engine": (("test_offline_", OFFLINE_GROUP), ("", SERVER_GROUP))}
 HERE = Path(__file__).resolve().parent
 # Seconds a group takes alone here (measured; a group not listed is taken as short).
-COST = {SHARED_GROUP: 400, "test_decisive_engine": 300, "test_sweep_engine": 290, "test_sampling_engine": 170,
-        "test_revisit_engine": 160, "test_fault_campaign_engine": 145, "test_slurm_engine": 120,
-        "test_interleaved_engine": 115, "test_sweep_failures_engine": 105, "test_multinode_engine": 90,
-        "test_faults_engine": 80, "test_parallel_engine": 50}
+COST = {SERVER_GROUP: 400, "test_decisive_engine": 290, "test_sweep_engine": 280, "test_capacity_engine": 250,
+        OFFLINE_GROUP: 250, "test_sampling_engine": 170, "test_revisit_engine": 160,
+        "test_fault_campaign_engine": 145, "test_slurm_engine": 120, "test_interleaved_engine": 115,
+        "test_sweep_failures_engine": 105, "test_multinode_engine": 90, "test_faults_engine": 80,
+        "test_parallel_engine": 50}
 
 
 def group_of(nodeid: str) -> str:
     """The group of an engine test, from its id (``tests/engine/test_x_engine.py::test_y``)."""
-    module = Path(nodeid.split("::", 1)[0]).stem
-    return SHARED_GROUP if module in SHARED else module
+    path, _, name = nodeid.partition("::")
+    module = Path(path).stem
+    for prefix, group in SPLIT.get(module, ()):
+        if name.startswith(prefix):
+            return group
+    return GROUPS.get(module, module)
 
 
 def pytest_xdist_make_scheduler(config, log):

@@ -102,10 +102,34 @@ def execute(run, p) -> dict[str, Any]:
     warning = oversampling_warning(p.composed.cfg)
     if warning:
         run.say(f"      warning: {warning}")
+    for line in per_request_lines(record):
+        run.say(f"      {line}")
     write_json(p.artifacts["points"], vllm_runs(config_data(p), record))
     run.keep_result(p.id, record)
     run.output.bench(run, record, files)  # the bench command prints its table and files
     return record.figures()
+
+
+def per_request_lines(record) -> list[str]:
+    """What a point's per-request data says: whether each run's request sums equal its /metrics
+    deltas (or by how much they differ), and who owns its TPOT tail (its runs pooled)."""
+    from llama4spec.sweep import tail
+
+    runs = [r for r in (record.runs or [record]) if r.counted and r.requests]
+    checks = [(i, r.requests_check()) for i, r in enumerate(record.runs or [record]) if r.counted and r.requests]
+    lines = []
+    if checks and all(c is not None and c["equal"] for _, c in checks):
+        n = sum(c["requests"] for _, c in checks)
+        lines.append(f"per-request acceptance: the sums over {n} requests equal the /metrics deltas")
+    for i, c in checks:
+        if c is not None and not c["equal"]:
+            lines.append(f"per-request acceptance, run {i + 1}: /metrics deltas minus the sums over its "
+                         f"{c['requests']} requests: {c['difference']} ({c['failed']} failed, "
+                         f"{c['without_counters']} without counters; other traffic to the server counts too)")
+    found = tail.attribute([row for r in runs for row in r.requests])
+    if found is not None:
+        lines.append(found.sentence())
+    return lines
 
 
 def _collected(p, files):

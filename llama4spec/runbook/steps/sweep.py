@@ -112,6 +112,7 @@ IMAGES = {
     "acceptance by position": "acceptance_by_position",
     "throughput vs concurrency": "throughput_vs_concurrency",
     "speedup, measured vs predicted": "speedup",
+    "acceptance length per request": "acceptance_per_request",
 }
 
 
@@ -137,6 +138,7 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
         "acceptance_by_position": plots.acceptance_by_position(points, files["acceptance_by_position"]),
         "throughput_vs_concurrency": plots.throughput_vs_concurrency(points, files["throughput_vs_concurrency"]),
         "speedup": plots.speedup_measured_vs_predicted(analysis, files["speedup"]),
+        "acceptance_per_request": plots.acceptance_per_request(points, files["acceptance_per_request"]),
     }
     images = {title: files[stem].name for title, stem in IMAGES.items()}
     text = render.markdown(analysis, images)

@@ -10,3 +10,8 @@ _._expand_kernel_impl  # engine/cpu_fix.py sets it on vLLM's cpu_triton_utils, w
 _.caption  # sweep/page.py's Table: read by the report.html template (Jinja2), not by Python
 _.numeric  # likewise
 _.provenance  # sweep/page.py's RunPage: read by the report.html template
+_.e2e_ms  # results/requests.py's RequestRow: written into the bench record and requests.csv by dataclasses.asdict
+_.queue_ms  # likewise
+_.arrival_ms  # likewise
+_.prompt_sha256  # likewise
+_.prompt_items  # tiny/contrast.py: the generator of the shipped conf/dataset/prompts/tiny_contrast.jsonl (tests/unit/tiny/test_contrast.py checks the file against it)

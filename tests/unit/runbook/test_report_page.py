@@ -76,10 +76,12 @@ def test_a_finished_run_writes_one_self_contained_page(sweep_run: Path) -> None:
     interval = r"sweep-tiny_eagle-k3-c1 \d+\.\d \[\d+\.\d, \d+\.\d\]"
     assert re.search(interval, body), "the medians carry their 95% intervals"
     images = [attrs for tag, attrs in parsed.tags if tag == "img"]
-    assert len(images) == 3 and all(a["src"].startswith("data:image/png;base64,") for a in images)
+    assert len(images) == 4 and all(a["src"].startswith("data:image/png;base64,") for a in images)
     assert all(base64.b64decode(a["src"].split(",", 1)[1]).startswith(b"\x89PNG") for a in images)
-    assert {a["alt"] for a in images} == {"acceptance by position", "throughput vs concurrency",
-                                          "speedup, measured vs predicted"}
+    assert {a["alt"].split(":")[0] for a in images} == {"acceptance by position", "throughput vs concurrency",
+                                                        "speedup, measured vs predicted", "acceptance length per request"}
+    series = json.loads((sweep_run / "sweep" / "sweep.json").read_text())["plots"]["acceptance_per_request"]
+    assert series == ["tiny_eagle k=1", "tiny_eagle k=3"]  # a box per setting
     assert all(u.startswith("data:") for u in urls(parsed)), "nothing is loaded from anywhere else"
     assert parsed.count("link") == 0 and parsed.count("iframe") == 0 and "@import" not in text and "url(" not in text
     # one inline script (table sorting), allowed by its hash and nothing else
@@ -90,6 +92,25 @@ def test_a_finished_run_writes_one_self_contained_page(sweep_run: Path) -> None:
     assert "default-src 'none'" in csp and f"'sha256-{digest}'" in csp and "img-src data:" in csp
     # provenance: versions, host and the commands of the steps
     assert "vllm" in body and "python" in body and "vllm bench serve" in body.replace("-m vllm", "vllm")
+
+
+def test_the_page_attributes_each_points_tpot_tail(sweep_run: Path) -> None:
+    """The recorded requests: every fourth accepts nothing and is twice as slow a token (category
+    early_miss); three runs of 40 requests pooled put 12 beyond the P90 TPOT, all of them low."""
+    parsed = Parsed((sweep_run / "report.html").read_text())
+    body = parsed.all_text()
+    assert "TPOT tail attribution" in body
+    assert body.index("TPOT tail attribution") < body.index("Lookahead schedule")
+    assert "The TPOT tail is the draft's: low-acceptance requests are over-represented in it; 100% of the 12 requests" in body
+    assert "category early_miss 30 12 25% 100% 4.00x" in body and "TTFT is fixed before the first verification step" in body
+    analysis = json.loads((sweep_run / "sweep" / "sweep.json").read_text())
+    tails = analysis["tail_attribution"]
+    assert {t["point"] for t in tails} == {"sweep-tiny_eagle-k1-c1", "sweep-tiny_eagle-k3-c1", "sweep-tiny_eagle-k1-c4",
+                                           "sweep-tiny_eagle-k3-c4", "sweep-schedule-c1", "sweep-schedule-c4"}
+    assert all(t["drafts_fault"] and t["tail"] == 12 and t["categories"][0]["name"] == "category clean_start"
+               for t in tails)
+    report = (sweep_run / "sweep" / "report.md").read_text()
+    assert "## TPOT tail attribution" in report and "| category early_miss | 30 | 12 | 25% | 100% | 4.00x |" in report
 
 
 def test_the_report_command_writes_the_page_from_the_records(cli, sweep_run: Path, tmp_path: Path) -> None:
@@ -105,7 +126,7 @@ def test_the_report_command_writes_the_page_from_the_records(cli, sweep_run: Pat
     merged = tmp_path / "merged"
     done = cli("report", str(run), str(sweep_run), "--out", str(merged))
     assert done.returncode == 0, done.stderr
-    assert Parsed((merged / "report.html").read_text()).count("img") == 3
+    assert Parsed((merged / "report.html").read_text()).count("img") == 4
 
 
 def test_a_report_html_that_is_a_directory_is_one_line_and_nothing_is_rebuilt(cli, sweep_run: Path,
@@ -142,7 +163,7 @@ def test_user_text_is_escaped_and_secrets_are_redacted(sweep_run: Path, tmp_path
     page.write(run, secrets=["sk-live-abcdef123456"])
     text = (run / "report.html").read_text()
     parsed = Parsed(text)
-    assert parsed.count("script") == 1 and parsed.count("b") == 0 and parsed.count("img") == 3
+    assert parsed.count("script") == 1 and parsed.count("b") == 0 and parsed.count("img") == 4
     assert "&lt;script&gt;alert(&#39;description&#39;)&lt;/script&gt;" in text
     assert "&lt;b&gt;bold&lt;/b&gt; k=1" in text  # a draft's name, from its config
     assert "http://example.invalid" in parsed.all_text()  # shown as text, never loaded
@@ -197,7 +218,7 @@ def test_a_page_is_written_even_for_a_run_whose_plots_are_gone(sweep_run: Path, 
     (run / "sweep" / "acceptance_by_position.png").write_bytes(b"<svg onload=alert(1)>")  # not a PNG: left out
     page.write(run)
     parsed = Parsed((run / "report.html").read_text())
-    assert parsed.count("img") == 1
+    assert parsed.count("img") == 2
     assert "speedup, measured vs predicted: not shown" in parsed.all_text()
 
 

@@ -1,0 +1,207 @@
+"""Per-request records of a served benchmark: each request's acceptance beside its latencies.
+
+vLLM's server returns one request's speculative counters in its response
+(``metrics.speculative_decoding``, with ``--per-request-spec-decode-metrics``); the benchmark
+worker keeps them with the request's timings (``serving.vllm_bench``). A ``RequestRow`` is one
+request; ``check`` compares the sums over a run's requests with the server's ``/metrics`` deltas
+around that run (equal when no request failed and nothing else reached the server).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Mapping
+
+from llama4spec.results.acceptance import AcceptanceCounters
+
+MAX_ID = 200  # a request id: a prefix and an index
+MAX_POSITIONS = 64  # speculative positions a request may report (vLLM's k)
+MAX_REQUESTS = 200_000  # requests one run may keep
+
+
+@dataclass
+class RequestRow:
+    """One request of one benchmark run."""
+
+    id: str
+    ok: bool
+    index: int | None = None  # the request's index in the benchmark's dataset (its id without the prefix)
+    category: str | None = None
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None  # vLLM's definition: (E2E - TTFT) / (output tokens - 1)
+    e2e_ms: float | None = None
+    queue_ms: float | None = None  # waiting for the client's concurrency cap, before it was sent
+    arrival_ms: float | None = None  # when it was due, after the run's first request was
+    output_tokens: int = 0
+    drafts: int | None = None  # verification steps (None: the response carried no speculative counters)
+    draft_tokens: int | None = None
+    accepted: int | None = None
+    accepted_per_pos: list[int] = field(default_factory=list)
+    prompt_sha256: str | None = None
+
+    @property
+    def acceptance_length(self) -> float | None:
+        """Tokens per verification step: 1 + accepted drafts per step (None: no step)."""
+        return 1 + self.accepted / self.drafts if self.drafts and self.accepted is not None else None
+
+    def counters(self) -> AcceptanceCounters | None:
+        if self.drafts is None:
+            return None
+        return AcceptanceCounters(self.drafts, self.draft_tokens or 0, self.accepted or 0, list(self.accepted_per_pos))
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["acceptance_length"] = self.acceptance_length
+        return out
+
+
+COLUMNS = ("run", "id", "index", "category", "ok", "output_tokens", "drafts", "draft_tokens", "accepted",
+           "acceptance_length", "accepted_per_pos", "ttft_ms", "tpot_ms", "e2e_ms", "queue_ms", "arrival_ms")
+
+
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    return float(value) if ok else None
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _ms(seconds: Any) -> float | None:
+    value = _number(seconds)
+    return None if value is None else value * 1000.0
+
+
+def _spec(block: Any) -> tuple[int, int, int, list[int]] | None:
+    """(steps, drafted, accepted, accepted per position) of vLLM's ``speculative_decoding`` block:
+    position i counts the steps that accepted more than i drafts, as vLLM's ``/metrics`` counts."""
+    if not isinstance(block, Mapping):
+        return None
+    histogram = block.get("acceptance_histogram")
+    steps, drafted, accepted = (_count(block.get(k)) for k in ("num_spec_steps", "num_draft_tokens",
+                                                               "num_accepted_draft_tokens"))
+    if (not isinstance(histogram, list) or not 0 < len(histogram) <= MAX_POSITIONS + 1
+            or any(_count(h) is None for h in histogram) or None in (steps, drafted, accepted)):
+        return None
+    if sum(histogram) != steps or sum(j * h for j, h in enumerate(histogram)) != accepted:
+        return None
+    per_pos = [sum(histogram[i + 1:]) for i in range(len(histogram) - 1)]
+    return steps, drafted, accepted, per_pos
+
+
+def _due_s(item: Mapping[str, Any]) -> float | None:
+    """When a request the worker wrote was due (its start less its wait), on the client's clock."""
+    start, queue = item.get("start_s"), _number(item.get("queue_s"))
+    ok = isinstance(start, (int, float)) and not isinstance(start, bool) and math.isfinite(start)
+    return float(start) - (queue or 0.0) if ok else None
+
+
+def row_of(item: Mapping[str, Any], prefix: str, categories: Mapping[str, str], category: str | None,
+           first_s: float | None = None) -> RequestRow | None:
+    """A row from one request the worker wrote (None: not one). ``category``: every request's (a
+    category point), else ``categories``: prompt SHA-256 -> category."""
+    rid, ok = item.get("id"), item.get("ok")
+    if not (isinstance(rid, str) and 0 < len(rid) <= MAX_ID and rid.isprintable()) or not isinstance(ok, bool):
+        return None
+    tail = rid[len(prefix):] if prefix and rid.startswith(prefix) else ""
+    sha = item.get("prompt_sha256") if isinstance(item.get("prompt_sha256"), str) else None
+    ttft, e2e = _ms(item.get("ttft_s")), _ms(item.get("latency_s"))
+    tokens = _count(item.get("output_tokens")) or 0
+    tpot = (e2e - ttft) / (tokens - 1) if ok and ttft is not None and e2e is not None and tokens > 1 else None
+    spec = _spec(item.get("spec"))
+    due = _due_s(item)
+    return RequestRow(
+        id=rid, ok=ok, index=int(tail) if tail.isdigit() and len(tail) < 10 else None,
+        category=category or (categories.get(sha) if sha else None),
+        ttft_ms=ttft if ok else None, tpot_ms=tpot, e2e_ms=e2e if ok else None, queue_ms=_ms(item.get("queue_s")),
+        arrival_ms=_ms(due - first_s) if due is not None and first_s is not None else None, output_tokens=tokens, drafts=spec[0] if spec else None, draft_tokens=spec[1] if spec else None,
+        accepted=spec[2] if spec else None, accepted_per_pos=spec[3] if spec else [], prompt_sha256=sha)
+
+
+def rows_of(data: Any, categories: Mapping[str, str] | None = None, category: str | None = None) -> list[RequestRow] | None:
+    """The rows of a worker's ``<result>.requests.json`` (None: not such a file), in index order."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("requests"), list):
+        return None
+    prefix = data.get("request_id_prefix") if isinstance(data.get("request_id_prefix"), str) else ""
+    items = [item for item in data["requests"][:MAX_REQUESTS] if isinstance(item, Mapping)]
+    first = min((d for d in map(_due_s, items) if d is not None), default=None)
+    rows = [row_of(item, prefix, categories or {}, category, first) for item in items]
+    return sorted((r for r in rows if r is not None), key=lambda r: (r.index is None, r.index or 0, r.id))
+
+
+def from_record(data: Any) -> list[RequestRow]:
+    """Rows as a bench record keeps them (``RequestRow.to_dict``), read back as input."""
+    if not isinstance(data, list):
+        return []
+    out = []
+    for item in data[:MAX_REQUESTS]:
+        if not isinstance(item, Mapping):
+            continue
+        rid = item.get("id")
+        if not (isinstance(rid, str) and 0 < len(rid) <= MAX_ID and rid.isprintable()) or not isinstance(item.get("ok"), bool):
+            continue
+        per_pos = item.get("accepted_per_pos")
+        per_pos = per_pos if isinstance(per_pos, list) and len(per_pos) <= MAX_POSITIONS and all(
+            _count(x) is not None for x in per_pos) else []
+        category = item.get("category")
+        sha = item.get("prompt_sha256")
+        out.append(RequestRow(
+            id=rid, ok=item["ok"], index=_count(item.get("index")),
+            category=category[:100] if isinstance(category, str) and category.isprintable() else None,
+            ttft_ms=_number(item.get("ttft_ms")), tpot_ms=_number(item.get("tpot_ms")),
+            e2e_ms=_number(item.get("e2e_ms")), queue_ms=_number(item.get("queue_ms")),
+            arrival_ms=_number(item.get("arrival_ms")),
+            output_tokens=_count(item.get("output_tokens")) or 0, drafts=_count(item.get("drafts")),
+            draft_tokens=_count(item.get("draft_tokens")), accepted=_count(item.get("accepted")),
+            accepted_per_pos=list(per_pos),
+            prompt_sha256=sha if isinstance(sha, str) and len(sha) == 64 and sha.isalnum() else None))
+    return out
+
+
+def sums(rows: Iterable[RequestRow]) -> AcceptanceCounters:
+    """The counters of ``rows`` added up (requests without counters add nothing)."""
+    total = AcceptanceCounters()
+    for row in rows:
+        counters = row.counters()
+        if counters is not None:
+            total = total + counters
+    return total
+
+
+def _raw(c: AcceptanceCounters, width: int) -> dict[str, Any]:
+    return {"num_drafts": c.num_drafts, "num_draft_tokens": c.num_draft_tokens,
+            "num_accepted_tokens": c.num_accepted_tokens,
+            "accepted_per_pos": (list(c.accepted_per_pos) + [0] * width)[:width]}
+
+
+def check(rows: list[RequestRow], delta: AcceptanceCounters | None) -> dict[str, Any] | None:
+    """The sums over ``rows`` against the server's ``/metrics`` delta around the same run: equal or
+    not, and the difference (delta minus sums) with what may explain it (failed requests, requests
+    without counters). None without rows or without a delta."""
+    if not rows or delta is None:
+        return None
+    total = sums(rows)
+    width = max(len(total.accepted_per_pos), len(delta.accepted_per_pos))
+    mine, theirs = _raw(total, width), _raw(delta, width)
+    difference = {k: ([b - a for a, b in zip(mine[k], theirs[k])] if isinstance(mine[k], list) else theirs[k] - mine[k])
+                  for k in mine}
+    return {"requests": len(rows), "failed": sum(not r.ok for r in rows),
+            "without_counters": sum(r.ok and r.drafts is None for r in rows),
+            "equal": mine == theirs, "sums": mine, "metrics_delta": theirs, "difference": difference}
+
+
+def to_csv(runs: Iterable[tuple[int, list[RequestRow]]]) -> str:
+    """``requests.csv``: one line a request of every run (``run``: the run's index)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for run, rows in runs:
+        for r in rows:
+            values = {**r.to_dict(), "run": run, "accepted_per_pos": " ".join(str(x) for x in r.accepted_per_pos)}
+            writer.writerow(["" if values[c] is None else (f"{values[c]:.3f}" if isinstance(values[c], float)
+                                                           else values[c]) for c in COLUMNS])
+    return out.getvalue()

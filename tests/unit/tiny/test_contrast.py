@@ -45,7 +45,7 @@ def test_a_continuation_across_the_blocks_edge_has_no_category() -> None:
 
 
 def test_the_shipped_prompt_file_is_the_generated_one() -> None:
-    path = REPO / "llama4spec" / "conf" / "dataset" / "prompts" / "tiny_contrast.jsonl"
+    path = REPO / "conf" / "dataset" / "prompts" / "tiny_contrast.jsonl"
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert [(x["prompt"], x["category"]) for x in lines] == contrast.prompt_items()
 
@@ -57,6 +57,6 @@ def test_the_bench_preset_sends_the_contrast_prompts_as_written(tmp_path) -> Non
     flags = bench_flags(cfg, "http://127.0.0.1:8000", tmp_path, "run=0.json", "x")
     path = flags[flags.index("--dataset-path") + 1]
     assert flags[flags.index("--dataset-name") + 1] == "custom" and "--skip-chat-template" in flags
-    assert Path(path).samefile(REPO / "llama4spec" / "conf" / "dataset" / "prompts" / "tiny_contrast.jsonl")
+    assert Path(path).samefile(REPO / "conf" / "dataset" / "prompts" / "tiny_contrast.jsonl")
     assert flags[flags.index("--num-prompts") + 1] == "120" and flags[flags.index("--output-len") + 1] == "16"
     assert "--input-len" not in flags

@@ -14,6 +14,8 @@ one); a symlink at the path is replaced, never followed.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import os
@@ -372,6 +374,29 @@ def write_json(path: Path, data: Any) -> None:
     """A record as strict JSON, whole: a NaN or infinity (a figure that was not a number) is written null."""
     text = json.dumps(data if non_finite(data) is None else finite(data), indent=2, default=str, allow_nan=False)
     write_atomic(Path(path), text + "\n")
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as the start of a formula
+
+
+def cell(value: Any) -> Any:
+    """A CSV cell: text that a spreadsheet would take for a formula (``=HYPERLINK(...)``, ``@SUM``)
+    gets a leading ``'`` and is kept as text; numbers and everything else are left as they are."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+def csv_text(header: list[str], rows: list[list[Any]] | list[dict[str, Any]]) -> str:
+    """A CSV file's text (rows as lists or as dicts by ``header``), every cell through ``cell``: the
+    one writer of the CSV files a run leaves, which people open in spreadsheets."""
+    out = io.StringIO(newline="")
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([cell(h) for h in header])
+    for row in rows:
+        values = [row.get(h) for h in header] if isinstance(row, dict) else row
+        writer.writerow(["" if v is None else cell(v) for v in values])
+    return out.getvalue()
 
 
 def outside(root: Path, path: Path) -> bool:

@@ -9,8 +9,6 @@ around that run (equal when no request failed and nothing else reached the serve
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping
@@ -196,12 +194,11 @@ def check(rows: list[RequestRow], delta: AcceptanceCounters | None) -> dict[str,
 
 def to_csv(runs: Iterable[tuple[int, list[RequestRow]]]) -> str:
     """``requests.csv``: one line a request of every run (``run``: the run's index)."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COLUMNS)
+    from llama4spec.files import csv_text
+
+    lines = []
     for run, rows in runs:
         for r in rows:
             values = {**r.to_dict(), "run": run, "accepted_per_pos": " ".join(str(x) for x in r.accepted_per_pos)}
-            writer.writerow(["" if values[c] is None else (f"{values[c]:.3f}" if isinstance(values[c], float)
-                                                           else values[c]) for c in COLUMNS])
-    return out.getvalue()
+            lines.append([f"{values[c]:.3f}" if isinstance(values[c], float) else values[c] for c in COLUMNS])
+    return csv_text(list(COLUMNS), lines)

@@ -4,8 +4,6 @@ analysis JSON and CSV, and the plots into its own directory."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -15,7 +13,7 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.markup import escape
 
-from llama4spec.files import write_atomic
+from llama4spec.files import csv_text, write_atomic
 from llama4spec.runbook import fields
 from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import (DESIGNS, INTERLEAVED, SEQUENTIAL, TooLarge, check_matrix, expand_step,
@@ -150,11 +148,7 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
                                              **({"design": design} if design else {})}, indent=2) + "\n")
     if "table" in files:
         header, rows = csv_rows([pt.id for pt in points], measured or {})
-        table = io.StringIO(newline="")
-        writer = csv.DictWriter(table, fieldnames=header)
-        writer.writeheader()
-        writer.writerows(rows)
-        write_atomic(files["table"], table.getvalue())
+        write_atomic(files["table"], csv_text(header, rows))
     return series, text
 
 

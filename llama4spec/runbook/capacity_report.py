@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -57,14 +58,16 @@ def slo_basis(value: Any) -> dict[str, Any]:
 
 
 def read_search(path: Path) -> tuple[Search | None, dict[str, Any], str | None]:
-    """(search, its recorded SLO {thresholds, slo}, None) or (None, {}, why not)."""
+    """(search, its recorded SLO {thresholds, slo}, None) or (None, {}, why not: one line naming
+    the file and the fix when it is there but not a search this tool wrote)."""
     data, problem = json_or_none(path)
     if data is None:
         return None, {}, problem or "no search.json (the search did not run)"
     try:
         search = from_json(data)
     except UserError as err:
-        return None, {}, "; ".join(err.problems)
+        found = "; ".join(p.removeprefix(f"{SEARCH}: ") for p in err.problems)
+        return None, {}, f"{plain(str(path))}: {found}; {FIX}"
     return search, {"thresholds": _per_metric(data.get("thresholds")), "slo": slo_basis(data.get("slo"))}, None
 
 
@@ -99,18 +102,40 @@ class Found:
     settings: list[Setting] = field(default_factory=list)
 
 
+def medians_of(record) -> dict[str, float] | None:
+    """A bench record's median TTFT, TPOT and E2E latency (ms): what an SLO relative to it multiplies."""
+    if record is None:
+        return None
+    return {m: v for m in METRICS if (v := record.figure(f"median_{m}_ms")) is not None}
+
+
+def reference_warnings(basis: Mapping[str, Any], medians: Mapping[str, float] | None) -> list[str]:
+    """A line when the medians a relative SLO was resolved from (search.json's) are not those of
+    the bench step's record as it is now (re-measured, or no record left)."""
+    step = basis.get("relative_to")
+    if not step:
+        return []
+    if medians is None:
+        return [f"the SLO's step {step} has no counted record now; its medians are those search.json recorded"]
+    moved = [f"{m} {v:.4g} ms recorded, {medians.get(m)} now" for m, v in (basis.get("medians") or {}).items()
+             if not (medians.get(m) is not None and math.isclose(v, medians[m], rel_tol=1e-9))]
+    return [f"the medians of step {step} differ from those the SLO was resolved from ({', '.join(moved)}): the "
+            f"searches measured against the recorded thresholds"] if moved else []
+
+
 def analyse(settings: list[Setting], baseline: str | None, failures: Mapping[str, str] | None = None,
-            strict: bool = False) -> Found:
+            strict: bool = False, reference: Any = None) -> Found:
     """Read every setting's search.json and analyse them; ``baseline``: the search step of no
-    speculation. A search.json that is there but not one (cut short, altered) is a setting not
-    measured, or with ``strict`` (``report``) a UserError naming the file and the fix."""
+    speculation; ``reference``: the medians (``medians_of``) of the bench step a relative SLO
+    names, as its record is now. A search.json that is there but not one (cut short, altered) is
+    a setting not measured, or with ``strict`` (``report``) a UserError naming the file and the fix."""
     searches: dict[str, Search] = {}
     missing: dict[str, str] = {}
     recorded: dict[str, dict[str, Any]] = {}
     for s in settings:
         search, slo, why = read_search(s.dir / SEARCH)
-        if search is None and strict and (s.dir / SEARCH).exists():
-            raise UserError(f"{plain(str(s.dir / SEARCH))}: {plain(why or 'not a capacity search')}; {FIX}")
+        if search is None and strict and os.path.lexists(s.dir / SEARCH):
+            raise UserError(plain(why or f"{s.dir / SEARCH}: not a capacity search; {FIX}", 1000))
         if search is None or not search.probes:
             missing[s.name] = (failures or {}).get(s.id) or why or "no probe measured"
             continue
@@ -121,6 +146,7 @@ def analyse(settings: list[Setting], baseline: str | None, failures: Mapping[str
     record = capacity_report.analyse(searches, name, slo, missing)
     record["thresholds"] = first["thresholds"]
     record["resolved"] = first["slo"]
+    record["warnings"] = reference_warnings(first["slo"], reference)
     return Found(record, searches, recorded, settings)
 
 
@@ -148,7 +174,10 @@ def run_report(plan, planned, console: Console, failures: Mapping[str, str] | No
     """Analyse a capacity step's searches, write its files, print it; (markdown, record)."""
     keys = planned.step.keys
     settings = [Setting(sid, keys.names.get(sid, sid), plan.get(sid).dir) for sid in keys.points]
-    found = analyse(settings, keys.baseline, failures)
+    ref = plan.get(keys.relative_to) if keys.relative_to else None
+    record = bench_record.read(ref.artifacts["record"]) if ref is not None else None
+    found = analyse(settings, keys.baseline, failures,
+                    reference=medians_of(record if record is not None and record.counted else None))
     return write(found, planned.artifacts, console), found.record
 
 

@@ -210,6 +210,20 @@ def _capacities(sources: list[Source]) -> dict[str, tuple[list[Any], str | None]
     return out
 
 
+def reference_medians(sources: list[Source], settings: list[Any]) -> dict[str, float] | None:
+    """The medians, as its record is now, of the bench step a relative SLO names (its first
+    search's search.json says which); None without one."""
+    from llama4spec.runbook.capacity_report import SEARCH, medians_of, slo_basis
+
+    for setting in settings:
+        data, _ = json_or_none(setting.dir / SEARCH)
+        step = slo_basis(data.get("slo")).get("relative_to") if isinstance(data, dict) else None
+        if step:
+            found = collect(sources, [step]) if is_step_id(step) else {}
+            return medians_of(found[step].record) if step in found else None
+    return None
+
+
 def _write_searches(out: Path, found) -> None:
     """A merged run's searches (search.json and each probe's record) in directories of its own, so
     that the merged directory is itself a run directory for ``report`` and its page."""
@@ -304,6 +318,10 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     refuse_escapes(out, [*sweeps, *compares, *capacities, *([] if in_place else [*ids, *searched])])
     left_out: dict[str, str] = {}
     measured = collect(sources, ids, left_out)
+    failures = {k: v for s in sources for k, v in not_run(s.status.get("steps") or []).items()}
+    searched_out = {cid: capacity_report.analyse(settings, baseline, failures, strict=True,  # read before any write
+                                                 reference=reference_medians(sources, settings))
+                    for cid, (settings, baseline) in capacities.items()}
     reasons: dict[str, str] = {}
     for s in sources:
         reasons.update(not_run(s.status.get("steps") or []))
@@ -323,8 +341,8 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
         comparisons[sid] = sweep_step.linked(text, sid)
         records[sid] = record
         missing += len(record["missing"])
-    for cid, (settings, baseline) in capacities.items():
-        found = capacity_report.analyse(settings, baseline, reasons, strict=True)
+    for cid, found in searched_out.items():
+        settings = found.settings
         files = {"report": out / cid / "report.md", "analysis": out / cid / "capacity.json",
                  **{f"latency-{s.id}": out / cid / f"latency-{s.id}.png" for s in settings}}
         text = capacity_report.write(found, files, console)

@@ -130,7 +130,8 @@ def _capacity(source: merge.Source, step: Mapping[str, Any], secrets: tuple[str,
     """One capacity step: its searches analysed again from their search.json files (one that is
     not a record is a setting not measured, with why), each setting's plot as the step wrote it."""
     settings, baseline = capacity_report.from_plan_record(step, source.kinds(), source.runs)
-    found = capacity_report.analyse(settings, baseline, not_run(source.status.get("steps") or []))
+    found = capacity_report.analyse(settings, baseline, not_run(source.status.get("steps") or []),
+                                    reference=merge.reference_medians([source], settings))
     sid = str(step["id"])
     figures = []
     for s in settings:

@@ -134,6 +134,7 @@ def markdown(record: Mapping[str, Any], images: Mapping[str, str]) -> str:
         lines.append(f"- {s['sentence']}; error bound {s['error_bound']:.2g}")
     for name, why in record.get("missing", {}).items():
         lines.append(f"- {name}: not measured ({why})")
+    lines += [f"- warning: {w}" for w in record.get("warnings") or []]
     lines.append("")
     for name, image in images.items():
         lines += [f"![latency against request throughput, {name}]({image})", ""]
@@ -153,3 +154,5 @@ def render(console: Console, record: Mapping[str, Any]) -> None:
     for s in record["settings"].values():
         for note in s["notes"]:
             console.print(f"note: {escape(note)}", highlight=False, soft_wrap=True)
+    for warning in record.get("warnings") or []:
+        console.print(f"warning: {escape(warning)}", highlight=False, soft_wrap=True)

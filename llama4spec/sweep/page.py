@@ -196,7 +196,8 @@ def capacity_view(part: CapacityPart) -> dict[str, Any]:
     lines = [f"{s['sentence']}; error bound {s['error_bound']:.2g}" for s in r["settings"].values()]
     return {"id": part.id, "headline": r.get("headline") or "", "slo": capacity_report.slo_lines(
         r.get("thresholds") or {}, r.get("resolved") or {}), "table": table, "lines": lines,
-        "missing": list((r.get("missing") or {}).items()), "figures": part.figures}
+        "missing": list((r.get("missing") or {}).items()), "figures": part.figures,
+        "warnings": [f"warning: {w}" for w in r.get("warnings") or []]}
 
 
 def capacity_verdict(part: CapacityPart) -> str:

@@ -96,3 +96,69 @@ def set_version(run_dir: Path, name: str, version: str) -> None:
     data = json.loads(path.read_text())
     data["versions"][name] = version
     path.write_text(json.dumps(data))
+
+
+CAPACITY = REPO / "runbooks" / "tiny_cpu_capacity.yaml"
+CAPACITIES = {"capacity-none-search": 3.0, "capacity-tiny_eagle-k1-search": 5.0, "capacity-tiny_eagle-k3-search": 7.0}
+
+
+def simulated_search(settings, capacity: float):
+    """A whole request capacity search (``sweep.capacity``) against a server whose attainment falls
+    from 1 to 0.5 above ``capacity`` req/s, TPOT binding."""
+    from llama4spec.sweep import capacity as cap
+
+    search = cap.begin(settings)
+    requests = cap.decidable_requests(settings)
+    while (rate := cap.next_probe(search)) is not None:
+        attainment = 1.0 if rate <= capacity else 0.5
+        search = cap.record_run(search, rate, cap.Run(attainment, requests, "tpot", 30.0 * rate, 1.5))
+    return search
+
+
+def _probe_record(label: str, probe, thresholds: dict[str, float]) -> dict:
+    """A probe's record.json: one run per run of the probe, its request throughput and P90s (over
+    the thresholds when the probe failed)."""
+    runs = []
+    for run in probe.runs:
+        over = 1.0 if run.attainment >= 0.9 else 1.6
+        result = {"completed": run.requests, "failed": 0, "request_throughput": probe.rate * 0.97,
+                  "output_throughput": run.output_throughput,
+                  **{f"p90_{m}_ms": 0.8 * over * v for m, v in thresholds.items()},
+                  **{f"median_{m}_ms": 0.5 * v for m, v in thresholds.items()}}
+        runs.append({"kind": "llama4spec.bench", "label": label, "returncode": 0, "result": result})
+    return dict(runs[0], repeats=len(runs), warmup=0, runs=runs)
+
+
+def finished_capacity_run(run_dir: Path, capacities: dict[str, float] | None = None,
+                          console: Console | None = None) -> Path:
+    """The run directory of the tiny capacity runbook as a finished run leaves it: the baseline's
+    record (its medians: TTFT 20 ms, TPOT 10 ms), each setting's whole search (``simulated_search``)
+    in its search.json with its probes' records, the capacity report and report.html written by the
+    executor as a resumed run writes them; returns it."""
+    from llama4spec.results.bench import BenchRecord
+    from llama4spec.runbook import execute
+    from llama4spec.runbook.capacity_report import probe_dir
+    from llama4spec.runbook.plan import plan_file
+    from llama4spec.runbook.steps import search as search_step
+
+    plan = plan_file(CAPACITY, lambda name: run_dir, [])
+    base = plan.get("bench_baseline")
+    record = BenchRecord(label=base.id, returncode=0, argv=base.argv, warmup=2,
+                         result={"completed": 8, "failed": 0, "median_ttft_ms": 20.0, "median_tpot_ms": 10.0,
+                                 "output_throughput": 50.0})
+    record.write(base.artifacts["record"])
+    for sid, capacity in (capacities or CAPACITIES).items():
+        p = plan.get(sid)
+        thresholds, basis = search_step.thresholds_of(plan, p)
+        search = simulated_search(search_step.settings_of(p.step.keys, 0.9), capacity)
+        p.artifacts["search"].parent.mkdir(parents=True, exist_ok=True)
+        p.artifacts["search"].write_text(json.dumps(search_step.document(
+            search, search_step._identity(plan, p, thresholds), thresholds, basis)))
+        for probe in search.probes:
+            where = probe_dir(p.dir, probe.rate)
+            where.mkdir(parents=True, exist_ok=True)
+            (where / "record.json").write_text(json.dumps(_probe_record(sid, probe, thresholds)))
+    (run_dir / "status.json").write_text(json.dumps({"runbook": plan.runbook.name}))
+    console = console or Console(record=True, width=160, file=io.StringIO())
+    assert execute.run(plan, console, gate=None, environ={}, resume=True) == 0, console.export_text()
+    return run_dir

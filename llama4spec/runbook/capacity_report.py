@@ -1,22 +1,29 @@
 """A capacity step's report from the records of its searches: every search.json read back (as
-input: ``capacity.from_json`` validates it), the probes' records for the plots; written to the
-step's directory (report.md, capacity.json, one latency-throughput PNG per setting) and printed."""
+input: ``capacity.from_json`` validates it, the SLO it recorded is checked here), the probes'
+records for the plots; written to the step's directory (report.md, capacity.json, one
+latency-throughput PNG per setting) and printed. The run writes it from its plan; ``report`` and
+report.html analyse the same records again from plan.json (``from_plan_record``)."""
 
 from __future__ import annotations
 
 import json
+import math
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 from rich.console import Console
 
 from llama4spec.errors import UserError
-from llama4spec.files import json_or_none, write_atomic
+from llama4spec.files import json_or_none, plain, write_atomic
 from llama4spec.results import bench as bench_record
 from llama4spec.sweep import capacity_report, plots
 from llama4spec.sweep.capacity import METRICS, Search, capacity, from_json
 
 PROBES = "probes"  # a search step's probe directories, under its own
+SEARCH = "search.json"
+FIX = "run the capacity step again (--resume), or remove the file to leave that setting out"
 
 
 def probe_dir(step_dir: Path, rate: float) -> Path:
@@ -24,20 +31,44 @@ def probe_dir(step_dir: Path, rate: float) -> Path:
     return step_dir / PROBES / f"rate={rate:g}"
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _per_metric(value: Any) -> dict[str, float]:
+    """metric -> a positive number, of the SLO's metrics only (anything else left out)."""
+    return {m: float(v) for m, v in value.items() if m in METRICS and _number(v) and v > 0} \
+        if isinstance(value, dict) else {}
+
+
+def slo_basis(value: Any) -> dict[str, Any]:
+    """The SLO's basis as search.json recorded it (name, attainment, relative_to, multipliers,
+    medians), each key kept only when it is of its type: read back, it is input."""
+    value = value if isinstance(value, dict) else {}
+    out: dict[str, Any] = {}
+    for key in ("name", "relative_to"):
+        if isinstance(value.get(key), str):
+            out[key] = plain(value[key], 200)
+    if _number(value.get("attainment")) and 0 < value["attainment"] < 1:
+        out["attainment"] = float(value["attainment"])
+    for key in ("multipliers", "medians"):
+        if key in value:
+            out[key] = _per_metric(value[key])
+    return out
+
+
 def read_search(path: Path) -> tuple[Search | None, dict[str, Any], str | None]:
-    """(search, its recorded SLO {thresholds, slo}, None) or (None, {}, why not)."""
+    """(search, its recorded SLO {thresholds, slo}, None) or (None, {}, why not: one line naming
+    the file and the fix when it is there but not a search this tool wrote)."""
     data, problem = json_or_none(path)
     if data is None:
         return None, {}, problem or "no search.json (the search did not run)"
     try:
         search = from_json(data)
     except UserError as err:
-        return None, {}, "; ".join(err.problems)
-    thresholds = data.get("thresholds")
-    thresholds = {m: float(v) for m, v in thresholds.items() if m in METRICS and isinstance(v, (int, float))
-                  and not isinstance(v, bool)} if isinstance(thresholds, dict) else {}
-    basis = data.get("slo") if isinstance(data.get("slo"), dict) else {}
-    return search, {"thresholds": thresholds, "slo": basis}, None
+        found = "; ".join(p.removeprefix(f"{SEARCH}: ") for p in err.problems)
+        return None, {}, f"{plain(str(path))}: {found}; {FIX}"
+    return search, {"thresholds": _per_metric(data.get("thresholds")), "slo": slo_basis(data.get("slo"))}, None
 
 
 def probe_runs(step_dir: Path, search: Search, metrics: list[str], percent: float) -> list[tuple[float, dict]]:
@@ -52,38 +83,121 @@ def probe_runs(step_dir: Path, search: Search, metrics: list[str], percent: floa
     return out
 
 
-def run_report(plan, planned, console: Console, failures: Mapping[str, str] | None = None) -> tuple[str, dict]:
-    """Analyse a capacity step's searches, write its files, print it; (markdown, record)."""
-    keys = planned.step.keys
+@dataclass(frozen=True)
+class Setting:
+    """One search step of a capacity step: its id, the setting in words, its directory."""
+
+    id: str
+    name: str
+    dir: Path
+
+
+@dataclass
+class Found:
+    """A capacity step's searches read back, and their analysis (capacity.json)."""
+
+    record: dict[str, Any]
+    searches: dict[str, Search] = field(default_factory=dict)  # setting -> its search
+    slos: dict[str, dict[str, Any]] = field(default_factory=dict)  # setting -> {thresholds, slo}
+    settings: list[Setting] = field(default_factory=list)
+
+
+def medians_of(record) -> dict[str, float] | None:
+    """A bench record's median TTFT, TPOT and E2E latency (ms): what an SLO relative to it multiplies."""
+    if record is None:
+        return None
+    return {m: v for m in METRICS if (v := record.figure(f"median_{m}_ms")) is not None}
+
+
+def reference_warnings(basis: Mapping[str, Any], medians: Mapping[str, float] | None) -> list[str]:
+    """A line when the medians a relative SLO was resolved from (search.json's) are not those of
+    the bench step's record as it is now (re-measured, or no record left)."""
+    step = basis.get("relative_to")
+    if not step:
+        return []
+    if medians is None:
+        return [f"the SLO's step {step} has no counted record now; its medians are those search.json recorded"]
+    moved = [f"{m} {v:.4g} ms recorded, {medians.get(m)} now" for m, v in (basis.get("medians") or {}).items()
+             if not (medians.get(m) is not None and math.isclose(v, medians[m], rel_tol=1e-9))]
+    return [f"the medians of step {step} differ from those the SLO was resolved from ({', '.join(moved)}): the "
+            f"searches measured against the recorded thresholds"] if moved else []
+
+
+def analyse(settings: list[Setting], baseline: str | None, failures: Mapping[str, str] | None = None,
+            strict: bool = False, reference: Any = None) -> Found:
+    """Read every setting's search.json and analyse them; ``baseline``: the search step of no
+    speculation; ``reference``: the medians (``medians_of``) of the bench step a relative SLO
+    names, as its record is now. A search.json that is there but not one (cut short, altered) is
+    a setting not measured, or with ``strict`` (``report``) a UserError naming the file and the fix."""
     searches: dict[str, Search] = {}
     missing: dict[str, str] = {}
     recorded: dict[str, dict[str, Any]] = {}
-    for sid in keys.points:
-        name = keys.names.get(sid, sid)
-        search, slo, why = read_search(plan.get(sid).artifacts["search"])
+    for s in settings:
+        search, slo, why = read_search(s.dir / SEARCH)
+        if search is None and strict and os.path.lexists(s.dir / SEARCH):
+            raise UserError(plain(why or f"{s.dir / SEARCH}: not a capacity search; {FIX}", 1000))
         if search is None or not search.probes:
-            missing[name] = (failures or {}).get(sid) or why or "no probe measured"
+            missing[s.name] = (failures or {}).get(s.id) or why or "no probe measured"
             continue
-        searches[name], recorded[name] = search, slo
+        searches[s.name], recorded[s.name] = search, slo
     first = next(iter(recorded.values()), {"thresholds": {}, "slo": {}})
     slo = capacity_report.slo_words(first["thresholds"], first["slo"])
-    baseline = keys.names.get(keys.baseline) if keys.baseline else None
-    record = capacity_report.analyse(searches, baseline, slo, missing)
+    name = next((s.name for s in settings if s.id == baseline), None)
+    record = capacity_report.analyse(searches, name, slo, missing)
     record["thresholds"] = first["thresholds"]
     record["resolved"] = first["slo"]
+    record["warnings"] = reference_warnings(first["slo"], reference)
+    return Found(record, searches, recorded, settings)
+
+
+def write(found: Found, files: Mapping[str, Path], console: Console) -> str:
+    """report.md, capacity.json and each setting's plot into ``files`` (the capacity step's
+    artifacts), the table printed; returns report.md's text."""
     images = {}
-    for sid in keys.points:
-        name = keys.names.get(sid, sid)
-        if name not in searches:
+    for s in found.settings:
+        if s.name not in found.searches:
             continue
-        search, path = searches[name], planned.artifacts[f"latency-{sid}"]
+        search, path = found.searches[s.name], files[f"latency-{s.id}"]
         percent = round(100 * search.settings.target, 6)
-        thresholds = recorded[name]["thresholds"]
-        runs = probe_runs(plan.get(sid).dir, search, list(thresholds), percent)
-        plots.latency_vs_throughput(name, runs, thresholds, percent, capacity(search).rate, path)
-        images[name] = path.name
-    text = capacity_report.markdown(record, images)
-    write_atomic(planned.artifacts["report"], text)
-    write_atomic(planned.artifacts["analysis"], json.dumps(record, indent=2) + "\n")
-    capacity_report.render(console, record)
-    return text, record
+        thresholds = found.slos[s.name]["thresholds"]
+        runs = probe_runs(s.dir, search, list(thresholds), percent)
+        plots.latency_vs_throughput(s.name, runs, thresholds, percent, capacity(search).rate, path)
+        images[s.name] = path.name
+    text = capacity_report.markdown(found.record, images)
+    write_atomic(files["report"], text)
+    write_atomic(files["analysis"], json.dumps(found.record, indent=2) + "\n")
+    capacity_report.render(console, found.record)
+    return text
+
+
+def run_report(plan, planned, console: Console, failures: Mapping[str, str] | None = None) -> tuple[str, dict]:
+    """Analyse a capacity step's searches, write its files, print it; (markdown, record)."""
+    keys = planned.step.keys
+    settings = [Setting(sid, keys.names.get(sid, sid), plan.get(sid).dir) for sid in keys.points]
+    ref = plan.get(keys.relative_to) if keys.relative_to else None
+    record = bench_record.read(ref.artifacts["record"]) if ref is not None else None
+    found = analyse(settings, keys.baseline, failures,
+                    reference=medians_of(record if record is not None and record.counted else None))
+    return write(found, planned.artifacts, console), found.record
+
+
+def from_plan_record(step: Mapping[str, Any], kinds: Mapping[str, str],
+                     runs: list[Path]) -> tuple[list[Setting], str | None]:
+    """A capacity step's settings and baseline from its plan.json entry (read back: input). Its
+    searches are the search steps among its needs; each lies in the first of ``runs`` (the run
+    directory, then its groups) that holds its search.json. A name not recorded (or given twice)
+    is the step id."""
+    record = step.get("capacity") if isinstance(step.get("capacity"), dict) else {}
+    names = record.get("names") if isinstance(record.get("names"), dict) else {}
+    out: list[Setting] = []
+    for sid in step.get("needs") or []:
+        if kinds.get(sid) != "search":
+            continue
+        name = names.get(sid)
+        name = plain(name, 200) if isinstance(name, str) and name.strip() else sid
+        if any(s.name == name for s in out):
+            name = sid
+        where = next((r / sid for r in runs if (r / sid / SEARCH).exists()), runs[0] / sid)
+        out.append(Setting(sid, name, where))
+    baseline = record.get("baseline")
+    return out, baseline if any(s.id == baseline for s in out) else None

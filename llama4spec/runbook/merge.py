@@ -195,6 +195,52 @@ def _sweeps(sources: list[Source]) -> dict[str, list[str]]:
     return sweeps
 
 
+def _capacities(sources: list[Source]) -> dict[str, tuple[list[Any], str | None]]:
+    """Capacity step id -> (its settings, the baseline's search step), from plan.json; each search
+    read where it lies (the run directories and their groups, in order)."""
+    from llama4spec.runbook.capacity_report import from_plan_record
+
+    runs = [r for s in sources for r in s.runs]
+    out: dict[str, tuple[list[Any], str | None]] = {}
+    for s in sources:
+        kinds = s.kinds()
+        for step in s.plan:
+            if step.get("kind") == "capacity" and str(step["id"]) not in out:
+                out[str(step["id"])] = from_plan_record(step, kinds, runs)
+    return out
+
+
+def reference_medians(sources: list[Source], settings: list[Any]) -> dict[str, float] | None:
+    """The medians, as its record is now, of the bench step a relative SLO names (its first
+    search's search.json says which); None without one."""
+    from llama4spec.runbook.capacity_report import SEARCH, medians_of, slo_basis
+
+    for setting in settings:
+        data, _ = json_or_none(setting.dir / SEARCH)
+        step = slo_basis(data.get("slo")).get("relative_to") if isinstance(data, dict) else None
+        if step:
+            found = collect(sources, [step]) if is_step_id(step) else {}
+            return medians_of(found[step].record) if step in found else None
+    return None
+
+
+def _write_searches(out: Path, found) -> None:
+    """A merged run's searches (search.json and each probe's record) in directories of its own, so
+    that the merged directory is itself a run directory for ``report`` and its page."""
+    from llama4spec.runbook.capacity_report import SEARCH, probe_dir
+
+    for setting in found.settings:
+        search = found.searches.get(setting.name)
+        if search is None or setting.dir.parent == out:
+            continue
+        data, _ = json_or_none(setting.dir / SEARCH)
+        write_atomic(out / setting.id / SEARCH, json.dumps(data, indent=2) + "\n")
+        for probe in search.probes:
+            record = bench_record.read(probe_dir(setting.dir, probe.rate) / "record.json")
+            if record is not None:
+                record.write(probe_dir(out / setting.id, probe.rate) / "record.json")
+
+
 def _designs(sources: list[Source]) -> dict[str, dict[str, Any]]:
     """Sweep step id -> how it measured (its plan.json's ``design``), the last source's."""
     out: dict[str, dict[str, Any]] = {}
@@ -243,6 +289,7 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     from the records alone; write them into ``out`` (default: the one run directory given).
     Returns 0, or 1 when a point of a sweep has no counted record anywhere."""
     from llama4spec.results import compare
+    from llama4spec.runbook import capacity_report
     from llama4spec.runbook.steps import sweep as sweep_step
 
     seen: dict[Path, Path] = {}
@@ -266,9 +313,15 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     sweeps, compares = _sweeps(sources), _compares(sources)
     ids = list(dict.fromkeys(pid for points in sweeps.values() for pid in points))
     ids += [ref for refs in compares.values() for ref in refs.values() if ref not in ids and "/" not in ref]
-    refuse_escapes(out, [*sweeps, *compares, *([] if in_place else ids)])
+    capacities = _capacities(sources)
+    searched = [s.id for settings, _ in capacities.values() for s in settings]
+    refuse_escapes(out, [*sweeps, *compares, *capacities, *([] if in_place else [*ids, *searched])])
     left_out: dict[str, str] = {}
     measured = collect(sources, ids, left_out)
+    failures = {k: v for s in sources for k, v in not_run(s.status.get("steps") or []).items()}
+    searched_out = {cid: capacity_report.analyse(settings, baseline, failures, strict=True,  # read before any write
+                                                 reference=reference_medians(sources, settings))
+                    for cid, (settings, baseline) in capacities.items()}
     reasons: dict[str, str] = {}
     for s in sources:
         reasons.update(not_run(s.status.get("steps") or []))
@@ -288,6 +341,15 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
         comparisons[sid] = sweep_step.linked(text, sid)
         records[sid] = record
         missing += len(record["missing"])
+    for cid, found in searched_out.items():
+        settings = found.settings
+        files = {"report": out / cid / "report.md", "analysis": out / cid / "capacity.json",
+                 **{f"latency-{s.id}": out / cid / f"latency-{s.id}.png" for s in settings}}
+        text = capacity_report.write(found, files, console)
+        if not in_place:
+            _write_searches(out, found)
+        comparisons[cid] = text.replace("](latency-", f"]({cid}/latency-")
+        missing += len(found.record["missing"])
     for cid, refs in compares.items():
         pair = [measured[ref].record if ref in measured else (bench_record.read(Path(ref)) if "/" in ref else None)
                 for ref in (refs.get("baseline", ""), refs.get("candidate", ""))]

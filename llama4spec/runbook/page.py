@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping
 from llama4spec.engine.secrets import redact
 from llama4spec.errors import UserError
 from llama4spec.files import Expect, Unreadable, json_or_none, plain, read_bytes, write_atomic
-from llama4spec.runbook import colocation, merge, steps
+from llama4spec.runbook import capacity_report, colocation, merge, steps
 from llama4spec.runbook.rundir import Measured, not_run
 from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps import sweep as sweep_step
@@ -69,7 +69,9 @@ def gather(run_dir: Path, secrets: Iterable[str] = ()) -> html_page.RunPage:
         [_text(status.get("runbook"), "run"), _text(status.get("status"), "unknown"), _text(status.get("description")),
          _text(status.get("started")), _text(status.get("finished") or status.get("rebuilt"))], secrets))
     page.steps = redact(_steps(status), secrets)
-    page.sweeps = [_sweep(source, step, secrets) for step in source.plan if traits(step.get("kind")).expands]
+    page.sweeps = [_sweep(source, step, secrets) for step in source.plan
+                   if traits(step.get("kind")).expands and step.get("kind") != "capacity"]
+    page.capacities = [_capacity(source, step, secrets) for step in source.plan if step.get("kind") == "capacity"]
     comparisons = status.get("comparisons") or {}
     page.comparisons = redact({cid: text for cid, text in comparisons.items() if cid in merging}, secrets)
     page.groups = _groups(source.dir)
@@ -122,6 +124,25 @@ def _sweep(source: merge.Source, step: Mapping[str, Any], secrets: tuple[str, ..
     return html_page.SweepPart(
         id=sid, analysis=analysis, figures=_figures(source.dir / sid), stops=_stops(measured),
         not_measured=redact(missing, secrets), beside=beside, notes=redact(notes, secrets))
+
+
+def _capacity(source: merge.Source, step: Mapping[str, Any], secrets: tuple[str, ...]) -> html_page.CapacityPart:
+    """One capacity step: its searches analysed again from their search.json files (one that is
+    not a record is a setting not measured, with why), each setting's plot as the step wrote it."""
+    settings, baseline = capacity_report.from_plan_record(step, source.kinds(), source.runs)
+    found = capacity_report.analyse(settings, baseline, not_run(source.status.get("steps") or []),
+                                    reference=merge.reference_medians([source], settings))
+    sid = str(step["id"])
+    figures = []
+    for s in settings:
+        if s.name not in found.searches:
+            continue
+        title = redact(f"latency against request throughput, {s.name}", secrets)
+        try:
+            figures.append(html_page.Figure(title, read_bytes(source.dir / sid / f"latency-{s.id}.png", PLOT)))
+        except Unreadable as err:
+            figures.append(html_page.Figure(title, None, note=str(err)))
+    return html_page.CapacityPart(sid, redact(found.record, secrets), figures)
 
 
 def _stops(measured: Mapping[str, Measured]) -> dict[str, dict[str, Any]]:

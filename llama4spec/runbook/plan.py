@@ -92,6 +92,7 @@ class Plan:
                 "overrides": p.composed.overrides if p.composed else None,
                 **({"nodes": node_records(p.nodes)} if p.nodes else {}),
                 **({"design": p.step.keys.design_record()} if hasattr(p.step.keys, "design_record") else {}),
+                **({"capacity": p.step.keys.settings_record()} if hasattr(p.step.keys, "settings_record") else {}),
             }
             for p in self.steps
         ]

@@ -31,6 +31,36 @@ def slo_words(thresholds: Mapping[str, float], basis: Mapping[str, Any]) -> str:
     return f"{limits} for {share} of requests"
 
 
+def slo_lines(thresholds: Mapping[str, float], basis: Mapping[str, Any]) -> list[str]:
+    """The SLO in sentences for the page: its thresholds and share, and where they came from (an
+    SLO option, or multiples of a bench step's medians)."""
+    share = f"{float(basis.get('attainment', 0.95)):.0%}"
+    limits = ", ".join(f"{NAMES.get(m, m)} <= {v:.4g} ms" for m, v in thresholds.items()) or "no threshold recorded"
+    lines = [f"a request is good when {limits}; the SLO holds when {share} of the requests sent are good"]
+    if basis.get("relative_to"):
+        medians, factors = basis.get("medians") or {}, basis.get("multipliers") or {}
+        parts = [f"{NAMES.get(m, m)} {factors[m]:g}x its median {medians[m]:.4g} ms" if m in medians
+                 else f"{NAMES.get(m, m)} {factors[m]:g}x its median" for m in factors]
+        lines.append(f"resolved from the medians measured by step {basis['relative_to']}: {', '.join(parts)}")
+    elif basis.get("name") and basis["name"] != "none":
+        lines.append(f"the thresholds of slo={basis['name']}")
+    return lines
+
+
+def page_rows(record: Mapping[str, Any]) -> list[list[str]]:
+    """``rows`` with each setting's notes (a cliff, undecided rates, a search not finished) after
+    what binds."""
+    out = []
+    for row, s in zip(rows(record), record["settings"].values()):
+        notes = list(s["notes"]) + ([] if s["done"] else [f"not finished: {s['stopped']}"])
+        out.append([*row[:4], "; ".join(notes) or "-", *row[4:]])
+    return out
+
+
+PAGE_HEADER = ["setting", "request capacity req/s [low, high]", "output tok/s [at low, at high]", "binds",
+               "cliff, notes", "gain over no speculation [interval]", "probes / runs", "client CPU s"]
+
+
 def _throughput(search: Search, rate: float | None) -> float | None:
     """The mean output throughput (tok/s) of the runs at ``rate``."""
     runs = [r.output_throughput for p in search.probes if p.rate == rate for r in p.runs
@@ -104,6 +134,7 @@ def markdown(record: Mapping[str, Any], images: Mapping[str, str]) -> str:
         lines.append(f"- {s['sentence']}; error bound {s['error_bound']:.2g}")
     for name, why in record.get("missing", {}).items():
         lines.append(f"- {name}: not measured ({why})")
+    lines += [f"- warning: {w}" for w in record.get("warnings") or []]
     lines.append("")
     for name, image in images.items():
         lines += [f"![latency against request throughput, {name}]({image})", ""]
@@ -123,3 +154,5 @@ def render(console: Console, record: Mapping[str, Any]) -> None:
     for s in record["settings"].values():
         for note in s["notes"]:
             console.print(f"note: {escape(note)}", highlight=False, soft_wrap=True)
+    for warning in record.get("warnings") or []:
+        console.print(f"warning: {escape(warning)}", highlight=False, soft_wrap=True)

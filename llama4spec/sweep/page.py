@@ -18,7 +18,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from llama4spec.sweep import categories, render, tail
+from llama4spec.sweep import capacity_report, categories, render, tail
 from llama4spec.sweep.model import Analysis, AtConcurrency, Point, temperature_findings
 from llama4spec.sweep.schedule import derive_all
 
@@ -78,6 +78,16 @@ class SweepPart:
 
 
 @dataclass
+class CapacityPart:
+    """One capacity step of the run: its searches analysed again (capacity.json's record), the SLO
+    they recorded, each setting's latency-throughput plot."""
+
+    id: str
+    record: Mapping[str, Any]
+    figures: list[Figure] = field(default_factory=list)
+
+
+@dataclass
 class RunPage:
     """Everything the page shows, gathered from a run directory's records."""
 
@@ -88,6 +98,7 @@ class RunPage:
     finished: str = ""
     steps: list[list[str]] = field(default_factory=list)  # id, kind, status, seconds, why
     sweeps: list[SweepPart] = field(default_factory=list)
+    capacities: list[CapacityPart] = field(default_factory=list)
     comparisons: Mapping[str, str] = field(default_factory=dict)  # compare step id -> its Markdown table
     groups: list[list[str]] = field(default_factory=list)  # group, node, started, finished, beside
     provenance: list[Table] = field(default_factory=list)
@@ -177,6 +188,28 @@ def sweep_view(part: SweepPart) -> dict[str, Any]:
     }
 
 
+def capacity_view(part: CapacityPart) -> dict[str, Any]:
+    """A capacity step's section: the headline, the SLO, the table, each setting in words, the plots."""
+    r = part.record
+    table = Table(f"request capacity under {r['slo']}", list(capacity_report.PAGE_HEADER),
+                  capacity_report.page_rows(r), [False, True, True, False, False, True, True, True])
+    lines = [f"{s['sentence']}; error bound {s['error_bound']:.2g}" for s in r["settings"].values()]
+    return {"id": part.id, "headline": r.get("headline") or "", "slo": capacity_report.slo_lines(
+        r.get("thresholds") or {}, r.get("resolved") or {}), "table": table, "lines": lines,
+        "missing": list((r.get("missing") or {}).items()), "figures": part.figures,
+        "warnings": [f"warning: {w}" for w in r.get("warnings") or []]}
+
+
+def capacity_verdict(part: CapacityPart) -> str:
+    """A capacity step's answer in one line: its headline, else each setting's capacity."""
+    r = part.record
+    if r.get("headline"):
+        return f"{part.id}: {r['headline']}"
+    if r["settings"]:
+        return f"{part.id}: " + "; ".join(s["sentence"] for s in r["settings"].values())
+    return f"{part.id}: no request capacity measured"
+
+
 def markdown_table(text: str) -> Table | None:
     """A Markdown table (``compare``'s) as a Table; None when ``text`` holds none."""
     lines = [line.strip() for line in text.splitlines() if line.strip().startswith("|")]
@@ -201,6 +234,10 @@ def verdicts(page: RunPage) -> list[str]:
                              f"{render.choice_text(a, draft)}")
         if part.not_measured:
             lines.append(f"{part.id}: {len(part.not_measured)} points not measured (listed below)")
+    for part in page.capacities:
+        lines.append(capacity_verdict(part))
+        if part.record.get("missing"):
+            lines.append(f"{part.id}: {len(part.record['missing'])} settings not measured (listed below)")
     for cid, text in page.comparisons.items():
         table = markdown_table(text)
         row = next((r for r in table.rows if r[0].startswith("output throughput")), None) if table else None
@@ -227,4 +264,5 @@ def html(page: RunPage) -> str:
     template = env.get_template("report.html.j2")
     comparisons = [(cid, markdown_table(text), text) for cid, text in page.comparisons.items()]
     return template.render(page=page, verdicts=verdicts(page), sweeps=[sweep_view(p) for p in page.sweeps],
+                           capacities=[capacity_view(p) for p in page.capacities],
                            comparisons=comparisons, script=SORT_SCRIPT, script_hash=script_hash())

@@ -62,6 +62,11 @@ class Keys:
     def design_record(self) -> dict[str, Any]:
         return {"design": "sequential", "asked": "sequential"}
 
+    def settings_record(self) -> dict[str, Any]:
+        """plan.json's ``capacity``: each search step's setting in words, and the baseline's search
+        (what ``report`` and report.html need to analyse the searches again from their records)."""
+        return {"names": dict(self.names), "baseline": self.baseline}
+
 
 def settings_problems(keys: Keys, target: float = 0.95) -> list[str]:
     """Every problem of the search settings the keys give (``capacity.settings_problems``)."""

@@ -70,7 +70,7 @@ def run_dir(tmp_path_factory) -> Path:
 def test_the_page_in_a_browser_offline(run_dir: Path, tmp_path: Path) -> None:
     page = run_dir / "report.html"
     shot, net = tmp_path / "report.png", tmp_path / "net.json"
-    done = open_page(page, tmp_path, f"--screenshot={shot}", "--window-size=1400,2600", f"--log-net-log={net}")
+    done = open_page(page, tmp_path, f"--screenshot={shot}", "--window-size=1400,3500", f"--log-net-log={net}")
     assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
     assert shot.read_bytes().startswith(b"\x89PNG") and shot.stat().st_size > 50_000  # a page, not a blank
     if os.environ.get("LLAMA4SPEC_UPDATE_SCREENSHOT"):
@@ -141,3 +141,19 @@ def _rows(dom: str) -> list[list[str]]:
     """The body rows of the page's first table, as text cells."""
     table = dom.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
     return [[Parsed(cell).all_text() for cell in row.split("</td>")[:-1]] for row in table.split("</tr>")[:-1]]
+
+
+def test_request_capacity_in_a_browser_offline(tmp_path: Path) -> None:
+    """A capacity run's page (tests/recorded_runs.py: simulated searches): its headline, table and
+    latency-throughput plots in the DOM, nothing but the page itself asked for."""
+    from tests.recorded_runs import finished_capacity_run
+
+    browser()
+    page = finished_capacity_run(tmp_path / "run") / "report.html"
+    net = tmp_path / "net.json"
+    dom = open_page(page, tmp_path, "--dump-dom", f"--log-net-log={net}")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    after = Parsed(dom.stdout)
+    assert "EAGLE k=3 carries 2.38x [2.18, 2.59] the requests of no speculation" in after.all_text()
+    assert after.count("img") == 3 and "request capacity req/s [low, high]" in after.all_text()
+    assert all(url.startswith("file://") for url in requested(net)), requested(net)

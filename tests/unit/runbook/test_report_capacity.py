@@ -1,0 +1,126 @@
+"""Request capacity on report.html and in ``report``: a capacity run built from simulated searches
+(tests/recorded_runs.py, no engine) shows its headline, SLO, table and plots in the static page;
+``report RUN_DIR`` rebuilds capacity.json from the search.json files alone; records read back are
+input (a label is escaped, a damaged search.json is one line, exit 2)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from llama4spec.runbook import page
+from tests.recorded_runs import finished_capacity_run
+from tests.unit.runbook.test_report_page import Parsed, urls
+
+SEARCH = "capacity-tiny_eagle-k1-search"
+
+
+@pytest.fixture(scope="module")
+def capacity_run(tmp_path_factory) -> Path:
+    return finished_capacity_run(tmp_path_factory.mktemp("capacity") / "run")
+
+
+def _copy(run: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "run"
+    shutil.copytree(run, out)
+    return out
+
+
+def test_the_page_shows_request_capacity_in_its_static_html(capacity_run: Path) -> None:
+    parsed = Parsed((capacity_run / "report.html").read_text())
+    body = parsed.all_text()
+    record = json.loads((capacity_run / "capacity" / "capacity.json").read_text())
+    headline = record["headline"]
+    assert headline.startswith("EAGLE k=3 carries 2.38x [2.18, 2.59] the requests of no speculation under")
+    assert f"capacity: {headline}" in body  # among the verdicts
+    assert body.index("Verdicts") < body.index("Request capacity capacity") < body.index("Steps")
+    assert "Sweep capacity" not in body  # a capacity step is no sweep
+    assert ("a request is good when TTFT <= 60 ms, TPOT <= 15 ms; the SLO holds when 90% of the requests sent are "
+            "good") in body
+    assert "resolved from the medians measured by step bench_baseline: TTFT 3x its median 20 ms, TPOT 1.5x its " \
+           "median 10 ms" in body
+    for header in ("request capacity req/s [low, high]", "output tok/s", "binds", "cliff, notes",
+                   "gain over no speculation [interval]", "probes / runs", "client CPU s"):
+        assert header in body
+    assert re.search(r"EAGLE k=3 6\.727 \[6\.727, 7\.336\] 202 \[202, 220\] TPOT - 2\.38x \[2\.18, 2\.59\] 7 / 19 28\.5",
+                     body), body
+    assert re.search(r"no speculation 2\.828 \[2\.828, 3\.084\] \d+ \[\d+, \d+\] TPOT - - 5 / 15", body)
+    images = [a for t, a in parsed.tags if t == "img"]
+    assert [a["alt"] for a in images] == [f"latency against request throughput, {n}"
+                                          for n in ("no speculation", "EAGLE k=1", "EAGLE k=3")]
+    assert all(a["src"].startswith("data:image/png;base64,") for a in images)
+    assert all(u.startswith("data:") for u in urls(parsed)) and len(parsed.scripts) == 1  # the table sorter only
+
+
+def test_a_setting_label_is_escaped(capacity_run: Path, tmp_path: Path) -> None:
+    run = _copy(capacity_run, tmp_path)
+    plan = json.loads((run / "plan.json").read_text())
+    step = next(s for s in plan if s["id"] == "capacity")
+    step["capacity"]["names"][SEARCH] = "<script>alert('k1')</script>"
+    (run / "plan.json").write_text(json.dumps(plan))
+    page.write(run)
+    text = (run / "report.html").read_text()
+    parsed = Parsed(text)
+    assert parsed.count("script") == 1 and "&lt;script&gt;alert(&#39;k1&#39;)&lt;/script&gt;" in text
+    assert "<script>alert" not in text and parsed.count("img") == 3
+
+
+def test_report_rebuilds_the_capacity_report_the_run_wrote(cli, capacity_run: Path, tmp_path: Path) -> None:
+    run = _copy(capacity_run, tmp_path)
+    shutil.rmtree(run / "capacity")
+    (run / "report.html").unlink()
+    done = cli("report", str(run))
+    assert done.returncode == 0, done.stderr
+    wrote = json.loads((capacity_run / "capacity" / "capacity.json").read_text())
+    assert json.loads((run / "capacity" / "capacity.json").read_text()) == wrote
+    assert wrote["warnings"] == [] and wrote["resolved"]["relative_to"] == "bench_baseline"
+    assert (run / "capacity" / "report.md").read_text() == (capacity_run / "capacity" / "report.md").read_text()
+    assert all((run / "capacity" / f"latency-{s}-search.png").read_bytes().startswith(b"\x89PNG")
+               for s in ("capacity-none", "capacity-tiny_eagle-k1", "capacity-tiny_eagle-k3"))
+    assert "Request capacity under" in done.stdout
+    assert Parsed((run / "report.html").read_text()).count("img") == 3
+    merged = tmp_path / "merged"  # another directory: the searches go with it
+    done = cli("report", str(run), "--out", str(merged))
+    assert done.returncode == 0, done.stderr
+    assert json.loads((merged / "capacity" / "capacity.json").read_text()) == wrote
+    assert (merged / SEARCH / "search.json").is_file()
+
+
+def test_a_reference_step_measured_again_is_said(capacity_run: Path, tmp_path: Path, cli) -> None:
+    run = _copy(capacity_run, tmp_path)
+    record = run / "bench_baseline" / "record.json"
+    data = json.loads(record.read_text())
+    data["result"]["median_ttft_ms"] = 25.0
+    record.write_text(json.dumps(data))
+    done = cli("report", str(run))
+    assert done.returncode == 0, done.stderr
+    line = ("the medians of step bench_baseline differ from those the SLO was resolved from (ttft 20 ms recorded, "
+            "25.0 now)")
+    assert line in json.loads((run / "capacity" / "capacity.json").read_text())["warnings"][0]
+    assert f"warning: {line}" in Parsed((run / "report.html").read_text()).all_text()
+
+
+@pytest.mark.parametrize("damage,said", [
+    ('{"kind": "llama4spec.capacity_search", "probes": [', "not valid JSON"),
+    ('{"kind": "llama4spec.capacity_search", "settings": {"start": 1}, "probes": [{"rate": "x"}]}',
+     "probe 1 has no usable rate of its own ('x')"),
+    ('{"kind": "llama4spec.capacity_search", "settings": {"start": 1, "evil": 2}, "probes": []}',
+     "its settings are missing or hold unknown keys"),
+    ('[1, 2]', "not a capacity search"),
+])
+def test_a_damaged_search_json_is_one_line_exit_2_and_nothing_rebuilt(cli, capacity_run: Path, tmp_path: Path,
+                                                                      damage: str, said: str) -> None:
+    run = _copy(capacity_run, tmp_path)
+    (run / SEARCH / "search.json").write_text(damage)
+    before = {p: p.read_bytes() for p in (run / "summary.md", run / "capacity" / "capacity.json")}
+    done = cli("report", str(run))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and said in done.stderr and f"{SEARCH}/search.json" in done.stderr
+    assert all(p.read_bytes() == b for p, b in before.items())
+    page.write(run)  # the page says which setting is not measured, and why
+    body = Parsed((run / "report.html").read_text()).all_text()
+    assert "Not measured EAGLE k=1:" in body and said in body and "1 settings not measured" in body

@@ -12,6 +12,7 @@ is noisy there) stays within 16 runs. The run's records are then checked against
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -57,7 +58,8 @@ def test_every_probe_run_is_in_search_json_and_on_disk(capacity_run) -> None:
             where = run_dir / sid / "probes" / f"rate={probe['rate']:g}"
             record = json.loads((where / "record.json").read_text())
             runs = record.get("runs") or [record]
-            assert len(runs) == len(probe["runs"]) == len(list(where.glob("run=*.json")))
+            results = [f for f in where.glob("run=*.json") if re.fullmatch(r"run=\d+\.json", f.name)]
+            assert len(runs) == len(probe["runs"]) == len(results)  # beside them: each run's requests
             for kept, run in zip(probe["runs"], runs):
                 argv = run["argv"]
                 assert "--max-concurrency" not in argv and float(argv[argv.index("--request-rate") + 1]) == probe["rate"]

@@ -187,6 +187,16 @@ def _summary(record, rate: float, cfg) -> list[dict[str, Any]]:
     return out
 
 
+def _forget_probes(probes: Path) -> None:
+    """Remove an earlier search's probe directories (``rate=R``, as ``probe_dir`` names them) under
+    ``probes``; anything else there, and anything a symbolic link points to, is left alone."""
+    if probes.is_symlink() or not probes.is_dir():
+        return
+    for entry in probes.glob("rate=*"):
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+
+
 def execute(run, p) -> dict[str, Any]:
     from llama4spec.files import write_json
     from llama4spec.results import bench as bench_record
@@ -199,7 +209,7 @@ def execute(run, p) -> dict[str, Any]:
     identity = _identity(run.plan, p, thresholds)
     search = _recorded(p, settings, identity)
     if search is None:  # nothing of this very search recorded: start afresh
-        shutil.rmtree(p.artifacts["probes"], ignore_errors=True)
+        _forget_probes(p.artifacts["probes"])
         search = cap.begin(settings)
     elif search.probes:
         run.progress.note(f"      resumed: {len(search.probes)} probes, "

@@ -75,6 +75,12 @@ class ServeConfig:
     served_model_name: Optional[str] = None
     extra_args: list[str] = field(default_factory=list)
     health_timeout_s: float = 900.0
+    # The nice value (0-19) the engine's processes run at once the server answers (its engine core
+    # and workers, every thread; the API server and the load generator keep theirs). None: unchanged.
+    # On a machine with fewer cores than busy processes (the CPU build: the engine core and its
+    # worker poll their queues without sleeping) the HTTP front end is otherwise starved into stalls
+    # of seconds (docs/capacity.md). Single-node servers started here.
+    engine_nice: Optional[int] = None
 
 
 @dataclass

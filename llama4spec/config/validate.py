@@ -68,6 +68,10 @@ def _values(cfg: Config, problems: list[str]) -> None:
     if host:
         problems.append(host)
     _at_least(problems, "serve.health_timeout_s", s.health_timeout_s, 1, optional=False)
+    if s.engine_nice is not None and not (isinstance(s.engine_nice, int) and not isinstance(s.engine_nice, bool)
+                                          and 0 <= s.engine_nice <= 19):
+        problems.append(f"serve.engine_nice={s.engine_nice}: must be a nice value from 0 to 19 (higher runs the "
+                        f"engine at lower priority), or null to leave it")
     for arg in s.extra_args:
         flag = arg.split("=", 1)[0]
         if flag in OWN_SERVE_FLAGS:

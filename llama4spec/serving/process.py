@@ -207,6 +207,33 @@ def spawn_tethered(argv: Sequence[str], env: Mapping[str, str], log_path: Path) 
     return spawn(lifeline, env, log_path, stdin=subprocess.PIPE)
 
 
+def lower_descendants(pid: int, nice: int, depth: int = 2) -> int:
+    """Set every thread of every process ``depth`` or more levels below ``pid`` to ``nice`` (never
+    lowered: a thread already nicer keeps its value): under the lifeline (``spawn_tethered``), level
+    1 is the API server, level 2 on its engine core and workers. Threads they start later inherit
+    it. Returns the processes changed; a process that ended meanwhile is skipped."""
+    import psutil
+
+    try:
+        level = [psutil.Process(pid)]
+        for _ in range(depth):
+            level = [child for proc in level for child in proc.children()]
+        below = [*level, *(d for proc in level for d in proc.children(recursive=True))]
+    except psutil.NoSuchProcess:
+        return 0
+    changed = 0
+    for proc in below:
+        try:
+            for thread in proc.threads():
+                with contextlib.suppress(ProcessLookupError):
+                    if os.getpriority(os.PRIO_PROCESS, thread.id) < nice:
+                        os.setpriority(os.PRIO_PROCESS, thread.id, nice)
+            changed += 1
+        except psutil.NoSuchProcess:
+            continue
+    return changed
+
+
 def is_healthy(url: str, timeout_s: float = 5.0) -> bool:
     """Whether ``url/health`` answers 200 now."""
     import requests

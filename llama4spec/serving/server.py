@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Protocol, Sequence
 
 from llama4spec.engine.args import base_url
-from llama4spec.serving.process import spawn_tethered, stop_group, wait_healthy
+from llama4spec.serving.process import lower_descendants, spawn_tethered, stop_group, wait_healthy
 from llama4spec.serving.watch import ServerWatch
 
 OnText = Callable[[str], None]
@@ -92,12 +92,16 @@ class OwnedServer:
             watch.start()
             self._spawn()
             wait_healthy(self.url, self.name, self.health_timeout_s, self.exit_status, self.log_path, watch.tick)
+            self._ready()
             watch.ready()
         except BaseException:
             self.stop()
             raise
         self.ready_after_s = time.monotonic() - started
         return self
+
+    def _ready(self) -> None:
+        """What happens once the server answers, before it is used (nothing by default)."""
 
     def alive(self) -> bool:
         return bool(self.procs) and self.exit_status() is None
@@ -135,9 +139,11 @@ class Server(OwnedServer):
         env: Mapping[str, str] | None = None,
         health_timeout_s: float = 900.0,
         name: str = "server",
+        engine_nice: int | None = None,
     ):
         super().__init__()
         self.argv = list(argv)
+        self.engine_nice = engine_nice
         self.host, self.port = host, port
         self.log_paths = [Path(log_path)]
         self.env = dict(env or {})
@@ -149,6 +155,12 @@ class Server(OwnedServer):
 
     def _labels(self) -> list[str]:
         return [""]
+
+    def _ready(self) -> None:
+        """With ``engine_nice``: the engine's processes (below the API server) run at that nice
+        value from now on (``serve.engine_nice``)."""
+        if self.engine_nice is not None and self.proc is not None:
+            lower_descendants(self.proc.pid, self.engine_nice)
 
     def stop(self) -> None:
         if self.proc is not None:

@@ -99,7 +99,8 @@ def server_for(p, secret_env: dict[str, str]):
     from llama4spec.serving.server import Server
 
     return Server(p.exec_argv, host=cfg.serve.host, port=cfg.serve.port, log_path=p.artifacts["log"],
-                  env={**p.env, **secret_env}, health_timeout_s=cfg.serve.health_timeout_s, name=name)
+                  env={**p.env, **secret_env}, health_timeout_s=cfg.serve.health_timeout_s, name=name,
+                  engine_nice=cfg.serve.engine_nice)
 
 
 def derive_schedule(run, p) -> list[list[int]]:

@@ -2,7 +2,7 @@
 tiny pair, vLLM's CPU build).
 
 First a server without a draft is measured at concurrency 1 (the SLO's reference, as in
-runbooks/tiny_cpu_capacity.yaml: TTFT <= 3x its median TTFT, TPOT <= 1.5x its median TPOT). Then,
+runbooks/tiny_cpu_capacity.yaml: TTFT <= 5x its median TTFT, TPOT <= 2x its median TPOT). Then,
 for each setting (no speculation, EAGLE k=3), one server start: the search (``sweep.capacity``, the
 probes of the capacity step: open loop, no client concurrency cap, ``--goodput``), then on the same
 server a grid of request rates spaced by the search's precision (geometric, factor 1 + precision)
@@ -13,7 +13,7 @@ Printed per setting: the search's interval and runs, the grid's boundary and run
 search used at most a third of the grid's runs, and whether the grid's boundary lies in the search's
 interval allowing one grid step ([L / (1 + precision), U x (1 + precision)]).
 
-    .venv/bin/python benchmarks/capacity_vs_grid.py [--precision 0.15] [--attainment 0.8] [--output-len 16]
+    .venv/bin/python benchmarks/capacity_vs_grid.py [--precision 0.05] [--attainment 0.9] [--output-len 32]
 """
 
 from __future__ import annotations
@@ -38,7 +38,9 @@ from llama4spec.serving.bench_runner import BenchRunner
 from llama4spec.serving.process import is_healthy
 from llama4spec.sweep import capacity as cap
 
-COMMON = ["target=tiny", "memory=cpu", "bench=random_tiny", "bench.num_prompts=8"]
+# serve.engine_nice: on 2 cores the engine's polling processes otherwise starve the API server and
+# the load generator into stalls of seconds that make a run's attainment a coin toss (docs/capacity.md).
+COMMON = ["target=tiny", "memory=cpu", "bench=random_tiny", "bench.num_prompts=8", "serve.engine_nice=19"]
 SETTINGS = {"no speculation": ["draft=none"], "EAGLE k=3": ["draft=tiny_eagle", "lookahead=3"]}
 
 
@@ -114,14 +116,16 @@ def grid(cfg, url, where, settings, center: float, duration, thresholds, runner)
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--precision", type=float, default=0.15)
-    ap.add_argument("--attainment", type=float, default=0.8)
-    ap.add_argument("--output-len", type=int, default=16)
+    ap.add_argument("--precision", type=float, default=0.05)
+    ap.add_argument("--attainment", type=float, default=0.9)
+    ap.add_argument("--output-len", type=int, default=32)
     ap.add_argument("--duration-s", type=float, default=5.0)
     ap.add_argument("--start-rate", type=float, default=4.0)
+    ap.add_argument("--ttft", type=float, default=5.0, help="the SLO's TTFT: this many times the baseline's median")
+    ap.add_argument("--tpot", type=float, default=2.0, help="the SLO's TPOT: this many times the baseline's median")
     args = ap.parse_args()
     common = [*COMMON, f"bench.output_len={args.output_len}", f"slo.attainment={args.attainment}",
-              "slo.relative_to=baseline", "slo.ttft=3.0", "slo.tpot=1.5"]
+              "slo.relative_to=baseline", f"slo.ttft={args.ttft}", f"slo.tpot={args.tpot}"]
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp, BenchRunner() as runner:
         work = Path(tmp)
@@ -133,7 +137,7 @@ def main() -> None:
         medians = {m: record.figure(f"median_{m}_ms") for m in ("ttft", "tpot")}
         thresholds = resolve_thresholds(base_cfg, medians)
         print(f"SLO: {', '.join(f'{m.upper()} <= {v:.1f} ms' for m, v in thresholds.items())} for "
-              f"{args.attainment:.0%} of requests (3x and 1.5x the baseline's medians)", flush=True)
+              f"{args.attainment:.0%} of requests ({args.ttft:g}x and {args.tpot:g}x the baseline's medians)", flush=True)
         rows = []
         for name, overrides in SETTINGS.items():
             cfg = compose_config([*common, *overrides]).cfg

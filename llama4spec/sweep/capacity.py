@@ -2,10 +2,10 @@
 server, found by a search over open-loop probes (pure, no I/O).
 
 The search. A probe measures one request rate in runs (each one open-loop benchmark). After its
-first ``min_runs`` runs a probe *leans* one way (its mean attainment at or above the target, or
-below); after each run its verdict is ``holds``, ``fails``, ``undecided`` (``max_runs`` runs and no
-decision) or still open. The search moves on leanings, so a probe far from the capacity costs
-``min_runs`` runs: from ``start`` it doubles the rate while the SLO holds (halves it while it
+first ``lean_runs`` runs (default 1) a probe *leans* one way (its mean attainment at or above the
+target, or below); from ``min_runs`` runs on, after each run its verdict is ``holds``, ``fails``,
+``undecided`` (``max_runs`` runs and no decision) or still open. The search moves on leanings, so a
+probe that ends up neither bound costs ``lean_runs`` runs: from ``start`` it doubles the rate while the SLO holds (halves it while it
 fails) until a rate L that holds lies below a rate U that fails, then probes the geometric
 midpoint of the widest gap until every gap is within ``precision`` (U / L - 1). Then it *verifies*:
 L and U get runs until their verdicts are reached; a verdict against the leaning moves the bounds
@@ -53,6 +53,7 @@ MIN_RATE = 0.01  # the lowest: one request every 100 s
 MAX_PROBES = 64
 PRECISION = 0.05  # relative: stop when U / L - 1 is at most this
 MIN_PROBE_RUNS = 2
+LEAN_RUNS = 1  # runs before a probe leans (the search moves on it); a verdict needs MIN_PROBE_RUNS
 MAX_PROBE_RUNS = 6
 RUNS_CAP = 20  # the largest max_runs accepted
 # Share of alpha spent on the looks before the last: a clear rate stops early; the last look keeps
@@ -113,6 +114,7 @@ class Settings:
     floor: float = MIN_RATE
     min_runs: int = MIN_PROBE_RUNS
     max_runs: int = MAX_PROBE_RUNS
+    lean_runs: int = LEAN_RUNS
     max_probes: int = MAX_PROBES
     confidence: float = CONFIDENCE
     confirm: float | None = CONFIRM  # None: no confirming probe (no cliff can be seen above U)
@@ -154,6 +156,8 @@ def settings_problems(s: Settings) -> list[str]:
         problems.append(f"the precision must lie in [0.01, 1] (relative), not {s.precision}")
     if not (_count(s.min_runs) and _count(s.max_runs) and 2 <= s.min_runs <= s.max_runs <= RUNS_CAP):
         problems.append(f"runs per probe must satisfy 2 <= min <= max <= {RUNS_CAP}, not {s.min_runs} and {s.max_runs}")
+    if not (_count(s.lean_runs) and 1 <= s.lean_runs <= (s.min_runs if _count(s.min_runs) else RUNS_CAP)):
+        problems.append(f"runs before a probe leans must satisfy 1 <= lean <= min runs, not {s.lean_runs}")
     if not (_count(s.max_probes) and 1 <= s.max_probes <= MAX_PROBES):
         problems.append(f"the probes must number 1 to {MAX_PROBES}, not {s.max_probes}")
     if not (_number(s.confidence) and 0.5 < s.confidence < 1):
@@ -315,9 +319,9 @@ class Move:
 
 
 def standing(settings: Settings, probe: Probe) -> str:
-    """A probe's verdict, or once it has ``min_runs`` runs and none yet, its leaning."""
+    """A probe's verdict, or once it has ``lean_runs`` runs and none yet, its leaning."""
     v = verdict(settings, probe)
-    if v.state != OPEN or v.runs < settings.min_runs:
+    if v.state != OPEN or v.runs < settings.lean_runs:
         return v.state
     return LEANS_HOLDS if v.attainment >= settings.target else LEANS_FAILS  # type: ignore[operator]
 
@@ -379,8 +383,8 @@ def move(search: Search) -> Move:
         return Move(min(_round(s.start), s.cap), "start")
     for probe in search.probes:
         v = verdict(s, probe)
-        if v.state == OPEN and v.runs < s.min_runs:
-            return Move(probe.rate, f"run {v.runs + 1} of the first {s.min_runs} at {probe.rate:g}")
+        if v.state == OPEN and v.runs < s.lean_runs:
+            return Move(probe.rate, f"run {v.runs + 1} of the first {s.lean_runs} at {probe.rate:g}")
     b = _bounds(search)
     new = _new_rate(search, b)
     if new.rate is not None and len(search.probes) < s.max_probes:

@@ -5,16 +5,19 @@ The search. A probe measures one request rate in runs (each one open-loop benchm
 first ``lean_runs`` runs (default 1) a probe *leans* one way (its mean attainment at or above the
 target, or below); from ``min_runs`` runs on, after each run its verdict is ``holds``, ``fails``,
 ``undecided`` (``max_runs`` runs and no decision) or still open. The search moves on leanings, so a
-probe that ends up neither bound costs ``lean_runs`` runs: from ``start`` it doubles the rate while the SLO holds (halves it while it
-fails) until a rate L that holds lies below a rate U that fails, then probes the geometric
-midpoint of the widest gap until every gap is within ``precision`` (U / L - 1). Then it *verifies*:
-L and U get runs until their verdicts are reached; a verdict against the leaning moves the bounds
-and the search goes on from there. An undecided rate is neither: it splits its gap and stays
-inside the reported interval [L, U], widening it. Last, one probe at ``confirm`` x U checks that the
-SLO does not hold again above the failure (unless a probe at least halfway there already did;
-verified only when it leans to holding): a rate shown
-to hold above one shown to fail is a *cliff*, said as such, and the capacity reported stays the one
-below the first failure. The state is the probes alone (``Search``): ``next_probe`` is a function of
+probe that ends up neither bound costs ``lean_runs`` runs: from ``start`` it doubles the rate while
+the SLO holds (halves it while it fails) until a rate L that holds lies below a rate U that fails,
+then probes the geometric midpoint of the widest gap until every gap is within ``precision``
+(U / L - 1). Then it *verifies*: L and U get runs until their verdicts are reached; a verdict
+against the leaning moves the bounds and the search goes on from there. An undecided rate is
+neither: its attainment lies within the runs' noise of the target, and so, the curve being
+continuous, does the attainment of rates near it; the search stops narrowing there (more runs at
+rates in that zone would be undecided too; longer runs would narrow it) and the undecided rate
+stays inside the reported interval [L, U], widening it. Last, one
+probe at ``confirm`` x U checks that the SLO does not hold again above the failure (unless a probe
+at least halfway there already did; verified only when it leans to holding): a rate shown to hold
+above one shown to fail is a *cliff*, said as such, and the capacity reported stays the one below
+the first failure. The state is the probes alone (``Search``): ``next_probe`` is a function of
 them, so a resumed search replays its recorded probes and goes on.
 
 The test at one rate. Each run contributes one observation, its attainment (good requests over
@@ -366,14 +369,14 @@ def _new_rate(search: Search, b: _Bounds) -> Move:
             return Move(None, f"stopped: nothing held down to the lowest rate, {s.floor:g}")
         return Move(max(_round(bottom / 2), s.floor), f"down from {bottom:g}, which {_word(b.standing[bottom])}")
     inside = [r for r in b.rates(UNDECIDED) if b.low < r < b.high]
-    gaps = [(b.low, inside[0]), (inside[-1], b.high)] if inside else [(b.low, b.high)]
-    for lo, hi in sorted(gaps, key=lambda g: g[1] / g[0], reverse=True):
-        mid = _round(math.sqrt(lo * hi))
-        if hi / lo - 1 > s.precision and lo < mid < hi and mid not in probed:
-            return Move(mid, f"between {lo:g}, which {_word(b.standing[lo])}, and {hi:g}, which "
-                             f"{_word(b.standing[hi])}")
-    zone = f" around the undecided {', '.join(f'{r:g}' for r in inside)}" if inside else ""
-    return Move(None, f"stopped: within {s.precision:.0%}, between {b.low:g} and {b.high:g}{zone}")
+    if inside:  # the attainment there is within the runs' noise of the target: so are rates near it
+        return Move(None, f"stopped: undecided at {', '.join(f'{r:g}' for r in inside)}, between {b.low:g} and "
+                          f"{b.high:g}; a narrower interval needs longer runs, not more of them")
+    mid = _round(math.sqrt(b.low * b.high))
+    if b.high / b.low - 1 > s.precision and b.low < mid < b.high and mid not in probed:
+        return Move(mid, f"between {b.low:g}, which {_word(b.standing[b.low])}, and {b.high:g}, which "
+                         f"{_word(b.standing[b.high])}")
+    return Move(None, f"stopped: within {s.precision:.0%}, between {b.low:g} and {b.high:g}")
 
 
 def move(search: Search) -> Move:
@@ -393,7 +396,8 @@ def move(search: Search) -> Move:
     if check:
         runs = {p.rate: len(p.runs) for p in search.probes}
         rate = min(check, key=lambda r: runs[r])
-        return Move(rate, f"verifying {rate:g}, which {b.standing[rate]} after {runs[rate]} runs")
+        n = runs[rate]
+        return Move(rate, f"verifying {rate:g}, which {b.standing[rate]} after {n} run{'' if n == 1 else 's'}")
     above = [r for r in b.standing if b.high is not None and r > b.high]
     halfway = 1 + ((s.confirm or 1) - 1) / 2
     if s.confirm is not None and b.high is not None and b.high < s.cap and not any(r >= b.high * halfway for r in above):

@@ -11,8 +11,9 @@ then probes the geometric midpoint of the widest gap until every gap is within `
 (U / L - 1). Then it *verifies*: L and U get runs until their verdicts are reached; a verdict
 against the leaning moves the bounds and the search goes on from there. An undecided rate is
 neither: its attainment lies within the runs' noise of the target, and so, the curve being
-continuous, does the attainment of rates near it; the search stops narrowing there (more runs at
-rates in that zone would be undecided too; longer runs would narrow it) and the undecided rate
+continuous, does the attainment of rates near it; a gap that ends at an undecided rate is narrowed
+only while wider than ``UNDECIDED_ZONE`` x ``precision`` (rates nearer would be undecided too, at
+``max_runs`` runs each; longer runs, not more of them, would narrow it), and the undecided rate
 stays inside the reported interval [L, U], widening it. Last, one
 probe at ``confirm`` x U checks that the SLO does not hold again above the failure (unless a probe
 at least halfway there already did; verified only when it leans to holding): a rate shown to hold
@@ -62,6 +63,9 @@ RUNS_CAP = 20  # the largest max_runs accepted
 # Share of alpha spent on the looks before the last: a clear rate stops early; the last look keeps
 # 75% (z 1.78 against 1.65 at 95%). benchmarks/capacity_search.py measures error rates and runs.
 EARLY_SHARE = 0.25
+# A gap beside an undecided rate is narrowed only while wider than this many times the precision:
+# rates that near it are as undecided (benchmarks/capacity_search.py: the runs and widths it gives).
+UNDECIDED_ZONE = 4
 CONFIRM = 1.5  # the confirming probe: this many times the lowest failing rate
 ROUND_DIGITS = 4  # significant digits of a probed rate (the rate recorded is the rate sent)
 METRICS = ("ttft", "tpot", "e2el")
@@ -369,13 +373,18 @@ def _new_rate(search: Search, b: _Bounds) -> Move:
             return Move(None, f"stopped: nothing held down to the lowest rate, {s.floor:g}")
         return Move(max(_round(bottom / 2), s.floor), f"down from {bottom:g}, which {_word(b.standing[bottom])}")
     inside = [r for r in b.rates(UNDECIDED) if b.low < r < b.high]
-    if inside:  # the attainment there is within the runs' noise of the target: so are rates near it
+    gaps = [(b.low, inside[0]), (inside[-1], b.high)] if inside else [(b.low, b.high)]
+    # Beside an undecided rate, attainment is within the runs' noise of the target too: a gap that
+    # ends there is narrowed only to UNDECIDED_ZONE x the precision.
+    for lo, hi in sorted(gaps, key=lambda g: g[1] / g[0], reverse=True):
+        mid = _round(math.sqrt(lo * hi))
+        enough = s.precision * (UNDECIDED_ZONE if UNDECIDED in (b.standing[lo], b.standing[hi]) else 1)
+        if hi / lo - 1 > enough and lo < mid < hi and mid not in probed:
+            return Move(mid, f"between {lo:g}, which {_word(b.standing[lo])}, and {hi:g}, which "
+                             f"{_word(b.standing[hi])}")
+    if inside:
         return Move(None, f"stopped: undecided at {', '.join(f'{r:g}' for r in inside)}, between {b.low:g} and "
                           f"{b.high:g}; a narrower interval needs longer runs, not more of them")
-    mid = _round(math.sqrt(b.low * b.high))
-    if b.high / b.low - 1 > s.precision and b.low < mid < b.high and mid not in probed:
-        return Move(mid, f"between {b.low:g}, which {_word(b.standing[b.low])}, and {b.high:g}, which "
-                         f"{_word(b.standing[b.high])}")
     return Move(None, f"stopped: within {s.precision:.0%}, between {b.low:g} and {b.high:g}")
 
 

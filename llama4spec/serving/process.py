@@ -211,7 +211,8 @@ def lower_descendants(pid: int, nice: int, depth: int = 2) -> int:
     """Set every thread of every process ``depth`` or more levels below ``pid`` to ``nice`` (never
     lowered: a thread already nicer keeps its value): under the lifeline (``spawn_tethered``), level
     1 is the API server, level 2 on its engine core and workers. Threads they start later inherit
-    it. Returns the processes changed; a process that ended meanwhile is skipped."""
+    it. Returns the processes changed; a process that ended meanwhile, or that may not be changed,
+    is skipped (the server runs on at its own priority)."""
     import psutil
 
     try:
@@ -219,7 +220,7 @@ def lower_descendants(pid: int, nice: int, depth: int = 2) -> int:
         for _ in range(depth):
             level = [child for proc in level for child in proc.children()]
         below = [*level, *(d for proc in level for d in proc.children(recursive=True))]
-    except psutil.NoSuchProcess:
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
         return 0
     changed = 0
     for proc in below:
@@ -229,7 +230,7 @@ def lower_descendants(pid: int, nice: int, depth: int = 2) -> int:
                     if os.getpriority(os.PRIO_PROCESS, thread.id) < nice:
                         os.setpriority(os.PRIO_PROCESS, thread.id, nice)
             changed += 1
-        except psutil.NoSuchProcess:
+        except (psutil.NoSuchProcess, psutil.AccessDenied, PermissionError):
             continue
     return changed
 

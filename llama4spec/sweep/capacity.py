@@ -14,11 +14,10 @@ neither: its attainment lies within the runs' noise of the target, and so, the c
 continuous, does the attainment of rates near it; a gap that ends at an undecided rate is narrowed
 only while wider than ``UNDECIDED_ZONE`` x ``precision`` (rates nearer would be undecided too, at
 ``max_runs`` runs each; longer runs, not more of them, would narrow it), and the undecided rate
-stays inside the reported interval [L, U], widening it. Last, one
-probe at ``confirm`` x U checks that the SLO does not hold again above the failure (unless a probe
-at least halfway there already did; verified only when it leans to holding): a rate shown to hold
-above one shown to fail is a *cliff*, said as such, and the capacity reported stays the one below
-the first failure. The state is the probes alone (``Search``): ``next_probe`` is a function of
+stays inside the reported interval [L, U], widening it. Last, one probe at ``confirm`` x U checks
+that the SLO does not hold again above the failure (unless a probe at least halfway there already
+did; verified only when it leans to holding): a rate shown to hold above one shown to fail is a
+*cliff*, said as such, and the capacity reported stays the one below the first failure. The state is the probes alone (``Search``): ``next_probe`` is a function of
 them, so a resumed search replays its recorded probes and goes on.
 
 The test at one rate. Each run contributes one observation, its attainment (good requests over

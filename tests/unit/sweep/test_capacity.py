@@ -167,6 +167,25 @@ def test_a_probe_leans_after_one_run_and_only_the_bounds_get_the_runs_a_verdict_
     assert all(n == 1 for r, n in runs.items() if r not in (answer.rate, answer.high)), runs
 
 
+def test_a_gap_beside_an_undecided_rate_is_narrowed_only_to_the_zone():
+    """Between 5 and 7 req/s runs alternate between 0.85 and 1.0 (mean 0.925, the target 0.95 inside
+    their spread): rates there end undecided, and a gap that ends at one is narrowed only while wider
+    than UNDECIDED_ZONE x the precision."""
+    s = begin(Settings(start=1.0, target=TARGET, confirm=None))
+    while (rate := next_probe(s)) is not None:
+        done = sum(len(p.runs) for p in s.probes if p.rate == rate)  # alternating at each rate
+        attainment = 1.0 if rate <= 5.0 else 0.0 if rate >= 7.0 else (0.85, 1.0)[done % 2]
+        s = record_run(s, rate, Run(attainment, 500))
+    answer = capacity(s)
+    assert answer.done and answer.undecided and answer.rate <= 5.0 and answer.high >= 7.0, answer
+    assert answer.stopped.startswith("stopped: undecided at ") and "longer runs" in answer.stopped
+    rates = sorted(p.rate for p in s.probes if answer.rate <= p.rate <= answer.high)
+    zone = cap.UNDECIDED_ZONE * s.settings.precision
+    for lo, hi in zip(rates, rates[1:]):
+        if lo in answer.undecided or hi in answer.undecided:
+            assert hi / lo - 1 <= zone, (lo, hi, rates)
+
+
 def test_halves_when_the_start_fails_and_stops_at_the_floor():
     s = begin(Settings(start=8.0, confirm=None))
     rates = []

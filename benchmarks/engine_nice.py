@@ -40,6 +40,7 @@ LOOSE = ["slo.ttft_ms=100000", "slo.tpot_ms=100000"]  # a probe needs an SLO; th
 def runs(overrides: list[str], args, where: Path, runner) -> list[dict]:
     cfg = compose_config([*COMMON, *overrides, *LOOSE]).cfg
     out = []
+    where.mkdir(parents=True, exist_ok=True)
     with server([*COMMON, *overrides], where) as url:
         for i in range(args.runs):
             files = BenchFiles(where / f"run{i}" / "run=0.json", where / f"run{i}" / "record.json",

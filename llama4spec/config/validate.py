@@ -72,6 +72,9 @@ def _values(cfg: Config, problems: list[str]) -> None:
                                           and 0 <= s.engine_nice <= 19):
         problems.append(f"serve.engine_nice={s.engine_nice}: must be a nice value from 0 to 19 (higher runs the "
                         f"engine at lower priority), or null to leave it")
+    elif s.engine_nice is not None and cfg.parallel.nnodes > 1:
+        problems.append(f"serve.engine_nice={s.engine_nice} applies to a server on this machine, not to a group "
+                        f"of {cfg.parallel.nnodes} nodes; drop it, or set the nice value on each node yourself")
     for arg in s.extra_args:
         flag = arg.split("=", 1)[0]
         if flag in OWN_SERVE_FLAGS:

@@ -47,3 +47,9 @@ def test_values_vllm_would_reject_are_refused_by_validate(cli, override: str, ex
     res = cli("validate", override, timeout=60)
     assert res.returncode == 2 and expected in res.stderr, res.stdout + res.stderr
     assert "Traceback" not in res.stderr and "sekrit" not in res.stderr
+
+
+def test_engine_nice_on_a_multi_node_group_is_refused_not_ignored(cli) -> None:
+    res = cli("validate", "parallel.nnodes=2", "serve.engine_nice=10", timeout=60)
+    assert res.returncode == 2 and "serve.engine_nice=10 applies to a server on this machine" in res.stderr
+    assert "Traceback" not in res.stderr

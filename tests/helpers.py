@@ -20,13 +20,32 @@ def run_cli(*args: str, timeout: float = 900, env: dict | None = None) -> subpro
     )
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    """A TCP port on 127.0.0.1 that nothing listens on right now, never handed out before in this
+    process, from a range of this pytest-xdist worker's own below the kernel's ephemeral ports
+    (32768 on): a port a test lets go between two server starts cannot be taken meanwhile by a
+    test on the other worker, nor by the kernel for anything's bind to port 0."""
+    import random
     import socket
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    index = int(worker[2:]) + 1 if worker.startswith("gw") and worker[2:].isdigit() else 0
+    low = 12000 + 2000 * (index % 10)
+    for _ in range(1000):
+        port = random.randrange(low, low + 2000)
+        if port in _HANDED_OUT:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _HANDED_OUT.add(port)
+        return port
+    raise RuntimeError(f"no free port in {low}-{low + 1999}")
 
 
 # -- processes: what a command left behind ---------------------------------------------------

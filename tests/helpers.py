@@ -174,3 +174,24 @@ steps:
     repeats: 1
     extra_args: [--ignore-eos]
 """
+
+
+# The one place a test may reach vLLM's CPU kernels or name an instruction set
+# (tests/unit/test_cpu_neutral.py fails the suite on any other): the CPU wheel ships three kernel
+# libraries (``_C``: AVX-512 with BF16, ``_C_AVX512``, ``_C_AVX2``) and vLLM's platform picks one from
+# the CPU's flags. Importing one by name runs its instructions whatever the CPU: on an AVX2-only
+# machine ``import vllm._C`` dies with "Illegal instruction", taking the test process with it.
+def vllm_cpu_kernels():
+    """``torch.ops._C`` after vLLM's CPU platform loaded the kernel library that fits this CPU
+    (``vllm/platforms/cpu.py: import_kernels``); skips where vLLM or its CPU platform is absent."""
+    import pytest
+
+    pytest.importorskip("vllm")
+    torch = pytest.importorskip("torch")
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu():
+        pytest.skip("vLLM's CPU kernels: not the CPU build")
+    current_platform.import_kernels()
+    return torch.ops._C
+

@@ -13,6 +13,8 @@ files read it:
   and test_preflight_engine.py.
 - ``imperfect_offline``: ``llama4spec offline`` with the imperfect draft and
   ``offline.by_category=true``. Used by test_offline_engine.py and test_categories_engine.py.
+- ``sequential_run``: one runbook of two ``repeats: auto`` sweeps, the second with ``revisit:
+  true``. Used by test_decisive_engine.py and test_revisit_engine.py.
 
 A test that signals, kills or reconfigures a server starts its own.
 
@@ -51,17 +53,18 @@ KV_GIB = 1  # the perfect run's KV cache space (memory.cpu_kvcache_space_gib), w
 # The files that read the session fixtures above, in two groups so that each fixture starts once:
 # the offline engines, and the shared server (the category tests read both: their offline tests go
 # with the first, their served tests with the second).
-OFFLINE_GROUP, SERVER_GROUP = "offline-engines", "shared-server"
+OFFLINE_GROUP, SERVER_GROUP, SEQUENTIAL_GROUP = "offline-engines", "shared-server", "sequential-sweeps"
 GROUPS = {"test_offline_engine": OFFLINE_GROUP, "test_runbook_offline_engine": OFFLINE_GROUP,
           "test_preflight_engine": OFFLINE_GROUP, "test_serving_engine": SERVER_GROUP,
-          "test_requests_engine": SERVER_GROUP}
+          "test_requests_engine": SERVER_GROUP, "test_decisive_engine": SEQUENTIAL_GROUP,
+          "test_revisit_engine": SEQUENTIAL_GROUP}
 SPLIT = {"test_categories_engine": (("test_offline_", OFFLINE_GROUP), ("", SERVER_GROUP))}
 HERE = Path(__file__).resolve().parent
 # Seconds a group took on one of the two workers of a clean-clone CI run (a group not listed is
 # taken as short): the order the groups are handed out in.
 COST = {SERVER_GROUP: 420, OFFLINE_GROUP: 380, "test_capacity_engine": 340, "test_sweep_engine": 290,
-        "test_decisive_engine": 270, "test_sweep_failures_engine": 185, "test_sampling_engine": 175,
-        "test_fault_campaign_engine": 175, "test_multinode_engine": 150, "test_revisit_engine": 145,
+        SEQUENTIAL_GROUP: 330, "test_sweep_failures_engine": 185, "test_sampling_engine": 175,
+        "test_fault_campaign_engine": 175, "test_multinode_engine": 150,
         "test_slurm_engine": 130, "test_faults_engine": 130, "test_interleaved_engine": 115,
         "test_parallel_engine": 100}
 
@@ -168,6 +171,46 @@ steps:
     overrides: [draft=tiny_eagle, offline.baseline=true, dataset.num_prompts={PERFECT_PROMPTS},
                 generation.max_tokens={OFFLINE_TOKENS}]
 """
+
+
+SEQUENTIAL_RUNBOOK = """\
+name: sequential
+env:
+  VLLM_CPU_KVCACHE_SPACE: "1"
+overrides: [target=tiny, memory=cpu, bench=random_tiny, bench.num_prompts=8, bench.output_len=64, serve.port=8761]
+steps:
+  - id: perfect
+    kind: sweep
+    matrix: {draft: [none, tiny_eagle], lookahead: [3], bench.max_concurrency: [1]}
+    repeats: auto
+    max_repeats: 4
+    extra_args: [--ignore-eos]
+  - id: sweep
+    kind: sweep
+    needs: [perfect]
+    matrix: {draft: [none, tiny_eagle_imperfect], lookahead: [2], bench.max_concurrency: [4]}
+    repeats: auto
+    max_repeats: 6
+    revisit: true
+    warmup: 2
+    extra_args: [--ignore-eos]
+"""
+
+
+@pytest.fixture(scope="session")
+def sequential_run(tmp_path_factory, tiny_dir) -> tuple[Path, Path]:
+    """One run of two sweeps measured until decided (``repeats: auto``), read by the decisive and the
+    revisit tests: ``perfect``, the perfect pair's k=3 against no speculation at concurrency 1 (a clear
+    difference, at most 4 runs a point), then ``sweep``, no speculation against the imperfect pair's
+    k=2 at concurrency 4 with ``revisit: true`` (a gap one server start per setting leaves undecided,
+    at most 6 runs a point, each server started at most twice). 4 to 6 server starts in all."""
+    base = tmp_path_factory.mktemp("sequential")
+    runbook = base / "sequential.yaml"
+    runbook.write_text(SEQUENTIAL_RUNBOOK)
+    done = run_cli("run", str(runbook), "--runs-dir", str(base / "runs"), timeout=1800)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (run_dir,) = (base / "runs" / "sequential").iterdir()
+    return runbook, run_dir
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""``revisit: true`` with real vLLM servers: no speculation against the imperfect pair's k=2 at
+"""``revisit: true`` with real vLLM servers (the ``sweep`` step of the shared ``sequential_run``,
+tests/engine/conftest.py): no speculation against the imperfect pair's k=2 at
 concurrency 4, a gap the between-start spread alone leaves undecided on this machine, so the first
 pass ends "needs another server start" and both servers start once more. At most 4 server starts,
 at most 6 runs a point.
@@ -22,44 +23,18 @@ from tests.helpers import run_cli
 
 pytestmark = pytest.mark.engine
 
-RUNBOOK = """\
-name: revisit
-env:
-  VLLM_CPU_KVCACHE_SPACE: "1"
-overrides: [target=tiny, memory=cpu, bench=random_tiny, bench.num_prompts=8, bench.output_len=64, serve.port=8763]
-steps:
-  - id: sweep
-    kind: sweep
-    matrix: {draft: [none, tiny_eagle_imperfect], lookahead: [2], bench.max_concurrency: [4]}
-    repeats: auto
-    max_repeats: 6
-    revisit: true
-    warmup: 2
-    extra_args: [--ignore-eos]
-"""
 POINTS = ["sweep-none-k2-c4", "sweep-tiny_eagle_imperfect-k2-c4"]
-
-
-@pytest.fixture(scope="module")
-def revisit_run(tmp_path_factory, tiny_dir) -> tuple[Path, Path]:
-    base = tmp_path_factory.mktemp("revisit")
-    runbook = base / "revisit.yaml"
-    runbook.write_text(RUNBOOK)
-    done = run_cli("run", str(runbook), "--runs-dir", str(base / "runs"), timeout=1500)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (run_dir,) = (base / "runs" / "revisit").iterdir()
-    return runbook, run_dir
 
 
 def _record(run_dir: Path, pid: str) -> dict:
     return json.loads((run_dir / pid / "record.json").read_text())
 
 
-def test_servers_start_again_exactly_for_the_points_left_undecided(revisit_run) -> None:
+def test_servers_start_again_exactly_for_the_points_left_undecided(sequential_run) -> None:
     from llama4spec.runbook.plan import plan_file
     from llama4spec.runbook.sequential import Rule, revisit_targets
 
-    runbook, run_dir = revisit_run
+    runbook, run_dir = sequential_run
     status = {s["id"]: s for s in json.loads((run_dir / "status.json").read_text())["steps"]}
     plan = plan_file(runbook, lambda name: run_dir)
     settle = next(p for p in plan.steps if p.kind == "settle" and p.step.keys.start == 2)
@@ -77,23 +52,23 @@ def test_servers_start_again_exactly_for_the_points_left_undecided(revisit_run) 
         else:
             assert again["status"] == "skipped" and again["reason"].startswith("not revisited"), again
             assert 2 not in starts
-    started = sum(1 for s in status.values() if s["kind"] == "serve" and s["status"] == "done")
+    started = sum(1 for s in status.values() if s["kind"] == "serve" and s["status"] == "done" and s["id"].startswith("sweep-"))
     assert started == 2 + len(targets) <= 4
     rows = list(csv.DictReader((run_dir / "sweep" / "sweep.csv").open()))
     if targets:
         assert {r["server_start"] for r in rows if r["id"] in targets} == {"1", "2"}
 
 
-def test_revisit_decisions_recompute_and_resume_starts_nothing(revisit_run) -> None:
+def test_revisit_decisions_recompute_and_resume_starts_nothing(sequential_run) -> None:
     from llama4spec.runbook.plan import plan_file
     from llama4spec.runbook.sequential import Rule, decisions
 
-    runbook, run_dir = revisit_run
+    runbook, run_dir = sequential_run
     plan = plan_file(runbook, lambda name: run_dir)
     status = {s["id"]: s for s in json.loads((run_dir / "status.json").read_text())["steps"]}
     last: dict[str, dict] = {}  # point -> the decision of the last settle step that ran over it
     for p in plan.steps:
-        if p.kind == "settle" and status[p.id]["status"] == "done":
+        if p.kind == "settle" and p.id.startswith("sweep-") and status[p.id]["status"] == "done":
             found, pick = decisions(plan, Rule.of(p.step.keys))
             assert pick is None, p.id
             last.update({pid: d.record() for pid, d in found.items()})

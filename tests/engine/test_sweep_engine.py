@@ -2,7 +2,7 @@
 
 Four servers start one after the other (about a minute each on two shared cores), each
 measured at concurrency 1 and 4, three times. The shipped runbook sends 16 prompts x 128 tokens
-a run after a warm-up run; the test runs the same code on 8 x 64 tokens without the warm-up
+a run after a warm-up run; the test runs the same code on 8 x 32 tokens without the warm-up
 (``SMALL``). Three runs
 stay: with two, a Student-t interval (t = 12.7 at one degree of freedom) decides nothing, and the
 schedule the second phase verifies would have no point to come from. The
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.engine
 
 # No warm-up run: each is one more benchmark process (about 10 s of vLLM's imports); the warm-up's
 # requests staying out of the counted runs is tested on the shared server (test_categories_engine.py).
-SMALL = ["bench.num_prompts=8", "bench.output_len=64", "--warmup", "0", "--repeats", "3"]
+SMALL = ["bench.num_prompts=8", "bench.output_len=32", "--warmup", "0", "--repeats", "3"]
 REPEATS = 3
 
 

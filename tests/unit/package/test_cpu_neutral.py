@@ -5,8 +5,9 @@ the CPU. vLLM's CPU wheel ships ``_C`` (AVX-512 with BF16), ``_C_AVX512`` and ``
 ``vllm._C`` on an AVX2-only CPU executes AVX-512 instructions ("Illegal instruction") and kills the
 process that ran it, a pytest-xdist worker included.
 
-The scan reads code, not prose: imports, attribute chains and string constants, with docstrings
-and comments left out (they may explain the matter, as this one does)."""
+The scan reads code, not prose: imports, attribute chains and string constants of the repository's
+Python files and of the python blocks in README.md and docs/, with docstrings and comments left out
+(they may explain the matter, as this one does)."""
 
 from __future__ import annotations
 
@@ -63,6 +64,11 @@ def offences(source: str, where: str) -> list[str]:
     return sorted(set(found))
 
 
+def _python_blocks(markdown: str) -> list[str]:
+    """The ```python blocks of a page (what a reader copies and runs)."""
+    return re.findall(r"^```python\n(.*?)^```", markdown, re.MULTILINE | re.DOTALL)
+
+
 def test_no_code_names_a_cpu_kernel_library_or_an_instruction_set_outside_the_guard() -> None:
     here = Path(__file__).resolve()
     found = []
@@ -70,6 +76,9 @@ def test_no_code_names_a_cpu_kernel_library_or_an_instruction_set_outside_the_gu
         for path in sorted((REPO / top).rglob("*.py")):
             if path.resolve() != here:
                 found += offences(path.read_text(), str(path.relative_to(REPO)))
+    for page in sorted([REPO / "README.md", *(REPO / "docs").rglob("*.md")]):
+        for block in _python_blocks(page.read_text()):
+            found += offences(block, f"{page.relative_to(REPO)} (a python block)")
     assert not found, ("these name one of vLLM's CPU kernel libraries or an instruction set: load the "
                        "kernels with tests.helpers.vllm_cpu_kernels() (vLLM's platform picks the library "
                        "for this CPU)\n" + "\n".join(found))

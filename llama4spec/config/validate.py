@@ -11,12 +11,12 @@ import os
 import re
 from pathlib import Path
 
+from llama4spec.config import methods
 from llama4spec.config.layout import host_problem, layout_problems
 from llama4spec.config.schedule import schedule_problems
 from llama4spec.config.schema import Config, SloConfig
 from llama4spec.tiny.paths import is_tiny_path
 
-METHODS = ("eagle", "eagle3", "ngram")
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 
 
@@ -107,9 +107,10 @@ def _values(cfg: Config, problems: list[str]) -> None:
         if d.sample_method not in DRAFT_SAMPLE_METHODS:
             problems.append(f"draft.sample_method={d.sample_method}: must be one of vLLM's draft_sample_method "
                             f"values: {', '.join(DRAFT_SAMPLE_METHODS)}")
-        elif d.method not in ("eagle", "eagle3"):
+        elif not methods.needs_model(d.method):
+            drafters = " or ".join(m for m in methods.RUN if methods.needs_model(m))
             problems.append(f"draft.sample_method={d.sample_method}: only a model draft samples "
-                            f"(draft.method eagle or eagle3, not {d.method or 'none'}); drop draft.sample_method")
+                            f"(draft.method {drafters}, not {d.method or 'none'}); drop draft.sample_method")
     if str(b.request_rate) != "inf":
         try:
             rate = float(b.request_rate)
@@ -281,17 +282,17 @@ def validate(cfg: Config) -> list[str]:
     _check_model("target.model", t.model, problems)
     _check_revision("target.revision", t.revision, problems)
     _check_revision("draft.revision", d.revision, problems)
-    if d.method is not None and d.method not in METHODS:
-        problems.append(f"draft.method '{d.method}' is not supported; use one of {', '.join(METHODS)} or draft=none")
+    if d.method is not None and d.method not in methods.RUN:
+        problems.append(f"draft.method '{d.method}' is not supported; use one of {', '.join(methods.RUN)} or draft=none")
     if d.method is not None and cfg.lookahead < 1:
         problems.append(
             f"lookahead={cfg.lookahead}: a draft needs at least 1 speculative token; set lookahead>=1 or draft=none"
         )
-    if d.method in ("eagle", "eagle3"):
+    if methods.needs_model(d.method):
         if not d.model:
             problems.append(f"draft.model: method {d.method} needs a draft model (hub id or local directory)")
         _check_model("draft.model", d.model, problems)
-    if d.method == "ngram":
+    if methods.prompt_lookup(d.method):
         lo, hi = d.prompt_lookup_min, d.prompt_lookup_max
         if lo is None or hi is None or lo < 1 or hi < lo:
             problems.append(

@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from llama4spec.config import methods
 from llama4spec.config.schema import Config
 from llama4spec.engine import build
 
@@ -27,7 +28,7 @@ def speculative_config(cfg: Config) -> dict[str, Any] | None:
         if d.revision:
             spec["revision"] = d.revision  # vLLM's SpeculativeConfig.revision: the draft's commit, branch or tag
     spec["num_speculative_tokens"] = cfg.lookahead
-    if d.method == "ngram":
+    if methods.prompt_lookup(d.method):
         spec["prompt_lookup_min"] = d.prompt_lookup_min
         spec["prompt_lookup_max"] = d.prompt_lookup_max
     elif cfg.parallel.draft_tensor_parallel_size is not None:
@@ -57,7 +58,7 @@ def model_refs(cfg: Config) -> list[ModelRef]:
     the revision)."""
     t, d = cfg.target, cfg.draft
     refs = [ModelRef("target", "target.model", t.model, t.revision)]
-    if d.method in ("eagle", "eagle3") and d.model:
+    if methods.needs_model(d.method) and d.model:
         refs.append(ModelRef("draft", "draft.model", d.model, d.revision))
     if t.tokenizer and t.tokenizer != t.model:
         refs.append(ModelRef("tokenizer", "target.tokenizer", t.tokenizer, t.revision))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from llama4spec.config import methods
 from llama4spec.config.schema import Config
 from llama4spec.errors import UserError
 from llama4spec.preflight.doctor import ERROR, Finding, Pairing, examine
@@ -22,7 +23,7 @@ def pairing(cfg: Config, network: bool = True) -> Pairing:
     """Both models' config.json for ``cfg`` (the draft only for eagle/eagle3); UserError if unreadable."""
     target = load(cfg.target.model, "target.model", network)
     draft = None
-    if cfg.draft.method in ("eagle", "eagle3") and cfg.draft.model:
+    if methods.reads_hidden_states(cfg.draft.method) and cfg.draft.model:
         draft = load(cfg.draft.model, "draft.model", network)
     return Pairing(cfg, target, draft)
 

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from llama4spec.config import methods
 from llama4spec.config.schema import Config
 from llama4spec.files import Expect, json_or_none
 from llama4spec.preflight import hfconfig, values
@@ -79,7 +80,7 @@ class Pairing:
 
     @property
     def eagle(self) -> bool:
-        return self.cfg.draft.method in ("eagle", "eagle3") and self.draft is not None
+        return methods.reads_hidden_states(self.cfg.draft.method) and self.draft is not None
 
     @property
     def llama4_target(self) -> bool:
@@ -257,7 +258,7 @@ def eagle_draft_tp(p: Pairing) -> list[Finding]:
     tp, dtp = p.cfg.parallel.tensor_parallel_size, p.cfg.parallel.draft_tensor_parallel_size
     if not (p.eagle and dtp == 1 and tp != 1):
         return []
-    method = "EAGLE-3" if p.cfg.draft.method == "eagle3" else "EAGLE"
+    method = methods.label(p.cfg.draft.method)
     return [Finding("eagle-draft-tp", WARNING,
                     f"draft_tensor_parallel_size=1 with tensor_parallel_size={tp} for an {method} draft",
                     "vLLM 0.32 shards the EAGLE head like the target anyway (llm_base_proposer.py); "
@@ -485,6 +486,21 @@ def cpu_sampling(p: Pairing) -> list[Finding]:
                     "reinstall llama4spec (pip install -e .) and leave VLLM_PLUGINS unset, or measure at temperature 0")]
 
 
+def async_scheduling(p: Pairing) -> list[Finding]:
+    """A method vLLM 0.32 runs with async scheduling off (``config.methods``), where the server's
+    flags leave it to vLLM: measured against no speculation, which keeps it on, the comparison also
+    measures the scheduler."""
+    method = methods.get(p.cfg.draft.method)
+    flags = [*p.cfg.serve.extra_args]
+    if method is None or method.async_scheduling or any(a.endswith("async-scheduling") for a in flags):
+        return []
+    return [Finding("async-scheduling", INFO, f"vLLM 0.32 serves {method.label} (draft.method={method.name}) with "
+                    f"async scheduling off", "a server without speculation keeps it on, so a comparison of the two "
+                    "also compares the scheduler",
+                    "to compare like with like, give the server without speculation "
+                    "serve.extra_args=[--no-async-scheduling]")]
+
+
 FILE_CHECKS: dict[str, Rule] = {
     "config-values": config_values,
     "transformers-config": transformers_config,
@@ -506,6 +522,7 @@ RULES: dict[str, Rule] = {
     "exposed-server": exposed_server,
     "lookahead-schedule": lookahead_schedule,
     "cpu-sampling": cpu_sampling,
+    "async-scheduling": async_scheduling,
 }
 ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
 

@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from llama4spec.config import methods
 from llama4spec.config.schedule import max_k
 from llama4spec.config.schema import Config
 from llama4spec.errors import UserError
@@ -34,7 +35,6 @@ FP8_METHODS = ("fp8", "fbgemm_fp8", "modelopt", "compressed-tensors", "ptpc_fp8"
 INT4_METHODS = ("awq", "gptq", "awq_marlin", "gptq_marlin", "bitsandbytes")
 DEFAULT_BATCHED_TOKENS = 8192  # vLLM's usual default on GPUs
 DEFAULT_NUM_SEQS = 256
-EAGLE_METHODS = ("eagle", "eagle3")
 
 
 def dtype_bytes(cfg: Config, target: dict[str, Any]) -> int:
@@ -180,11 +180,11 @@ def check_configs(cfg: Config, target: Any, draft: Any) -> None:
 
 def memory_plan(cfg: Config, target: dict[str, Any], draft: dict[str, Any] | None, device_memory_gib: float) -> MemoryPlan:
     """The plan for ``cfg`` on ``cfg.hardware`` with ``device_memory_gib`` per device (UserError on a malformed config.json)."""
-    check_configs(cfg, target, draft if cfg.draft.method in EAGLE_METHODS else None)
+    check_configs(cfg, target, draft if methods.reads_hidden_states(cfg.draft.method) else None)
     t, m, par, hw = _text(target), cfg.memory, cfg.parallel, cfg.hardware
     tp, pp = par.tensor_parallel_size, par.pipeline_parallel_size
     method = cfg.draft.method
-    eagle = method in EAGLE_METHODS and draft is not None
+    eagle = methods.reads_hidden_states(method) and draft is not None
     model_bytes = dtype_bytes(cfg, target)
     kv_bytes = 1 if m.kv_cache_dtype.startswith("fp8") else model_bytes
 

@@ -19,6 +19,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from llama4spec.config import methods
 from llama4spec.config.compose import compose_config
 from llama4spec.config.validate import slo_problems
 from llama4spec.errors import UserError
@@ -29,7 +30,6 @@ from llama4spec.runbook.spec import Reference, Traits
 from llama4spec.runbook.steps.base import BaseKind
 from llama4spec.sweep import capacity as cap
 
-METHODS = {"eagle": "EAGLE", "eagle3": "EAGLE-3"}
 CLIENT_KEYS = ("slo",)  # a capacity matrix varies servers; the SLO and the client are the step's own
 
 
@@ -118,7 +118,7 @@ def setting_name(cfg) -> str:
     """A server setting in words: no speculation, EAGLE k=3."""
     if not cfg.draft.method:
         return "no speculation"
-    return f"{METHODS.get(cfg.draft.method, cfg.draft.method)} k={cfg.lookahead}"
+    return f"{methods.label(cfg.draft.method)} k={cfg.lookahead}"
 
 
 def expand(runbook, step, cli: list[str], taken: set[str], make, problems: list[str], environ=None) -> list:

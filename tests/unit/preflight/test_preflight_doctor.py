@@ -10,7 +10,7 @@ import pytest
 
 from llama4spec.config.compose import compose_config
 from llama4spec.preflight import gate, pairing
-from llama4spec.preflight.doctor import ERROR, RULES, WARNING, examine
+from llama4spec.preflight.doctor import ERROR, INFO, RULES, WARNING, examine
 from llama4spec.errors import UserError
 from tests.helpers import DROP, edited, run_cli
 
@@ -48,6 +48,7 @@ BROKEN = {
     "lookahead-schedule": (WARNING, lambda tmp, tiny: ["draft.lookahead_schedule=[[1,4,3]]",
                                                        "parallel.data_parallel_size=2"]),
     "cpu-sampling": (ERROR, lambda tmp, tiny: ["generation.temperature=0.8"]),
+    "async-scheduling": (INFO, lambda tmp, tiny: ["draft=ngram"]),
 }
 # The environment a rule's fixture needs besides its overrides (the CPU fix's plugin left out).
 ENV = {"cpu-sampling": {"VLLM_PLUGINS": ""}}

@@ -1,0 +1,77 @@
+"""vLLM's speculative methods, declared once: every consumer (validation, vLLM's arguments, the
+doctor, the memory plan, labels) asks this table, never a tuple of names of its own.
+
+The names are vLLM 0.32's ``SpeculativeMethod`` (``vllm/config/speculative.py``, 13 values; its
+per-model MTP names are one ``mtp`` row here). Which methods keep async scheduling on is read off
+``vllm/config/vllm.py`` (``VllmConfig.__post_init__``): vLLM turns it off for every method outside
+the EAGLE family, ``ngram_gpu``, ``draft_model``, ``dspark`` and ``dflash``, so a comparison between
+two methods on either side of that line also compares async scheduling on against off.
+
+Adding a method: a row here, its config under ``conf/draft/`` (for a method this tool runs) and its
+tests. The table sits in ``config/`` because validating a config asks it first, and every layer
+above (engine arguments, the doctor, the memory plan, runbook labels) may import downward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str  # vLLM's ``speculative_config.method``
+    label: str  # in tables and headlines
+    needs_model: bool  # ``speculative_config.model`` names a draft model vLLM loads and samples with
+    reads_hidden_states: bool  # a draft head on the target's hidden states (EAGLE family): its
+    #   config.json is read and checked by the doctor and its layers counted by the memory plan
+    prompt_lookup: bool  # drafts from the prompt (prompt_lookup_min / prompt_lookup_max)
+    async_scheduling: bool  # vLLM 0.32 keeps async scheduling on for it (off: see the docstring)
+    llama4: bool  # applies to a Llama 4 target
+    runs: bool  # this tool runs it: a config under conf/draft/, validation and tests
+
+
+TABLE: tuple[Method, ...] = (
+    Method("eagle", "EAGLE", True, True, False, True, True, True),
+    Method("eagle3", "EAGLE-3", True, True, False, True, True, True),
+    Method("ngram", "n-gram", False, False, True, False, True, True),
+    Method("ngram_gpu", "n-gram (GPU)", False, False, True, True, True, False),
+    Method("draft_model", "draft model", True, False, False, True, True, False),
+    Method("suffix", "suffix decoding", False, False, False, False, True, False),
+    Method("medusa", "Medusa", True, False, False, False, False, False),
+    Method("mlp_speculator", "MLP speculator", True, False, False, False, False, False),
+    Method("custom_class", "custom proposer", False, False, False, False, False, False),
+    Method("mtp", "MTP", True, True, False, True, False, False),
+    Method("extract_hidden_states", "hidden-state extraction", False, True, False, True, False, False),
+    Method("dflash", "DFlash", True, True, False, True, False, False),
+    Method("dspark", "DSpark", True, False, False, True, False, False),
+)
+BY_NAME = {m.name: m for m in TABLE}
+RUN = tuple(m.name for m in TABLE if m.runs)  # the methods a config may name
+
+
+def get(name: str | None) -> Method | None:
+    """The method vLLM calls ``name`` (None: no speculation, or a name vLLM does not know)."""
+    return BY_NAME.get(name) if name else None
+
+
+def label(name: str | None) -> str:
+    """How tables name the method (its vLLM name where unknown; "no speculation" for none)."""
+    if not name:
+        return "no speculation"
+    m = BY_NAME.get(name)
+    return m.label if m else name
+
+
+def needs_model(name: str | None) -> bool:
+    m = get(name)
+    return bool(m and m.needs_model)
+
+
+def reads_hidden_states(name: str | None) -> bool:
+    m = get(name)
+    return bool(m and m.reads_hidden_states)
+
+
+def prompt_lookup(name: str | None) -> bool:
+    m = get(name)
+    return bool(m and m.prompt_lookup)

@@ -38,8 +38,15 @@ def test_the_replacement_expands_like_the_kernel_in_the_output_dtype(dtype, valu
 
 
 def test_vllms_cpu_fallback_loses_float_outputs() -> None:
-    """The defect itself, on vLLM's own function: the float output is never written."""
-    fallback = pytest.importorskip("vllm.utils.cpu_triton_utils")
+    """The defect itself, on vLLM's own function: the float output is never written. The function
+    comes from a fresh copy of vLLM's module: in a process where vLLM loaded its general plugins
+    (another test's config did), the fix has already replaced the module's attribute."""
+    import importlib.util
+
+    pytest.importorskip("vllm.utils.cpu_triton_utils")
+    spec = importlib.util.find_spec("vllm.utils.cpu_triton_utils")
+    fallback = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fallback)
     kernels = vllm_cpu_kernels()  # the library vLLM's platform picks for this CPU, never one by name
     if not hasattr(kernels, "expand_kernel_impl"):
         pytest.skip("this vLLM build has no C++ expand kernel")

@@ -181,9 +181,11 @@ steps:
 # libraries (``_C``: AVX-512 with BF16, ``_C_AVX512``, ``_C_AVX2``) and vLLM's platform picks one from
 # the CPU's flags. Importing one by name runs its instructions whatever the CPU: on an AVX2-only
 # machine ``import vllm._C`` dies with "Illegal instruction", taking the test process with it.
-def vllm_cpu_kernels():
+def vllm_cpu_kernels(as_avx2_only: bool = False):
     """``torch.ops._C`` after vLLM's CPU platform loaded the kernel library that fits this CPU
-    (``vllm/platforms/cpu.py: import_kernels``); skips where vLLM or its CPU platform is absent."""
+    (``vllm/platforms/cpu.py: import_kernels``); skips where vLLM or its CPU platform is absent.
+    ``as_avx2_only``: the platform is told the CPU lacks AVX-512, so it loads the AVX2 library (which
+    any x86-64 CPU of this kind runs): for a process of its own, as it changes torch for the process."""
     import pytest
 
     pytest.importorskip("vllm")
@@ -192,6 +194,8 @@ def vllm_cpu_kernels():
 
     if not current_platform.is_cpu():
         pytest.skip("vLLM's CPU kernels: not the CPU build")
+    if as_avx2_only:
+        torch.cpu._is_avx512_supported = lambda: False
     current_platform.import_kernels()
     return torch.ops._C
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from llama4spec.engine import cpu_fix
-from tests.helpers import run_cli, vllm_cpu_kernels
+from tests.helpers import REPO, run_cli, vllm_cpu_kernels
 
 torch = pytest.importorskip("torch")
 
@@ -56,6 +56,20 @@ def test_vllms_cpu_fallback_loses_float_outputs() -> None:
     assert out.tolist() == [-7.0, -7.0, -7.0]
     cpu_fix.expand(out, temperatures, cu, 0, 1)
     assert out.tolist() == pytest.approx([0.8, 0.8, 0.6])
+
+
+def test_the_defect_shows_with_the_kernels_an_avx2_only_cpu_gets() -> None:
+    """The same on the kernel library vLLM picks for a CPU without AVX-512, in a process of its own
+    (the library a machine of this kind may get instead of this one's)."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("vllm.utils.cpu_triton_utils")
+    code = ("from tests.helpers import vllm_cpu_kernels\nvllm_cpu_kernels(as_avx2_only=True)\n"
+            "from tests.unit.engine.test_cpu_fix import test_vllms_cpu_fallback_loses_float_outputs as t\nt()\n"
+            "print('shown')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert done.returncode == 0 and done.stdout.strip().endswith("shown"), done.stderr[-3000:]
 
 
 def test_it_applies_only_where_it_was_verified() -> None:

@@ -9,7 +9,6 @@ counters (exact: each run's counters are the server's deltas around that run alo
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -299,9 +298,9 @@ class BenchRecord:
         return cls(label=str(data.get("label") or fallback_label), returncode=0, result=dict(data))
 
     def write(self, path: Path) -> None:
-        from llama4spec.files import write_atomic
+        from llama4spec.files import write_json
 
-        write_atomic(Path(path), json.dumps(self.to_dict(), indent=2) + "\n")
+        write_json(Path(path), self.to_dict())
 
 
 def without_pair(record: BenchRecord, pair: str) -> BenchRecord | None:

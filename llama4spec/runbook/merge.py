@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 from rich.console import Console
 
 from llama4spec.errors import UserError
-from llama4spec.files import json_or_none, outside, plain, shown, write_atomic
+from llama4spec.files import json_or_none, outside, plain, shown, write_atomic, write_json
 from llama4spec.results import bench as bench_record
 from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.recorder import Recorder
@@ -234,7 +233,7 @@ def _write_searches(out: Path, found) -> None:
         if search is None or setting.dir.parent == out:
             continue
         data, _ = json_or_none(setting.dir / SEARCH)
-        write_atomic(out / setting.id / SEARCH, json.dumps(data, indent=2) + "\n")
+        write_json(out / setting.id / SEARCH, data)
         for probe in search.probes:
             record = bench_record.read(probe_dir(setting.dir, probe.rate) / "record.json")
             if record is not None:
@@ -444,5 +443,5 @@ def _write_points(out: Path, measured: dict[str, Measured]) -> None:
     for pid, m in measured.items():
         files = bench_files(out / pid)
         m.record.write(files["record"])
-        write_atomic(files["points"], json.dumps(vllm_runs(m.config, m.record), indent=2) + "\n")
+        write_json(files["points"], vllm_runs(m.config, m.record))
         write_atomic(out / pid / "config.yaml", yaml.safe_dump(m.config, sort_keys=False))

@@ -4,7 +4,6 @@ analysis JSON and CSV, and the plots into its own directory."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.markup import escape
 
-from llama4spec.files import csv_text, write_atomic
+from llama4spec.files import csv_text, write_atomic, write_json
 from llama4spec.runbook import fields
 from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import (DESIGNS, INTERLEAVED, SEQUENTIAL, TooLarge, check_matrix, expand_step,
@@ -142,10 +141,10 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
     text = render.markdown(analysis, images)
     write_atomic(files["report"], text)
     stops = {pid: m.record.stop for pid, m in (measured or {}).items() if m.record.stop}  # repeats: auto
-    write_atomic(files["analysis"], json.dumps({**render.to_record(analysis), "plots": series,
+    write_json(files["analysis"], {**render.to_record(analysis), "plots": series,
                                              **({"stops": stops} if stops else {}),
                                              **({"colocation": colocation} if colocation else {}),
-                                             **({"design": design} if design else {})}, indent=2) + "\n")
+                                             **({"design": design} if design else {})})
     if "table" in files:
         header, rows = csv_rows([pt.id for pt in points], measured or {})
         write_atomic(files["table"], csv_text(header, rows))

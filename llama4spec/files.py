@@ -63,6 +63,29 @@ def shown(value: Any, limit: int = 60) -> str:
     return f"'{plain(value, limit)}'" if isinstance(value, str) else plain(repr(value), limit)
 
 
+# -- numbers read back -------------------------------------------------------------------------------
+# Every number a record holds is read through ``number`` or ``count`` before any arithmetic: a value
+# that is not one, or beyond what any measurement here reaches, is None (not measured), so neither
+# a 400-digit integer nor 1e308 ever reaches float(), round() or a product.
+MAX_FIGURE = 1e15  # rates, tokens, milliseconds, seconds (also since the epoch): far below this
+MAX_COUNT = 10**12  # requests, tokens, drafts, runs
+
+
+def number(value: Any, low: float = -MAX_FIGURE, high: float = MAX_FIGURE) -> float | None:
+    """``value`` as a float when it is a number (never a bool or text), finite and in [low, high];
+    else None. Integers are compared before any conversion."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, int):
+        return float(value) if low <= value <= high else None
+    return value if math.isfinite(value) and low <= value <= high else None
+
+
+def count(value: Any, low: int = 0, high: int = MAX_COUNT) -> int | None:
+    """``value`` when it is a whole number (never a bool) in [low, high]; else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high else None
+
+
 # -- reading -----------------------------------------------------------------------------------------
 def _open_regular(path: Path, expect: Expect) -> int:
     """A file descriptor of ``path``, a regular file of at most ``expect.max_bytes``; never opens a

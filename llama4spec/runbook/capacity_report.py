@@ -15,7 +15,7 @@ from typing import Any, Mapping
 from rich.console import Console
 
 from llama4spec.errors import UserError
-from llama4spec.files import json_or_none, plain, write_atomic, write_json
+from llama4spec.files import json_or_none, number, plain, write_atomic, write_json
 from llama4spec.results import bench as bench_record
 from llama4spec.sweep import capacity_report, plots
 from llama4spec.sweep.capacity import METRICS, Search, capacity, from_json
@@ -31,7 +31,7 @@ def probe_dir(step_dir: Path, rate: float) -> Path:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return number(value) is not None
 
 
 def _per_metric(value: Any) -> dict[str, float]:

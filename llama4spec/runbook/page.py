@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping
 
 from llama4spec.engine.secrets import redact
 from llama4spec.errors import UserError
-from llama4spec.files import Expect, Unreadable, json_or_none, plain, read_bytes, write_atomic
+from llama4spec.files import Expect, Unreadable, json_or_none, number, plain, read_bytes, write_atomic
 from llama4spec.runbook import capacity_report, colocation, merge, steps
 from llama4spec.runbook.rundir import Measured, not_run
 from llama4spec.runbook.spec import Traits
@@ -91,7 +91,7 @@ def _steps(status: Mapping[str, Any]) -> list[list[str]]:
     rows = []
     for e in status.get("steps") or []:
         secs = e.get("seconds")
-        secs = f"{secs:.1f}" if isinstance(secs, (int, float)) and not isinstance(secs, bool) else ""
+        secs = "" if number(secs) is None else f"{number(secs):.1f}"
         state = _text(e.get("status"), "?") + (" (earlier run)" if e.get("resumed") is True else "")
         rows.append([str(e["id"]), _text(e.get("kind")), state, secs, _text(e.get("error") or e.get("reason"))])
     return rows

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from llama4spec.files import count
 from llama4spec.results.bench import BenchRecord
 from llama4spec.sweep.model import SCHEDULED, Point
 
@@ -26,7 +27,7 @@ def point(step_id: str, config: Mapping[str, Any], record: BenchRecord) -> Point
     a lookahead schedule (``draft.lookahead_schedule`` set) carries the draft's name + SCHEDULED."""
     method, name = _get(config, "draft.method"), _get(config, "draft.name") or "draft"
     k = _get(config, "lookahead") if method else None
-    k = k if isinstance(k, int) and not isinstance(k, bool) else None
+    k = count(k)
     acc = record.acceptance if k else None
     concurrency = record.figure("max_concurrency") or _get(config, "bench.max_concurrency")
     category = _get(config, "bench.category")

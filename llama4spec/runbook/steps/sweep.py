@@ -98,6 +98,7 @@ def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> No
         else:
             state["points"] = before + matrix_points(keys.matrix)
     problems.extend(fields.warmup_flag_problems(keys.extra_args, at))
+    problems.extend(fields.own_flag_problems(keys.extra_args, at, fields.BENCH_OWN_FLAGS))
     if keys.revisit and keys.repeats != AUTO:
         problems.append(f"{at}: revisit: true restarts the servers of points still undecided, which needs "
                         f"'repeats: auto' (this step has repeats: {keys.repeats}); set repeats: auto or drop revisit")

@@ -206,6 +206,10 @@ def bench_category_problem(cfg: Config) -> str | None:
                 f"(dataset=builtin) or from a spec_bench-format file such as mt-bench's question.jsonl "
                 f"(bench.dataset_name=spec_bench bench.dataset_path=FILE); "
                 f"for other prompts, bench one JSONL file per category with bench.dataset_name=custom")
+    if b.dataset_path:
+        return (f"bench.category={b.category}: the bench preset sends its own prompts ({b.dataset_name} "
+                f"{b.dataset_path}), which the built-in prompts of that category would replace; drop "
+                f"bench.category, or bench a file of that category's prompts (bench.dataset_path=FILE) without it")
     if b.category not in builtin_categories():
         return (f"bench.category '{b.category}' is not a category of the built-in prompts; "
                 f"use one of {', '.join(builtin_categories())}")

@@ -99,12 +99,28 @@ def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> No
             state["points"] = before + matrix_points(keys.matrix)
     problems.extend(fields.warmup_flag_problems(keys.extra_args, at))
     problems.extend(fields.own_flag_problems(keys.extra_args, at, fields.BENCH_OWN_FLAGS))
+
+
+# keys that act only in one design: written in a sweep of another, they would do nothing
+DESIGN_KEYS = {INTERLEAVED: ("gap_s", "swap_devices")}
+
+
+def conflicts(keys: Keys, at: str, written: frozenset[str]) -> list[str]:
+    """Keys that contradict one another: revisit without repeats: auto, min above max repeats, a
+    key of another design than the sweep's (as written in the runbook)."""
+    problems = []
     if keys.revisit and keys.repeats != AUTO:
         problems.append(f"{at}: revisit: true restarts the servers of points still undecided, which needs "
                         f"'repeats: auto' (this step has repeats: {keys.repeats}); set repeats: auto or drop revisit")
     if keys.min_repeats > keys.max_repeats:
         problems.append(f"{at}: min_repeats ({keys.min_repeats}) is larger than max_repeats ({keys.max_repeats}); "
                         f"lower min_repeats or raise max_repeats")
+    for design, names in DESIGN_KEYS.items():
+        idle = [name for name in names if name in written]
+        if idle and keys.design != design:
+            problems.append(f"{at}: {', '.join(idle)} act only in the {design} design, and this sweep's design is "
+                            f"{keys.design}; drop {', '.join(idle)} or set design: {design}")
+    return problems
 
 IMAGES = {
     "acceptance by position": "acceptance_by_position",
@@ -225,4 +241,4 @@ def describe(p, say) -> None:
 
 
 KIND = BaseKind("sweep", Keys, Traits(expands=True, merges=True, measures=True, decides=True, describe_first=True),
-                plan, execute, describe, check=check, expand=expand_step)
+                plan, execute, describe, check=check, conflicts=conflicts, expand=expand_step)

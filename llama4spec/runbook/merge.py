@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -394,13 +395,26 @@ def refuse_foreign(out: Path) -> None:
 
 
 def refuse_escapes(out: Path, step_ids: list[str]) -> None:
-    """No step's directory under ``out`` may lead outside it (a symlink placed there): nothing is
-    written outside the named output directory."""
+    """Nothing is written outside the named output directory: no step's directory under ``out``, and
+    no directory at any level below ``out`` (a search's ``probes``, a probe's ``rate=R``), may be a
+    symlink or lead outside it once resolved. Links are listed, never followed."""
+    def refuse(target: Path) -> None:
+        raise UserError(f"{plain(str(target))}: is a symlink (or leads outside {plain(str(out))}); report writes only "
+                        f"inside the output directory: remove the link or give another --out")
+
     for sid in step_ids:
         target = out / sid
         if target.is_symlink() or outside(out, target / "x"):
-            raise UserError(f"{target}: is a symlink (or leads outside {out}); report writes only inside the "
-                            f"output directory: remove the link or give another --out")
+            refuse(target)
+    if not out.is_dir() or out.is_symlink():
+        return
+    for where, dirs, names in os.walk(out):  # followlinks=False: a link to a directory is listed, not entered
+        for name in [*dirs, *names]:
+            path = Path(where) / name
+            if path.is_symlink() and (name in dirs or path.is_dir() or not path.exists()):
+                refuse(path)
+            if name in dirs and outside(out, path / "x"):
+                refuse(path)
 
 
 def _colocation(sources: list[Source], measured: dict[str, Measured]) -> dict[str, tuple[str, ...]]:

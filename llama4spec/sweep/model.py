@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from llama4spec.results.requests import RequestRow
 from llama4spec.sweep.decide import BETWEEN_SD, CONFIDENCE, RatioInterval
@@ -252,6 +252,8 @@ class Analysis:
     between_sd: float = BETWEEN_SD  # the between-start log-sd every comparison carries
     # more than one temperature measured: each temperature's own analysis (the fields above: the lowest's)
     by_temperature: list[tuple[float, "Analysis"]] = field(default_factory=list)
+    # derived once and kept for every rendering of the analysis (``render.attributions``)
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def reference_temperature(self) -> float:

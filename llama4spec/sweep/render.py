@@ -129,7 +129,13 @@ TAIL_NOTE = (f"Each point's requests (its counted runs pooled) beyond its P{tail
 
 def attributions(analysis: Analysis) -> tuple[list[tuple[Point, tail.Attribution]], list[str]]:
     """Each speculative point's TPOT tail attributed, and the points whose requests are too few
-    for it (one line each)."""
+    for it (one line each): computed once per analysis, however many renderings ask."""
+    if "tails" not in analysis.derived:
+        analysis.derived["tails"] = _attributions(analysis)
+    return analysis.derived["tails"]
+
+
+def _attributions(analysis: Analysis) -> tuple[list[tuple[Point, tail.Attribution]], list[str]]:
     out, short = [], []
     for sub in [a for _, a in analysis.by_temperature] or [analysis]:
         for a in sub.at:

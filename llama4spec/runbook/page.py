@@ -24,7 +24,7 @@ from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps import sweep as sweep_step
 from llama4spec.sweep import page as html_page
 from llama4spec.sweep.model import analyse
-from llama4spec.sweep.points import point
+from llama4spec.sweep.points import points as sweep_points
 
 PAGE = "report.html"
 PLOT = Expect("plot", "rebuild it with: llama4spec report RUN_DIR", 16 << 20)
@@ -111,7 +111,7 @@ def _sweep(source: merge.Source, step: Mapping[str, Any], secrets: tuple[str, ..
     ids = [n for n in step.get("needs") or [] if traits(kinds.get(n)).benchmarks]
     left_out: dict[str, str] = {}
     measured = merge.collect([source], ids, left_out)
-    points = [point(pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured]
+    points = sweep_points((pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured)
     analysis = analyse(points)
     reasons = {**not_run(source.status.get("steps") or []), **left_out}
     missing = {pid: reasons.get(pid, "no record") for pid in ids if pid not in measured}

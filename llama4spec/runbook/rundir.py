@@ -190,10 +190,14 @@ def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def csv_rows(ids: list[str], measured: dict[str, Measured]) -> tuple[list[str], list[dict[str, Any]]]:
-    """A sweep's CSV: one row per point and counted run, with every setting of its config
+    """A sweep's CSV: one row per point and counted run, its setting's name (``Point.name``), every setting of its config
     (``config.*``), every number of vLLM's result for that run (``result.*``) and the run's
     acceptance counters (``acceptance.*``). Returns (header, rows)."""
-    header: dict[str, None] = dict.fromkeys(("id", "run", "repeats", "warmup"))
+    from llama4spec.sweep.points import points
+
+    header: dict[str, None] = dict.fromkeys(("id", "setting", "run", "repeats", "warmup"))
+    names = {p.id: p.name for p in points((pid, measured[pid].config, measured[pid].record)
+                                          for pid in ids if pid in measured)}
     rows = []
     for pid in ids:
         m = measured.get(pid)
@@ -202,7 +206,8 @@ def csv_rows(ids: list[str], measured: dict[str, Measured]) -> tuple[list[str], 
         settings = {f"config.{k}": v for k, v in flatten(m.config).items()}
         runs = m.record.runs or [m.record]
         for i, run in enumerate(runs):
-            row: dict[str, Any] = {"id": pid, "run": i, "repeats": len(runs), "warmup": m.record.warmup, **settings}
+            row: dict[str, Any] = {"id": pid, "setting": names[pid], "run": i, "repeats": len(runs),
+                                   "warmup": m.record.warmup, **settings}
             if m.record.stop is not None:  # measured until decided: why it stopped
                 row["stop"] = m.record.stop.get("reason")
             if any(r.start != 1 for r in runs):  # a revisited point: the server start of each run

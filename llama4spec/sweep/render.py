@@ -35,10 +35,10 @@ def _f(value: float | None, fmt: str = ".2f", suffix: str = "") -> str:
 def short_name(p: Point, a: AtConcurrency) -> str:
     """'k=3' where one draft is swept, 'none' for no speculation (narrow terminals)."""
     if not p.speculative:
-        return "none"
+        return "none" + p.setting
     if p.scheduled:
-        return "schedule" if len(a.fits) <= 1 else p.name
-    return f"k={p.lookahead}" if len(a.fits) <= 1 else p.name
+        return "schedule" + p.setting if len(a.fits) <= 1 else p.name
+    return f"k={p.lookahead}{p.setting}" if len(a.fits) <= 1 else p.name
 
 
 def _iv(iv: Interval | None, fmt: str = ".1f", suffix: str = "") -> str:

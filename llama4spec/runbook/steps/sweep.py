@@ -24,7 +24,7 @@ from llama4spec.runbook.steps.base import BaseKind
 from llama4spec.sweep import plots, render
 from llama4spec.sweep.decide import CONFIDENCE, MAX_REPEATS, MIN_REPEATS
 from llama4spec.sweep.model import Analysis, Point, analyse
-from llama4spec.sweep.points import point
+from llama4spec.sweep.points import points as sweep_points
 
 
 def _matrix(raw: dict, key: str, at: str, problems: list[str]) -> dict[str, list[str]] | None:
@@ -177,7 +177,7 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
     ``design``: the sweep step's ``design_record`` (said in the report when interleaving was asked for)."""
     from llama4spec.runbook.colocation import mixed
 
-    points = [point(pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured]
+    points = sweep_points((pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured)
     missing = [pid for pid in ids if pid not in measured]
     analysis = analyse(points)
     by_c: dict[int, dict[str, tuple[str, ...]]] = {}

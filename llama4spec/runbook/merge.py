@@ -298,6 +298,7 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
             raise UserError(f"{d} is given twice (as {seen[Path(d).resolve()]} too); its runs would count twice")
         seen[Path(d).resolve()] = Path(d)
     sources = [load(d) for d in run_dirs]
+    refuse_unrelated(sources)
     if out is None:
         if len(sources) > 1:
             raise UserError("several run directories are merged into a new one: give --out DIR")
@@ -317,7 +318,8 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     searched = [s.id for settings, _ in capacities.values() for s in settings]
     refuse_escapes(out, [*sweeps, *compares, *capacities, *([] if in_place else [*ids, *searched])])
     left_out: dict[str, str] = {}
-    measured = collect(sources, ids, left_out)
+    measured = collect(sources, ids, left_out)  # a point measured differently is named here
+    refuse_other_settings(sources)
     failures = {k: v for s in sources for k, v in not_run(s.status.get("steps") or []).items()}
     searched_out = {cid: capacity_report.analyse(settings, baseline, failures, strict=True,  # read before any write
                                                  reference=reference_medians(sources, settings))
@@ -376,6 +378,67 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     for note in notes:
         console.print(note, markup=False, highlight=False, soft_wrap=True)
     return 1 if missing else 0
+
+
+def refuse_unrelated(sources: list[Source]) -> None:
+    """Runs merged into one report must be runs of one runbook with the same settings: the same
+    runbook and command-line overrides, one kind for each step id, one design for each sweep, and
+    each capacity search in one run only (a search is continued by --resume, never by a merge).
+    UserError (one line) naming the first difference and the fix; nothing is reduced to the first."""
+    if len(sources) < 2:
+        return
+    first = sources[0]
+    where = lambda s: plain(str(s.dir))  # noqa: E731
+    for other in sources[1:]:
+        mine, theirs = first.status.get("runbook"), other.status.get("runbook")
+        if mine is not None and theirs is not None and mine != theirs:
+            raise UserError(f"{where(first)} and {where(other)} are runs of different runbooks ({shown(mine)} and "
+                            f"{shown(theirs)}); merge only runs of one runbook, or report each on its own")
+    kinds: dict[str, tuple[str, Source]] = {}
+    designs: dict[str, tuple[Any, Source]] = {}
+    for s in sources:
+        for step in s.plan:
+            sid, kind = str(step["id"]), str(step["kind"])
+            seen = kinds.setdefault(sid, (kind, s))
+            if seen[0] != kind:
+                raise UserError(f"step '{sid}' is a {plain(seen[0], 40)} step in {where(seen[1])} and a "
+                                f"{plain(kind, 40)} step in {where(s)}; merge only runs of one runbook, or report "
+                                f"each on its own")
+            design = step.get("design", {}).get("design") if isinstance(step.get("design"), dict) else None
+            if design is not None:
+                known = designs.setdefault(sid, (design, s))
+                if known[0] != design:
+                    raise UserError(f"sweep '{sid}' measured its pairs {shown(known[0])} in {where(known[1])} and "
+                                    f"{shown(design)} in {where(s)}: one report cannot pair the runs of both; report "
+                                    f"each on its own")
+    searched: dict[str, Source] = {}
+    for s in sources:
+        for step in s.plan:
+            if step.get("kind") != "capacity":
+                continue
+            sid = str(step["id"])
+            if sid in searched and searched[sid] is not s:
+                raise UserError(f"capacity step '{sid}' searched in {where(searched[sid])} and in {where(s)}: a "
+                                f"search goes on with --resume, never by a merge; report each run on its own")
+            searched[sid] = s
+
+
+def _measuring(overrides: Any) -> list[str]:
+    """A run's command-line overrides that say what it measured (not where it ran)."""
+    return sorted(o for o in overrides if isinstance(o, str)
+                  and not o.lstrip("+~").startswith(LOCATION_PREFIXES)) if isinstance(overrides, list) else []
+
+
+def refuse_other_settings(sources: list[Source]) -> None:
+    """Runs whose command lines set what they measure differently (another target, another
+    benchmark) are not merged, even when they share no point; UserError naming both."""
+    first = sources[0]
+    for other in sources[1:]:
+        mine, theirs = _measuring(first.status.get("overrides")), _measuring(other.status.get("overrides"))
+        if mine != theirs:
+            raise UserError(f"{plain(str(first.dir))} and {plain(str(other.dir))} were run with different settings "
+                            f"({shown(' '.join(mine) or 'no overrides')} and {shown(' '.join(theirs) or 'no overrides')}); "
+                            f"merge only runs of one runbook with the same settings, or report each on its own")
 
 
 def refuse_foreign(out: Path) -> None:

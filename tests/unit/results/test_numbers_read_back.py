@@ -70,7 +70,7 @@ def test_a_merge_of_records_with_a_goodput_of_1e308_does_not_overflow(cli, sweep
     a, b = tmp_path / "a", tmp_path / "b"
     shutil.copytree(sweep_run, a, symlinks=True)
     shutil.copytree(sweep_run, b, symlinks=True)
-    for path in b.rglob("record.json"):
+    for path in [*a.rglob("record.json"), *b.rglob("record.json")]:
         data = json.loads(path.read_text())
         for run in [data, *data.get("runs", [])]:
             run["result"].update(request_goodput=1e308, duration=1e308)

@@ -48,3 +48,12 @@ def test_a_category_that_would_replace_a_presets_prompts_is_refused(cli, preset:
                     "bench.category=clean_start", "its own prompts")
     assert "drop bench.category" in line
     assert cli("validate", "target=tiny", "bench=random_tiny", "bench.category=clean_start").returncode == 0
+
+
+def test_a_category_a_spec_bench_file_does_not_hold_is_refused(cli, tmp_path: Path) -> None:
+    questions = tmp_path / "question.jsonl"
+    questions.write_text('{"category": "coding", "turns": ["a"]}\n{"category": "math", "turns": ["b"]}\n')
+    given = ["target=tiny", "bench.dataset_name=spec_bench", f"bench.dataset_path={questions}"]
+    line = _refused(cli("validate", *given, "bench.category=writing"), "bench.category=writing", "coding, math")
+    assert "send none" in line
+    assert cli("validate", *given, "bench.category=coding").returncode == 0

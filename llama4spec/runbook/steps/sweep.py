@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.markup import escape
 
-from llama4spec.files import csv_text, write_atomic, write_json
+from llama4spec.files import csv_text, number, write_atomic, write_json
 from llama4spec.runbook import fields
 from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import (DESIGNS, INTERLEAVED, SEQUENTIAL, TooLarge, check_matrix, expand_step,
@@ -74,7 +74,7 @@ def design_lines(design: dict[str, Any] | None) -> list[str]:
     if design.get("design") != INTERLEAVED:
         return [f"design: sequential (interleaved was asked for, but {design.get('fallback')})"]
     gap = design.get("gap_s")
-    gap = f"{gap:g}" if isinstance(gap, (int, float)) and not isinstance(gap, bool) else "2"
+    gap = f"{number(gap, 0, 600):g}" if number(gap, 0, 600) is not None else "2"
     return [f"design: interleaved: no speculation stays up beside each candidate on disjoint devices and their runs "
             f"alternate, each at least {gap} s after the other server's last request; each "
             f"speedup is the paired t interval of the mean log ratio of back-to-back runs, with the between-start "

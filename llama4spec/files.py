@@ -19,10 +19,9 @@ import io
 import json
 import math
 import os
-import signal
+import re
 import stat
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,6 +61,29 @@ def plain(text: str, limit: int = 300) -> str:
 def shown(value: Any, limit: int = 60) -> str:
     """A user's value in a one-line message: a string quoted, anything else as Python writes it."""
     return f"'{plain(value, limit)}'" if isinstance(value, str) else plain(repr(value), limit)
+
+
+# -- numbers read back -------------------------------------------------------------------------------
+# Every number a record holds is read through ``number`` or ``count`` before any arithmetic: a value
+# that is not one, or beyond what any measurement here reaches, is None (not measured), so neither
+# a 400-digit integer nor 1e308 ever reaches float(), round() or a product.
+MAX_FIGURE = 1e15  # rates, tokens, milliseconds, seconds (also since the epoch): far below this
+MAX_COUNT = 10**12  # requests, tokens, drafts, runs
+
+
+def number(value: Any, low: float = -MAX_FIGURE, high: float = MAX_FIGURE) -> float | None:
+    """``value`` as a float when it is a number (never a bool or text), finite and in [low, high];
+    else None. Integers are compared before any conversion."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, int):
+        return float(value) if low <= value <= high else None
+    return value if math.isfinite(value) and low <= value <= high else None
+
+
+def count(value: Any, low: int = 0, high: int = MAX_COUNT) -> int | None:
+    """``value`` when it is a whole number (never a bool) in [low, high]; else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high else None
 
 
 # -- reading -----------------------------------------------------------------------------------------
@@ -281,32 +303,6 @@ def _umask() -> int:
 _UMASK = _umask()  # read once: os.umask can only be read by setting it
 
 
-# A fault seam for the engine fault campaign (tests/engine/test_fault_campaign_engine.py):
-# LLAMA4SPEC_FAULT_BEFORE_RENAME=NAME:N:ACTION acts on this process's N-th write of a file named
-# NAME, after the temporary file is on disk and before the rename: ACTION "kill" is a crash
-# (SIGKILL to itself), "pause" writes NAME.paused beside it and waits (up to 120 s) for a signal.
-FAULT_ENV = "LLAMA4SPEC_FAULT_BEFORE_RENAME"
-_writes: dict[str, int] = {}
-
-
-def _fault_before_rename(path: Path) -> None:
-    spec = os.environ.get(FAULT_ENV)
-    if not spec:
-        return
-    name, _, rest = spec.partition(":")
-    nth, _, action = rest.partition(":")
-    if path.name != name:
-        return
-    _writes[name] = _writes.get(name, 0) + 1
-    if str(_writes[name]) != nth:
-        return
-    if action == "kill":
-        os.kill(os.getpid(), signal.SIGKILL)
-    elif action == "pause":
-        (path.parent / f"{path.name}.paused").touch()
-        time.sleep(120)
-
-
 def write_atomic(path: Path, content: str | bytes) -> None:
     """``content`` into ``path`` whole: a temporary file beside it, flushed to disk, renamed into
     place (a reader never sees half a file, a crash never leaves one; a symlink at ``path`` is
@@ -321,7 +317,6 @@ def write_atomic(path: Path, content: str | bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
             os.fchmod(f.fileno(), 0o666 & ~_UMASK)
-        _fault_before_rename(path)
         os.replace(tmp, path)
     except OSError as error:
         Path(tmp).unlink(missing_ok=True)
@@ -346,19 +341,6 @@ def _sync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def non_finite(data: Any, key: str = "") -> str | None:
-    """The dotted key of the first NaN or infinity in ``data`` (None when there is none): JSON has no
-    such number."""
-    if isinstance(data, float) and not math.isfinite(data):
-        return key or "the value"
-    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, (list, tuple)) else ()
-    for k, v in items:
-        found = non_finite(v, f"{key}.{k}" if key else str(k))
-        if found:
-            return found
-    return None
-
-
 def finite(data: Any) -> Any:
     """``data`` with every NaN or infinity as None (null): a figure that was not a number."""
     if isinstance(data, float):
@@ -370,10 +352,36 @@ def finite(data: Any) -> Any:
     return data
 
 
+NULLED = "written_null"  # the note a JSON record carries when a figure that was not a number was written null
+
+
+def json_text(data: Any, indent: int | None = 2) -> str:
+    """``data`` as strict JSON text, the one way the tool turns a record into JSON: a NaN or infinity
+    (a figure that was not a number) is written null, and a mapping says which figures were so in
+    ``written_null`` (their dotted keys), so a reader knows a null there was not a missing value."""
+    nulled = non_finite_keys(data)
+    if nulled:
+        data = finite(data)
+        if isinstance(data, dict):
+            data = {**data, NULLED: sorted(set(nulled) | set(data.get(NULLED) or ()))}
+    return json.dumps(data, indent=indent, default=str, allow_nan=False)
+
+
+def non_finite_keys(data: Any) -> list[str]:
+    """The dotted keys of every NaN or infinity in ``data`` (walked without recursion)."""
+    found, stack = [], [(data, "")]
+    while stack:
+        value, key = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            found.append(key or "the value")
+        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+        stack.extend((v, f"{key}.{k}" if key else str(k)) for k, v in items)
+    return found
+
+
 def write_json(path: Path, data: Any) -> None:
-    """A record as strict JSON, whole: a NaN or infinity (a figure that was not a number) is written null."""
-    text = json.dumps(data if non_finite(data) is None else finite(data), indent=2, default=str, allow_nan=False)
-    write_atomic(Path(path), text + "\n")
+    """A record as strict JSON (``json_text``), whole."""
+    write_atomic(Path(path), json_text(data) + "\n")
 
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as the start of a formula
@@ -381,17 +389,23 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as 
 
 def cell(value: Any) -> Any:
     """A CSV cell: text that a spreadsheet would take for a formula (``=HYPERLINK(...)``, ``@SUM``)
-    gets a leading ``'`` and is kept as text; numbers and everything else are left as they are."""
-    if isinstance(value, str) and value.startswith(FORMULA_START):
-        return "'" + value
-    return value
+    gets a leading ``'`` and is kept as text, and so does every line of it after a CR or LF (a
+    reader that splits rows at a bare CR must not find a formula at a row's start); numbers and
+    everything else are left as they are."""
+    if not isinstance(value, str):
+        return value
+    parts = re.split(r"(\r\n|\r|\n)", value)  # lines, with the breaks between them kept
+    text = "".join("'" + part if i % 2 == 0 and part.startswith(FORMULA_START) else part
+                   for i, part in enumerate(parts))
+    return "'" + text if text.startswith(FORMULA_START) else text
 
 
 def csv_text(header: list[str], rows: list[list[Any]] | list[dict[str, Any]]) -> str:
-    """A CSV file's text (rows as lists or as dicts by ``header``), every cell through ``cell``: the
-    one writer of the CSV files a run leaves, which people open in spreadsheets."""
+    """A CSV file's text as RFC 4180 has it (rows end with CR LF; a cell holding a CR, LF, quote or
+    comma is quoted), rows as lists or as dicts by ``header``, every cell through ``cell``: the one
+    writer of the CSV files a run leaves, which people open in spreadsheets."""
     out = io.StringIO(newline="")
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv.writer(out, lineterminator="\r\n", quoting=csv.QUOTE_MINIMAL)
     writer.writerow([cell(h) for h in header])
     for row in rows:
         values = [row.get(h) for h in header] if isinstance(row, dict) else row

@@ -7,7 +7,6 @@ meaning; new keys may appear without one. Errors stay one line on stderr (exit 2
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -24,17 +23,19 @@ def add_json_flag(p: argparse.ArgumentParser, what: str = "the result") -> None:
 
 
 def emit(document: dict[str, Any]) -> None:
-    """Write ``document`` as JSON to stdout (strict JSON: no NaN or infinity; UserError naming the
-    first such value, before anything is written)."""
-    from llama4spec.errors import UserError
-    from llama4spec.files import non_finite
+    """Write ``document`` as strict JSON to stdout: the exit code is the command's own, whatever the
+    figures; a NaN or infinity is printed null and named in ``written_null`` (``files.json_text``),
+    with a note on stderr."""
+    from llama4spec.files import json_text, non_finite_keys
 
-    where = non_finite(document)
-    if where is not None:
-        raise UserError(f"cannot print JSON: {where} is not a finite number (NaN or infinity), which JSON cannot "
-                        f"hold; give it a finite value (see `llama4spec validate`)")
-    sys.stdout.write(json.dumps(document, indent=2, allow_nan=False, default=str) + "\n")
+    sys.stdout.write(json_text(document) + "\n")
     sys.stdout.flush()
+    nulled = non_finite_keys(document)
+    if nulled:
+        from llama4spec.cli.common import err
+
+        err.print(f"note: printed as null (not a finite number): {', '.join(nulled[:10])}", markup=False,
+                  highlight=False, soft_wrap=True)
 
 
 def finding(f: Any) -> dict[str, str]:

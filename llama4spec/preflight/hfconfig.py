@@ -103,10 +103,10 @@ def _cached(key: str) -> Verdict | None:
 
 
 def _store(key: str, verdict: Verdict) -> None:
-    from llama4spec.files import write_atomic
+    from llama4spec.files import write_json
 
     try:
-        write_atomic(cache_dir() / f"{key}.json", json.dumps(verdict.__dict__))
+        write_json(cache_dir() / f"{key}.json", verdict.__dict__)
     except OSError:
         pass  # a read-only home only costs the next run the child process
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from llama4spec.files import count, number
+
 DRAFTS = "vllm:spec_decode_num_drafts"
 DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
 ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
@@ -89,8 +91,7 @@ class AcceptanceCounters:
         per_pos = data.get("accepted_per_pos")
         if per_pos is None and _count(drafts):
             rates = data.get("acceptance_rate_per_position") or []
-            if isinstance(rates, list) and all(isinstance(r, (int, float)) and not isinstance(r, bool)
-                                               and 0 <= r <= 1 for r in rates):
+            if isinstance(rates, list) and all(number(r, 0, 1) is not None for r in rates):
                 per_pos = [round(r * drafts) for r in rates]
         if not (_count(drafts) and _count(tokens) and _count(accepted) and isinstance(per_pos, list | None)
                 and all(_count(x) for x in per_pos or [])):
@@ -100,7 +101,7 @@ class AcceptanceCounters:
 
 def _count(value: Any) -> bool:
     """A counter read back: a whole number, 0 or more."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return count(value) is not None
 
 
 def from_offline_metrics(metrics: Iterable[Any]) -> AcceptanceCounters:

@@ -9,14 +9,12 @@ counters (exact: each run's counters are the server's deltas around that run alo
 
 from __future__ import annotations
 
-import json
-import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from llama4spec.files import json_or_none, plain
+from llama4spec.files import count, json_or_none, number, plain
 from llama4spec.results import requests as per_request
 from llama4spec.results.acceptance import AcceptanceCounters
 from llama4spec.results.requests import RequestRow
@@ -140,10 +138,7 @@ class BenchRecord:
 
     def figure(self, key: str) -> float | None:
         """A finite number from vLLM's result, else None."""
-        value = (self.result or {}).get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            return None
-        return float(value)
+        return number((self.result or {}).get(key))
 
     @property
     def acceptance_length(self) -> float | None:
@@ -174,10 +169,8 @@ class BenchRecord:
     @property
     def requests_sent(self) -> int | None:
         """Completed plus failed requests of one run (None without a result)."""
-        done, failed = (self.result or {}).get("completed"), (self.result or {}).get("failed", 0)
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (done, failed)):
-            return None
-        return done + failed
+        done, failed = count((self.result or {}).get("completed")), count((self.result or {}).get("failed", 0))
+        return None if done is None or failed is None else done + failed
 
     @property
     def good_requests(self) -> int | None:
@@ -211,7 +204,7 @@ class BenchRecord:
             return None
         good = 0
         for ttft, latency, tokens, queue, error in zip(*columns):
-            if not all(_finite(v) for v in (ttft, latency, tokens, queue)):
+            if any(number(v) is None for v in (ttft, latency, tokens, queue)):
                 return None
             if error or latency <= 0:
                 continue  # failed: a miss
@@ -277,31 +270,29 @@ class BenchRecord:
                 label=str(data.get("label") or fallback_label),
                 url=data.get("url") if isinstance(data.get("url"), str) else None,
                 argv=[str(a) for a in argv] if isinstance(argv, list) else [],
-                returncode=data.get("returncode") if isinstance(data.get("returncode"), int) else None,
-                wall_time_s=data.get("wall_time_s") if isinstance(data.get("wall_time_s"), (int, float)) else None,
-                lookahead=k if isinstance(k, int) and not isinstance(k, bool) else None,
+                returncode=count(data.get("returncode"), -255, 255),
+                wall_time_s=number(data.get("wall_time_s"), 0),
+                lookahead=count(k),
                 acceptance=AcceptanceCounters.from_record(data.get("acceptance")),
                 result=dict(result) if isinstance(result, Mapping) else None,
                 runs=[cls.from_dict(r, fallback_label) for r in runs if isinstance(r, Mapping)],
-                warmup=warmup if isinstance(warmup, int) and not isinstance(warmup, bool) and warmup > 0 else 0,
+                warmup=count(warmup) or 0,
                 models={str(k): str(v) for k, v in models.items()} if isinstance(models, Mapping) else {},
-                category_prompts=prompts if isinstance(prompts, int) and not isinstance(prompts, bool) else None,
+                category_prompts=count(prompts),
                 stop=_stop(data.get("stop")),
-                start=start if isinstance(start := data.get("start"), int) and not isinstance(start, bool)
-                and 1 <= start <= 100 else 1,
+                start=count(data.get("start"), 1, 100) or 1,
                 pair=pair if isinstance(pair := data.get("pair"), str) and 0 < len(pair) <= MAX_PAIR
                 and pair.isprintable() else None,
-                started=float(at) if isinstance(at := data.get("started"), (int, float)) and not isinstance(at, bool)
-                and math.isfinite(at) and at >= 0 else None,
-                client_cpu_s=float(cpu) if _finite(cpu := data.get("client_cpu_s")) and cpu >= 0 else None,
+                started=number(data.get("started"), 0),
+                client_cpu_s=number(data.get("client_cpu_s"), 0),
                 requests=per_request.from_record(data.get("requests")),
             )
         return cls(label=str(data.get("label") or fallback_label), returncode=0, result=dict(data))
 
     def write(self, path: Path) -> None:
-        from llama4spec.files import write_atomic
+        from llama4spec.files import write_json
 
-        write_atomic(Path(path), json.dumps(self.to_dict(), indent=2) + "\n")
+        write_json(Path(path), self.to_dict())
 
 
 def without_pair(record: BenchRecord, pair: str) -> BenchRecord | None:
@@ -315,10 +306,6 @@ def without_pair(record: BenchRecord, pair: str) -> BenchRecord | None:
     return record.with_runs(runs, sum(r.wall_time_s or 0.0 for r in runs))
 
 
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 MAX_PAIR = 200  # a pair tag is a generated step id (at most 120 characters)
 
 
@@ -327,7 +314,7 @@ def _stop(data: Any) -> dict[str, Any] | None:
     if not isinstance(data, Mapping) or not isinstance(data.get("reason"), str):
         return None
     out: dict[str, Any] = {"reason": data["reason"][:100]}
-    if isinstance(data.get("runs"), int) and not isinstance(data.get("runs"), bool):
+    if count(data.get("runs")) is not None:
         out["runs"] = data["runs"]
     if isinstance(data.get("verdict"), str):
         out["verdict"] = data["verdict"][:100]

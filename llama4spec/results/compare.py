@@ -13,8 +13,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from llama4spec.errors import UserError
-from llama4spec.files import Expect, read_json
+from llama4spec.files import Expect, number, read_json, shown
 from llama4spec.results.bench import KIND, BenchRecord
+from llama4spec.results.requests import MAX_POSITIONS
 
 RESULT = Expect("benchmark result", "give a llama4spec bench record or a `vllm bench serve --save-result` JSON file")
 # (label, key in vLLM's result JSON, higher is better)
@@ -46,7 +47,35 @@ def from_json(data: dict[str, Any], fallback_label: str) -> BenchRecord:
     if throughput is None or throughput <= 0:
         raise UserError(f"{fallback_label}: 'output_throughput' is not a positive finite number; "
                         f"give an intact result file")
+    problem = _acceptance_problem(data)
+    if problem:
+        raise UserError(f"{fallback_label}: {problem}; give an intact result file")
     return record
+
+
+# Where a result holds acceptance figures: vLLM's own keys, and the derived figures of this tool's
+# acceptance block: (where, acceptance length key, per-position rates key)
+ACCEPTANCE_KEYS = ((None, "spec_decode_acceptance_length", "spec_decode_per_position_acceptance_rates"),
+                   ("result", "spec_decode_acceptance_length", "spec_decode_per_position_acceptance_rates"),
+                   ("acceptance", "mean_acceptance_length", "acceptance_rate_per_position"))
+
+
+def _acceptance_problem(data: dict[str, Any]) -> str | None:
+    """Why the acceptance figures a result holds cannot be compared (None: absent or sound): an
+    acceptance length must be a number of at least 1, the per-position rates a list of numbers in
+    [0, 1]."""
+    for where, length_key, rates_key in ACCEPTANCE_KEYS:
+        block = data if where is None else data.get(where)
+        if not isinstance(block, dict):
+            continue
+        name = lambda key: key if where is None else f"{where}.{key}"  # noqa: E731
+        length, rates = block.get(length_key), block.get(rates_key)
+        if length is not None and number(length, 1) is None:
+            return f"'{name(length_key)}' is {shown(length)}, not an acceptance length (a number of at least 1)"
+        if rates is not None and not (isinstance(rates, list) and len(rates) <= MAX_POSITIONS
+                                      and all(number(r, 0, 1) is not None for r in rates)):
+            return f"'{name(rates_key)}' is {shown(rates)}, not a list of acceptance rates (numbers from 0 to 1)"
+    return None
 
 
 def load(path: Path) -> BenchRecord:

@@ -8,7 +8,6 @@ the speedup and, for greedy sampling, whether both gave the same tokens.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,6 +138,6 @@ class OfflineRecord:
         return data
 
     def write(self, path: Path) -> None:
-        from llama4spec.files import write_atomic
+        from llama4spec.files import write_json
 
-        write_atomic(Path(path), json.dumps(self.to_dict(), indent=2) + "\n")
+        write_json(Path(path), self.to_dict())

@@ -9,10 +9,10 @@ around that run (equal when no request failed and nothing else reached the serve
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping
 
+from llama4spec.files import count, number
 from llama4spec.results.acceptance import AcceptanceCounters
 
 MAX_ID = 200  # a request id: a prefix and an index
@@ -61,12 +61,11 @@ COLUMNS = ("run", "id", "index", "category", "ok", "output_tokens", "drafts", "d
 
 
 def _number(value: Any) -> float | None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
-    return float(value) if ok else None
+    return number(value, 0)
 
 
 def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    return count(value)
 
 
 def _ms(seconds: Any) -> float | None:
@@ -94,8 +93,8 @@ def _spec(block: Any) -> tuple[int, int, int, list[int]] | None:
 def _due_s(item: Mapping[str, Any]) -> float | None:
     """When a request the worker wrote was due (its start less its wait), on the client's clock."""
     start, queue = item.get("start_s"), _number(item.get("queue_s"))
-    ok = isinstance(start, (int, float)) and not isinstance(start, bool) and math.isfinite(start)
-    return float(start) - (queue or 0.0) if ok else None
+    start = number(start)
+    return None if start is None else start - (queue or 0.0)
 
 
 def row_of(item: Mapping[str, Any], prefix: str, categories: Mapping[str, str], category: str | None,

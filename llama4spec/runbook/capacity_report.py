@@ -6,7 +6,6 @@ report.html analyse the same records again from plan.json (``from_plan_record``)
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ from typing import Any, Mapping
 from rich.console import Console
 
 from llama4spec.errors import UserError
-from llama4spec.files import json_or_none, plain, write_atomic
+from llama4spec.files import json_or_none, number, plain, write_atomic, write_json
 from llama4spec.results import bench as bench_record
 from llama4spec.sweep import capacity_report, plots
 from llama4spec.sweep.capacity import METRICS, Search, capacity, from_json
@@ -32,7 +31,7 @@ def probe_dir(step_dir: Path, rate: float) -> Path:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return number(value) is not None
 
 
 def _per_metric(value: Any) -> dict[str, float]:
@@ -165,7 +164,7 @@ def write(found: Found, files: Mapping[str, Path], console: Console) -> str:
         images[s.name] = path.name
     text = capacity_report.markdown(found.record, images)
     write_atomic(files["report"], text)
-    write_atomic(files["analysis"], json.dumps(found.record, indent=2) + "\n")
+    write_json(files["analysis"], found.record)
     capacity_report.render(console, found.record)
     return text
 

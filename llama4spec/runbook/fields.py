@@ -246,3 +246,27 @@ def warmup_flag_problems(extra_args: list[str], at: str) -> list[str]:
                 f"the acceptance counters; drop it and set 'warmup: N' on the step (an unrecorded run of N requests "
                 f"before the counted ones)"]
     return []
+
+
+# Flags a step that builds a benchmark command sets itself: repeating one in extra_args would
+# contradict it (vLLM would take the later one). A probe of a capacity search also sets its rate,
+# its prompts, no concurrency cap and the SLO's --goodput.
+BENCH_OWN_FLAGS = ("--base-url", "--host", "--port", "--model", "--backend", "--endpoint", "--label", "--save-result",
+                   "--result-dir", "--result-filename")
+PROBE_OWN_FLAGS = (*BENCH_OWN_FLAGS, "--request-rate", "--max-concurrency", "--goodput", "--num-prompts")
+
+
+def own_flag_problems(extra_args: list[str], at: str, own: tuple[str, ...] = BENCH_OWN_FLAGS) -> list[str]:
+    """extra_args that repeat a flag of ``own`` (as written, with ``=value``, or abbreviated as
+    argparse accepts it): one problem naming them all."""
+    found = []
+    for arg in extra_args:
+        flag = arg.split("=", 1)[0]
+        if flag in own or (flag.startswith("--") and len(flag) > 4 and any(o.startswith(flag) for o in own)):
+            found.append(next(o for o in own if o.startswith(flag)))
+    if not found:
+        return []
+    return [f"{at}: extra_args repeats {', '.join(dict.fromkeys(found))}, which llama4spec sets itself for this "
+            f"step's benchmarks (the server's url, the model, where results go"
+            f"{', the rate, prompts, concurrency and SLO of each probe' if own is PROBE_OWN_FLAGS else ''}); "
+            f"drop it from extra_args"]

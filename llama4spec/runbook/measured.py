@@ -8,7 +8,7 @@ from typing import Any
 from llama4spec.results import bench as bench_record
 from llama4spec.runbook.rundir import Measured, legacy_bench_record, read_config
 from llama4spec.sweep.model import Point
-from llama4spec.sweep.points import point
+from llama4spec.sweep.points import points
 
 
 def config_data(p) -> dict[str, Any]:
@@ -36,4 +36,4 @@ def measured_in_plan(plan, ids: list[str]) -> dict[str, Measured]:
 def collect_points(plan, ids: list[str]) -> tuple[list[Point], list[str]]:
     """The measured points among bench steps ``ids``, and the ids of those without a counted record."""
     found = measured_in_plan(plan, ids)
-    return [point(pid, m.config, m.record) for pid, m in found.items()], [pid for pid in ids if pid not in found]
+    return points((pid, m.config, m.record) for pid, m in found.items()), [pid for pid in ids if pid not in found]

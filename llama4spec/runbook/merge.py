@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
-import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +26,7 @@ from typing import Any
 from rich.console import Console
 
 from llama4spec.errors import UserError
-from llama4spec.files import json_or_none, outside, plain, shown, write_atomic
+from llama4spec.files import json_or_none, outside, plain, shown, write_atomic, write_json
 from llama4spec.results import bench as bench_record
 from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.recorder import Recorder
@@ -234,7 +234,7 @@ def _write_searches(out: Path, found) -> None:
         if search is None or setting.dir.parent == out:
             continue
         data, _ = json_or_none(setting.dir / SEARCH)
-        write_atomic(out / setting.id / SEARCH, json.dumps(data, indent=2) + "\n")
+        write_json(out / setting.id / SEARCH, data)
         for probe in search.probes:
             record = bench_record.read(probe_dir(setting.dir, probe.rate) / "record.json")
             if record is not None:
@@ -298,6 +298,7 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
             raise UserError(f"{d} is given twice (as {seen[Path(d).resolve()]} too); its runs would count twice")
         seen[Path(d).resolve()] = Path(d)
     sources = [load(d) for d in run_dirs]
+    refuse_unrelated(sources)
     if out is None:
         if len(sources) > 1:
             raise UserError("several run directories are merged into a new one: give --out DIR")
@@ -317,7 +318,8 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     searched = [s.id for settings, _ in capacities.values() for s in settings]
     refuse_escapes(out, [*sweeps, *compares, *capacities, *([] if in_place else [*ids, *searched])])
     left_out: dict[str, str] = {}
-    measured = collect(sources, ids, left_out)
+    measured = collect(sources, ids, left_out)  # a point measured differently is named here
+    refuse_other_settings(sources)
     failures = {k: v for s in sources for k, v in not_run(s.status.get("steps") or []).items()}
     searched_out = {cid: capacity_report.analyse(settings, baseline, failures, strict=True,  # read before any write
                                                  reference=reference_medians(sources, settings))
@@ -378,6 +380,67 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     return 1 if missing else 0
 
 
+def refuse_unrelated(sources: list[Source]) -> None:
+    """Runs merged into one report must be runs of one runbook with the same settings: the same
+    runbook and command-line overrides, one kind for each step id, one design for each sweep, and
+    each capacity search in one run only (a search is continued by --resume, never by a merge).
+    UserError (one line) naming the first difference and the fix; nothing is reduced to the first."""
+    if len(sources) < 2:
+        return
+    first = sources[0]
+    where = lambda s: plain(str(s.dir))  # noqa: E731
+    for other in sources[1:]:
+        mine, theirs = first.status.get("runbook"), other.status.get("runbook")
+        if mine is not None and theirs is not None and mine != theirs:
+            raise UserError(f"{where(first)} and {where(other)} are runs of different runbooks ({shown(mine)} and "
+                            f"{shown(theirs)}); merge only runs of one runbook, or report each on its own")
+    kinds: dict[str, tuple[str, Source]] = {}
+    designs: dict[str, tuple[Any, Source]] = {}
+    for s in sources:
+        for step in s.plan:
+            sid, kind = str(step["id"]), str(step["kind"])
+            seen = kinds.setdefault(sid, (kind, s))
+            if seen[0] != kind:
+                raise UserError(f"step '{sid}' is a {plain(seen[0], 40)} step in {where(seen[1])} and a "
+                                f"{plain(kind, 40)} step in {where(s)}; merge only runs of one runbook, or report "
+                                f"each on its own")
+            design = step.get("design", {}).get("design") if isinstance(step.get("design"), dict) else None
+            if design is not None:
+                known = designs.setdefault(sid, (design, s))
+                if known[0] != design:
+                    raise UserError(f"sweep '{sid}' measured its pairs {shown(known[0])} in {where(known[1])} and "
+                                    f"{shown(design)} in {where(s)}: one report cannot pair the runs of both; report "
+                                    f"each on its own")
+    searched: dict[str, Source] = {}
+    for s in sources:
+        for step in s.plan:
+            if step.get("kind") != "capacity":
+                continue
+            sid = str(step["id"])
+            if sid in searched and searched[sid] is not s:
+                raise UserError(f"capacity step '{sid}' searched in {where(searched[sid])} and in {where(s)}: a "
+                                f"search goes on with --resume, never by a merge; report each run on its own")
+            searched[sid] = s
+
+
+def _measuring(overrides: Any) -> list[str]:
+    """A run's command-line overrides that say what it measured (not where it ran)."""
+    return sorted(o for o in overrides if isinstance(o, str)
+                  and not o.lstrip("+~").startswith(LOCATION_PREFIXES)) if isinstance(overrides, list) else []
+
+
+def refuse_other_settings(sources: list[Source]) -> None:
+    """Runs whose command lines set what they measure differently (another target, another
+    benchmark) are not merged, even when they share no point; UserError naming both."""
+    first = sources[0]
+    for other in sources[1:]:
+        mine, theirs = _measuring(first.status.get("overrides")), _measuring(other.status.get("overrides"))
+        if mine != theirs:
+            raise UserError(f"{plain(str(first.dir))} and {plain(str(other.dir))} were run with different settings "
+                            f"({shown(' '.join(mine) or 'no overrides')} and {shown(' '.join(theirs) or 'no overrides')}); "
+                            f"merge only runs of one runbook with the same settings, or report each on its own")
+
+
 def refuse_foreign(out: Path) -> None:
     """``--out`` must be new, empty, or a run directory this tool wrote (a merge made before): files
     of someone else's are never overwritten."""
@@ -395,13 +458,26 @@ def refuse_foreign(out: Path) -> None:
 
 
 def refuse_escapes(out: Path, step_ids: list[str]) -> None:
-    """No step's directory under ``out`` may lead outside it (a symlink placed there): nothing is
-    written outside the named output directory."""
+    """Nothing is written outside the named output directory: no step's directory under ``out``, and
+    no directory at any level below ``out`` (a search's ``probes``, a probe's ``rate=R``), may be a
+    symlink or lead outside it once resolved. Links are listed, never followed."""
+    def refuse(target: Path) -> None:
+        raise UserError(f"{plain(str(target))}: is a symlink (or leads outside {plain(str(out))}); report writes only "
+                        f"inside the output directory: remove the link or give another --out")
+
     for sid in step_ids:
         target = out / sid
         if target.is_symlink() or outside(out, target / "x"):
-            raise UserError(f"{target}: is a symlink (or leads outside {out}); report writes only inside the "
-                            f"output directory: remove the link or give another --out")
+            refuse(target)
+    if not out.is_dir() or out.is_symlink():
+        return
+    for where, dirs, names in os.walk(out):  # followlinks=False: a link to a directory is listed, not entered
+        for name in [*dirs, *names]:
+            path = Path(where) / name
+            if path.is_symlink() and (name in dirs or path.is_dir() or not path.exists()):
+                refuse(path)
+            if name in dirs and outside(out, path / "x"):
+                refuse(path)
 
 
 def _colocation(sources: list[Source], measured: dict[str, Measured]) -> dict[str, tuple[str, ...]]:
@@ -444,5 +520,5 @@ def _write_points(out: Path, measured: dict[str, Measured]) -> None:
     for pid, m in measured.items():
         files = bench_files(out / pid)
         m.record.write(files["record"])
-        write_atomic(files["points"], json.dumps(vllm_runs(m.config, m.record), indent=2) + "\n")
+        write_json(files["points"], vllm_runs(m.config, m.record))
         write_atomic(out / pid / "config.yaml", yaml.safe_dump(m.config, sort_keys=False))

@@ -17,14 +17,14 @@ from typing import Any, Iterable, Mapping
 
 from llama4spec.engine.secrets import redact
 from llama4spec.errors import UserError
-from llama4spec.files import Expect, Unreadable, json_or_none, plain, read_bytes, write_atomic
+from llama4spec.files import Expect, Unreadable, json_or_none, number, plain, read_bytes, write_atomic
 from llama4spec.runbook import capacity_report, colocation, merge, steps
 from llama4spec.runbook.rundir import Measured, not_run
 from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps import sweep as sweep_step
 from llama4spec.sweep import page as html_page
 from llama4spec.sweep.model import analyse
-from llama4spec.sweep.points import point
+from llama4spec.sweep.points import points as sweep_points
 
 PAGE = "report.html"
 PLOT = Expect("plot", "rebuild it with: llama4spec report RUN_DIR", 16 << 20)
@@ -91,7 +91,7 @@ def _steps(status: Mapping[str, Any]) -> list[list[str]]:
     rows = []
     for e in status.get("steps") or []:
         secs = e.get("seconds")
-        secs = f"{secs:.1f}" if isinstance(secs, (int, float)) and not isinstance(secs, bool) else ""
+        secs = "" if number(secs) is None else f"{number(secs):.1f}"
         state = _text(e.get("status"), "?") + (" (earlier run)" if e.get("resumed") is True else "")
         rows.append([str(e["id"]), _text(e.get("kind")), state, secs, _text(e.get("error") or e.get("reason"))])
     return rows
@@ -111,7 +111,7 @@ def _sweep(source: merge.Source, step: Mapping[str, Any], secrets: tuple[str, ..
     ids = [n for n in step.get("needs") or [] if traits(kinds.get(n)).benchmarks]
     left_out: dict[str, str] = {}
     measured = merge.collect([source], ids, left_out)
-    points = [point(pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured]
+    points = sweep_points((pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured)
     analysis = analyse(points)
     reasons = {**not_run(source.status.get("steps") or []), **left_out}
     missing = {pid: reasons.get(pid, "no record") for pid in ids if pid not in measured}

@@ -225,7 +225,10 @@ def plan_file(path: Path, run_dir_for: Callable[[str], Path], cli_overrides: lis
 
     runbook, problems = load(path)
     if runbook is not None:
-        runbook = with_measurement(runbook, repeats, warmup)
+        try:
+            runbook = with_measurement(runbook, repeats, warmup)
+        except UserError as err:
+            raise UserError(*problems, *err.problems) from None
         try:
             planned = make_plan(runbook, run_dir_for(runbook.name), cli_overrides)
         except UserError as err:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llama4spec.files import Expect, Unreadable, json_or_none, plain, read_yaml, shown
+from llama4spec.files import Expect, Unreadable, json_or_none, number, plain, read_yaml, shown
 from llama4spec.results.bench import BenchRecord
 
 STATUS = "status.json"
@@ -79,6 +79,8 @@ def status_or_problem(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]
 STATUS_TYPES: dict[str, tuple[type, ...]] = {
     "runbook": (str,), "status": (str,), "description": (str, type(None)), "started": (str, type(None)),
     "steps": (list,), "comparisons": (dict,), "jobs": (list,), "merged_from": (list,), "notes": (list,),
+    "overrides": (list,), "runbook_path": (str, type(None)), "finished": (str, type(None)),
+    "rebuilt": (str, type(None)), "launcher": (str, type(None)),
 }
 
 
@@ -91,6 +93,8 @@ def status_problem(data: Any, where: str) -> str | None:
             return (f"{where}: '{key}' is {type(data[key]).__name__}, not "
                     f"{' or '.join('null' if t is type(None) else t.__name__ for t in types)}; "
                     f"it is not a record this tool wrote")
+    if not all(isinstance(o, str) for o in data.get("overrides") or []):
+        return f"{where}: 'overrides' holds something other than text; it is not a record this tool wrote"
     steps = data.get("steps") or []
     if not all(isinstance(e, dict) and is_step_id(e.get("id")) for e in steps):
         return f"{where}: a step entry without a valid step id; it is not a record this tool wrote"
@@ -186,10 +190,14 @@ def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def csv_rows(ids: list[str], measured: dict[str, Measured]) -> tuple[list[str], list[dict[str, Any]]]:
-    """A sweep's CSV: one row per point and counted run, with every setting of its config
+    """A sweep's CSV: one row per point and counted run, its setting's name (``Point.name``), every setting of its config
     (``config.*``), every number of vLLM's result for that run (``result.*``) and the run's
     acceptance counters (``acceptance.*``). Returns (header, rows)."""
-    header: dict[str, None] = dict.fromkeys(("id", "run", "repeats", "warmup"))
+    from llama4spec.sweep.points import points
+
+    header: dict[str, None] = dict.fromkeys(("id", "setting", "run", "repeats", "warmup"))
+    names = {p.id: p.name for p in points((pid, measured[pid].config, measured[pid].record)
+                                          for pid in ids if pid in measured)}
     rows = []
     for pid in ids:
         m = measured.get(pid)
@@ -198,7 +206,8 @@ def csv_rows(ids: list[str], measured: dict[str, Measured]) -> tuple[list[str], 
         settings = {f"config.{k}": v for k, v in flatten(m.config).items()}
         runs = m.record.runs or [m.record]
         for i, run in enumerate(runs):
-            row: dict[str, Any] = {"id": pid, "run": i, "repeats": len(runs), "warmup": m.record.warmup, **settings}
+            row: dict[str, Any] = {"id": pid, "setting": names[pid], "run": i, "repeats": len(runs),
+                                   "warmup": m.record.warmup, **settings}
             if m.record.stop is not None:  # measured until decided: why it stopped
                 row["stop"] = m.record.stop.get("reason")
             if any(r.start != 1 for r in runs):  # a revisited point: the server start of each run
@@ -245,7 +254,7 @@ def summary_markdown(summary: dict[str, Any], description: str = "") -> str:
     steps = [e for e in summary.get("steps") or [] if isinstance(e, dict)] if isinstance(summary.get("steps"), list) else []
     for st in steps:
         secs = st.get("seconds")
-        secs = f"{secs:.1f}" if isinstance(secs, (int, float)) and not isinstance(secs, bool) else ""
+        secs = "" if number(secs) is None else f"{number(secs):.1f}"
         status = f"{st.get('status')}" + (" (earlier run)" if st.get("resumed") else "")
         lines.append(f"| {st.get('id')} | {st.get('kind')} | {status} | {secs} |")
     failed = [e for e in steps if e.get("status") == "failed"]

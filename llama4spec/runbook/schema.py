@@ -91,6 +91,7 @@ def _step(raw: Any, i: int, where: str, seen: set[str], state: dict[str, Any], p
     needs = str_list(raw.get("needs"), f"{at}: needs", problems, MAX_ID)
     keys = read_keys(kind.Keys, raw, at, problems)
     kind.check(keys, at, problems, state)
+    problems.extend(kind.conflicts(keys, at, frozenset(map(str, raw))))
     return Step(id=step_id, kind_of=kind, keys=keys, needs=needs, description=str(raw.get("description") or ""))
 
 
@@ -147,7 +148,15 @@ def with_measurement(runbook: Runbook, repeats: int | str | None = None, warmup:
         return dataclasses.replace(s, keys=dataclasses.replace(s.keys, repeats=s.keys.repeats if keep else repeats,
                                                               warmup=s.keys.warmup if warmup is None else warmup))
 
-    return dataclasses.replace(runbook, steps=[measured(s) if s.traits.measures else s for s in runbook.steps])
+    steps = [measured(s) if s.traits.measures else s for s in runbook.steps]
+    given = " ".join(f"{flag} {value}" for flag, value in (("--repeats", repeats), ("--warmup", warmup))
+                     if value is not None)
+    problems = [p for old, new in zip(runbook.steps, steps) if new is not old
+                for p in new.kind_of.conflicts(new.keys, f"{given} on step '{new.id}'", frozenset())
+                if p not in old.kind_of.conflicts(old.keys, f"{given} on step '{new.id}'", frozenset())]
+    if problems:
+        raise UserError(*problems)
+    return dataclasses.replace(runbook, steps=steps)
 
 
 def check_measurement(repeats: int | str | None, warmup: int | None) -> None:

@@ -184,9 +184,9 @@ def _result_file(args: Any) -> Path | None:
 
 def write_requests(path: Path, captured: Captured, prefix: str) -> None:
     """The run's requests, in the order they finished, with the prefix of their ids."""
-    from llama4spec.files import write_atomic
+    from llama4spec.files import json_text, write_atomic
 
-    write_atomic(path, json.dumps({"request_id_prefix": prefix, "requests": captured.rows()}) + "\n")
+    write_atomic(path, json_text({"request_id_prefix": prefix, "requests": captured.rows()}, indent=None) + "\n")
 
 
 def _load() -> Callable[[list[str]], object]:

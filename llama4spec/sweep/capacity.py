@@ -48,6 +48,7 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 
 from llama4spec.errors import UserError
+from llama4spec.files import MAX_COUNT, count, number, shown
 from llama4spec.results.bench import BenchRecord
 from llama4spec.sweep.decide import CONFIDENCE, Estimate, interval_at, looks
 
@@ -134,11 +135,12 @@ class Search:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite number within what a record holds (``files.number``, the reader of every figure)."""
+    return number(value) is not None
 
 
 def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return count(value, -MAX_COUNT) is not None
 
 
 def settings_problems(s: Settings) -> list[str]:
@@ -186,9 +188,9 @@ def begin(settings: Settings) -> Search:
 def _run_problems(run: Run) -> list[str]:
     problems = []
     if not (_number(run.attainment) and 0 <= run.attainment <= 1):
-        problems.append(f"a run's attainment must lie in [0, 1], not {run.attainment}")
-    if not (_count(run.requests) and run.requests >= 1):
-        problems.append(f"a run's requests sent must be a count of at least 1, not {run.requests}")
+        problems.append(f"a run's attainment must lie in [0, 1], not {shown(run.attainment)}")
+    if count(run.requests, 1) is None:
+        problems.append(f"a run's requests sent must be a count from 1 to {MAX_COUNT:.0e}, not {shown(run.requests)}")
     if run.binding is not None and run.binding not in METRICS:
         problems.append(f"a run's binding metric must be one of {', '.join(METRICS)}, not {run.binding!r}")
     if run.output_throughput is not None and not (_number(run.output_throughput) and run.output_throughput >= 0):
@@ -508,7 +510,7 @@ def from_json(data: Any, settings: Settings | None = None) -> Search:
     for i, probe in enumerate(probes, 1):
         rate, runs, why = (probe.get(k) if isinstance(probe, Mapping) else None for k in ("rate", "runs", "why"))
         if not (_number(rate) and 0 < rate <= MAX_RATE) or any(p.rate == rate for p in kept):
-            raise UserError(f"search.json: probe {i} has no usable rate of its own ({rate!r})")
+            raise UserError(f"search.json: probe {i} has no usable rate of its own ({shown(rate)})")
         if not isinstance(runs, list) or not runs or len(runs) > RUNS_CAP:
             raise UserError(f"search.json: probe {i} needs a list of 1 to {RUNS_CAP} runs")
         read = []

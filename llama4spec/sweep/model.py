@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from llama4spec.results.requests import RequestRow
 from llama4spec.sweep.decide import BETWEEN_SD, CONFIDENCE, RatioInterval
@@ -85,6 +85,9 @@ class Point:
     temperature: float = 0.0  # the client's sampling temperature (bench.temperature)
     # every request of its counted runs, pooled (a server with a draft reports each one's acceptance)
     requests: tuple[RequestRow, ...] = field(default=(), compare=False, repr=False)
+    # the other keys its sweep varies (beyond draft, lookahead, concurrency, category, temperature)
+    # with this point's values: part of its name, so two settings never share one
+    varied: tuple[tuple[str, str], ...] = ()
 
     def interval(self, key: str) -> Interval:
         """The 95% interval of a figure over the repeats (one sample: the figure alone, no interval)."""
@@ -105,8 +108,13 @@ class Point:
     @property
     def name(self) -> str:
         if self.scheduled:
-            return f"{self.draft} (k<={self.lookahead})"
-        return f"{self.draft} k={self.lookahead}" if self.speculative else "no speculation"
+            return f"{self.draft} (k<={self.lookahead}){self.setting}"
+        return (f"{self.draft} k={self.lookahead}" if self.speculative else "no speculation") + self.setting
+
+    @property
+    def setting(self) -> str:
+        """The other keys its sweep varies, as they are written (' memory.max_num_seqs=128'), or ''."""
+        return "".join(f" {key}={value}" for key, value in self.varied)
 
     @property
     def scheduled(self) -> bool:
@@ -252,6 +260,8 @@ class Analysis:
     between_sd: float = BETWEEN_SD  # the between-start log-sd every comparison carries
     # more than one temperature measured: each temperature's own analysis (the fields above: the lowest's)
     by_temperature: list[tuple[float, "Analysis"]] = field(default_factory=list)
+    # derived once and kept for every rendering of the analysis (``render.attributions``)
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def reference_temperature(self) -> float:
@@ -300,8 +310,8 @@ def _throughput(p: Point | None) -> float:
 def label(p: Point, drafts: int = 1) -> str:
     """A setting's name in choices: 'no speculation', 'k=3' (one draft swept) or 'tiny_eagle k=3'."""
     if not p.speculative:
-        return "no speculation"
-    return f"k={p.lookahead}" if drafts <= 1 else p.name
+        return "no speculation" + p.setting
+    return f"k={p.lookahead}{p.setting}" if drafts <= 1 else p.name
 
 
 def runs(p: Point) -> tuple[float, ...]:

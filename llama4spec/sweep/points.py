@@ -5,12 +5,54 @@ points this way, so a report rebuilt from the records equals the one the run wro
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import json
+from dataclasses import replace
+from typing import Any, Iterable, Mapping
 
+from llama4spec.files import count
 from llama4spec.results.bench import BenchRecord
 from llama4spec.sweep.model import SCHEDULED, Point
 
 FIGURES = ("output_throughput", "mean_tpot_ms", "mean_ttft_ms")
+# config keys a point's name or its table already says: the draft, the lookahead, the concurrency,
+# the prompts' category and the sampling temperature
+NAMED = ("draft.", "lookahead", "bench.max_concurrency", "bench.category", "bench.temperature")
+MAX_SHOWN = 40  # characters of a varied value in a name
+
+
+def points(measured: Iterable[tuple[str, Mapping[str, Any], BenchRecord]]) -> list[Point]:
+    """The points of one sweep (step id, config, record each), every one named with the other keys
+    the sweep varies (``varied_keys``), so two settings never share a name in a table, a plot, the
+    CSV or a verdict."""
+    measured = list(measured)
+    keys = varied_keys([config for _, config, _ in measured])
+    return [replace(point(pid, config, record), varied=tuple((k, _shown(_get(config, k))) for k in keys))
+            for pid, config, record in measured]
+
+
+def _flat(data: Any, prefix: str = "") -> dict[str, str]:
+    """Dotted keys of nested config data, each value as JSON text (walked without recursion)."""
+    out: dict[str, str] = {}
+    stack = [(data, prefix)]
+    while stack:
+        value, key = stack.pop()
+        if isinstance(value, Mapping) and value:
+            stack.extend((v, f"{key}{k}.") for k, v in value.items())
+        else:
+            out[key[:-1]] = json.dumps(value, sort_keys=True, default=str)
+    return out
+
+
+def varied_keys(configs: list[Mapping[str, Any]]) -> list[str]:
+    """The config keys whose values differ between the points of a sweep, beyond those ``NAMED``."""
+    flat = [_flat(c) for c in configs if isinstance(c, Mapping)]
+    keys = sorted({k for f in flat for k in f if k and not k.startswith(NAMED)})
+    return [k for k in keys if len({f.get(k) for f in flat}) > 1]
+
+
+def _shown(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "…"
 
 
 def _get(data: Mapping[str, Any], dotted: str) -> Any:
@@ -26,7 +68,7 @@ def point(step_id: str, config: Mapping[str, Any], record: BenchRecord) -> Point
     a lookahead schedule (``draft.lookahead_schedule`` set) carries the draft's name + SCHEDULED."""
     method, name = _get(config, "draft.method"), _get(config, "draft.name") or "draft"
     k = _get(config, "lookahead") if method else None
-    k = k if isinstance(k, int) and not isinstance(k, bool) else None
+    k = count(k)
     acc = record.acceptance if k else None
     concurrency = record.figure("max_concurrency") or _get(config, "bench.max_concurrency")
     category = _get(config, "bench.category")

@@ -35,10 +35,10 @@ def _f(value: float | None, fmt: str = ".2f", suffix: str = "") -> str:
 def short_name(p: Point, a: AtConcurrency) -> str:
     """'k=3' where one draft is swept, 'none' for no speculation (narrow terminals)."""
     if not p.speculative:
-        return "none"
+        return "none" + p.setting
     if p.scheduled:
-        return "schedule" if len(a.fits) <= 1 else p.name
-    return f"k={p.lookahead}" if len(a.fits) <= 1 else p.name
+        return "schedule" + p.setting if len(a.fits) <= 1 else p.name
+    return f"k={p.lookahead}{p.setting}" if len(a.fits) <= 1 else p.name
 
 
 def _iv(iv: Interval | None, fmt: str = ".1f", suffix: str = "") -> str:
@@ -129,7 +129,13 @@ TAIL_NOTE = (f"Each point's requests (its counted runs pooled) beyond its P{tail
 
 def attributions(analysis: Analysis) -> tuple[list[tuple[Point, tail.Attribution]], list[str]]:
     """Each speculative point's TPOT tail attributed, and the points whose requests are too few
-    for it (one line each)."""
+    for it (one line each): computed once per analysis, however many renderings ask."""
+    if "tails" not in analysis.derived:
+        analysis.derived["tails"] = _attributions(analysis)
+    return analysis.derived["tails"]
+
+
+def _attributions(analysis: Analysis) -> tuple[list[tuple[Point, tail.Attribution]], list[str]]:
     out, short = [], []
     for sub in [a for _, a in analysis.by_temperature] or [analysis]:
         for a in sub.at:

@@ -7,7 +7,9 @@ produce fewer tokens a step. Over the requests of a point (its counted runs pool
 beyond the P90 TPOT are compared with the rest: how over-represented the low-acceptance requests
 (acceptance length below the point's median) are there, with Fisher's exact test (one-sided,
 ``scipy.stats.fisher_exact``), and the same for each prompt category. Fewer than ``MIN_TAIL``
-requests beyond the P90: no attribution.
+requests beyond the P90: no attribution. At most ``MAX_CATEGORIES`` categories are tested one by
+one (the largest); the others are pooled as one group, so a record naming thousands of categories
+costs what twenty do.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from llama4spec.results.requests import RequestRow
 QUANTILE = 90  # the tail: requests beyond this percentile
 MIN_TAIL = 10  # fewest requests in a tail that is attributed
 LEVEL = 0.05  # Fisher's exact p below this: over-represented
+MAX_CATEGORIES = 20  # categories tested one by one (the largest); the rest are one group, "other categories"
 
 
 @dataclass(frozen=True)
@@ -136,12 +139,33 @@ def _pooled_length(rows: Sequence[RequestRow]) -> float | None:
 def share(name: str, rows: Sequence[RequestRow], tail: set[int], member: Callable[[RequestRow], bool]) -> Share:
     """How often the requests ``member`` picks are in ``tail`` (indexes into ``rows``) against overall."""
     inside = [i for i, r in enumerate(rows) if member(r)]
-    a = sum(i in tail for i in inside)
-    b = len(inside) - a
-    c = len(tail) - a
-    d = len(rows) - len(inside) - c
-    return Share(name, len(inside), a, len(inside) / len(rows) if rows else 0.0, a / len(tail) if tail else 0.0,
-                 fisher_greater(a, b, c, d), _pooled_length([rows[i] for i in inside]))
+    return _share(name, len(rows), len(tail), len(inside), sum(i in tail for i in inside),
+                  [rows[i] for i in inside])
+
+
+def _share(name: str, total: int, tail: int, members: int, in_tail: int, rows: Sequence[RequestRow]) -> Share:
+    """A group of ``members`` requests, ``in_tail`` of them in a tail of ``tail`` out of ``total``."""
+    a, b = in_tail, members - in_tail
+    c, d = tail - a, total - members - (tail - a)
+    return Share(name, members, a, members / total if total else 0.0, a / tail if tail else 0.0,
+                 fisher_greater(a, b, c, d), _pooled_length(rows))
+
+
+def category_shares(rows: Sequence[RequestRow], tail: set[int]) -> tuple[Share, ...]:
+    """Each category's share, in one pass over the requests: the ``MAX_CATEGORIES`` largest one by
+    one (by name), the rest pooled as one group, so the work is bounded however many categories a
+    record names."""
+    members: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        if r.category is not None:
+            members.setdefault(r.category, []).append(i)
+    kept = sorted(sorted(members, key=lambda n: (-len(members[n]), n))[:MAX_CATEGORIES])
+    groups = [(f"category {n}", members[n]) for n in kept]
+    rest = [i for n, idx in members.items() if n not in set(kept) for i in idx]
+    if rest:
+        groups.append((f"other categories ({len(members) - len(kept)})", rest))
+    return tuple(_share(name, len(rows), len(tail), len(idx), sum(i in tail for i in idx), [rows[i] for i in idx])
+                 for name, idx in groups)
 
 
 def _median(values: list[float]) -> float | None:
@@ -175,9 +199,7 @@ def attribute(rows: Sequence[RequestRow]) -> Attribution | None:
         return None
     median = statistics.median(r.acceptance_length for r in usable)
     low = share(f"acceptance length below {median:.2f}", usable, tail, lambda r: r.acceptance_length < median)
-    names = sorted({r.category for r in usable if r.category is not None})
-    per_category = tuple(share(f"category {name}", usable, tail, lambda r, n=name: r.category == n) for name in names)
-    return Attribution(len(usable), len(tail), threshold, median, low, per_category, ttft_tail(rows))
+    return Attribution(len(usable), len(tail), threshold, median, low, category_shares(usable, tail), ttft_tail(rows))
 
 
 HEADER = ["requests", "count", "beyond P90 TPOT", "share overall", "share of tail", "over-representation",

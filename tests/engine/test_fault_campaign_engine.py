@@ -10,7 +10,7 @@ restarts one; the first cycle holds two faults):
 
 1. ``run``: the vLLM server is SIGKILLed while its first benchmark runs; then llama4spec itself is
    SIGKILLed between steps (as the next server's step begins).
-2. ``--resume``: a crash while a record is written (``files.FAULT_ENV``: SIGKILL to itself after the
+2. ``--resume``: a crash while a record is written (``tests/faults.py``: SIGKILL to itself after the
    temporary file is on disk, before the rename), at the resume's first ``status.json``.
 3. ``--resume`` with the disk full: it stops with one line, no traceback.
 4. ``--resume`` to completion; then ``report RUN_DIR`` gets SIGTERM while it writes ``summary.md``
@@ -34,7 +34,6 @@ from pathlib import Path
 
 import pytest
 
-from llama4spec.files import FAULT_ENV
 from tests.helpers import REPO, bench_started, cmdlines, free_port, listening, run_dir_of, sessions_below, wait_gone
 
 pytestmark = pytest.mark.engine
@@ -76,12 +75,13 @@ def _tmpfs(path: Path) -> bool:
 class Cycle:
     """One invocation of the tool, its output in a file, its processes remembered."""
 
-    def __init__(self, where: Path, name: str, args: list[str], env: dict[str, str] | None = None):
+    def __init__(self, where: Path, name: str, args: list[str], fault: str | None = None):
         self.out = where / f"{name}.out"
+        tool = ["tests.faults", fault] if fault else ["llama4spec"]  # tests/faults.py: NAME:N:ACTION
         with open(self.out, "w") as sink:
-            self.proc = subprocess.Popen([sys.executable, "-m", "llama4spec", *args], cwd=REPO, stdout=sink,
+            self.proc = subprocess.Popen([sys.executable, "-m", *tool, *args], cwd=REPO, stdout=sink,
                                          stderr=subprocess.STDOUT, start_new_session=True,
-                                         env={**os.environ, "COLUMNS": "160", **(env or {})})
+                                         env={**os.environ, "COLUMNS": "160"})
         self.sessions: set[int] = set()
 
     def watch(self) -> None:
@@ -160,7 +160,7 @@ def test_faults_at_chosen_moments_lose_nothing(tmp_path: Path, tiny_dir) -> None
         # 2. a crash while a record is written: the earlier status.json stays whole
         before = (run_dir / "status.json").read_text()
         second = Cycle(tmp_path, "2-resume", ["run", str(runbook), "--resume", str(run_dir)],
-                       env={FAULT_ENV: "status.json:1:kill"})
+                       fault="status.json:1:kill")
         assert second.finish() == -signal.SIGKILL
         injected.append("crash during a record write (status.json, before the rename)")
         assert (run_dir / "status.json").read_text() == before
@@ -195,7 +195,7 @@ def test_faults_at_chosen_moments_lose_nothing(tmp_path: Path, tiny_dir) -> None
 
         # report interrupted while it writes summary.md, then run again
         paused = run_dir / "summary.md.paused"
-        report = Cycle(tmp_path, "5-report", ["report", str(run_dir)], env={FAULT_ENV: "summary.md:1:pause"})
+        report = Cycle(tmp_path, "5-report", ["report", str(run_dir)], fault="summary.md:1:pause")
         report.wait_for(paused.exists, "the report's pause before renaming summary.md", timeout=300)
         report.proc.send_signal(signal.SIGTERM)
         code = report.finish(timeout=60)

@@ -20,6 +20,9 @@ class BaseKind:
     describe: Callable[[Any, Callable[[str], None]], None] = lambda p, say: None
     required: tuple[str, ...] = ()
     check: Callable[[Any, str, list[str], dict[str, Any]], None] = lambda keys, at, problems, state: None
+    # (keys, at, the keys written in the runbook): keys that contradict one another, checked on the keys
+    # as written and again once the command line's --repeats / --warmup replace a step's own
+    conflicts: Callable[[Any, str, frozenset[str]], list[str]] = lambda keys, at, written: []
     references: Callable[[Any], list[Reference]] = lambda keys: []
     missing_input: Callable[[Any, Any], str | None] = lambda plan, p: None  # (plan, p): why it must not run now
     ready_problem: Callable[[Any], str | None] = lambda p: None  # before anything starts: why it cannot run

@@ -31,21 +31,13 @@ class Keys:
     gap_s: float = 2.0  # a candidate's point: the least pause before a run after the other server's last request
 
 
-# Flags the tool sets itself for every benchmark: repeating them in extra_args would contradict it.
-OWN_FLAGS = ("--base-url", "--host", "--port", "--model", "--backend", "--endpoint", "--label", "--save-result",
-             "--result-dir", "--result-filename")
-
-
 def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> None:
     problems.extend(fields.warmup_flag_problems(keys.extra_args, at))
+    problems.extend(fields.own_flag_problems(keys.extra_args, at))
 
 
 def plan(ctx, p) -> None:
     s = p.step.keys
-    own = [a.split("=", 1)[0] for a in s.extra_args if a.split("=", 1)[0] in OWN_FLAGS]
-    if own:
-        ctx.report(p.id, [f"extra_args repeats {', '.join(dict.fromkeys(own))}, which llama4spec sets itself "
-                          f"(the server's url, the model, where results go); drop it from extra_args"])
     if s.server is None and s.url is None:
         ctx.report(p.id, ["a bench step needs 'server' (a serve step's id) or 'url'"])
         return

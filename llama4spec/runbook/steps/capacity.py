@@ -95,6 +95,7 @@ def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> No
             else:
                 state["points"] = before + matrix_points(keys.matrix)
     problems.extend(fields.warmup_flag_problems(keys.extra_args, at))
+    problems.extend(fields.own_flag_problems(keys.extra_args, at, fields.PROBE_OWN_FLAGS))
     problems.extend(f"{at}: {p}" for p in settings_problems(keys))
 
 

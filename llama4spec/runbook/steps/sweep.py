@@ -4,7 +4,6 @@ analysis JSON and CSV, and the plots into its own directory."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.markup import escape
 
-from llama4spec.files import csv_text, write_atomic
+from llama4spec.files import csv_text, number, write_atomic, write_json
 from llama4spec.runbook import fields
 from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import (DESIGNS, INTERLEAVED, SEQUENTIAL, TooLarge, check_matrix, expand_step,
@@ -25,7 +24,7 @@ from llama4spec.runbook.steps.base import BaseKind
 from llama4spec.sweep import plots, render
 from llama4spec.sweep.decide import CONFIDENCE, MAX_REPEATS, MIN_REPEATS
 from llama4spec.sweep.model import Analysis, Point, analyse
-from llama4spec.sweep.points import point
+from llama4spec.sweep.points import points as sweep_points
 
 
 def _matrix(raw: dict, key: str, at: str, problems: list[str]) -> dict[str, list[str]] | None:
@@ -75,7 +74,7 @@ def design_lines(design: dict[str, Any] | None) -> list[str]:
     if design.get("design") != INTERLEAVED:
         return [f"design: sequential (interleaved was asked for, but {design.get('fallback')})"]
     gap = design.get("gap_s")
-    gap = f"{gap:g}" if isinstance(gap, (int, float)) and not isinstance(gap, bool) else "2"
+    gap = f"{number(gap, 0, 600):g}" if number(gap, 0, 600) is not None else "2"
     return [f"design: interleaved: no speculation stays up beside each candidate on disjoint devices and their runs "
             f"alternate, each at least {gap} s after the other server's last request; each "
             f"speedup is the paired t interval of the mean log ratio of back-to-back runs, with the between-start "
@@ -99,12 +98,29 @@ def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> No
         else:
             state["points"] = before + matrix_points(keys.matrix)
     problems.extend(fields.warmup_flag_problems(keys.extra_args, at))
+    problems.extend(fields.own_flag_problems(keys.extra_args, at, fields.BENCH_OWN_FLAGS))
+
+
+# keys that act only in one design: written in a sweep of another, they would do nothing
+DESIGN_KEYS = {INTERLEAVED: ("gap_s", "swap_devices")}
+
+
+def conflicts(keys: Keys, at: str, written: frozenset[str]) -> list[str]:
+    """Keys that contradict one another: revisit without repeats: auto, min above max repeats, a
+    key of another design than the sweep's (as written in the runbook)."""
+    problems = []
     if keys.revisit and keys.repeats != AUTO:
         problems.append(f"{at}: revisit: true restarts the servers of points still undecided, which needs "
                         f"'repeats: auto' (this step has repeats: {keys.repeats}); set repeats: auto or drop revisit")
     if keys.min_repeats > keys.max_repeats:
         problems.append(f"{at}: min_repeats ({keys.min_repeats}) is larger than max_repeats ({keys.max_repeats}); "
                         f"lower min_repeats or raise max_repeats")
+    for design, names in DESIGN_KEYS.items():
+        idle = [name for name in names if name in written]
+        if idle and keys.design != design:
+            problems.append(f"{at}: {', '.join(idle)} act only in the {design} design, and this sweep's design is "
+                            f"{keys.design}; drop {', '.join(idle)} or set design: {design}")
+    return problems
 
 IMAGES = {
     "acceptance by position": "acceptance_by_position",
@@ -142,10 +158,10 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
     text = render.markdown(analysis, images)
     write_atomic(files["report"], text)
     stops = {pid: m.record.stop for pid, m in (measured or {}).items() if m.record.stop}  # repeats: auto
-    write_atomic(files["analysis"], json.dumps({**render.to_record(analysis), "plots": series,
+    write_json(files["analysis"], {**render.to_record(analysis), "plots": series,
                                              **({"stops": stops} if stops else {}),
                                              **({"colocation": colocation} if colocation else {}),
-                                             **({"design": design} if design else {})}, indent=2) + "\n")
+                                             **({"design": design} if design else {})})
     if "table" in files:
         header, rows = csv_rows([pt.id for pt in points], measured or {})
         write_atomic(files["table"], csv_text(header, rows))
@@ -161,7 +177,7 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
     ``design``: the sweep step's ``design_record`` (said in the report when interleaving was asked for)."""
     from llama4spec.runbook.colocation import mixed
 
-    points = [point(pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured]
+    points = sweep_points((pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured)
     missing = [pid for pid in ids if pid not in measured]
     analysis = analyse(points)
     by_c: dict[int, dict[str, tuple[str, ...]]] = {}
@@ -225,4 +241,4 @@ def describe(p, say) -> None:
 
 
 KIND = BaseKind("sweep", Keys, Traits(expands=True, merges=True, measures=True, decides=True, describe_first=True),
-                plan, execute, describe, check=check, expand=expand_step)
+                plan, execute, describe, check=check, conflicts=conflicts, expand=expand_step)

@@ -83,13 +83,14 @@ def test_run_refuses_with_the_lines_validate_gives(cli, tmp_path: Path, override
         assert line.removeprefix("error: ") in ran.stderr, (line, ran.stderr)
 
 
-def test_json_printer_names_the_value_it_cannot_hold(capsys) -> None:
+def test_json_printer_prints_null_and_names_the_value(capsys) -> None:
     from llama4spec.cli.jsonout import emit
-    from llama4spec.errors import UserError
 
-    with pytest.raises(UserError, match=r"a\.1\.b is not a finite number"):
-        emit({"a": [1.0, {"b": float("nan")}]})
-    assert capsys.readouterr().out == ""  # nothing half-written
+    emit({"a": [1.0, {"b": float("nan")}], "c": float("inf")})  # no error: the exit code is the command's own
+    printed = capsys.readouterr()
+    document = json.loads(printed.out, parse_constant=lambda c: pytest.fail(c))
+    assert document == {"a": [1.0, {"b": None}], "c": None, "written_null": ["a.1.b", "c"]}
+    assert "a.1.b" in printed.err and "null" in printed.err
 
 
 def test_records_are_strict_json(tmp_path: Path) -> None:
@@ -97,4 +98,5 @@ def test_records_are_strict_json(tmp_path: Path) -> None:
 
     write_json(tmp_path / "r.json", {"x": float("inf"), "y": [float("nan"), 1.5], "z": "nan"})
     text = (tmp_path / "r.json").read_text()
-    assert json.loads(text, parse_constant=lambda c: pytest.fail(c)) == {"x": None, "y": [None, 1.5], "z": "nan"}
+    assert json.loads(text, parse_constant=lambda c: pytest.fail(c)) == {"x": None, "y": [None, 1.5], "z": "nan",
+                                                                         "written_null": ["x", "y.0"]}

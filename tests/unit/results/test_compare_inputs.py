@@ -55,3 +55,21 @@ def test_markup_in_a_label_is_printed_as_text(cli, tmp_path: Path) -> None:
     res = cli("compare", str(a), str(b), timeout=60)
     assert res.returncode == 0, res.stderr
     assert "[/x] base" in res.stdout and "[red]cand" in res.stdout and "1.50x" in res.stdout
+
+
+@pytest.mark.parametrize("bad,expected", [
+    ({**GOOD, "spec_decode_acceptance_length": "2.5"}, "spec_decode_acceptance_length"),
+    ({**GOOD, "spec_decode_acceptance_length": 0.5}, "spec_decode_acceptance_length"),
+    ({**GOOD, "spec_decode_per_position_acceptance_rates": ["0.9", "0.8"]}, "per_position_acceptance_rates"),
+    ({**GOOD, "spec_decode_per_position_acceptance_rates": 1}, "per_position_acceptance_rates"),
+    ({"kind": "llama4spec.bench", "label": "x", "returncode": 0, "result": GOOD,
+      "acceptance": {"num_drafts": 4, "mean_acceptance_length": "x", "acceptance_rate_per_position": [0.5]}},
+     "acceptance.mean_acceptance_length"),
+    ({"kind": "llama4spec.bench", "label": "x", "returncode": 0, "result": GOOD,
+      "acceptance": {"num_drafts": 4, "acceptance_rate_per_position": 3}}, "acceptance.acceptance_rate_per_position"),
+])
+def test_acceptance_figures_that_are_no_numbers_are_one_line(cli, tmp_path: Path, bad, expected) -> None:
+    good = _write(tmp_path / "good.json", GOOD)
+    res = cli("compare", str(good), str(_write(tmp_path / "bad.json", bad)), timeout=60)
+    assert res.returncode == 2 and expected in res.stderr, res.stdout + res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr

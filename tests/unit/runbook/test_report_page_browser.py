@@ -5,7 +5,8 @@ every table and every figure present), and the browser's network log (only file:
 the reason where no browser is installed. No engine runs: the run directory is built from records
 (tests/recorded_runs.py).
 
-LLAMA4SPEC_UPDATE_SCREENSHOT=1 also writes the screenshot to docs/report-screenshot.png.
+LLAMA4SPEC_UPDATE_SCREENSHOT=1 also writes the screenshot to docs/report-screenshot.png, of a copy of
+the page with a banner saying that it is an illustration from made-up data (the records are invented).
 """
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ from tests.unit.runbook.test_report_page import Parsed
 
 BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser")
 SCREENSHOT = REPO / "docs" / "report-screenshot.png"
+# On the docs' picture only (never on a page a run writes): the records behind it are made up.
+ILLUSTRATION_TEXT = ("ILLUSTRATION FROM MADE-UP DATA: the records behind this page are invented "
+                     "(tests/recorded_runs.py), not measured; its figures and verdicts show the layout only.")
+ILLUSTRATION = ('<div style="background:#fff3b0;border:3px solid #b00;color:#b00;font:bold 22px sans-serif;'
+                f'padding:14px;margin:0 0 16px 0">{ILLUSTRATION_TEXT}</div>')
 
 
 def browser() -> str:
@@ -74,7 +80,17 @@ def test_the_page_in_a_browser_offline(run_dir: Path, tmp_path: Path) -> None:
     assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
     assert shot.read_bytes().startswith(b"\x89PNG") and shot.stat().st_size > 50_000  # a page, not a blank
     if os.environ.get("LLAMA4SPEC_UPDATE_SCREENSHOT"):
-        shutil.copyfile(shot, SCREENSHOT)
+        illustration = tmp_path / "illustration.html"
+        illustration.write_text(page.read_text().replace("<body>", "<body>" + ILLUSTRATION, 1))
+        docs_shot = tmp_path / "docs.png"
+        done = open_page(illustration, tmp_path, f"--screenshot={docs_shot}", "--window-size=1400,3500")
+        assert done.returncode == 0 and docs_shot.is_file(), done.stderr[-2000:]
+        from PIL import Image
+        from PIL.PngImagePlugin import PngInfo
+
+        info = PngInfo()
+        info.add_text("Description", ILLUSTRATION_TEXT)
+        Image.open(docs_shot).save(SCREENSHOT, pnginfo=info)
     assert SCREENSHOT.is_file() and SCREENSHOT.read_bytes().startswith(b"\x89PNG")
     # the DOM after the script ran: the verdict, every table and figure of the HTML text, sorted headers
     dom_net = tmp_path / "dom-net.json"
@@ -157,3 +173,14 @@ def test_request_capacity_in_a_browser_offline(tmp_path: Path) -> None:
     assert "EAGLE k=3 carries 2.38x [2.18, 2.59] the requests of no speculation" in after.all_text()
     assert after.count("img") == 3 and "request capacity req/s [low, high]" in after.all_text()
     assert all(url.startswith("file://") for url in requested(net)), requested(net)
+
+
+def test_the_docs_picture_says_it_is_an_illustration_from_made_up_data() -> None:
+    """On the picture (a banner, and the PNG's description) and in the text beside it in the docs."""
+    from PIL import Image
+
+    assert Image.open(SCREENSHOT).text.get("Description") == ILLUSTRATION_TEXT
+    doc = (REPO / "docs" / "sweeps-and-statistics.md").read_text()
+    at = doc.index("(report-screenshot.png)")
+    near = doc[at - 600:at + 400].lower()
+    assert "made-up data" in near and "illustration" in near and "tests/recorded_runs.py" in near

@@ -97,13 +97,13 @@ def test_revisit_plans_a_second_start_of_every_server_after_the_first_pass(tmp_p
     assert _step(plan, "sweep").step.keys.points == [p for p in order if p.endswith(("-c1", "-c4"))]
 
 
-def test_revisit_needs_repeats_auto_and_fixed_runs_from_the_command_line_drop_it(tmp_path: Path) -> None:
+def test_revisit_needs_repeats_auto_in_the_runbook_and_from_the_command_line(tmp_path: Path) -> None:
     from llama4spec.errors import UserError
 
     with pytest.raises(UserError, match="revisit: true restarts the servers of points still undecided, which needs"):
         _plan(tmp_path, repeats=3)
-    fixed = plan_file(_runbook(tmp_path), lambda name: tmp_path / "run", repeats=3)
-    assert not any(p.kind == "settle" or p.id.endswith("-revisit") for p in fixed.steps)
+    with pytest.raises(UserError, match="--repeats 3 on step 'sweep': revisit: true restarts the servers"):
+        plan_file(_runbook(tmp_path), lambda name: tmp_path / "run", repeats=3)
 
 
 def test_only_servers_with_an_undecided_point_are_started_again(tmp_path: Path) -> None:

@@ -71,3 +71,40 @@ def test_the_ttft_tail_is_told_by_its_queueing_and_arrival() -> None:
     assert t.arrival_tail_ms > t.arrival_rest_ms
     assert t.sentence().startswith("TTFT is fixed before the first verification step")
     assert tail.ttft_tail(rows[:50]) is None
+
+
+def test_thousands_of_categories_cost_what_twenty_do() -> None:
+    import time
+
+    rows = [_row(i, 6.0 + (i % 97) * 0.3, (i % 4) * 0.75, f"c{i % 4000}") for i in range(12_000)]
+    started = time.process_time()
+    a = tail.attribute(rows)
+    took = time.process_time() - started
+    assert a is not None and len(a.categories) == tail.MAX_CATEGORIES + 1
+    assert a.categories[-1].name == f"other categories ({4000 - tail.MAX_CATEGORIES})"
+    assert sum(c.requests for c in a.categories) == 12_000
+    assert took < 3.0, f"{took:.1f} s for 12,000 requests in 4,000 categories"
+
+
+def test_few_categories_are_each_tested_as_before() -> None:
+    a = tail.attribute(_contrast())
+    assert [c.name for c in a.categories] == ["category in_block", "category out_block"]
+
+
+def test_a_report_attributes_each_point_once(monkeypatch) -> None:
+    from llama4spec.sweep import model, render
+    from llama4spec.sweep.model import Point
+
+    points = [Point(id="none-c4", draft="none", lookahead=None, concurrency=4, output_throughput=100.0,
+                    mean_tpot_ms=10.0, mean_ttft_ms=10.0),
+              Point(id="eagle-k3-c4", draft="eagle", lookahead=3, concurrency=4, output_throughput=150.0,
+                    mean_tpot_ms=7.0, mean_ttft_ms=10.0, acceptance_length=2.0, rates=(0.5, 0.3, 0.2),
+                    num_drafts=100, accepted_per_pos=(50, 30, 20), requests=tuple(_contrast()))]
+    calls = []
+    real = tail.attribute
+    monkeypatch.setattr(tail, "attribute", lambda rows: calls.append(1) or real(rows))
+    analysis = model.analyse(points)
+    render.markdown(analysis, {})
+    render.to_record(analysis)
+    render.attributions(analysis)
+    assert len(calls) == 1

@@ -46,7 +46,6 @@ class SampledTest:
     detectable: float | None  # exact: the smallest shift of P(successor) found with 80% power at ``level``
     verdict: str
     draws: int = 0  # exact: the Monte Carlo draws (its p-value is at least 1 / (1 + draws))
-    baseline_counts: list[int] | None = None  # two-sample: the run without the draft
     detail: list[dict[str, Any]] = field(default_factory=list)  # two-sample: each position's test
 
 
@@ -94,7 +93,7 @@ def two_sample_test(temperature: float, spec: list[list[int]], base: list[list[i
     """Per output position 1..POSITIONS: the tokens at that position with and without the draft, a
     chi-square test of homogeneity (rare tokens pooled); the temperature's p-value is the smallest
     position's, each position at ``level`` (the caller counted every position as a test)."""
-    detail, lossy, counts, base_counts = [], False, [0, 0], [0, 0]
+    detail, lossy, counts = [], False, [0]
     smallest, statistic = 1.0, 0.0
     for pos in range(1, POSITIONS + 1):
         a = [x[pos] for x in spec if len(x) > pos]
@@ -102,12 +101,11 @@ def two_sample_test(temperature: float, spec: list[list[int]], base: list[list[i
         p, chi = stats.homogeneity(a, b, MIN_CELL)
         detail.append({"position": pos, "tokens": [len(a), len(b)], "statistic": chi, "p_value": p})
         counts[0] += len(a)
-        base_counts[0] += len(b)
         if p < smallest:
             smallest, statistic = p, chi
         lossy = lossy or p < level
-    return SampledTest(temperature, "two-sample chi-square", len(spec), ["tokens"], counts[:1], None, statistic,
-                       smallest, level, None, LOSSY if lossy else PASS, base_counts[:1], detail)
+    return SampledTest(temperature, "two-sample chi-square", len(spec), ["tokens"], counts, None, statistic,
+                       smallest, level, None, LOSSY if lossy else PASS, detail=detail)
 
 
 def as_dict(obj: Any) -> dict[str, Any]:

@@ -29,25 +29,25 @@ def exact_target(model: str | None) -> str | None:
     if not model:
         return None
     where = Path(model).expanduser().resolve()
-    return next((kind for kind in TARGETS if where == tiny_path(kind).resolve()), None)
+    return next((name for name in TARGETS if where == tiny_path(name).resolve()), None)
 
 
-def _logits(kind: str, token: int = 100) -> np.ndarray:
+def _logits(target: str, token: int = 100) -> np.ndarray:
     """The logits after ``token``, in float64 from the float32 weights the build writes."""
-    if kind == "target_spread":
+    if target == "target_spread":
         return (spread.norm_scale() * spread.head(spread.TARGET_GAP)[:, token]).astype(np.float64)
-    if kind == "target":
+    if target == "target":
         out = np.zeros(VOCAB)
         out[successor(token)] = float(spread.norm_scale() * np.float32(1.0))
         return out
-    raise ValueError(f"no exact distribution for {kind!r}")
+    raise ValueError(f"no exact distribution for {target!r}")
 
 
-def probabilities(kind: str, temperature: float, token: int = 100) -> tuple[float, float, float]:
+def probabilities(target: str, temperature: float, token: int = 100) -> tuple[float, float, float]:
     """P(successor), P(second), P(other) after ``token`` at ``temperature`` > 0."""
     if not temperature > 0:
         raise ValueError(f"temperature {temperature} is not above 0")
-    z = _logits(kind, token) / temperature
+    z = _logits(target, token) / temperature
     e = np.exp(z - z.max())
     p = e / e.sum()
     succ = float(p[successor(token)])

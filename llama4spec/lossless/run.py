@@ -157,7 +157,7 @@ def run_engines(cfg: Config, settings: Settings, starting: Starting, verbosity: 
 
 def check(composed: Any, settings: Settings, starting: Starting, verbosity: int = 0):
     """Run the check for a composed config (a draft is set: the step checked it); the record."""
-    from llama4spec.lossless import check as verdicts
+    from llama4spec.lossless import check as verdicts, stats
     from llama4spec.lossless.record import LosslessRecord
     from llama4spec.results.provenance import model_revisions, public_config, versions
 
@@ -165,7 +165,7 @@ def check(composed: Any, settings: Settings, starting: Starting, verbosity: int 
     out, prompts = run_engines(cfg, settings, starting, verbosity)
     kind = exact_target(cfg.target.model)
     tests = verdicts.tests_of(settings, kind)
-    level = settings.level / tests
+    level = stats.joint_level(settings.level, tests)
     greedy = None
     if 0.0 in settings.temperatures:
         greedy = verdicts.greedy(out.greedy, out.target, out.reordered, out.gaps, settings, level)

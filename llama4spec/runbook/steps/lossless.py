@@ -12,9 +12,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from llama4spec.engine.args import engine_env
+from llama4spec.lossless.record import FILE
 from llama4spec.lossless.settings import MAX_SAMPLES, Settings, temperature_problems
 from llama4spec.runbook import fields
 from llama4spec.runbook.spec import Traits
@@ -58,7 +60,7 @@ def plan(ctx, p) -> None:
               f"--temperatures={','.join(f'{t:g}' for t in k.temperatures)}", f"--samples={k.samples}",
               f"--level={k.level:g}", f"--wide-gap={k.wide_gap:g}", *(["--fail-on-lossless"] if k.fail else [])]
     p.env = {**ctx.runbook.env, **engine_env(cfg)}
-    p.artifacts = {"record": p.dir / "lossless.json", "config_file": p.dir / "config.yaml"}
+    p.artifacts = {"record": p.dir / FILE, "config_file": p.dir / "config.yaml"}
 
 
 def execute(run, p) -> dict[str, Any]:
@@ -101,3 +103,20 @@ def fail_on_lossy(plan) -> None:
 
 KIND = BaseKind("lossless", Keys, Traits(starts_engine=True, loads_models=True, shows_env=True), plan, execute,
                 describe)
+
+
+def records_in(source) -> dict[str, Path]:
+    """Each lossless step of a run directory read back (``merge.Source``) whose record is there:
+    step id -> its lossless.json (step ids were checked when the plan was read)."""
+    from llama4spec.runbook.rundir import step_dir
+
+    found = {}
+    for sid, name in source.kinds().items():
+        if name != KIND.name:
+            continue
+        for where in source.runs:
+            path = step_dir(where, sid) / FILE
+            if path.is_file():
+                found[sid] = path
+                break
+    return found

@@ -47,6 +47,7 @@ class SampledTest:
     verdict: str
     draws: int = 0  # exact: the Monte Carlo draws (its p-value is at least 1 / (1 + draws))
     detail: list[dict[str, Any]] = field(default_factory=list)  # two-sample: each position's test
+    outputs: list[dict[str, Any]] = field(default_factory=list)  # each request: prompt, seed, token_ids (with the draft)
 
 
 def tests_of(settings: Settings, exact_kind: str | None) -> int:

@@ -175,9 +175,11 @@ def check(composed: Any, settings: Settings, starting: Starting, verbosity: int 
         mine = [i for i, r in enumerate(hot) if r.temperature == t]
         spec = [out.sampled[i] for i in mine]
         if kind is not None:
-            sampled.append(verdicts.exact_test(kind, t, spec, level, seed=cfg.generation.seed))
+            test = verdicts.exact_test(kind, t, spec, level, seed=cfg.generation.seed)
         else:
-            sampled.append(verdicts.two_sample_test(t, spec, [out.target_sampled[i] for i in mine], level))
+            test = verdicts.two_sample_test(t, spec, [out.target_sampled[i] for i in mine], level)
+        test.outputs = [{"prompt": hot[i].prompt, "seed": hot[i].seed, "token_ids": out.sampled[i]} for i in mine]
+        sampled.append(test)
     return LosslessRecord(
         created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), versions=versions(), models=model_revisions(cfg),
         overrides=list(composed.overrides), config=public_config(composed.raw), target=cfg.target.name,

@@ -48,7 +48,10 @@ class Keys:
 
 
 def plan(ctx, p) -> None:
-    p.composed = ctx.compose(p.step.keys.overrides, p.id)
+    # the check's temperatures, as the config's offline.temperatures: the doctor judges them (a draft at
+    # temperature > 0 on vLLM's CPU build needs the CPU fix) and the record's config names them
+    hot = ",".join(f"{t:g}" for t in p.step.keys.temperatures)
+    p.composed = ctx.compose(p.step.keys.overrides, p.id, last=[f"offline.temperatures=[{hot}]"])
     if p.composed is None:
         return
     cfg = p.composed.cfg
@@ -56,7 +59,7 @@ def plan(ctx, p) -> None:
         ctx.report(p.id, [f"draft={cfg.draft.name}: nothing to compare; a losslessness check needs a draft "
                           f"(draft=tiny_eagle, say)"])
     k = p.step.keys
-    p.argv = ["llama4spec", "lossless", *p.composed.overrides,
+    p.argv = ["llama4spec", "lossless", *p.composed.overrides[:-1],  # without the temperatures: they follow
               f"--temperatures={','.join(f'{t:g}' for t in k.temperatures)}", f"--samples={k.samples}",
               f"--level={k.level:g}", f"--wide-gap={k.wide_gap:g}", *(["--fail-on-lossless"] if k.fail else [])]
     p.env = {**ctx.runbook.env, **engine_env(cfg)}

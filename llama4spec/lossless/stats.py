@@ -118,14 +118,15 @@ def joint_level(level: float, tests: int) -> float:
     return level / tests
 
 
-def detectable_shift(p: float, n: int, level: float, power: float = 0.8) -> float:
+def detectable_shift(p: float, n: int, level: float, power: float = 0.8) -> float | None:
     """The smallest change of a probability ``p`` that a two-sided test at ``level`` on ``n`` draws
     detects with ``power`` (normal approximation): (z_(1 - level/2) + z_power) sqrt(p (1 - p) / n).
-    For two categories it is the total-variation distance between the two distributions."""
+    For two categories it is the total-variation distance between the two distributions. None where
+    the normal approximation does not hold (fewer than 10 expected in either outcome)."""
     from scipy.stats import norm
 
-    if n < 1:
-        return math.inf
+    if n * min(p, 1 - p) < 10:
+        return None
     return float((norm.ppf(1 - level / 2) + norm.ppf(power)) * math.sqrt(p * (1 - p) / n))
 
 

@@ -86,15 +86,21 @@ def execute(run, p) -> dict[str, Any]:
 
 
 def describe(p, say) -> None:
+    from llama4spec.lossless.check import POSITIONS, tests_of
+    from llama4spec.lossless.exact import exact_target
+
     k = p.step.keys
     hot = [t for t in k.temperatures if t > 0]
+    exact = exact_target(p.composed.cfg.target.model) if p.composed is not None else None
     if 0.0 in k.temperatures:
-        say("    temperature 0: every prompt with and without the draft, and without it in another batch shape; "
-            "Fisher's exact test on the divergence counts")
+        say("    temperature 0: every prompt with and without the draft, and without it in another batch shape and "
+            "order; Fisher's exact test on the divergence counts")
     if hot:
-        say(f"    temperatures {', '.join(f'{t:g}' for t in hot)}: {k.samples} seeded requests each; the emitted "
-            f"tokens against the target's exact distribution (tiny targets) or the run without the draft")
-    say(f"    joint level {k.level:g} (Bonferroni over the tests)")
+        how = ("the emitted words against the target's exact next-word distribution (exact multinomial test)" if exact
+               else f"the tokens at output positions 1-{POSITIONS} with and without the draft (two-sample chi-square)")
+        say(f"    temperatures {', '.join(f'{t:g}' for t in hot)}: {k.samples} seeded requests each; {how}")
+    tests = tests_of(k.settings(), exact)
+    say(f"    joint level {k.level:g} over {tests} test{'s' if tests != 1 else ''} (Bonferroni: {k.level / tests:.3g} each)")
 
 
 def fail_on_lossy(plan) -> None:

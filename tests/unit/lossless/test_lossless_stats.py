@@ -48,6 +48,7 @@ def test_bonferroni_and_the_detectable_shift():
     d = stats.detectable_shift(0.7, 500, 0.01)
     assert 0.06 < d < 0.08  # (2.576 + 0.842) * sqrt(0.21 / 500) = 0.070
     assert stats.detectable_shift(0.7, 2000, 0.01) == pytest.approx(d / 2)
+    assert stats.detectable_shift(0.99997, 1000, 0.01) is None  # too few of the rare outcome for the approximation
 
 
 def test_the_exact_distributions_are_the_tiny_targets():

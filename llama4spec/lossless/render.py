@@ -32,16 +32,18 @@ def render(console: Console, record) -> None:
     g = record.greedy
     if g is not None:
         table.add_row("0", "Fisher", str(g.requests), f"{len(g.diverged)} diverged",
-                      f"<= {len(g.baseline_diverged)} (own)", _p(g.p_value), _p(g.level), _verdict(g.verdict))
+                      f"own: {len(g.baseline_diverged)}", _p(g.p_value), _p(g.level), _verdict(g.verdict))
     for t in record.sampled:
-        counts = " / ".join(str(n) for n in t.counts)
-        expected = " / ".join(f"{p:.3g}" for p in t.expected) if t.expected else "no draft"
-        table.add_row(f"{t.temperature:g}", "multinomial" if t.expected else "two-sample", str(t.requests), counts, expected, floor(t), _p(t.level),
+        counts = "/".join(str(n) for n in t.counts)
+        expected = "/".join(f"{p:.3g}" for p in t.expected) if t.expected else "no draft"
+        table.add_row(f"{t.temperature:g}", "exact" if t.expected else "2-sample", str(t.requests), counts, expected,
+                      floor(t), _p(t.level),
                       _verdict(t.verdict))
     console.print(table)
     if record.sampled and record.sampled[0].expected:
-        console.print("  observed / expected: " + " / ".join(record.sampled[0].categories) + " after the word before",
-                      markup=False, highlight=False)
+        console.print("  observed/expected: " + "/".join(record.sampled[0].categories) + " after the word before "
+                      "(exact: the multinomial test against the target's own distribution)", markup=False,
+                      highlight=False)
     if g is not None:
         for name, items in (("speculation", g.diverged), ("no draft, other batch shape", g.baseline_diverged)):
             for d in items:

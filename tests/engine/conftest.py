@@ -60,10 +60,10 @@ HERE = Path(__file__).resolve().parent
 # Seconds a group took on one of the two workers of a clean-clone CI run (a group not listed is
 # taken as short): the order the groups are handed out in.
 COST = {SERVER_GROUP: 420, OFFLINE_GROUP: 380, "test_capacity_engine": 340, "test_sweep_engine": 290,
-        "test_decisive_engine": 270, "test_lossless_engine": 205, "test_sweep_failures_engine": 185,
-        "test_sampling_engine": 175, "test_fault_campaign_engine": 175, "test_multinode_engine": 150, "test_revisit_engine": 145,
-        "test_slurm_engine": 130, "test_faults_engine": 130, "test_interleaved_engine": 115,
-        "test_parallel_engine": 100}
+        "test_decisive_engine": 270, "test_sweep_failures_engine": 185, "test_sampling_engine": 175,
+        "test_fault_campaign_engine": 175, "test_multinode_engine": 150, "test_revisit_engine": 145,
+        "test_lossless_engine": 130, "test_slurm_engine": 130, "test_faults_engine": 130,
+        "test_interleaved_engine": 115, "test_parallel_engine": 100}
 
 
 def group_of(nodeid: str) -> str:

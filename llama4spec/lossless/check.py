@@ -43,7 +43,9 @@ class SampledTest:
     statistic: float
     p_value: float
     level: float
-    detectable: float | None  # exact: the smallest shift of P(successor) found with 80% power at ``level``
+    # the smallest change found with 80% power at ``level``: exact, of P(successor); two-sample, of one
+    # token's probability at one position (worst case p = 0.5)
+    detectable: float | None
     verdict: str
     draws: int = 0  # exact: the Monte Carlo draws (its p-value is at least 1 / (1 + draws))
     detail: list[dict[str, Any]] = field(default_factory=list)  # two-sample: each position's test
@@ -95,18 +97,21 @@ def two_sample_test(temperature: float, spec: list[list[int]], base: list[list[i
     chi-square test of homogeneity (rare tokens pooled); the temperature's p-value is the smallest
     position's, each position at ``level`` (the caller counted every position as a test)."""
     detail, lossy, counts = [], False, [0]
-    smallest, statistic = 1.0, 0.0
+    smallest, statistic, sizes = 1.0, 0.0, []
     for pos in range(1, POSITIONS + 1):
         a = [x[pos] for x in spec if len(x) > pos]
         b = [x[pos] for x in base if len(x) > pos]
         p, chi = stats.homogeneity(a, b, MIN_CELL)
         detail.append({"position": pos, "tokens": [len(a), len(b)], "statistic": chi, "p_value": p})
         counts[0] += len(a)
+        sizes.append((len(a), len(b)))
         if p < smallest:
             smallest, statistic = p, chi
         lossy = lossy or p < level
+    n, m = min(sizes) if sizes else (0, 0)
     return SampledTest(temperature, "two-sample chi-square", len(spec), ["tokens"], counts, None, statistic,
-                       smallest, level, None, LOSSY if lossy else PASS, detail=detail)
+                       smallest, level, stats.detectable_two_sample(n, m, level), LOSSY if lossy else PASS,
+                       detail=detail)
 
 
 def as_dict(obj: Any) -> dict[str, Any]:

@@ -53,7 +53,8 @@ def render(console: Console, record) -> None:
                               f"target's top-2 gap {gap}{wide}", markup=False, highlight=False)
     for t in record.sampled:
         if t.detectable is not None:
-            console.print(f"  T={t.temperature:g}: a shift of P(successor) by {t.detectable:.3f} is found with 80% "
+            what = "P(successor)" if t.expected else "one token's probability at one position"
+            console.print(f"  T={t.temperature:g}: a shift of {what} by {t.detectable:.3f} is found with 80% "
                           f"power at this level ({sum(t.counts)} tokens)", markup=False, highlight=False)
     word = "[bold red]lossy[/bold red]" if record.verdict == LOSSY else "[green]no test rejected losslessness[/green]"
     console.print(f"verdict: {word}")

@@ -130,6 +130,18 @@ def detectable_shift(p: float, n: int, level: float, power: float = 0.8) -> floa
     return float((norm.ppf(1 - level / 2) + norm.ppf(power)) * math.sqrt(p * (1 - p) / n))
 
 
+def detectable_two_sample(n: int, m: int, level: float, power: float = 0.8) -> float | None:
+    """The smallest difference in one token's probability between two samples of ``n`` and ``m``
+    tokens that a two-sided two-proportion test at ``level`` finds with ``power``, at the worst case
+    p = 0.5 (normal approximation): (z_(1 - level/2) + z_power) sqrt(0.25 (1/n + 1/m)). For a token
+    whose probability moves, that is the total-variation distance the change carries at least."""
+    from scipy.stats import norm
+
+    if min(n, m) < 20:
+        return None
+    return float((norm.ppf(1 - level / 2) + norm.ppf(power)) * math.sqrt(0.25 * (1 / n + 1 / m)))
+
+
 def homogeneity(a: Sequence[int], b: Sequence[int], min_cell: int = 10) -> tuple[float, float]:
     """A chi-square test that two samples of tokens come from one distribution: (p-value,
     statistic). Tokens seen fewer than ``min_cell`` times in both samples together are pooled into

@@ -22,6 +22,7 @@ from tests.helpers import REPO
 
 GOLDEN = REPO / "tests" / "golden"
 RUNBOOKS = sorted((REPO / "runbooks").glob("*lossless*.yaml"))
+assert len(RUNBOOKS) == 3, RUNBOOKS
 RUN_DIR = Path("runs/RUNBOOK/TIMESTAMP")
 
 
@@ -67,7 +68,8 @@ def test_every_lossless_runbook_plans_checks_with_a_draft(path: Path) -> None:
         assert p.artifacts["record"] == RUN_DIR / p.id / "lossless.json"
 
 
-@pytest.mark.parametrize("name,build", [("tiny_cpu_lossless", "cpu"), ("llama4_scout_eagle_lossless", "gpu")])
+@pytest.mark.parametrize("name,build", [("tiny_cpu_lossless", "cpu"), ("llama4_scout_eagle_lossless", "gpu"),
+                                        ("llama4_maverick_eagle3_lossless", "gpu")])
 def test_dry_run_matches_golden(name: str, build: str, use_build) -> None:
     use_build(build)
     console = Console(record=True, width=100, file=io.StringIO())

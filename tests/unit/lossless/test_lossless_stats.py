@@ -102,7 +102,9 @@ def test_the_two_sample_test_compares_positions():
     same = [list(rng.choice([5, 6, 7], size=10)) for _ in range(400)]
     other = [list(rng.choice([5, 6, 7], size=10)) for _ in range(400)]
     skewed = [list(rng.choice([5, 6, 7], size=10, p=[0.6, 0.2, 0.2])) for _ in range(400)]
-    assert check.two_sample_test(1.0, same, other, 0.01 / check.POSITIONS).verdict == check.PASS
+    passed = check.two_sample_test(1.0, same, other, 0.01 / check.POSITIONS)
+    assert passed.verdict == check.PASS and len(passed.detail) == check.POSITIONS
+    assert 0.1 < passed.detectable < 0.2  # (z_(1 - 0.01/16) + z_0.8) sqrt(0.25 * 2 / 400) = 0.14
     assert check.two_sample_test(1.0, same, skewed, 0.01 / check.POSITIONS).verdict == check.LOSSY
     assert stats.homogeneity([1, 1, 1], [1, 1]) == (1.0, 0.0)  # one column: nothing to test
     assert check.tests_of(Settings(temperatures=(0.0, 0.6, 1.0)), "target_spread") == 3

@@ -3,6 +3,7 @@ temperature above 0, each at the joint level divided by the number of tests (Bon
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
@@ -40,7 +41,7 @@ class SampledTest:
     categories: list[str]
     counts: list[int]
     expected: list[float] | None  # exact: the probabilities; two-sample: None
-    statistic: float
+    statistic: float | None  # None: infinite (a word of probability 0 was seen)
     p_value: float
     level: float
     # the smallest change found with 80% power at ``level``: exact, of P(successor); two-sample, of one
@@ -87,8 +88,9 @@ def exact_test(kind: str, temperature: float, outputs: list[list[int]], level: f
     counts = exact.counts(outputs)
     fit = stats.multinomial_test(counts, probs, seed=seed)
     n = sum(counts)
+    g = fit.statistic if math.isfinite(fit.statistic) else None
     return SampledTest(temperature, "exact multinomial", len(outputs), list(exact.CATEGORIES), counts, list(probs),
-                       fit.statistic, fit.p_value, level, stats.detectable_shift(probs[0], n, level),
+                       g, fit.p_value, level, stats.detectable_shift(probs[0], n, level),
                        LOSSY if fit.p_value < level else PASS, draws=fit.draws)
 
 
@@ -108,7 +110,7 @@ def two_sample_test(temperature: float, spec: list[list[int]], base: list[list[i
         if p < smallest:
             smallest, statistic = p, chi
         lossy = lossy or p < level
-    n, m = min(sizes) if sizes else (0, 0)
+    n, m = (min(x[0] for x in sizes), min(x[1] for x in sizes)) if sizes else (0, 0)
     return SampledTest(temperature, "two-sample chi-square", len(spec), ["tokens"], counts, None, statistic,
                        smallest, level, stats.detectable_two_sample(n, m, level), LOSSY if lossy else PASS,
                        detail=detail)

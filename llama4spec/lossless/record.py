@@ -66,11 +66,7 @@ class LosslessRecord:
     def write(self, path: Path) -> None:
         from llama4spec.files import write_atomic
 
-        write_atomic(Path(path), json.dumps(self.to_dict(), indent=2, default=_finite) + "\n")
-
-
-def _finite(value: Any) -> Any:
-    raise TypeError(f"{type(value).__name__} is not JSON")
+        write_atomic(Path(path), json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n")
 
 
 def load(path: Path) -> dict[str, Any]:

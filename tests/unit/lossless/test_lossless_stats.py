@@ -117,3 +117,14 @@ def test_the_two_sample_test_compares_positions():
 def test_temperature_lists_are_checked(values, problem):
     found = temperature_problems(values, "temperatures")
     assert len(found) == 1 and problem in found[0], found
+
+
+def test_a_word_the_target_never_says_is_lossy_and_the_record_stays_json():
+    from llama4spec.tiny.words import successor as succ
+
+    a = 100
+    seen = check.exact_test("target", 0.01, [[a, succ(a), 7]], 0.01, seed=0)  # 7 has probability 0 at T = 0.01
+    assert seen.verdict == check.LOSSY and seen.p_value == 0.0 and seen.statistic is None
+    import json
+
+    json.dumps(check.as_dict(seen), allow_nan=False)

@@ -7,8 +7,8 @@ each started once, each batch one ``generate`` call. What the runs found becomes
 - Without the draft (when temperature 0 is checked, or a temperature above 0 on a target whose
   distribution is not known exactly): every prompt greedily with the top-2 logprobs, all in one
   batch (the target's own output), then the same prompts one at a time in reverse order (another
-  batch shape and order: the engine's own divergence), then the sampled requests with the same
-  seeds (for the two-sample test).
+  batch shape and order: the engine's own divergence), then (two-sample test) the sampled
+  requests again, with seeds after all of the draft run's, so the two samples are independent.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class Outputs:
     target: list[list[int]] = field(default_factory=list)  # without the draft, one batch
     gaps: list[list[float | None]] = field(default_factory=list)  # ``target``'s top-2 logprob gap per position
     reordered: list[list[int]] = field(default_factory=list)  # without the draft, one at a time, back in prompt order
-    target_sampled: list[list[int]] = field(default_factory=list)  # without the draft, the sampled requests
+    target_sampled: list[list[int]] = field(default_factory=list)  # without the draft, ``sampled_requests`` order
     engine_start_s: list[float] = field(default_factory=list)
 
 
@@ -123,6 +123,9 @@ def run_engines(cfg: Config, settings: Settings, starting: Starting, verbosity: 
     cold = n if 0.0 in settings.temperatures else 0  # greedy requests with the draft
     sampling = [SamplingParams(max_tokens=g.max_tokens, temperature=r.temperature, ignore_eos=g.ignore_eos,
                                seed=r.seed) for r in hot]
+    # without the draft (two-sample test): the same prompts and temperatures, seeds of their own
+    base_sampling = [SamplingParams(max_tokens=g.max_tokens, temperature=r.temperature, ignore_eos=g.ignore_eos,
+                                    seed=request_seed(g.seed, n + len(hot) + j)) for j, r in enumerate(hot)]
     out = Outputs()
     label = f"{cfg.draft.name} k={cfg.lookahead}"
     with engine(cfg, label, starting, verbosity, out.engine_start_s) as llm:
@@ -136,7 +139,7 @@ def run_engines(cfg: Config, settings: Settings, starting: Starting, verbosity: 
     with engine(base_cfg, "no draft", starting, verbosity, out.engine_start_s) as llm:
         texts = _texts(llm, prompts)
         if not cold:
-            done = llm.generate([texts[r.prompt] for r in hot], sampling, use_tqdm=False)
+            done = llm.generate([texts[r.prompt] for r in hot], base_sampling, use_tqdm=False)
             out.target_sampled = [list(o.outputs[0].token_ids) for o in done]
             return out, prompts
         logged = [SamplingParams(max_tokens=g.max_tokens, temperature=0.0, ignore_eos=g.ignore_eos,
@@ -150,7 +153,7 @@ def run_engines(cfg: Config, settings: Settings, starting: Starting, verbosity: 
             reordered[i] = list(one[0].outputs[0].token_ids)
         out.reordered = reordered
         if hot and exact_target(cfg.target.model) is None:
-            done = llm.generate([texts[r.prompt] for r in hot], sampling, use_tqdm=False)
+            done = llm.generate([texts[r.prompt] for r in hot], base_sampling, use_tqdm=False)
             out.target_sampled = [list(o.outputs[0].token_ids) for o in done]
     return out, prompts
 

@@ -26,6 +26,8 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("new", type=Path, metavar="NEW_RUN", help="the run directory measured after (an upgrade, say)")
     p.add_argument("--fail-on-regression", type=percentage, metavar="PCT",
                    help="exit 1 when any point regressed by more than PCT percent with confidence (a CI gate)")
+    p.add_argument("--fail-on-lossless", action="store_true",
+                   help="exit 1 when a lossless record got worse (a verdict that turned lossy, more greedy divergence)")
     add_json_flag(p, "the comparison (schema llama4spec.regress/1)")
 
 
@@ -36,6 +38,9 @@ def _run(args: argparse.Namespace) -> int:
     r = regress.regress(args.old, args.new)
     pct = args.fail_on_regression
     failing = stats.gate(r.points, pct) if pct is not None else []
+    worse = regress.lossless_worse(r)
+    if args.fail_on_lossless:
+        failing = [*failing, *worse]
     if args.json:
         emit({"schema": schema("regress"), "old": str(r.old), "new": str(r.new), "heading": regress.heading(r),
               "versions": {k: list(v) for k, v in r.versions.items()}, "host": {k: list(v) for k, v in r.host.items()},
@@ -44,13 +49,21 @@ def _run(args: argparse.Namespace) -> int:
               "not_comparable": [{"id": pid, "keys": keys} for pid, keys in r.not_comparable],
               "only_old": r.only_old, "only_new": r.only_new,
               "regressed": [pt.id for pt in r.points if pt.verdict == stats.REGRESSED],
-              "fail_on_regression": pct, "failing": failing})
+              "fail_on_regression": pct, "failing": failing,
+              "lossless": [{"id": c.id, "old": c.old, "new": c.new, "worse": c.worse} for c in r.lossless]})
     else:
-        stats.render(out, r.points, regress.heading(r))
+        if r.points:
+            stats.render(out, r.points, regress.heading(r))
+        else:
+            for line in regress.heading(r):
+                out.print(line, markup=False, highlight=False, soft_wrap=True)
+        for line in [*regress.lossless_lines(r), *worse]:
+            out.print(line, markup=False, highlight=False, soft_wrap=True)
         for line in regress.notes(r):
             out.print(line, markup=False, highlight=False, soft_wrap=True)
         for line in failing:
-            out.print(f"regression beyond {pct:g}%: {line}", markup=False, highlight=False, soft_wrap=True)
+            if line not in worse:
+                out.print(f"regression beyond {pct:g}%: {line}", markup=False, highlight=False, soft_wrap=True)
     return 1 if failing else 0
 
 

@@ -68,6 +68,8 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("overrides", nargs="*", help="Hydra overrides applied to every step, after the runbook's own")
     add_run_options(p, "continue the run in DIR (runs/<runbook>/<timestamp>): skip benchmarks already measured there "
                        "(with groups: re-run only the groups not done)")
+    p.add_argument("--fail-on-lossless", action="store_true",
+                   help="a lossless step whose verdict is lossy fails, so the run exits 1 (a CI gate for upgrades)")
     from llama4spec.cli.groups import add_options
 
     add_options(p)
@@ -93,6 +95,10 @@ def _run(args: argparse.Namespace) -> int:
     else:
         plan = plan_file(opts.runbook, lambda name: run_dir_for(opts, name), list(opts.overrides),
                          repeats=opts.repeats, warmup=opts.warmup)
+    if opts.fail_on_lossless:
+        from llama4spec.runbook.steps.lossless import fail_on_lossy
+
+        fail_on_lossy(plan)
     from llama4spec.cli.groups import run_launched
     from llama4spec.launch.submit import launched
 

@@ -20,6 +20,7 @@ class RunOptions:
     stop_on_error: bool = False
     repeats: int | str | None = None  # a number, or "auto" (sweeps measure until decided)
     warmup: int | None = None
+    fail_on_lossless: bool = False  # `run`: a lossy verdict of a lossless step fails the run
     # server groups (`run` only)
     only_group: str | None = None
     shard: str | None = None

@@ -38,6 +38,7 @@ class EngineRun:
     categories: list[CategoryRun] = field(default_factory=list)  # offline.by_category only
     temperatures: list[TemperatureRun] = field(default_factory=list)  # offline.temperatures only
     requests_match_counters: bool | None = None  # offline.temperatures: per-request sums == counter deltas
+    seeds: list[int] = field(default_factory=list)  # each request's sampling seed, in output order
 
 
 @dataclass
@@ -236,7 +237,8 @@ def _run_engine(cfg: Config, prompts: Prompts, label: str, reporter: Reporter, v
     stats = stats_of(list(range(len(requests))), counted, sum(w for *_, w in parts))
     categories = [CategoryRun(name, len(idx), stats_of(idx, c, w)) for name, idx, c, w in parts] \
         if cfg.offline.by_category else []
-    run = EngineRun(label, stats, token_ids, [o.outputs[0].text for o in outputs], engine_start_s, categories)
+    run = EngineRun(label, stats, token_ids, [o.outputs[0].text for o in outputs], engine_start_s, categories,
+                    seeds=[r.seed for r in requests])
     if cfg.offline.temperatures and speculative:
         steps = [RequestSteps.from_vllm(o.outputs[0].spec_decode_metrics) for o in outputs]
         run.temperatures = by_temperature(cfg, requests, steps, token_ids)
@@ -253,15 +255,21 @@ class Request:
     seed: int
 
 
+def request_seed(seed: int, index: int) -> int:
+    """The seed of request ``index`` of a batch whose ``generation.seed`` is ``seed``: one of its own,
+    so that requests sample independently (the same seed on the same prompt repeats the same draws,
+    and a test of distributions over such samples counts one sample many times)."""
+    return seed + index
+
+
 def batch_requests(cfg: Config, prompts: int) -> list[Request]:
     """The batch: every prompt at ``generation.temperature``, or (``offline.temperatures``) every
-    prompt at each temperature, each request with a seed of its own (``generation.seed`` + its index),
-    so the rejection sampler draws from per-request generators."""
+    prompt at each temperature, each request with a seed of its own (``request_seed``: from
+    ``generation.seed`` and its index in the batch), so the samplers draw from per-request generators."""
     g = cfg.generation
-    if not cfg.offline.temperatures:
-        return [Request(j, g.temperature, g.seed) for j in range(prompts)]
-    pairs = [(t, j) for t in cfg.offline.temperatures for j in range(prompts)]
-    return [Request(j, float(t), g.seed + n) for n, (t, j) in enumerate(pairs)]
+    temperatures = cfg.offline.temperatures or [g.temperature]
+    pairs = [(t, j) for t in temperatures for j in range(prompts)]
+    return [Request(j, float(t), request_seed(g.seed, n)) for n, (t, j) in enumerate(pairs)]
 
 
 def by_temperature(cfg: Config, requests: list[Request], steps: list[RequestSteps],
@@ -323,7 +331,8 @@ def first_difference(a: list[list[int]], b: list[list[int]]) -> tuple[int, int] 
 
 def _recorded_pass(run: EngineRun) -> PassRecord:
     """A pass's figures as the record holds them (the record's own, or its baseline's)."""
-    outputs = [Output(ids, text) for ids, text in zip(run.token_ids, run.texts)]
+    seeds = run.seeds or [None] * len(run.token_ids)
+    outputs = [Output(ids, text, seed) for ids, text, seed in zip(run.token_ids, run.texts, seeds)]
     return PassRecord(Timings(run.engine_start_s, run.stats.wall_time_s), run.stats.output_tokens_per_s,
                       Stats(run.stats, run.categories, run.temperatures, run.requests_match_counters), outputs)
 

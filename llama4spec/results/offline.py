@@ -82,6 +82,7 @@ class Stats:
 class Output:
     token_ids: list[int]
     text: str
+    seed: int | None = None  # the request's sampling seed
 
 
 @dataclass
@@ -99,7 +100,7 @@ class PassRecord:
             "timings": {"engine_start_s": self.timings.engine_start_s, "generate_s": self.timings.generate_s},
             "output_tokens_per_s": self.output_tokens_per_s,
             "stats": self.stats.to_dict(),
-            "outputs": [{"token_ids": o.token_ids, "text": o.text} for o in self.outputs],
+            "outputs": [{"token_ids": o.token_ids, "text": o.text, "seed": o.seed} for o in self.outputs],
         }
 
 

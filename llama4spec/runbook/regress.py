@@ -35,6 +35,32 @@ class Regress:
     versions: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # name -> (old, new), those that differ
     host: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     environment: list[str] = field(default_factory=list)  # variables set differently
+    lossless: list[LosslessChange] = field(default_factory=list)  # lossless steps of both runs
+
+
+@dataclass
+class LosslessChange:
+    """A lossless step both runs recorded: its verdicts and what got worse (``lossless.record.worse``)."""
+
+    id: str
+    old: str
+    new: str
+    worse: list[str]
+
+
+def lossless_changes(sources: list[merge.Source]) -> tuple[list[LosslessChange], bool]:
+    """The lossless steps both runs recorded, paired by step id; (changes, whether either run has any).
+    UserError (one line) when a pair checked different targets."""
+    from llama4spec.lossless.record import load, worse
+    from llama4spec.runbook.steps.lossless import records_in
+
+    old, new = (records_in(s) for s in sources)
+    out = []
+    for sid in old:
+        if sid in new:
+            a, b = load(old[sid]), load(new[sid])
+            out.append(LosslessChange(sid, a["verdict"], b["verdict"], worse(a, b)))
+    return out, bool(old or new)
 
 
 def measured_points(source: merge.Source) -> dict[str, Measured]:
@@ -103,13 +129,17 @@ def regress(old_dir: Path, new_dir: Path) -> Regress:
     if Path(old_dir).resolve() == Path(new_dir).resolve():
         raise UserError(f"{plain(str(old_dir))} is given as both OLD_RUN and NEW_RUN; give two separate runs")
     sources = [merge.load(Path(d)) for d in (old_dir, new_dir)]
-    measured = []
-    for s in sources:
-        points = measured_points(s)
+    lossless, any_lossless = lossless_changes(sources)
+    measured = [measured_points(s) for s in sources]
+    if any_lossless and not (measured[0] and measured[1]):  # a losslessness check: its records alone
+        if not lossless:
+            raise UserError(f"no lossless step of {plain(str(old_dir))} was recorded in {plain(str(new_dir))} too; "
+                            f"give two runs of the same checks")
+        return Regress(Path(old_dir), Path(new_dir), [], lossless=lossless, **_provenance(sources))
+    for s, points in zip(sources, measured):
         if not points:
             raise UserError(f"{plain(str(s.dir))}: no counted benchmark record in this run directory; give a run "
                             f"whose benchmarks finished (or --resume it first)")
-        measured.append(points)
     pairs, not_comparable, only_old, only_new = pair(*measured)
     if not pairs:
         why = (f" ({not_comparable[0][0]} differs in {', '.join(not_comparable[0][1][:4])})" if not_comparable else
@@ -117,11 +147,16 @@ def regress(old_dir: Path, new_dir: Path) -> Regress:
         raise UserError(f"nothing comparable: no point of {plain(str(old_dir))} measured what a point of "
                         f"{plain(str(new_dir))} measured{why}; give two runs of the same runbook and settings")
     table = {(a.id, b.id): {m.key: (runs_of(a, m.key), runs_of(b, m.key)) for m in METRICS} for a, b in pairs}
+    return Regress(Path(old_dir), Path(new_dir), compare_points(table), not_comparable, only_old, only_new,
+                   lossless=lossless, **_provenance(sources))
+
+
+def _provenance(sources: list[merge.Source]) -> dict[str, Any]:
+    """What differs between two runs' hosts: versions, host, environment variables."""
     hosts = [_host_record(s) for s in sources]
     envs = [json_or_none(s.dir / "environment.json", HOST)[0] for s in sources]
-    return Regress(Path(old_dir), Path(new_dir), compare_points(table), not_comparable, only_old, only_new,
-                   _differ(hosts[0].get("versions"), hosts[1].get("versions")),
-                   _differ(hosts[0].get("host"), hosts[1].get("host")), list(_differ(*envs)))
+    return {"versions": _differ(hosts[0].get("versions"), hosts[1].get("versions")),
+            "host": _differ(hosts[0].get("host"), hosts[1].get("host")), "environment": list(_differ(*envs))}
 
 
 def heading(r: Regress) -> list[str]:
@@ -138,6 +173,16 @@ def heading(r: Regress) -> list[str]:
         lines.append("environment variables set differently: " + ", ".join(plain(k, 60) for k in r.environment[:20])
                      + (", ..." if len(r.environment) > 20 else ""))
     return lines
+
+
+def lossless_lines(r: Regress) -> list[str]:
+    """Each lossless step's verdicts, and what got worse."""
+    return [f"lossless {c.id}: {c.old} -> {c.new}" + ("" if c.worse else ", nothing got worse") for c in r.lossless]
+
+
+def lossless_worse(r: Regress) -> list[str]:
+    """What got worse in each lossless step, one line each (a gate fails on any)."""
+    return [f"lossless {c.id}: {line}" for c in r.lossless for line in c.worse]
 
 
 def notes(r: Regress) -> list[str]:

@@ -63,8 +63,8 @@ HERE = Path(__file__).resolve().parent
 # Seconds a group took on one of the two workers of a clean-clone CI run (a group not listed is
 # taken as short): the order the groups are handed out in.
 COST = {SERVER_GROUP: 420, OFFLINE_GROUP: 380, "test_capacity_engine": 340, "test_sweep_engine": 290,
-        SEQUENTIAL_GROUP: 330, "test_sweep_failures_engine": 185, "test_sampling_engine": 175,
-        "test_fault_campaign_engine": 175, "test_multinode_engine": 150,
+        SEQUENTIAL_GROUP: 360, "test_sweep_failures_engine": 185, "test_sampling_engine": 175,
+        "test_fault_campaign_engine": 175, "test_multinode_engine": 150, "test_lossless_engine": 130,
         "test_slurm_engine": 130, "test_faults_engine": 130, "test_interleaved_engine": 115,
         "test_parallel_engine": 100}
 

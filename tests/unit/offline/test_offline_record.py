@@ -52,7 +52,7 @@ def _old_run_record(composed, prompts: Prompts, runs: list[EngineRun], identical
         "timings": {"engine_start_s": main.engine_start_s, "generate_s": main.stats.wall_time_s},
         "output_tokens_per_s": main.stats.output_tokens_per_s,
         "stats": main.stats.to_record(),
-        "outputs": [{"token_ids": ids, "text": text} for ids, text in zip(main.token_ids, main.texts)],
+        "outputs": [{"token_ids": ids, "text": text, "seed": None} for ids, text in zip(main.token_ids, main.texts)],
     }
     if main.categories:
         record["stats"]["by_category"] = _old_categories_record(main)
@@ -62,7 +62,7 @@ def _old_run_record(composed, prompts: Prompts, runs: list[EngineRun], identical
             "timings": {"engine_start_s": base.engine_start_s, "generate_s": base.stats.wall_time_s},
             "output_tokens_per_s": base.stats.output_tokens_per_s,
             "stats": base.stats.to_record(),
-            "outputs": [{"token_ids": ids, "text": text} for ids, text in zip(base.token_ids, base.texts)],
+            "outputs": [{"token_ids": ids, "text": text, "seed": None} for ids, text in zip(base.token_ids, base.texts)],
         }
         if base.categories:
             record["baseline"]["stats"]["by_category"] = _old_categories_record(base)

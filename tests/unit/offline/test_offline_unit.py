@@ -44,8 +44,16 @@ def test_a_batch_of_temperatures_gives_each_request_its_own_seed():
     requests = batch_requests(cfg, 2)
     assert [(r.prompt, r.temperature) for r in requests] == [(0, 0.0), (1, 0.0), (0, 0.6), (1, 0.6), (0, 1.0), (1, 1.0)]
     assert [r.seed for r in requests] == list(range(7, 13))
-    plain = batch_requests(compose_config(["generation.temperature=0.8"]).cfg, 2)
-    assert [(r.temperature, r.seed) for r in plain] == [(0.8, 0), (0.8, 0)]
+
+
+def test_without_a_list_of_temperatures_every_request_still_gets_its_own_seed():
+    from llama4spec.offline.run import batch_requests, request_seed
+
+    plain = batch_requests(compose_config(["generation.temperature=0.8", "generation.seed=5"]).cfg, 3)
+    assert [(r.prompt, r.temperature, r.seed) for r in plain] == [(0, 0.8, 5), (1, 0.8, 6), (2, 0.8, 7)]
+    assert len({request_seed(0, n) for n in range(100)}) == 100  # no two requests of a batch share a seed
+    greedy = batch_requests(compose_config([]).cfg, 2)
+    assert [r.temperature for r in greedy] == [0.0, 0.0]
 
 
 def test_per_request_steps_add_up_as_vllm_counts_them():

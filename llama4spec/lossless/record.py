@@ -3,7 +3,6 @@ verdicts; and, read back for ``regress``, what got worse between two records."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,9 +63,9 @@ class LosslessRecord:
         }
 
     def write(self, path: Path) -> None:
-        from llama4spec.files import write_atomic
+        from llama4spec.files import write_json
 
-        write_atomic(Path(path), json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n")
+        write_json(Path(path), self.to_dict())
 
 
 def load(path: Path) -> dict[str, Any]:

@@ -17,6 +17,9 @@ FIGURES = ("output_throughput", "mean_tpot_ms", "mean_ttft_ms")
 # config keys a point's name or its table already says: the draft, the lookahead, the concurrency,
 # the prompts' category and the sampling temperature
 NAMED = ("draft.", "lookahead", "bench.max_concurrency", "bench.category", "bench.temperature")
+# config keys that say where a server ran, not what it is: each server group of a parallel, Slurm or
+# multi-node run gets a port and hosts of its own, which never name a setting
+PLACEMENT = ("serve.port", "serve.host", "cluster.")
 MAX_SHOWN = 40  # characters of a varied value in a name
 
 
@@ -44,9 +47,10 @@ def _flat(data: Any, prefix: str = "") -> dict[str, str]:
 
 
 def varied_keys(configs: list[Mapping[str, Any]]) -> list[str]:
-    """The config keys whose values differ between the points of a sweep, beyond those ``NAMED``."""
+    """The config keys whose values differ between the points of a sweep, beyond those ``NAMED`` and
+    those of ``PLACEMENT``."""
     flat = [_flat(c) for c in configs if isinstance(c, Mapping)]
-    keys = sorted({k for f in flat for k in f if k and not k.startswith(NAMED)})
+    keys = sorted({k for f in flat for k in f if k and not k.startswith(NAMED + PLACEMENT)})
     return [k for k in keys if len({f.get(k) for f in flat}) > 1]
 
 

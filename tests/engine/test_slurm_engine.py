@@ -14,6 +14,8 @@ Needs root (to start the daemons) or a running Slurm; ``.ci/run`` installs the p
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import shutil
@@ -201,7 +203,8 @@ def test_every_point_is_there_and_acceptance_equals_the_sequential_run(as_jobs, 
     job_points = {p["id"] for g in GROUPS for p in record(run_dir / "groups" / g / "plan.json") if p["kind"] == "bench"}
     assert job_points == set(points)
     merged = run_dir / "sweep" / "sweep.csv"  # the merged report (llama4spec report): a row per point and run
-    rows = sorted(tuple(line.split(",")[:4]) for line in merged.read_text().splitlines()[1:])
+    rows = sorted((r["id"], r["run"], r["repeats"], r["warmup"]) for r in csv.DictReader(io.StringIO(merged.read_text())))
+    assert {r["setting"] for r in csv.DictReader(io.StringIO(merged.read_text()))} == {"no speculation", "tiny_eagle k=3"}
     assert rows == sorted((point, "0", "1", "0") for point in points)
 
 

@@ -150,7 +150,7 @@ def test_tiny_sweep_reports_efficiency_and_best_lookahead_consistent_with_its_ta
         argv = record["runs"][0]["argv"]
         assert argv[argv.index("--num-warmups") + 1] == "0"
     rows = (run_dir / "sweep" / "sweep.csv").read_text().splitlines()
-    assert len(rows) == 1 + REPEATS * 8 and rows[0].startswith("id,run,repeats,warmup,config.")
+    assert len(rows) == 1 + REPEATS * 8 and rows[0].startswith("id,setting,run,repeats,warmup,config.")
     assert "## compare" in md
 
 

@@ -33,6 +33,10 @@ def test_the_keys_a_sweep_varies_are_those_not_named_already() -> None:
     configs = [{"draft": {"name": d, "method": None if d == "none" else "eagle"}, "lookahead": 2, "memory": {"max_num_seqs": n}, "serve": {"port": 1}}
                for d in ("none", "x") for n in (128, 127)]
     assert varied_keys(configs) == ["memory.max_num_seqs"]
+    # where each server group ran (its own port and hosts in a parallel or Slurm run) names no setting
+    placed = [{**c, "serve": {"port": 8000 + i, "host": f"10.0.0.{i}"}, "cluster": {"hosts": [f"h{i}"]}}
+              for i, c in enumerate(configs)]
+    assert varied_keys(placed) == ["memory.max_num_seqs"]
     record = BenchRecord(label="p", returncode=0, result={"completed": 4, "output_throughput": 10.0})
     named = points((f"p{i}", c, record) for i, c in enumerate(configs))
     assert len({p.name for p in named}) == 4

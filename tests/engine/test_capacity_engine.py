@@ -3,8 +3,8 @@
 Small settings: the command line's ``lookahead=3`` makes EAGLE k=1 and k=3 one server, so three
 servers start (the baseline measured at concurrency 1, then no speculation and EAGLE k=3, each
 searched); outputs of 16 tokens, an attainment of 0.8 (fewer requests a run decide a verdict), and
-a copy of the runbook with a coarse precision (1.0: bracketing only), a start rate of 16 req/s, at
-most 4 probes of 1 to 3 runs and no confirming probe, so a search on a loaded machine (attainment
+a copy of the runbook with a coarse precision (1.0: bracketing only), a start rate of 16 req/s, runs
+of at least 3 s (and the requests a verdict needs), at most 4 probes of 1 to 3 runs and no confirming probe, so a search on a loaded machine (attainment
 is noisy there) stays within 12 runs. The run's records are then checked against each other, and
 ``--resume`` must start no server.
 """
@@ -29,7 +29,7 @@ SMALL = ["lookahead=3", "bench.output_len=16", "slo.attainment=0.8"]
 def capacity_run(tmp_path_factory, tiny_dir) -> tuple[Path, Path, list[str], float]:
     work = tmp_path_factory.mktemp("capacity")
     text = (REPO / "runbooks" / "tiny_cpu_capacity.yaml").read_text()
-    text = text.replace("start_rate: 8", "start_rate: 16").replace(
+    text = text.replace("start_rate: 8", "start_rate: 16").replace("duration_s: 5", "duration_s: 3").replace(
         "precision: 0.1", "precision: 1.0\n    confirm: null\n    max_probes: 4\n    max_probe_runs: 3")
     runbook = work / "tiny_cpu_capacity.yaml"
     runbook.write_text(text)

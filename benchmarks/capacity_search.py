@@ -1,4 +1,4 @@
-"""The request capacity search (llama4spec/sweep/capacity.py) against a dense grid of request rates,
+"""The request capacity search (llama4spec/analysis/capacity_search.py) against a dense grid of request rates,
 on simulated servers, and its error rates. No engine; about a minute.
 
 A simulated server: mean attainment falls with the request rate as a logistic curve (its true
@@ -27,9 +27,9 @@ import time
 import numpy as np
 
 from llama4spec.results.bench import BenchRecord
-from llama4spec.sweep.capacity import (Probe, Run, Settings, begin, capacity, next_probe, record_run, run_of, to_json,
+from llama4spec.analysis.capacity_search import (Probe, Run, Settings, begin, capacity, next_probe, record_run, run_of, to_json,
                                        verdict)
-from llama4spec.sweep.capacity_gain import describe, headline
+from llama4spec.analysis.capacity_gain import describe, headline
 
 TARGET = 0.95
 THRESHOLDS = {"ttft": 1000.0, "tpot": 50.0}

@@ -3,7 +3,7 @@ tiny pair, vLLM's CPU build).
 
 First a server without a draft is measured at concurrency 1 (the SLO's reference, as in
 runbooks/tiny_cpu_capacity.yaml: TTFT <= 5x its median TTFT, TPOT <= 2x its median TPOT). Then,
-for each setting (no speculation, EAGLE k=3), one server start: the search (``sweep.capacity``, the
+for each setting (no speculation, EAGLE k=3), one server start: the search (``analysis.capacity_search``, the
 probes of the capacity step: open loop, no client concurrency cap, ``--goodput``), then on the same
 server a grid of request rates spaced by the search's precision (geometric, factor 1 + precision)
 over [0.5, 2] x the search's capacity, 3 runs each; the grid's boundary is the highest rate whose
@@ -36,7 +36,7 @@ from llama4spec.engine.bench import probe_flags, probe_prompts, resolve_threshol
 from llama4spec.serving.bench import BenchFiles, free_result, run_bench, run_probe
 from llama4spec.serving.bench_runner import BenchRunner
 from llama4spec.serving.process import is_healthy
-from llama4spec.sweep import capacity as cap
+from llama4spec.analysis import capacity_search as cap
 
 # serve.engine_nice: on 2 cores the engine's polling processes otherwise starve the API server and
 # the load generator into stalls of seconds that make a run's attainment a coin toss (docs/capacity.md).

@@ -1,4 +1,4 @@
-"""Power of the sequential rule (llama4spec/sweep/decide.py) against a fixed design of 10 runs a
+"""Power of the sequential rule (llama4spec/analysis/decide.py) against a fixed design of 10 runs a
 side, simulated: no speculation against one lookahead truly faster by 1.1x .. 2.0x, every point one
 server start, log throughput = log ratio + start effect (between-start sd) + run noise (within-start
 sd). Both designs see the same draws. Per ratio: each design's power to call the lookahead faster
@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from llama4spec.sweep.decide import BETWEEN_SD, LogRatio, replay
+from llama4spec.analysis.decide import BETWEEN_SD, LogRatio, replay
 
 RATIOS = [round(1.1 + 0.1 * i, 1) for i in range(10)]
 

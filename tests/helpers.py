@@ -130,7 +130,7 @@ def png_series(path: Path) -> list[str] | None:
 
     from PIL import Image  # a dependency of matplotlib
 
-    from llama4spec.sweep.plots import SERIES_KEY
+    from llama4spec.analysis.plots import SERIES_KEY
 
     with Image.open(path) as image:
         assert image.format == "PNG", f"{path}: {image.format}, not PNG"

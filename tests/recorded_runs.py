@@ -103,9 +103,9 @@ CAPACITIES = {"capacity-none-search": 3.0, "capacity-tiny_eagle-k1-search": 5.0,
 
 
 def simulated_search(settings, capacity: float):
-    """A whole request capacity search (``sweep.capacity``) against a server whose attainment falls
+    """A whole request capacity search (``analysis.capacity_search``) against a server whose attainment falls
     from 1 to 0.5 above ``capacity`` req/s, TPOT binding."""
-    from llama4spec.sweep import capacity as cap
+    from llama4spec.analysis import capacity_search as cap
 
     search = cap.begin(settings)
     requests = cap.decidable_requests(settings)
@@ -137,7 +137,7 @@ def finished_capacity_run(run_dir: Path, capacities: dict[str, float] | None = N
     executor as a resumed run writes them; returns it."""
     from llama4spec.results.bench import BenchRecord
     from llama4spec.runbook import execute
-    from llama4spec.runbook.capacity_report import probe_dir
+    from llama4spec.runbook.write_capacity import probe_dir
     from llama4spec.runbook.plan import plan_file
     from llama4spec.runbook.steps import search as search_step
 

@@ -32,8 +32,8 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from llama4spec.runbook import regress
-    from llama4spec.sweep import regress as stats
+    from llama4spec.runbook import pair_runs as regress
+    from llama4spec.analysis import regress as stats
 
     r = regress.regress(args.old, args.new)
     pct = args.fail_on_regression

@@ -18,7 +18,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _validate(args: argparse.Namespace) -> None:
-    from llama4spec.runbook import page
+    from llama4spec.runbook import write_page as page
 
     if args.out is not None:
         check_output_dir(args.out, "--out")
@@ -29,7 +29,7 @@ def _validate(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from llama4spec.runbook import page
+    from llama4spec.runbook import write_page as page
     from llama4spec.runbook.merge import rebuild
 
     from llama4spec.errors import UserError

@@ -486,7 +486,7 @@ def where_ran(run_dir: Path, jobs, types: dict[str, list[str]]) -> None:
 
 def merge(run_dir: Path, console: Console) -> int:
     """The merged report over every group's records (llama4spec report RUN_DIR), and its report.html."""
-    from llama4spec.runbook import page
+    from llama4spec.runbook import write_page as page
     from llama4spec.runbook.merge import rebuild
 
     code = rebuild([run_dir], None, console)

@@ -103,8 +103,8 @@ def greedy_check(console: Console, diff, spec_ids, base_ids) -> None:
 
 
 def by_category(console: Console, stats) -> None:
-    """Acceptance by prompt category: ``sweep.categories``' table (category x position)."""
-    from llama4spec.sweep.categories import render
+    """Acceptance by prompt category: ``analysis.categories``' table (category x position)."""
+    from llama4spec.analysis.categories import render
 
     render(console, stats)
 

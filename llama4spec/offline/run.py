@@ -23,7 +23,7 @@ from llama4spec.offline.prompts import Prompts, load_prompts
 from llama4spec.results.acceptance import AcceptanceCounters, RequestSteps, RunStats, from_offline_metrics, total
 from llama4spec.results.offline import CategoryRun, OfflineRecord, Output, PassRecord, Stats, TemperatureRun, Timings
 from llama4spec.results.provenance import model_revisions, public_config, versions
-from llama4spec.sweep.categories import CategoryStat
+from llama4spec.analysis.categories import CategoryStat
 
 
 @dataclass

@@ -131,7 +131,7 @@ class Run:
         """report.html from the records just written; one that cannot be written is said, never fatal."""
         if not self.records.keeps:
             return
-        from llama4spec.runbook import page
+        from llama4spec.runbook import write_page as page
 
         try:
             page.write(self.dir, self.known_secrets)

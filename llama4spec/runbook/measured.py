@@ -7,8 +7,8 @@ from typing import Any
 
 from llama4spec.results import bench as bench_record
 from llama4spec.runbook.rundir import Measured, legacy_bench_record, read_config
-from llama4spec.sweep.model import Point
-from llama4spec.sweep.points import points
+from llama4spec.analysis.model import Point
+from llama4spec.analysis.points import points
 
 
 def config_data(p) -> dict[str, Any]:

@@ -193,7 +193,7 @@ def csv_rows(ids: list[str], measured: dict[str, Measured]) -> tuple[list[str], 
     """A sweep's CSV: one row per point and counted run, its setting's name (``Point.name``), every setting of its config
     (``config.*``), every number of vLLM's result for that run (``result.*``) and the run's
     acceptance counters (``acceptance.*``). Returns (header, rows)."""
-    from llama4spec.sweep.points import points
+    from llama4spec.analysis.points import points
 
     header: dict[str, None] = dict.fromkeys(("id", "setting", "run", "repeats", "warmup"))
     names = {p.id: p.name for p in points((pid, measured[pid].config, measured[pid].record)

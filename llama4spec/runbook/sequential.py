@@ -2,7 +2,7 @@
 decision, the run to measure next, and which points a revisit (``revisit: true``: another start of
 their servers) still has to settle. Read by the settle steps and the revisit servers alike.
 
-The questions and the choice of the next run are ``sweep.decide.allocate``'s (its error control:
+The questions and the choice of the next run are ``analysis.decide.allocate``'s (its error control:
 any false verdict or elimination at one client setting with probability at most 1 - confidence).
 Only the points measured before a step's server and its own enter, and only runs of the server
 starts up to the step's own (``start``: the pass of the sweep, 1 the first), so decisions recomputed
@@ -94,7 +94,7 @@ def _groups(plan, rule: Rule, upto: int):
 
 
 def _allocate(runs, starts, base, rule: Rule):
-    from llama4spec.sweep.decide import BETWEEN_SD, LogRatio, allocate
+    from llama4spec.analysis.decide import BETWEEN_SD, LogRatio, allocate
 
     return allocate(runs, base, rule.min_repeats, rule.max_repeats, rule.confidence, LogRatio(BETWEEN_SD), starts)
 
@@ -155,7 +155,7 @@ def revisit_targets(plan, rule: Rule) -> set[str]:
 
 
 # Why a reference gets max_repeats runs: a pair is looked at at min(n_a, n_b), over the first runs
-# of each side (``sweep.decide``), and a point measured alone (the first server's, usually no
+# of each side (``analysis.decide``), and a point measured alone (the first server's, usually no
 # speculation) is frozen once its server stops. With n runs it pins every later comparison against
 # it to its n-th look, whose share of alpha is small before the last look: a 2-3x speedup measured
 # 10 times against 2 runs of no speculation stays undecided. At max_repeats runs every later
@@ -167,7 +167,7 @@ def _hopeless(runs: dict[str, list[float]], pid: str, base: str, alloc, rule: Ru
     each undecided gap (to no speculation, to the leader) is within what the between-start spread
     alone leaves undecided (``decide.start_floor``, two-sided at the sweep's confidence, with the
     two sides' start shares)."""
-    from llama4spec.sweep.decide import BETWEEN_SD, start_floor
+    from llama4spec.analysis.decide import BETWEEN_SD, start_floor
 
     if BETWEEN_SD <= 0:
         return False

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from llama4spec.results.bench import read
-from llama4spec.sweep import tail
+from llama4spec.analysis import tail
 from llama4spec.tiny import contrast
 from tests import tiny_sim
 from tests.engine.conftest import serving

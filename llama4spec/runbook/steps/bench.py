@@ -105,7 +105,7 @@ def execute(run, p) -> dict[str, Any]:
 def per_request_lines(record) -> list[str]:
     """What a point's per-request data says: whether each run's request sums equal its /metrics
     deltas (or by how much they differ), and who owns its TPOT tail (its runs pooled)."""
-    from llama4spec.sweep import tail
+    from llama4spec.analysis import tail
 
     runs = [r for r in (record.runs or [record]) if r.counted and r.requests]
     checks = [(i, r.requests_check()) for i, r in enumerate(record.runs or [record]) if r.counted and r.requests]

@@ -2,10 +2,10 @@
 request rate at which the SLO holds) and its gain over no speculation.
 
 Its matrix (server settings only, as a sweep's: draft, lookahead, ...) expands, per server, into a
-serve step, a ``search`` step (open-loop probes chosen by ``sweep.capacity``) and a stop step; this
+serve step, a ``search`` step (open-loop probes chosen by ``analysis.capacity_search``) and a stop step; this
 step then reads every search.json and writes the answer: per server the request capacity in req/s
 and output tok/s with its interval, the binding constraint, any cliff, and the gain over no
-speculation with its interval (``sweep.capacity_gain``), as report.md, capacity.json and a
+speculation with its interval (``analysis.capacity_gain``), as report.md, capacity.json and a
 latency-throughput plot per setting with the SLO's lines.
 
 The SLO comes from the config (``slo=interactive``, ``slo.ttft_ms=...``) and is checked once here,
@@ -28,7 +28,7 @@ from llama4spec.runbook.matrix import (TooLarge, bounded_id, check_matrix, file_
                                        matrix_points, points_problem, server_groups)
 from llama4spec.runbook.spec import Reference, Traits
 from llama4spec.runbook.steps.base import BaseKind
-from llama4spec.sweep import capacity as cap
+from llama4spec.analysis import capacity_search as cap
 
 CLIENT_KEYS = ("slo",)  # a capacity matrix varies servers; the SLO and the client are the step's own
 
@@ -187,7 +187,7 @@ def plan(ctx, p) -> None:
 
 
 def execute(run, p) -> dict[str, Any]:
-    from llama4spec.runbook.capacity_report import run_report
+    from llama4spec.runbook.write_capacity import run_report
 
     text, record = run_report(run.plan, p, run.console, run.not_run())
     run.keep_comparison(p.id, text.replace("](latency-", f"]({p.id}/latency-"))

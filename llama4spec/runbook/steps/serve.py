@@ -111,8 +111,8 @@ def derive_schedule(run, p) -> list[list[int]]:
     from llama4spec.config.validate import validate
     from llama4spec.files import write_json
     from llama4spec.runbook.measured import collect_points
-    from llama4spec.sweep.model import analyse
-    from llama4spec.sweep.schedule import derive
+    from llama4spec.analysis.model import analyse
+    from llama4spec.analysis.schedule import derive
 
     draft = p.composed.cfg.draft.name
     points, missing = collect_points(run.plan, p.step.keys.derive_from)
@@ -198,7 +198,7 @@ def _revisit_problem(plan, p) -> str | None:
 
 def missing_input(plan, p) -> str | None:
     """A sweep's larger lookahead that cannot win, from the points measured before it
-    (``sweep.dominance``): not started, and the report says why. A revisit server whose points
+    (``analysis.dominance``): not started, and the report says why. A revisit server whose points
     are all settled: not started either."""
     keys = p.step.keys
     if keys.revisit_of:
@@ -209,7 +209,7 @@ def missing_input(plan, p) -> str | None:
     if not cfg.draft.method or cfg.draft.lookahead_schedule:
         return None
     from llama4spec.runbook.measured import measured_in_plan
-    from llama4spec.sweep.dominance import Measured, why_not
+    from llama4spec.analysis.dominance import Measured, why_not
 
     planned = {q.id for q in plan.steps}
     points = []

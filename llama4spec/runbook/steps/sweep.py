@@ -21,10 +21,10 @@ from llama4spec.runbook.measured import measured_in_plan
 from llama4spec.runbook.rundir import Measured, csv_rows
 from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps.base import BaseKind
-from llama4spec.sweep import plots, render
-from llama4spec.sweep.decide import CONFIDENCE, MAX_REPEATS, MIN_REPEATS
-from llama4spec.sweep.model import Analysis, Point, analyse
-from llama4spec.sweep.points import points as sweep_points
+from llama4spec.analysis import plots, sweep_tables as render
+from llama4spec.analysis.decide import CONFIDENCE, MAX_REPEATS, MIN_REPEATS
+from llama4spec.analysis.model import Analysis, Point, analyse
+from llama4spec.analysis.points import points as sweep_points
 
 
 def _matrix(raw: dict, key: str, at: str, problems: list[str]) -> dict[str, list[str]] | None:

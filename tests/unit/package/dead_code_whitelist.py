@@ -7,9 +7,9 @@ _.post_processor  # a tokenizers.Tokenizer property: set in tiny/build.py, read 
 _.pre_tokenizer  # likewise
 _.MAX_NUM_TOKENS  # engine/cpu_fix.py: vLLM's kernel dispatcher passes the kernel's launch constant by name
 _._expand_kernel_impl  # engine/cpu_fix.py sets it on vLLM's cpu_triton_utils, which vLLM's CPU platform reads
-_.caption  # sweep/page.py's Table: read by the report.html template (Jinja2), not by Python
+_.caption  # analysis/page.py's Table: read by the report.html template (Jinja2), not by Python
 _.numeric  # likewise
-_.provenance  # sweep/page.py's RunPage: read by the report.html template
+_.provenance  # analysis/page.py's RunPage: read by the report.html template
 _.e2e_ms  # results/requests.py's RequestRow: written into the bench record and requests.csv by dataclasses.asdict
 _.queue_ms  # likewise
 _.arrival_ms  # likewise

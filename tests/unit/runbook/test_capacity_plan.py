@@ -17,7 +17,7 @@ from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.render import plan_text
 from llama4spec.runbook.steps import search as search_step
-from llama4spec.sweep import capacity as cap
+from llama4spec.analysis import capacity_search as cap
 from llama4spec.tiny.paths import tiny_root
 from tests.helpers import REPO
 
@@ -192,7 +192,7 @@ def test_thresholds_are_the_multiples_of_the_baselines_medians_and_resume_reuses
 
 
 def test_the_report_gives_each_capacity_its_gain_with_an_interval_and_a_plot(tmp_path: Path) -> None:
-    from llama4spec.runbook.capacity_report import run_report
+    from llama4spec.runbook.write_capacity import run_report
 
     plan = _plan(TINY, run_dir=tmp_path)
     _baseline_record(plan)

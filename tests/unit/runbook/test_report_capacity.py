@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from llama4spec.runbook import page
+from llama4spec.runbook import write_page as page
 from tests.recorded_runs import finished_capacity_run
 from tests.unit.runbook.test_report_page import Parsed, urls
 

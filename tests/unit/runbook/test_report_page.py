@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from llama4spec.errors import UserError
-from llama4spec.runbook import page
+from llama4spec.runbook import write_page as page
 from tests.recorded_runs import REPO, finished_run
 
 

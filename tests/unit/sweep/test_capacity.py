@@ -1,4 +1,4 @@
-"""The request capacity search (sweep/capacity.py) on synthetic servers: settings, verdicts, moves,
+"""The request capacity search (analysis/capacity_search.py) on synthetic servers: settings, verdicts, moves,
 the interval against the true capacity, runs against a dense grid, cliffs, search.json and resume."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from llama4spec.errors import UserError
-from llama4spec.sweep import capacity as cap
-from llama4spec.sweep.capacity import (FAILS, HOLDS, OPEN, UNDECIDED, Probe, Run, Settings, begin, binding_metric,
+from llama4spec.analysis import capacity_search as cap
+from llama4spec.analysis.capacity_search import (FAILS, HOLDS, OPEN, UNDECIDED, Probe, Run, Settings, begin, binding_metric,
                                        capacity, from_json, move, next_probe, record_run, standing, to_json, verdict)
 
 TARGET = 0.95

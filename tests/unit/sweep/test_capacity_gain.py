@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from llama4spec.sweep.capacity import Capacity
-from llama4spec.sweep.capacity_gain import binding_clauses, describe, gain, headline
+from llama4spec.analysis.capacity_search import Capacity
+from llama4spec.analysis.capacity_gain import binding_clauses, describe, gain, headline
 
 
 def _cap(rate, high, binding="tpot", **more):

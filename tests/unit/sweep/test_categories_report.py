@@ -1,11 +1,11 @@
-"""sweep.categories: the category x position tables, the least-paying line, oversampling warnings."""
+"""analysis.categories: the category x position tables, the least-paying line, oversampling warnings."""
 
 from __future__ import annotations
 
 from rich.console import Console
 
 from llama4spec.results.acceptance import AcceptanceCounters
-from llama4spec.sweep.categories import CategoryStat, from_record, least_paying, markdown, oversampled, render
+from llama4spec.analysis.categories import CategoryStat, from_record, least_paying, markdown, oversampled, render
 
 
 def stat(category: str, length: float | None, rates=(0.5, 0.4), *, draft: str = "eagle", k: int = 2,

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from llama4spec.sweep.decide import (
+from llama4spec.analysis.decide import (
     EARLY_SHARE, STATES, LogRatio, allocate, cannot_win, holm, look_weights, replay,
     speedup_bound, welch_ratio,
 )

@@ -19,10 +19,10 @@ from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.groups import plan_groups
 from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.resume import finished_steps
-from llama4spec.sweep.decide import LogRatio, PairedLogRatio, paired_ratio, welch_ratio
-from llama4spec.sweep.model import analyse
-from llama4spec.sweep.points import point
-from llama4spec.sweep.stats import compare
+from llama4spec.analysis.decide import LogRatio, PairedLogRatio, paired_ratio, welch_ratio
+from llama4spec.analysis.model import analyse
+from llama4spec.analysis.points import point
+from llama4spec.analysis.stats import compare
 from tests.helpers import REPO, run_cli
 
 SHIPPED = REPO / "runbooks" / "tiny_cpu_interleaved.yaml"

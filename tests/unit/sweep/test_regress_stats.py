@@ -1,11 +1,11 @@
-"""sweep.regress: the change of each metric of a point between two runs, its 95% interval with the
+"""analysis.regress: the change of each metric of a point between two runs, its 95% interval with the
 between-start term on the timed figures, verdicts by Holm over the table, and the gate."""
 
 from __future__ import annotations
 
 import pytest
 
-from llama4spec.sweep.regress import (IMPROVED, NO_CHANGE, NOT_TESTED, REGRESSED, Runs, compare_points, gate)
+from llama4spec.analysis.regress import (IMPROVED, NO_CHANGE, NOT_TESTED, REGRESSED, Runs, compare_points, gate)
 
 
 def _runs(centre: float, spread: float = 0.01) -> Runs:

@@ -16,7 +16,7 @@ import yaml
 from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.sequential import NEEDS_START, Rule, decisions, revisit_targets
-from llama4spec.sweep.decide import BETWEEN_SD, LogRatio, allocate, start_floor, start_shares
+from llama4spec.analysis.decide import BETWEEN_SD, LogRatio, allocate, start_floor, start_shares
 from tests.helpers import REPO
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from llama4spec.config.schedule import schedule_problems
-from llama4spec.sweep.model import Point, analyse
-from llama4spec.sweep.schedule import derive
+from llama4spec.analysis.model import Point, analyse
+from llama4spec.analysis.schedule import derive
 
 
 def _points(table: dict[int, dict[int | None, float]]) -> list[Point]:

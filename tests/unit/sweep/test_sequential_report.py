@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llama4spec.sweep.decide import BETWEEN_SD, LogRatio, allocate
-from llama4spec.sweep.model import Point, analyse_concurrency, sequential_rule
-from llama4spec.sweep.stats import compare
+from llama4spec.analysis.decide import BETWEEN_SD, LogRatio, allocate
+from llama4spec.analysis.model import Point, analyse_concurrency, sequential_rule
+from llama4spec.analysis.stats import compare
 
 
 def _runs(seed: int) -> dict[str, list[float]]:

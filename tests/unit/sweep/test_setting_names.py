@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from llama4spec.results.bench import BenchRecord
-from llama4spec.sweep.points import points, varied_keys
+from llama4spec.analysis.points import points, varied_keys
 from tests.recorded_runs import finished_run
 
 BOOK = """\

@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from llama4spec.sweep.decide import LogRatio, allocate, runs_to_settle
-from llama4spec.sweep.stats import BOOTSTRAP_FROM, Interval, compare, fit_cost, interval
+from llama4spec.analysis.decide import LogRatio, allocate, runs_to_settle
+from llama4spec.analysis.stats import BOOTSTRAP_FROM, Interval, compare, fit_cost, interval
 
 T_975_1 = 12.706205  # Student-t 97.5% quantile, 1 degree of freedom (table value)
 T_975_2 = 4.302653  # 2 degrees of freedom
@@ -117,7 +117,7 @@ def test_holm_levels_over_three_settings_and_agreement_with_the_sequential_core_
     assert open_.interval.confidence == pytest.approx(0.975) and open_.interval.low < 1 < open_.interval.high
     assert c[("k3", "none")].interval.confidence == pytest.approx(1 - 0.1 / 6)
     assert {x.hypotheses for x in c.values()} == {6}
-    # the same rule as sweep.decide at a single look (min_repeats = max_repeats = the runs)
+    # the same rule as analysis.decide at a single look (min_repeats = max_repeats = the runs)
     state = allocate(runs, "none", min_repeats=3, max_repeats=3, statistic=LogRatio(0.10)).points
     assert {pid: state[pid].verdict for pid in ("k1", "k3")} == {pid: c[(pid, "none")].verdict for pid in ("k1", "k3")}
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from llama4spec.sweep import plots, render as report
-from llama4spec.sweep.model import Point, analyse
+from llama4spec.analysis import plots, sweep_tables as report
+from llama4spec.analysis.model import Point, analyse
 from llama4spec.runbook.steps.sweep import artifacts, write
 from tests.helpers import png_series
 
@@ -74,7 +74,7 @@ def test_terminal_report_has_a_bar_per_setting_marking_the_best() -> None:
 
 
 def test_intervals_become_error_bars(tmp_path) -> None:
-    from llama4spec.sweep.plots import _errors
+    from llama4spec.analysis.plots import _errors
 
     assert _errors([(10.0, 8.0, 13.0), (5.0, None, None)]) == [[2.0, 0.0], [3.0, 0.0]]
     assert _errors([(10.0, None, None)]) is None

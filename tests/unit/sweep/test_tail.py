@@ -1,4 +1,4 @@
-"""Tail attribution (``sweep.tail``): the P90 TPOT tail of a point's requests is the draft's when
+"""Tail attribution (``analysis.tail``): the P90 TPOT tail of a point's requests is the draft's when
 low-acceptance requests are over-represented in it (Fisher's exact test), else the server's; the
 TTFT tail is described by queueing and arrival."""
 
@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import fisher_exact
 
 from llama4spec.results.requests import RequestRow
-from llama4spec.sweep import tail
+from llama4spec.analysis import tail
 
 
 def _row(i: int, tpot: float, accepted_per_step: float, category: str, ttft: float = 10.0,
@@ -92,8 +92,8 @@ def test_few_categories_are_each_tested_as_before() -> None:
 
 
 def test_a_report_attributes_each_point_once(monkeypatch) -> None:
-    from llama4spec.sweep import model, render
-    from llama4spec.sweep.model import Point
+    from llama4spec.analysis import model, sweep_tables as render
+    from llama4spec.analysis.model import Point
 
     points = [Point(id="none-c4", draft="none", lookahead=None, concurrency=4, output_throughput=100.0,
                     mean_tpot_ms=10.0, mean_ttft_ms=10.0),

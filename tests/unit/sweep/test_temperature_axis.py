@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from llama4spec.sweep import render
-from llama4spec.sweep.model import Point, analyse, temperature_findings
-from llama4spec.sweep.points import _temperature
-from llama4spec.sweep.schedule import derive
+from llama4spec.analysis import sweep_tables as render
+from llama4spec.analysis.model import Point, analyse, temperature_findings
+from llama4spec.analysis.points import _temperature
+from llama4spec.analysis.schedule import derive
 
 
 def _runs(c: int, t: float, table: dict[int | None, tuple[float, ...]]) -> list[Point]:

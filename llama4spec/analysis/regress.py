@@ -28,7 +28,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from llama4spec.sweep.decide import BETWEEN_SD, CONFIDENCE, LogRatio, holm, interval_at, start_shares
+from llama4spec.analysis.decide import BETWEEN_SD, CONFIDENCE, LogRatio, holm, interval_at, start_shares
 
 REGRESSED, IMPROVED, NO_CHANGE, NOT_TESTED = "regressed", "improved", "no significant change", "not tested"
 

@@ -50,7 +50,7 @@ import numpy as np
 from llama4spec.errors import UserError
 from llama4spec.files import MAX_COUNT, count, number, shown
 from llama4spec.results.bench import BenchRecord
-from llama4spec.sweep.decide import CONFIDENCE, Estimate, interval_at, looks
+from llama4spec.analysis.decide import CONFIDENCE, Estimate, interval_at, looks
 
 MAX_RATE = 10_000.0  # requests per second: the highest rate a probe may ask for
 MIN_RATE = 0.01  # the lowest: one request every 100 s

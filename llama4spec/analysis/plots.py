@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from llama4spec.files import write_atomic
-from llama4spec.sweep.model import Analysis, Point
+from llama4spec.analysis.model import Analysis, Point
 
 SERIES_KEY = "Series"
 

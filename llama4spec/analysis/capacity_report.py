@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from llama4spec.sweep.capacity import NAMES, Capacity, Search, capacity
-from llama4spec.sweep.capacity_gain import describe, gain, headline
+from llama4spec.analysis.capacity_search import NAMES, Capacity, Search, capacity
+from llama4spec.analysis.capacity_gain import describe, gain, headline
 
 KIND = "llama4spec.capacity"
 

@@ -17,8 +17,8 @@ from rich.console import Console
 from llama4spec.errors import UserError
 from llama4spec.files import json_or_none, number, plain, write_atomic, write_json
 from llama4spec.results import bench as bench_record
-from llama4spec.sweep import capacity_report, plots
-from llama4spec.sweep.capacity import METRICS, Search, capacity, from_json
+from llama4spec.analysis import capacity_report, plots
+from llama4spec.analysis.capacity_search import METRICS, Search, capacity, from_json
 
 PROBES = "probes"  # a search step's probe directories, under its own
 SEARCH = "search.json"

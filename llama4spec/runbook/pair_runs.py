@@ -1,5 +1,5 @@
 """``llama4spec regress OLD_RUN NEW_RUN``: the points two run directories both measured, paired, and
-what differs between the runs (versions, host, environment); the statistics are ``sweep.regress``.
+what differs between the runs (versions, host, environment); the statistics are ``analysis.regress``.
 
 Two points pair when they measured the same thing (``merge.identity``: the composed config and the
 benchmark command, apart from where they ran): by step id first, then, for points left over, by
@@ -17,9 +17,9 @@ from typing import Any, Mapping
 from llama4spec.errors import UserError
 from llama4spec.files import Expect, json_or_none, plain
 from llama4spec.runbook import merge
-from llama4spec.runbook.page import traits
+from llama4spec.runbook.write_page import traits
 from llama4spec.runbook.rundir import Measured
-from llama4spec.sweep.regress import METRICS, PointChange, Runs, compare_points
+from llama4spec.analysis.regress import METRICS, PointChange, Runs, compare_points
 
 HOST = Expect("host record", "it is not a record this tool wrote", 4 << 20)
 

@@ -1,4 +1,4 @@
-"""A run directory's ``report.html`` (``sweep.page``), gathered from its records alone: the status,
+"""A run directory's ``report.html`` (``analysis.page``), gathered from its records alone: the status,
 the plan, every sweep's points (analysed again from their records, as ``report`` does), the plots
 the sweep wrote, the groups' job records, host.json and environment.json. Written at the end of a
 run, by ``llama4spec report`` and after a launcher's groups are merged.
@@ -18,13 +18,13 @@ from typing import Any, Iterable, Mapping
 from llama4spec.engine.secrets import redact
 from llama4spec.errors import UserError
 from llama4spec.files import Expect, Unreadable, json_or_none, number, plain, read_bytes, write_atomic
-from llama4spec.runbook import capacity_report, colocation, merge, steps
+from llama4spec.runbook import write_capacity as capacity_report, colocation, merge, steps
 from llama4spec.runbook.rundir import Measured, not_run
 from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps import sweep as sweep_step
-from llama4spec.sweep import page as html_page
-from llama4spec.sweep.model import analyse
-from llama4spec.sweep.points import points as sweep_points
+from llama4spec.analysis import page as html_page
+from llama4spec.analysis.model import analyse
+from llama4spec.analysis.points import points as sweep_points
 
 PAGE = "report.html"
 PLOT = Expect("plot", "rebuild it with: llama4spec report RUN_DIR", 16 << 20)

@@ -11,11 +11,11 @@ the cost of one speculative token relative to one target step,
 
 ``c`` is fitted to the medians of the measured speedups by least squares on
 ``E(k) / speedup(k) - 1 = c * k``, with a 95% interval; where a fixed per-step drafting overhead
-fits better (``1 + c0 + c k``, AIC lower by 2 or more) that model is used (``sweep.stats``). The
+fits better (``1 + c0 + c k``, AIC lower by 2 or more) that model is used (``analysis.stats``). The
 model then predicts the lookahead that should win. All speedups compare output throughput with
 no speculation at the same concurrency.
 
-Every point is the median of its repeated runs, with a 95% interval (``sweep.stats``). Settings
+Every point is the median of its repeated runs, with a 95% interval (``analysis.stats``). Settings
 at one concurrency compare by the difference of their mean log throughputs (``stats.compare``:
 Welch with the between-start term, Holm over the concurrency's pairs), each comparison faster,
 slower or undecided. What to deploy (``recommend``) is the setting with the highest median among
@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from llama4spec.results.requests import RequestRow
-from llama4spec.sweep.decide import BETWEEN_SD, CONFIDENCE, RatioInterval
-from llama4spec.sweep.stats import Comparison, CostFit, Interval, compare, fit_cost, interval
+from llama4spec.analysis.decide import BETWEEN_SD, CONFIDENCE, RatioInterval
+from llama4spec.analysis.stats import Comparison, CostFit, Interval, compare, fit_cost, interval
 
 
 def expected_tokens(rates: Sequence[float], k: int) -> float:

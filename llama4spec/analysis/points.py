@@ -11,7 +11,7 @@ from typing import Any, Iterable, Mapping
 
 from llama4spec.files import count
 from llama4spec.results.bench import BenchRecord
-from llama4spec.sweep.model import SCHEDULED, Point
+from llama4spec.analysis.model import SCHEDULED, Point
 
 FIGURES = ("output_throughput", "mean_tpot_ms", "mean_ttft_ms")
 # config keys a point's name or its table already says: the draft, the lookahead, the concurrency,

@@ -12,12 +12,12 @@ from rich.markup import escape
 from rich.text import Text
 from rich.table import Table
 
-from llama4spec.sweep import categories, tail
-from llama4spec.sweep.decide import RatioInterval
-from llama4spec.sweep.model import SCHEDULED, Analysis, AtConcurrency, Fit, Point, Row, label, runs, temperature_findings
-from llama4spec.sweep.model import starts_of as _starts
-from llama4spec.sweep.schedule import Schedule, derive_all
-from llama4spec.sweep.stats import BOOTSTRAP_FROM, CONFIDENCE, Comparison, Interval, compare
+from llama4spec.analysis import categories, tail
+from llama4spec.analysis.decide import RatioInterval
+from llama4spec.analysis.model import SCHEDULED, Analysis, AtConcurrency, Fit, Point, Row, label, runs, temperature_findings
+from llama4spec.analysis.model import starts_of as _starts
+from llama4spec.analysis.schedule import Schedule, derive_all
+from llama4spec.analysis.stats import BOOTSTRAP_FROM, CONFIDENCE, Comparison, Interval, compare
 
 SCHEDULE_NOTE = ("client concurrency approximates the server's running batch size; batch sizes above the last "
                  "range carry its k forward (vLLM)")

@@ -22,7 +22,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from llama4spec.sweep.decide import (BETWEEN_SD, REPEATS_CAP, LogRatio, PairedLogRatio, RatioInterval, holm,
+from llama4spec.analysis.decide import (BETWEEN_SD, REPEATS_CAP, LogRatio, PairedLogRatio, RatioInterval, holm,
                                      interval_at, look_weights, pair_look, runs_to_settle, start_floor,
                                      start_shares)
 

@@ -18,9 +18,9 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from llama4spec.sweep import capacity_report, categories, render, tail
-from llama4spec.sweep.model import Analysis, AtConcurrency, Point, temperature_findings
-from llama4spec.sweep.schedule import derive_all
+from llama4spec.analysis import capacity_report, categories, sweep_tables as render, tail
+from llama4spec.analysis.model import Analysis, AtConcurrency, Point, temperature_findings
+from llama4spec.analysis.schedule import derive_all
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # Sorts a table by the clicked column: numbers by their leading value, text otherwise.
@@ -259,7 +259,7 @@ def html(page: RunPage) -> str:
     """The page as one HTML document."""
     import jinja2
 
-    env = jinja2.Environment(loader=jinja2.PackageLoader("llama4spec.sweep", "templates"), autoescape=True,
+    env = jinja2.Environment(loader=jinja2.PackageLoader("llama4spec.analysis", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     template = env.get_template("report.html.j2")
     comparisons = [(cid, markdown_table(text), text) for cid, text in page.comparisons.items()]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from llama4spec.sweep.capacity import NAMES, Capacity
+from llama4spec.analysis.capacity_search import NAMES, Capacity
 
 
 @dataclass(frozen=True)

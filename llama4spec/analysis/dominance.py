@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from llama4spec.sweep.decide import BETWEEN_SD, cannot_win, speedup_bound, welch_ratio
+from llama4spec.analysis.decide import BETWEEN_SD, cannot_win, speedup_bound, welch_ratio
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from llama4spec.sweep.model import Analysis, AtConcurrency
+from llama4spec.analysis.model import Analysis, AtConcurrency
 
 
 @dataclass

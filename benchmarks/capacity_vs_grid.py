@@ -32,8 +32,8 @@ from pathlib import Path
 import numpy as np
 
 from llama4spec.config.compose import compose_config
-from llama4spec.engine.bench import probe_flags, probe_prompts, resolve_thresholds
-from llama4spec.serving.bench import BenchFiles, free_result, run_bench, run_probe
+from llama4spec.engine.bench_flags import probe_flags, probe_prompts, resolve_thresholds
+from llama4spec.serving.benchmark import BenchFiles, free_result, run_bench, run_probe
 from llama4spec.serving.bench_runner import BenchRunner
 from llama4spec.serving.process import is_healthy
 from llama4spec.analysis import capacity_search as cap

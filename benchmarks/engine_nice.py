@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from capacity_vs_grid import server  # noqa: E402  (the same server start as the capacity benchmark)
 
 from llama4spec.config.compose import compose_config  # noqa: E402
-from llama4spec.engine.bench import probe_flags, probe_prompts  # noqa: E402
-from llama4spec.serving.bench import BenchFiles, free_result, run_probe  # noqa: E402
+from llama4spec.engine.bench_flags import probe_flags, probe_prompts  # noqa: E402
+from llama4spec.serving.benchmark import BenchFiles, free_result, run_probe  # noqa: E402
 from llama4spec.serving.bench_runner import BenchRunner  # noqa: E402
 
 COMMON = ["target=tiny", "memory=cpu", "bench=random_tiny", "bench.num_prompts=8", "draft=none"]

@@ -105,7 +105,7 @@ def note(text: str) -> None:
 
 def say(text: str, style: str | None = None) -> None:
     """Print text that may hold user input (paths, names): never read as markup."""
-    from llama4spec.launch.render import say as say_on
+    from llama4spec.launch.job_table import say as say_on
 
     say_on(out, text, style)
 

@@ -19,7 +19,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from llama4spec.results import compare
+    from llama4spec.results import comparison as compare
 
     base, cand = compare.load_pair(args.baseline, args.candidate)
     if args.json:

@@ -15,7 +15,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    from llama4spec.models.fetch import fetch_plan, plan_lines
+    from llama4spec.models.download import fetch_plan, plan_lines
     from llama4spec.runbook import execute
     from llama4spec.runbook.plan import one_step_plan
     from llama4spec.runbook.steps import make as make_step

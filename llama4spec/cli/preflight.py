@@ -40,7 +40,7 @@ def memory_document(result, models: list[tuple]) -> dict:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from llama4spec.preflight import ERROR, examine, pairing, render
+    from llama4spec.preflight import ERROR, examine, pairing, findings as render
     from llama4spec.preflight.doctor import WARNING
 
     p = pairing(compose(args.overrides).cfg)
@@ -59,7 +59,7 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _memory(args: argparse.Namespace) -> int:
-    from llama4spec.preflight import device_memory_gib, pairing, render
+    from llama4spec.preflight import device_memory_gib, pairing, findings as render
     from llama4spec.preflight.memory import suggest
 
     cfg = compose(args.overrides).cfg

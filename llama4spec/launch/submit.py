@@ -9,7 +9,7 @@ compare and sweep reports come from ``llama4spec report`` when results merge.
       slurm/              submitit's folder: the submitted command, the jobs' logs
       logs/<group>.log    --parallel: each group's output
 
-What it shows goes to the caller's console through ``launch.render``; the doctor's gate comes
+What it shows goes to the caller's console through ``launch.job_table``; the doctor's gate comes
 from the caller (``Here``).
 """
 
@@ -25,7 +25,7 @@ from typing import Any, Callable, Protocol
 from rich.console import Console
 
 from llama4spec.errors import UserError
-from llama4spec.launch import render
+from llama4spec.launch import job_table as render
 from llama4spec.launch.options import RunOptions
 from llama4spec.runbook.rundir import is_step_id
 
@@ -395,7 +395,7 @@ class LocalRun:
 
 def wait(launcher: Launcher, kept, plan, status, here: Here) -> None:
     """Until every job ends: a live table of their states (none with -q)."""
-    from llama4spec.launch.render import counts, table
+    from llama4spec.launch.job_table import counts, table
     from llama4spec.serving.process import sigterm_unwinds
 
     quiet = here.quiet

@@ -21,7 +21,7 @@ from llama4spec.engine.args import engine_env, llm_kwargs
 from llama4spec.errors import UserError
 from llama4spec.offline.prompts import Prompts, load_prompts
 from llama4spec.results.acceptance import AcceptanceCounters, RequestSteps, RunStats, from_offline_metrics, total
-from llama4spec.results.offline import CategoryRun, OfflineRecord, Output, PassRecord, Stats, TemperatureRun, Timings
+from llama4spec.results.offline_record import CategoryRun, OfflineRecord, Output, PassRecord, Stats, TemperatureRun, Timings
 from llama4spec.results.provenance import model_revisions, public_config, versions
 from llama4spec.analysis.categories import CategoryStat
 
@@ -53,7 +53,7 @@ class Outcome:
 
 
 class Reporter(Protocol):
-    """What an offline run shows while it runs (``offline.render.OfflineDisplay`` draws it with
+    """What an offline run shows while it runs (``offline.display.OfflineDisplay`` draws it with
     Rich). The run calls every method; the reporter decides what its verbosity shows."""
 
     def header(self, cfg: Config, prompts: Prompts) -> None:

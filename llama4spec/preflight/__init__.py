@@ -44,7 +44,7 @@ def device_memory_gib(cfg: Config) -> float:
 
 def gate(cfg: Config, console: Console, force: bool = False) -> list[Finding]:
     """Run the doctor before an engine starts: print findings; raise UserError on an error unless ``force``."""
-    from llama4spec.preflight import render
+    from llama4spec.preflight import findings as render
 
     found = examine(pairing(cfg))
     errors = [f for f in found if f.severity == ERROR]

@@ -248,7 +248,7 @@ class Run:
     def prestart_benchmarks(self) -> None:
         """Start the benchmark worker before the first step when a benchmark will run: its imports
         (about 10 s here) overlap the servers' start-up."""
-        from llama4spec.serving.bench import bench_env
+        from llama4spec.serving.benchmark import bench_env
 
         for p in self.plan.steps:
             if p.step.traits.benchmarks and p.id not in self.finished and p.composed is not None:

@@ -288,7 +288,7 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     """Rebuild (or, from several run directories, merge) the sweep reports, comparisons and summary
     from the records alone; write them into ``out`` (default: the one run directory given).
     Returns 0, or 1 when a point of a sweep has no counted record anywhere."""
-    from llama4spec.results import compare
+    from llama4spec.results import comparison as compare
     from llama4spec.runbook import write_capacity as capacity_report
     from llama4spec.runbook.steps import sweep as sweep_step
 

@@ -52,7 +52,7 @@ class CommandOutput(RunOutput):
         run.say(text)
 
     def bench(self, run: Any, record: Any, files: Any) -> None:
-        from llama4spec.results.compare import render_single
+        from llama4spec.results.comparison import render_single
 
         render_single(run.console, record)
         run.say(f"record: {files.record}  vLLM result: {files.result}")

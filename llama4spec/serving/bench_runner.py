@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import IO, Callable, Mapping, Sequence
 
-from llama4spec.engine.bench import BENCH_MODULE
+from llama4spec.engine.bench_flags import BENCH_MODULE
 from llama4spec.serving.process import close_stdin, spawn_piped, stop_groups, terminate_group
 from llama4spec.serving.vllm_bench import WORKER_FLAG
 

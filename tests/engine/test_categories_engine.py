@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from llama4spec.engine.bench import builtin_category_file
+from llama4spec.engine.bench_flags import builtin_category_file
 from llama4spec.tiny.prompts import CATEGORIES, builtin_items
 from tests import tiny_sim
 from tests.helpers import run_cli, run_dir_of

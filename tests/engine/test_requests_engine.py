@@ -36,7 +36,7 @@ def _sha(text: str) -> str:
 
 
 def test_per_request_sums_equal_the_metrics_deltas(imperfect_server, tmp_path: Path) -> None:
-    from llama4spec.engine.bench import builtin_category_file
+    from llama4spec.engine.bench_flags import builtin_category_file
 
     out = tmp_path / "b"
     res = run_cli("bench", "draft=tiny_eagle_imperfect", f"lookahead={K}", f"bench.category={CATEGORY}",

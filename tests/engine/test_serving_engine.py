@@ -129,7 +129,7 @@ def test_bench_command_against_a_running_server(imperfect_server, tmp_path: Path
     """``llama4spec bench --url`` against the shared server of the imperfect pair: the category's
     16 built-in prompts, the counters exactly as the simulation of greedy EAGLE predicts (the
     record's acceptance is the /metrics delta around its own run)."""
-    from llama4spec.engine.bench import builtin_category_file
+    from llama4spec.engine.bench_flags import builtin_category_file
     from tests import tiny_sim
 
     category = "clean_start"

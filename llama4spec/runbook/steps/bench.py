@@ -7,7 +7,7 @@ from typing import Any
 
 from llama4spec.config.layout import url_problem
 from llama4spec.engine.args import base_url
-from llama4spec.engine.bench import bench_flags, display_argv, exec_argv
+from llama4spec.engine.bench_flags import bench_flags, display_argv, exec_argv
 from llama4spec.runbook import fields
 from llama4spec.runbook.measured import config_data
 from llama4spec.runbook.rundir import bench_files, vllm_runs
@@ -66,7 +66,7 @@ def plan(ctx, p) -> None:
 
 def execute(run, p) -> dict[str, Any]:
     from llama4spec.files import write_json
-    from llama4spec.serving.bench import BenchFiles, failure, run_bench
+    from llama4spec.serving.benchmark import BenchFiles, failure, run_bench
     from llama4spec.serving.process import log_tail
 
     keys = p.step.keys
@@ -89,7 +89,7 @@ def execute(run, p) -> dict[str, Any]:
                                runner=run.benches)
     if not record.counted:
         raise StepFailed(failure(record, files.log), log_tail(files.log, 15))
-    from llama4spec.engine.bench import oversampling_warning
+    from llama4spec.engine.bench_flags import oversampling_warning
 
     warning = oversampling_warning(p.composed.cfg)
     if warning:
@@ -146,7 +146,7 @@ def _alternate(run, p, files):
 
     from llama4spec.results import bench as bench_record
     from llama4spec.files import write_json
-    from llama4spec.serving.bench import BenchFiles, failure, run_more
+    from llama4spec.serving.benchmark import BenchFiles, failure, run_more
     from llama4spec.serving.process import log_tail
 
     keys = p.step.keys

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from llama4spec.errors import UserError
-from llama4spec.results import compare
+from llama4spec.results import comparison as compare
 from llama4spec.files import write_atomic
 from llama4spec.runbook import fields
 from llama4spec.runbook.rundir import bench_files, step_dir

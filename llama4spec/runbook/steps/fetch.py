@@ -1,5 +1,5 @@
 """A ``fetch`` step: download the models its config needs (target, EAGLE draft, separate tokenizer)
-into the Hugging Face cache before any server starts (``llama4spec.models.fetch``)."""
+into the Hugging Face cache before any server starts (``llama4spec.models.download``)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def plan(ctx, p) -> None:
 
 
 def execute(run, p) -> dict[str, Any]:
-    from llama4spec.models.fetch import download, fetch_plan, human_size
+    from llama4spec.models.download import download, fetch_plan, human_size
 
     pad = run.output.indent
     environ = {**run.environ, **p.env}
@@ -60,7 +60,7 @@ def execute(run, p) -> dict[str, Any]:
 
 
 def describe(p, say) -> None:
-    from llama4spec.models.fetch import fetch_plan, plan_lines
+    from llama4spec.models.download import fetch_plan, plan_lines
 
     if p.composed is None:
         return

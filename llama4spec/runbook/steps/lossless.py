@@ -67,8 +67,8 @@ def plan(ctx, p) -> None:
 
 
 def execute(run, p) -> dict[str, Any]:
-    from llama4spec.lossless.render import render
-    from llama4spec.lossless.run import check
+    from llama4spec.lossless.verdict_table import render
+    from llama4spec.lossless.run_engines import check
 
     def starting(label: str):
         if run.progress.verbosity < 0:

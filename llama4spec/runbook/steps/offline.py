@@ -30,7 +30,7 @@ def plan(ctx, p) -> None:
 
 
 def execute(run, p) -> dict[str, Any]:
-    from llama4spec.offline.render import OfflineDisplay
+    from llama4spec.offline.display import OfflineDisplay
     from llama4spec.offline.run import run_offline
 
     verbosity = run.progress.verbosity

@@ -65,7 +65,7 @@ def execute(run, p) -> dict[str, Any]:
     from llama4spec.files import write_json
     from llama4spec.runbook.measured import config_data
     from llama4spec.runbook.rundir import vllm_runs
-    from llama4spec.serving.bench import BenchFiles, failure, run_more
+    from llama4spec.serving.benchmark import BenchFiles, failure, run_more
     from llama4spec.serving.process import log_tail
     from llama4spec.results import bench as bench_record
 

@@ -7,7 +7,7 @@ import io
 
 from rich.console import Console
 
-from llama4spec.results import compare
+from llama4spec.results import comparison as compare
 from llama4spec.results.acceptance import AcceptanceCounters
 from llama4spec.results.bench import BenchRecord
 

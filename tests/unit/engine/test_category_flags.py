@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from llama4spec.config.compose import compose_config
-from llama4spec.engine.bench import (
+from llama4spec.engine.bench_flags import (
     CATEGORY_FILE_PROMPTS, bench_flags, builtin_category_file, category_flags, dataset_flags, oversampling_warning,
 )
 from llama4spec.errors import UserError

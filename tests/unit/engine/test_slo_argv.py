@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from llama4spec.config.compose import compose_config
-from llama4spec.engine.bench import bench_flags, goodput_pairs, probe_flags, resolve_thresholds, static_thresholds
+from llama4spec.engine.bench_flags import bench_flags, goodput_pairs, probe_flags, resolve_thresholds, static_thresholds
 from llama4spec.errors import UserError
 
 URL = "http://127.0.0.1:8000"

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from llama4spec.lossless.check import LOSSY, PASS, Greedy, SampledTest
 from llama4spec.lossless.record import LosslessRecord, load, worse
-from llama4spec.lossless.run import needs_baseline, sampled_requests
+from llama4spec.lossless.run_engines import needs_baseline, sampled_requests
 from llama4spec.lossless.settings import Settings
 from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.render import plan_text

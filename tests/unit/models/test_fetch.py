@@ -335,14 +335,14 @@ def _response(status: int):
 
 
 def _download(role: str = "target", revision: str | None = None):
-    from llama4spec.models.fetch import MODEL_PATTERNS, Download
+    from llama4spec.models.download import MODEL_PATTERNS, Download
 
     key = {"target": "target.model", "draft": "draft.model", "tokenizer": "target.tokenizer"}[role]
     return Download(role, key, f"{ORG}/llama", revision, MODEL_PATTERNS)
 
 
 def _line(exc: BaseException, offline: bool = False, role: str = "target", revision: str | None = None) -> str:
-    from llama4spec.models.fetch import hub_error
+    from llama4spec.models.download import hub_error
 
     line = hub_error(exc, _download(role, revision), Path("/cache/hub"), offline)
     assert line is not None and "\n" not in line and line.strip() == line, line
@@ -433,14 +433,14 @@ def test_invalid_ids_and_network_errors():
 
 
 def test_other_exceptions_are_not_hidden():
-    from llama4spec.models.fetch import hub_error
+    from llama4spec.models.download import hub_error
 
     assert hub_error(KeyError("bug"), _download()) is None
     assert hub_error(ValueError("bug"), _download()) is None
 
 
 def test_fetch_plan_is_pure_and_skips_local_models(tmp_path: Path):
-    from llama4spec.models.fetch import MODEL_PATTERNS, TOKENIZER_PATTERNS, fetch_plan
+    from llama4spec.models.download import MODEL_PATTERNS, TOKENIZER_PATTERNS, fetch_plan
 
     plan = fetch_plan(_cfg("target=llama4_scout", "draft=eagle_llama4_scout", "target.revision=abc",
                            f"target.tokenizer={tmp_path}"))

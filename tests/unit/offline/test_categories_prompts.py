@@ -92,7 +92,7 @@ def test_category_stats_and_record_of_an_engine_run() -> None:
     from llama4spec.config.compose import compose_config
     from llama4spec.offline.run import EngineRun, category_stats
     from llama4spec.results.acceptance import AcceptanceCounters, RunStats
-    from llama4spec.results.offline import CategoryRun, Stats
+    from llama4spec.results.offline_record import CategoryRun, Stats
 
     cfg = compose_config(["draft=tiny_eagle_imperfect", "offline.by_category=true", "lookahead=2"]).cfg
 

@@ -1,7 +1,7 @@
-"""The offline record (``results.offline.OfflineRecord``) and what an offline run shows, without an
+"""The offline record (``results.offline_record.OfflineRecord``) and what an offline run shows, without an
 engine: the record's JSON is, key for key and value for value, what the dict-building code before
 it wrote (kept below as the reference); ``run_offline`` prints nothing itself, its reporter
-(``offline.render.OfflineDisplay``) shows what the verbosity asks for."""
+(``offline.display.OfflineDisplay``) shows what the verbosity asks for."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ from rich.console import Console
 from llama4spec.config.compose import compose_config
 from llama4spec.offline import run as offline_run
 from llama4spec.offline.prompts import Prompts, load_prompts
-from llama4spec.offline.render import OfflineDisplay
+from llama4spec.offline.display import OfflineDisplay
 from llama4spec.offline.run import EngineRun, _run_record, run_offline
 from llama4spec.results.acceptance import AcceptanceCounters, RunStats
-from llama4spec.results.offline import CategoryRun
+from llama4spec.results.offline_record import CategoryRun
 from llama4spec.results.provenance import model_revisions, public_config, versions
 
 CREATED = "2026-01-02T03:04:05+0000"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from llama4spec.offline import render as report
+from llama4spec.offline import display as report
 from llama4spec.config.compose import compose_config
 from llama4spec.results.acceptance import AcceptanceCounters, RunStats
 from llama4spec.offline.run import first_difference, without_draft
@@ -71,7 +71,7 @@ def test_per_request_steps_add_up_as_vllm_counts_them():
 
 def test_the_temperature_table_has_a_row_per_temperature():
     from llama4spec.results.acceptance import RequestSteps
-    from llama4spec.results.offline import TemperatureRun
+    from llama4spec.results.offline_record import TemperatureRun
 
     runs = [TemperatureRun(t, RunStats(10, AcceptanceCounters(10, 30, n, [n // 3] * 3), k=3), [0], [RequestSteps([], [])])
             for t, n in ((0.0, 30), (1.0, 15))]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from llama4spec.results import compare
+from llama4spec.results import comparison as compare
 from llama4spec.errors import UserError
 from tests.helpers import REPO
 

@@ -277,7 +277,7 @@ def test_the_setting_reaches_the_executor() -> None:
 def test_one_progress_bar_per_pass() -> None:
     """vLLM calls the use_tqdm hook for the prompts it renders (an iterable) and for the requests
     it processes (a total): only the second draws a bar."""
-    from llama4spec.offline.render import _progress
+    from llama4spec.offline.display import _progress
 
     console = Console(file=io.StringIO(), width=120)
     make = _progress("tiny_eagle k=3", console)

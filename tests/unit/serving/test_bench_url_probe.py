@@ -119,7 +119,7 @@ def test_nothing_listening() -> None:
 ])
 def test_bench_refuses_before_the_load_generator_starts(cli, tmp_path: Path, monkeypatch, mode, extra, env,
                                                          said) -> None:
-    from llama4spec.serving import bench
+    from llama4spec.serving import benchmark as bench
 
     monkeypatch.setattr(bench, "run_bench", lambda *a, **k: pytest.fail("the benchmark started"))
     with hostile(mode) as url:

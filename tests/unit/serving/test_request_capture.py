@@ -15,7 +15,7 @@ import pytest
 
 from llama4spec.results import requests as per_request
 from llama4spec.results.acceptance import AcceptanceCounters
-from llama4spec.serving.bench import prompt_categories, read_requests
+from llama4spec.serving.benchmark import prompt_categories, read_requests
 from llama4spec.serving.bench_runner import BenchRunner
 from llama4spec.serving.vllm_bench import OWN_BACKEND, own_argv, requests_path
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from llama4spec.engine.args import server_exec_argv
-from llama4spec.engine.bench import bench_flags, display_argv, exec_argv
+from llama4spec.engine.bench_flags import bench_flags, display_argv, exec_argv
 from llama4spec.config.compose import compose_config
 from llama4spec.results.acceptance import AcceptanceCounters
 from llama4spec.serving.process import ServerError, log_tail, port_in_use, spawn, stop_group, stop_groups
@@ -167,7 +167,7 @@ def test_cli_serve_dry_run_prints_the_pasteable_command(cli) -> None:
 
 def test_a_benchmark_that_completed_no_request_does_not_count(tmp_path) -> None:
     from llama4spec.results.bench import BenchRecord
-    from llama4spec.serving.bench import failure
+    from llama4spec.serving.benchmark import failure
 
     def outcome(code, result):
         return BenchRecord(label="x", returncode=code, result=result)  # as run_bench makes it

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llama4spec.engine.bench import bench_flags
+from llama4spec.engine.bench_flags import bench_flags
 from llama4spec.tiny import contrast
 from llama4spec.tiny.words import WORDS, successor
 from tests import tiny_sim

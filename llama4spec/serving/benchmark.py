@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from llama4spec.config.schema import Config
-from llama4spec.engine.bench import bench_flags, category_prompt_count, display_argv, num_prompts
+from llama4spec.engine.bench_flags import bench_flags, category_prompt_count, display_argv, num_prompts
 from llama4spec.engine.secrets import api_key_env
 from llama4spec.files import Expect, Unreadable, json_or_none, read_text, write_atomic
 from llama4spec.results import requests as per_request
@@ -280,7 +280,7 @@ def run_probe(cfg: Config, url: str, flags: list[str], files: BenchFiles, record
               label: str, prompts: int, environ: Mapping[str, str] | None = None,
               on_progress: OnProgress | None = None, on_line: Callable[[str], None] | None = None,
               runner: BenchRunner) -> tuple[BenchRecord, BenchRecord]:
-    """One open-loop run of a request capacity probe (``flags``: ``engine.bench.probe_flags``, its
+    """One open-loop run of a request capacity probe (``flags``: ``engine.bench_flags.probe_flags``, its
     result file the first free run=N.json beside ``files.result``), added to the probe's record after
     its first ``keep`` runs (those its search holds; ``record``: None before the first). Returns
     (the run, the probe's record as rewritten)."""

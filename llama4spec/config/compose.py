@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from hydra import compose, initialize_config_module
-from hydra.core.global_hydra import GlobalHydra
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 
+from llama4spec.config import hydra_adapter as hydra
 from llama4spec.config.schema import Config, register
 from llama4spec.errors import UserError
 from llama4spec.tiny.paths import tiny_path
@@ -247,22 +246,10 @@ def _short(override: str, limit: int = 60) -> str:
     return override if len(override) <= limit else override[:limit] + "…"
 
 
-_PARSER = None
-
-
 @functools.lru_cache(maxsize=4096)
 def _parsed(override: str):
     """Hydra's parse of one override (its parser is slow: the same override recurs in every step)."""
-    return _overrides_parser().parse_overrides([override])[0]
-
-
-def _overrides_parser():
-    global _PARSER
-    if _PARSER is None:
-        from hydra.core.override_parser.overrides_parser import OverridesParser
-
-        _PARSER = OverridesParser.create()
-    return _PARSER
+    return hydra.parse_override(override)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -298,10 +285,7 @@ def _path_problem(override: str) -> str | None:
 
 
 def _compose_errors() -> tuple[type[BaseException], ...]:
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    return HydraException, OmegaConfBaseException, ValueError
+    return hydra.compose_errors()
 
 
 _ATTEMPTS: dict[tuple[str, ...], str | None] = {}
@@ -473,35 +457,25 @@ class _Groups:
         return self._leaves[override]
 
     def _check(self, parsed) -> tuple[str, Any, Any] | None:
-        from hydra._internal.config_loader_impl import ConfigLoaderImpl
-        from hydra.core.override_parser.types import OverrideType, ValueType
-        from omegaconf import ValueNode
-
-        if parsed.type != OverrideType.CHANGE or parsed.value_type != ValueType.ELEMENT or parsed.package is not None:
+        if not hydra.is_plain_change(parsed):
             return None
         key, value = parsed.key_or_group, parsed.value()
         if not _LEAF_KEY.fullmatch(key) or not _plain_value(value):
             return None
         if self._scratch is None:
             self._scratch = self.fresh()
-        *path, last = key.split(".")
         try:
-            parent = self._scratch
-            for part in path:
-                parent = parent._get_node(part)
-                if not isinstance(parent, DictConfig) or parent._is_none() or parent._is_missing() \
-                        or parent._is_interpolation():
-                    return None
-            node = parent._get_node(last)
-            if not isinstance(node, ValueNode):
+            found = hydra.leaf(self._scratch, key)
+            if found is None:
                 return None
-            before = node._value()
-            ConfigLoaderImpl._apply_overrides_to_config([parsed], self._scratch)
-            if parent._get_node(last) is not node:
+            parent, last, node = found
+            before = hydra.node_value(node)
+            hydra.apply_overrides([parsed], self._scratch)
+            if not hydra.same_node(parent, last, node):
                 self._scratch = None
                 return None
-            stored = node._value()
-            node._set_value(before)
+            stored = hydra.node_value(node)
+            hydra.set_node_value(node, before)
         except Exception:  # noqa: BLE001 - refused (the full composition reports it in Hydra's words)
             self._scratch = None
             return None
@@ -599,9 +573,7 @@ def _compose(kept: list[str], overrides: list[str]) -> Composed:
         return composed
     cfg = chosen.fresh()
     if parsed:
-        from hydra._internal.config_loader_impl import ConfigLoaderImpl
-
-        ConfigLoaderImpl._apply_overrides_to_config(parsed, cfg)
+        hydra.apply_overrides(parsed, cfg)
     return _finish(cfg, dict(chosen.choices), overrides)
 
 
@@ -623,13 +595,7 @@ def _applied(chosen: _Groups, values: list[str], parsed: list, overrides: list[s
 def _tree_and_choices(kept: list[str]) -> tuple[DictConfig, dict[str, str]]:
     """Hydra's composition of ``kept`` (not yet resolved, in struct mode as Hydra leaves it) without
     its ``hydra`` node, and the option chosen in each group."""
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_module(config_module=CONF_MODULE, version_base="1.3"):
-            cfg = compose(config_name="config", overrides=kept, return_hydra_config=True)
-    finally:
-        GlobalHydra.instance().clear()
-    picked = OmegaConf.to_container(cfg.hydra.runtime.choices).items()
+    cfg, picked = hydra.compose_tree(CONF_MODULE, kept)
     # Hydra lists choices last-first; keep the defaults list's order (target, draft, ...).
     # A group left to the target's default shows the option it resolved to.
     choices = {k: v for k, v in reversed(list(picked)) if not k.startswith("hydra") and v is not None}
@@ -638,8 +604,6 @@ def _tree_and_choices(kept: list[str]) -> tuple[DictConfig, dict[str, str]]:
             choices[group] = _target_default(group, option.removeprefix("for/"), kept) or option
     order = {g: i for i, g in enumerate(GROUPS)}
     choices = dict(sorted(choices.items(), key=lambda kv: order.get(kv[0], len(order))))
-    with open_dict(cfg):
-        del cfg["hydra"]
     return cfg, choices
 
 

@@ -18,6 +18,7 @@ import re
 from typing import Any, Callable, Mapping
 
 from llama4spec.config.compose import MAX_OVERRIDE_CHARS, compose_config, group_options
+from llama4spec.config.hydra_adapter import choices_of, parse_override, range_of
 from llama4spec.config.schema import Config
 from llama4spec.engine.args import engine_env, serve_argv
 from llama4spec.errors import UserError
@@ -35,13 +36,6 @@ SEQUENTIAL, INTERLEAVED = DESIGNS = ("sequential", "interleaved")  # a sweep's d
 
 
 # -- checking ---------------------------------------------------------------------------------------
-def parse_override(text: str) -> Any:
-    """One override as Hydra's own parser reads it (its exceptions propagate)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    return OverridesParser.create().parse_overrides([text])[0]
-
-
 def sweep_count(override: Any) -> float | None:
     """How many values a sweep override stands for, counted on Hydra's parsed sweep object with
     nothing expanded (``range`` by arithmetic, ``shuffle`` of it too, where Hydra would build the
@@ -49,16 +43,14 @@ def sweep_count(override: Any) -> float | None:
     not counted here (a glob, an interval: their expansion reports them)."""
     import decimal
 
-    from hydra.core.override_parser.types import ChoiceSweep, RangeSweep
-
     value = override.value()
-    if isinstance(value, list):
-        return len(value)
-    if isinstance(value, ChoiceSweep):
-        return len(value.list)
-    if not isinstance(value, RangeSweep) or value.start is None or value.stop is None:
+    listed = choices_of(value)
+    if listed is not None:
+        return len(listed)
+    bounds = range_of(value)
+    if bounds is None or bounds[0] is None or bounds[1] is None:
         return None
-    start, stop, step = value.start, value.stop, 1 if value.step is None else value.step
+    start, stop, step = bounds[0], bounds[1], 1 if bounds[2] is None else bounds[2]
     if all(isinstance(v, int) and not isinstance(v, bool) for v in (start, stop, step)):
         return len(range(start, stop, step)) if step else None  # step 0: Hydra's own error
     try:

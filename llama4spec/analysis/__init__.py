@@ -1,0 +1,1 @@
+"""Pure statistics and models: the noise a comparison carries (variance components, profiles)."""

@@ -7,6 +7,8 @@ Per cell (true between-start sd x true within-start sd, log scale), 5,000 simula
   from the sweep (``analysis.noise.components``: one-way random-effects ANOVA pooled over the two
   settings, between part clamped at 0, Satterthwaite df); the 95% interval of the ratio. Coverage
   at a true 1.15x, and A/A: how often two identical settings are declared different;
+- *+ profile*: the same, the sweep's components pooled by df with a profile (``noise.combine``),
+  itself estimated from a simulated calibration of 6 starts x 4 runs;
 - *constant*: today's design, each setting one start with 4 runs, Welch's t with the constant
   0.13 added (``decide.LogRatio(BETWEEN_SD)``): coverage and A/A the same way;
 - *to decide 1.15x* (80% of 2,000 sweeps with the interval above 1): estimated, the runs a start
@@ -46,6 +48,17 @@ def estimated(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return center, half
 
 
+def with_profile(rng):
+    """The estimated design's components pooled (``noise.combine``) with a profile: each sweep's own
+    simulated calibration (one setting, 6 starts x 4 runs, ``llama4spec calibrate``'s default)."""
+    def rule(y: np.ndarray, between: float, within: float):
+        calibration = nz.components(nz.simulate(rng, len(y), between, within, [0.0], 6, 4), "profile")
+        center, half, _ = nz.simulated_intervals(y, 1, 0, noise=nz.combine(calibration, nz.components(y)))
+        return center, half
+
+    return rule
+
+
 def constant(y: np.ndarray, share: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Today's rule: Welch's t on the runs (starts flattened) with the constant between term."""
     a, b = (y[:, s].reshape(len(y), -1) for s in (1, 0))
@@ -58,6 +71,19 @@ def cover(rng, between, within, rule, starts, runs, sweeps) -> tuple[float, floa
     center, half = rule(y)
     aa = nz.simulate(rng, sweeps, between, within, [0.0, 0.0], starts, runs)
     c0, h0 = rule(aa)
+    return _rates(center, half, c0, h0)
+
+
+def cover_profiled(rng, between, within, sweeps) -> tuple[float, float]:
+    rule = with_profile(rng)
+    y = nz.simulate(rng, sweeps, between, within, [0.0, TRUTH], STARTS, RUNS)
+    center, half = rule(y, between, within)
+    aa = nz.simulate(rng, sweeps, between, within, [0.0, 0.0], STARTS, RUNS)
+    c0, h0 = rule(aa, between, within)
+    return _rates(center, half, c0, h0)
+
+
+def _rates(center, half, c0, h0) -> tuple[float, float]:
     return float(np.mean(np.abs(center - TRUTH) <= half)), float(np.mean(np.abs(c0) > h0))
 
 
@@ -108,13 +134,16 @@ def main() -> int:
     print(f"estimated: {STARTS} starts x {RUNS} runs a setting, components from the sweep; constant: 1 start x "
           f"{RUNS} runs, between sd {BETWEEN_SD} added")
     head = (f"{'between':>7} {'within':>6} | {'coverage':>8} {'A/A':>6} | {'coverage':>8} {'A/A':>6} | "
+            f"{'coverage':>8} {'A/A':>6} | "
             f"{'1.15x: estimated':>26} | {'1.15x: constant, 1 start':>24} {'several starts':>20}")
-    print(f"{'true sd':>14} | {'estimated':>15} | {'constant':>15} | {'starts x runs a setting (time)':>26} |")
+    print(f"{'true sd':>14} | {'estimated':>15} | {'+ profile':>15} | {'constant':>15} | "
+          f"{'starts x runs a setting (time)':>26} |")
     print(head)
     print("-" * len(head))
     for between, within in GRID:
         cov_e, aa_e = cover(rng, between, within, estimated, STARTS, RUNS, args.sweeps)
         cov_c, aa_c = cover(rng, between, within, constant, 1, RUNS, args.sweeps)
+        cov_p, aa_p = cover_profiled(rng, between, within, args.sweeps)
         need = to_decide_estimated(rng, between, within, args.start_s, args.run_s)
         if need:
             m, r = need
@@ -125,7 +154,8 @@ def main() -> int:
         one_text = f"1 x {one}" if one else "never (1 x 100: no)"
         three_text = (f"{several} x {RUNS} ({several * (args.start_s + RUNS * args.run_s) / 60:.1f} min)" if several
                       else "more than 40 starts")
-        print(f"{between:>7.2f} {within:>6.2f} | {100 * cov_e:>7.1f}% {100 * aa_e:>5.1f}% | {100 * cov_c:>7.1f}% "
+        print(f"{between:>7.2f} {within:>6.2f} | {100 * cov_e:>7.1f}% {100 * aa_e:>5.1f}% | {100 * cov_p:>7.1f}% "
+              f"{100 * aa_p:>5.1f}% | {100 * cov_c:>7.1f}% "
               f"{100 * aa_c:>5.1f}% | {need_text:>26} | {one_text:>24} {three_text:>10}")
     print(f"\n{time.monotonic() - began:.1f} s")
     return 0

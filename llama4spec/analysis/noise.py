@@ -34,7 +34,6 @@ from llama4spec.errors import UserError
 CONFIDENCE = 0.95
 MARGIN = 0.02  # equivalence: within +-2% of each other
 FROM_DATA = "estimated from this sweep's starts"
-CPU_PRIOR = "prior of conf/hardware/cpu.yaml"
 MAX_RUNS_PER_START = 30  # the allocation's cap when the between-start component is 0
 FORMAT = 1  # noise.json's format
 CALIBRATE = "run `llama4spec calibrate` on this machine to measure a profile"
@@ -206,14 +205,20 @@ def estimate(settings: Mapping[str, Sequence[Sequence[float]]], source: str = FR
 
 
 def _pool(a: Component | None, b: Component | None) -> Component | None:
-    if a is None or b is None or not b.df:
-        return a if (a is not None and (b is None or a.df or not b.df)) else b
-    if not a.df:
-        return b
-    if math.isinf(a.df) or math.isinf(b.df):  # a known figure is not moved by data
-        return a if math.isinf(a.df) else b
-    df = a.df + b.df
-    return Component((a.df * a.var + b.df * b.var) / df, df, f"{a.source} + {b.source}")
+    """Two estimates of one component pooled by df (elementwise): a known one (inf df) stands, one of
+    0 df counts for nothing."""
+    if a is None or b is None:
+        return a if b is None else b
+    da, db = np.asarray(a.df, float), np.asarray(b.df, float)
+    df = da + db
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pooled = np.where(df > 0, (da * a.var + db * b.var) / df, a.var)
+    var = np.where(np.isinf(da), a.var, np.where(np.isinf(db), b.var, pooled))
+    df = np.where(np.isinf(da), da, np.where(np.isinf(db), db, df))
+    source = a.source if not np.any(db > 0) else b.source if not np.any(da > 0) else f"{a.source} + {b.source}"
+    if np.ndim(var) == 0:
+        var, df = float(var), float(df)
+    return Component(var, df, source)
 
 
 def combine(prior_noise: Noise | None, data: Noise) -> Noise:
@@ -224,9 +229,9 @@ def combine(prior_noise: Noise | None, data: Noise) -> Noise:
     if prior_noise is None:
         return data
     between = _pool(prior_noise.between, data.between)
-    still = prior_noise.provisional if not data.between.df else None
+    still = prior_noise.provisional if not np.any(np.asarray(data.between.df) > 0) else None
     return Noise(between, _pool(prior_noise.within, data.within), _pool(prior_noise.paired, data.paired),
-                 n0=data.n0 if data.between.df else prior_noise.n0, provisional=still)
+                 n0=data.n0, provisional=still)
 
 
 # -- comparisons ----------------------------------------------------------------------------------

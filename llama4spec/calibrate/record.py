@@ -23,6 +23,8 @@ class AACheck:
     pairs: int
     declared: int  # intervals at ``confidence`` that exclude 1
     confidence: float
+    equivalent: int = 0  # pairs declared equivalent within +-margin (two one-sided tests)
+    margin: float = 0.02
 
     @property
     def rate(self) -> float:
@@ -31,7 +33,8 @@ class AACheck:
     def sentence(self) -> str:
         return (f"A/A: {self.declared} of {self.pairs} pairs of starts declared different at "
                 f"{100 * self.confidence:g}% ({100 * self.rate:.0f}%, against {100 * (1 - self.confidence):.0f}% "
-                f"expected of identical settings; the pairs share starts, so they are not independent)")
+                f"expected of identical settings; the pairs share starts, so they are not independent); "
+                f"{self.equivalent} declared equivalent within +-{100 * self.margin:g}%")
 
 
 def read_runs(run_dir: Path) -> tuple[dict[int, list[float]], dict[tuple[int, str], list[float]]]:
@@ -89,17 +92,20 @@ def cpu_flags(cpuinfo: str) -> str:
     return " ".join(f for f in CPU_FLAGS if f in have) or "none of " + " ".join(CPU_FLAGS)
 
 
-def aa_check(starts: Mapping[int, list[float]], noise: nz.Noise, confidence: float) -> AACheck:
+def _check(intervals: list[nz.Interval], confidence: float, margin: float) -> AACheck:
+    return AACheck(len(intervals), sum(iv.excludes_one() for iv in intervals), confidence,
+                   sum(nz.equivalent(iv, margin, confidence).equivalent for iv in intervals), margin)
+
+
+def aa_check(starts: Mapping[int, list[float]], noise: nz.Noise, confidence: float, margin: float) -> AACheck:
     """Each pair of starts as two settings of one start each, under the estimated components."""
-    pairs = list(itertools.combinations(sorted(starts), 2))
-    declared = sum(nz.ratio_interval(starts[a], starts[b], noise, confidence).excludes_one() for a, b in pairs)
-    return AACheck(len(pairs), declared, confidence)
+    pairs = itertools.combinations(sorted(starts), 2)
+    return _check([nz.ratio_interval(starts[a], starts[b], noise, confidence) for a, b in pairs], confidence, margin)
 
 
-def aa_blocks(blocks: list[list[float]], noise: nz.Noise, confidence: float) -> AACheck:
+def aa_blocks(blocks: list[list[float]], noise: nz.Noise, confidence: float, margin: float) -> AACheck:
     """Back to back: each block's two servers compared (ratios b over a), under the estimated components."""
-    declared = sum(nz.block_interval([ratios], confidence, noise).excludes_one() for ratios in blocks)
-    return AACheck(len(blocks), declared, confidence)
+    return _check([nz.block_interval([ratios], confidence, noise) for ratios in blocks], confidence, margin)
 
 
 def measure(run_dir: Path, settings: Settings, fp: nz.Fingerprint) -> nz.Profile:
@@ -114,7 +120,7 @@ def measure(run_dir: Path, settings: Settings, fp: nz.Fingerprint) -> nz.Profile
                             "with 2 runs each: see the run's summary.md for what failed, then calibrate again")
         noise = nz.estimate({"setting": list(starts.values())})
         start_s, run_s = costs(status, sum(len(v) for v in starts.values()))
-        check = aa_check(starts, noise, settings.confidence)
+        check = aa_check(starts, noise, settings.confidence, settings.margin)
     else:
         blocks = sorted({j for j, _ in sides if (j, "a") in sides and (j, "b") in sides})
         if len(blocks) < 2:
@@ -125,13 +131,15 @@ def measure(run_dir: Path, settings: Settings, fp: nz.Fingerprint) -> nz.Profile
         noise = nz.estimate(every, paired=ratios)
         start_s, run_s = costs(status, sum(len(v) for v in every["setting"]))
         start_s, run_s = 2 * start_s, 2 * run_s  # a start pair, a run pair
-        check = aa_blocks(ratios, noise, settings.confidence)
+        check = aa_blocks(ratios, noise, settings.confidence, settings.margin)
     aa = {"pairs": check.pairs, "declared": check.declared, "rate": check.rate,
-          "expected": 1 - check.confidence, "confidence": check.confidence}
+          "expected": 1 - check.confidence, "confidence": check.confidence, "equivalent": check.equivalent,
+          "margin": check.margin}
     return nz.Profile(noise, start_s, run_s, fp, settings.design, settings.starts, settings.runs,
                       {"aa_check": aa})
 
 
 def aa_of(profile: nz.Profile) -> AACheck:
     raw = profile.extra.get("aa_check") or {}
-    return AACheck(int(raw.get("pairs", 0)), int(raw.get("declared", 0)), float(raw.get("confidence", 0.95)))
+    return AACheck(int(raw.get("pairs", 0)), int(raw.get("declared", 0)), float(raw.get("confidence", 0.95)),
+                   int(raw.get("equivalent", 0)), float(raw.get("margin", 0.02)))

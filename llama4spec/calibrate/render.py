@@ -20,9 +20,9 @@ def _sd(c: nz.Component | None) -> list[str]:
     return [f"{c.sd:.4f}", f"[{low:.4f}, {high:.4f}]" if c.df else "not estimable", df]
 
 
-def render(console: Console, profile: nz.Profile, path) -> None:
+def render(console: Console, profile: nz.Profile, path, precision: float = 0.05) -> None:
     fp = profile.fingerprint
-    table = Table(title=f"noise of output throughput (log-sd) on {fp.device}, vLLM {fp.vllm_version} ({fp.vllm_build}), "
+    table = Table(title=f"noise of output throughput (log-sd) on {fp.device} ({fp.device_detail}), vLLM {fp.vllm_version} ({fp.vllm_build}), "
                         f"{fp.target} TP {fp.tensor_parallel_size}, concurrency {fp.concurrency}: "
                         f"{profile.starts} {'blocks' if profile.design == 'back_to_back' else 'starts'} x "
                         f"{profile.runs} runs, {profile.design.replace('_', ' ')}", title_justify="left")
@@ -39,6 +39,8 @@ def render(console: Console, profile: nz.Profile, path) -> None:
     if profile.design == "back_to_back" and profile.noise.paired is not None:
         console.print(nz.runs_per_block(profile.noise, profile.start_s, profile.run_s).why)
     elif profile.run_s > 0:
-        console.print(nz.runs_per_start(profile.noise, profile.start_s, profile.run_s).why)
+        design = nz.runs_per_start(profile.noise, profile.start_s, profile.run_s)
+        console.print(design.why)
+        console.print(nz.starts_for(profile.noise, precision, design.runs).why)
     console.print(aa_of(profile).sentence())
     console.print(f"written: {path}")

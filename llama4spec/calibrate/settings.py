@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llama4spec.analysis.noise import margin_problem, precision_problem
+
 DESIGNS = ("sequential", "back_to_back")
 MAX_STARTS = 50
 MAX_RUNS = 50
@@ -17,6 +19,8 @@ class Settings:
     warmup: int = 2  # warm-up requests before a start's counted runs
     confidence: float = 0.95  # of the A/A check's intervals
     port: int = 8770  # the first server's port (back to back: this and the next)
+    margin: float = 0.02  # the A/A check also counts pairs declared equivalent within +-margin
+    precision: float = 0.05  # the report says what a comparison within +-precision would need here
 
 
 def problems(s: Settings) -> list[str]:
@@ -32,6 +36,7 @@ def problems(s: Settings) -> list[str]:
         out.append(f"--warmup {s.warmup}: give 0 or more warm-up requests")
     if not 0.5 < s.confidence < 1:
         out.append(f"--confidence {s.confidence}: give a level between 0.5 and 1 (such as 0.95)")
+    out += [p for p in (margin_problem(s.margin, "--margin"), precision_problem(s.precision, "--precision")) if p]
     if not 1 <= s.port <= 65534:
         out.append(f"--port {s.port}: give a port number from 1 to 65534")
     return out

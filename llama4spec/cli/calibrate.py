@@ -32,6 +32,11 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                    help=f"of the intervals and the A/A check (default {d.confidence})")
     p.add_argument("--port", type=int, default=d.port, help=f"the server's port (back to back: and the next) "
                                                             f"(default {d.port})")
+    p.add_argument("--margin", type=float, default=d.margin, metavar="M",
+                   help=f"the A/A check also counts pairs equivalent within +-M (default {d.margin})")
+    p.add_argument("--precision", type=float, default=d.precision, metavar="P",
+                   help="the report says the starts a comparison of two settings needs to reach a relative "
+                        f"half-width P (default {d.precision}: +-5%%)")
     p.add_argument("--check", type=Path, metavar="NOISE_JSON",
                    help="start nothing: read a profile, check it against this machine and the overrides, show it")
     p.add_argument("--dry-run", action="store_true", help="print the plan and start nothing")
@@ -40,7 +45,8 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    return Settings(args.starts, args.runs, args.design, args.warmup, args.confidence, args.port)
+    return Settings(args.starts, args.runs, args.design, args.warmup, args.confidence, args.port, args.margin,
+                    args.precision)
 
 
 def _validate(args: argparse.Namespace) -> None:
@@ -67,7 +73,7 @@ def _check(args: argparse.Namespace) -> int:
     here = fingerprint(compose(list(args.overrides)).cfg, host(), versions(), flags)
     here = dataclasses.replace(here, target=here.target if args.overrides else "")
     profile = read_profile(args.check, here)
-    render(out, profile, args.check)
+    render(out, profile, args.check, args.precision)
     return 0
 
 
@@ -87,7 +93,7 @@ def _run(args: argparse.Namespace) -> int:
     if opts.dry_run or code:
         return code
     profile, path = finish(plan, settings)
-    render(out, profile, path)
+    render(out, profile, path, settings.precision)
     return 0
 
 

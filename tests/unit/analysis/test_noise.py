@@ -36,12 +36,12 @@ def test_between_is_clamped_at_zero_with_zero_df_and_one_start_estimates_within_
 
 
 def test_combine_pools_by_df_and_keeps_the_prior_where_data_has_none():
-    prior = N.prior(0.1, 0.2, N.CPU_PRIOR, between_df=6, within_df=10)
+    prior = N.prior(0.1, 0.2, "prior of conf/hardware/cpu.yaml", between_df=6, within_df=10)
     data = N.Noise(N.Component(0.0, 0.0, N.FROM_DATA), N.Component(0.04, 30, N.FROM_DATA))
     both = N.combine(prior, data)
     assert both.between == prior.between
     assert both.within.var == pytest.approx((10 * 0.04 + 30 * 0.04) / 40) and both.within.df == 40
-    assert N.FROM_DATA in both.within.source and N.CPU_PRIOR in both.within.source
+    assert N.FROM_DATA in both.within.source and "prior of conf/hardware/cpu.yaml" in both.within.source
 
 
 def test_ratio_interval_uses_the_noise_and_shrinks_with_starts():

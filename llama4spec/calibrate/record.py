@@ -13,7 +13,6 @@ from llama4spec.calibrate.plan import BENCH_ID
 from llama4spec.calibrate.settings import Settings
 from llama4spec.errors import UserError
 
-CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16")
 
 
 @dataclass(frozen=True)
@@ -87,10 +86,13 @@ def fingerprint(cfg: Any, host: Mapping[str, Any], versions: Mapping[str, Any], 
 
 
 def cpu_flags(cpuinfo: str) -> str:
-    """The instruction sets among CPU_FLAGS that /proc/cpuinfo's first flags line lists."""
+    """The CPU's feature flags (/proc/cpuinfo's first flags line) as a short digest: two machines
+    whose CPUs differ in any instruction set differ here."""
+    import hashlib
+
     line = next((x for x in cpuinfo.splitlines() if x.startswith("flags")), "")
-    have = set(line.split(":", 1)[-1].split())
-    return " ".join(f for f in CPU_FLAGS if f in have) or "none of " + " ".join(CPU_FLAGS)
+    flags = " ".join(sorted(set(line.split(":", 1)[-1].split())))
+    return f"flags sha256:{hashlib.sha256(flags.encode()).hexdigest()[:12]}" if flags else "flags unknown"
 
 
 def _check(intervals: list[nz.Interval], confidence: float, margin: float) -> AACheck:

@@ -41,7 +41,7 @@ def finish(plan, settings: Settings) -> tuple[nz.Profile, Path]:
     """The profile of a calibration run that has finished, written to its noise.json."""
     from llama4spec.results.provenance import host, versions
 
-    composed = next(p.composed for p in plan.steps if p.composed is not None and p.step.kind == "bench")
+    composed = next(p.composed for p in plan.steps if p.composed is not None and p.step.traits.benchmarks)
     try:
         flags = cpu_flags(Path("/proc/cpuinfo").read_text())
     except OSError:

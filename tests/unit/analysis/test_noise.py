@@ -9,7 +9,7 @@ import pytest
 from llama4spec.analysis import noise as N
 from llama4spec.errors import UserError
 
-FP = N.Fingerprint("0.32.0", "cpu", "Intel Xeon", "avx512f", "tiny", 1, 1)
+FP = N.Fingerprint("0.32.0", "cpu", "Intel Xeon", "flags sha256:0123456789ab", "tiny", 1, 1)
 
 
 def test_estimate_matches_the_anova_by_hand():

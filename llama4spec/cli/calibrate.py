@@ -73,7 +73,7 @@ def _check(args: argparse.Namespace) -> int:
     here = fingerprint(compose(list(args.overrides)).cfg, host(), versions(), flags)
     here = dataclasses.replace(here, target=here.target if args.overrides else "")
     profile = read_profile(args.check, here)
-    render(out, profile, args.check, args.precision)
+    render(out, profile, args.check, args.precision, "read and checked against this machine")
     return 0
 
 

@@ -1,1 +1,1 @@
-"""Sweeps: a matrix of settings in a runbook, measured point by point, and the reading of it."""
+"""Pure statistics and models: sweeps and their reading, noise (variance components, profiles), capacity, break-even maps."""

@@ -162,6 +162,19 @@ class OfflineConfig:
 
 
 @dataclass
+class NoisePrior:
+    """A machine class's recorded noise, the fallback where neither a profile (noise.json) nor the
+    sweep's own server starts estimate it: log-sds of output throughput with their df and source.
+    Unset (between_sd None): none recorded, as on every GPU config (calibrate: `llama4spec calibrate`)."""
+
+    between_sd: Optional[float] = None  # between server starts
+    between_df: Optional[float] = None
+    within_sd: Optional[float] = None  # between runs against one start
+    within_df: Optional[float] = None
+    source: Optional[str] = None  # the measurement it came from
+
+
+@dataclass
 class HardwareConfig:
     """One accelerator type, for memory planning (memory per device as the runtime reports it)."""
 
@@ -171,6 +184,7 @@ class HardwareConfig:
     runtime_overhead_gib: float = 1.5  # context, communication buffers, graphs: outside weights and KV
     devices_per_node: int = 1
     fp8: bool = False  # native FP8 support (weights and KV cache)
+    noise: NoisePrior = field(default_factory=NoisePrior)  # the recorded noise, if any
 
 
 @dataclass

@@ -308,10 +308,28 @@ def _check_revision(key: str, revision, problems: list[str]) -> None:
         problems.append(f"{key} is {len(text)} characters long; a commit, branch or tag has at most {MAX_REVISION}")
 
 
+def _noise_prior(cfg: Config, problems: list[str]) -> None:
+    """hardware.noise: unset, or log-sds of 0 or more (below 1), df above 0 and a source."""
+    n = cfg.hardware.noise
+    if all(getattr(n, k) is None for k in ("between_sd", "between_df", "within_sd", "within_df")) and not n.source:
+        return
+    for key in ("between_sd", "within_sd"):
+        v = getattr(n, key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1:
+            problems.append(f"hardware.noise.{key}={v}: give a log-sd between 0 and 1 (0.13 is about 13%)")
+    for key in ("between_df", "within_df"):
+        v = getattr(n, key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+            problems.append(f"hardware.noise.{key}={v}: give the degrees of freedom it was measured with (above 0)")
+    if not (n.source or "").strip():
+        problems.append("hardware.noise.source is empty; name the measurement the figures came from")
+
+
 def validate(cfg: Config) -> list[str]:
     """The config rules that need no model: every problem at once. Rules that read a model's
     config.json (heads, vocabulary, positions, chunked attention) live in the doctor."""
     problems: list[str] = []
+    _noise_prior(cfg, problems)
     d, p, t = cfg.draft, cfg.parallel, cfg.target
     _check_model("target.model", t.model, problems)
     _check_revision("target.revision", t.revision, problems)

@@ -12,7 +12,8 @@ estimate (or at 40 runs), the per-rate one bisects to U / L - 1 <= 10% with its 
 at most a rate, no cliff check).
 
 Printed per design effect: how often each interval holds the true capacity, their median runs and
-relative widths, and how often the fitted search stopped at its budget.
+relative widths, how often the fitted search stopped at its budget and how often its answer said
+the logistic shape does not fit (the lack-of-fit test's false alarms: the true curve is logistic).
 
     .venv/bin/python benchmarks/capacity_fit_sim.py [--searches N] [--seed N] [--figure PATH]
 """
@@ -84,12 +85,12 @@ def main() -> None:
     started = time.monotonic()
     print(f"true capacity {CAPACITY:g} req/s at attainment {TARGET:g}; runs of {DURATION_S:g} s; start {START:g} "
           f"req/s; precision {PRECISION:.0%}; {args.searches} searches a design effect\n")
-    print(f"{'design effect':>13} | {'fitted: holds':>13} {'runs':>5} {'width':>6} {'budget':>6} | "
+    print(f"{'design effect':>13} | {'fitted: holds':>13} {'runs':>5} {'width':>6} {'budget':>6} {'shape':>6} | "
           f"{'bisect: holds':>13} {'runs':>5} {'width':>6}")
     shown = {}
     for design in (1.0, 4.0, 9.0):
         rng = np.random.default_rng([args.seed, int(design)])
-        f_hold, f_runs, f_width, budget, b_hold, b_runs, b_width = [], [], [], 0, [], [], []
+        f_hold, f_runs, f_width, budget, shape, b_hold, b_runs, b_width = [], [], [], 0, 0, [], [], []
         for _ in range(args.searches):
             runs, d = fitted_search(design, rng)
             a = d.final
@@ -97,16 +98,19 @@ def main() -> None:
             f_runs.append(len(runs))
             f_width.append((a.high - a.low) / a.estimate if a.half_width is not None else math.inf)
             budget += d.stop == fit.BUDGET_STOP
+            shape += not a.shape_fits
             c = bisect_search(design, rng)
             b_hold.append(c.rate is not None and holds(c.rate, c.high))
             b_runs.append(c.runs)
             b_width.append(c.high / c.rate - 1 if c.rate and c.high else math.inf)
         shown[f"design effect {design:g}"] = (runs, a)
         print(f"{design:>13g} | {np.mean(f_hold):>13.3f} {np.median(f_runs):>5.0f} {np.median(f_width):>6.0%} "
-              f"{budget / args.searches:>6.1%} | {np.mean(b_hold):>13.3f} {np.median(b_runs):>5.0f} "
+              f"{budget / args.searches:>6.1%} {shape / args.searches:>6.1%} | {np.mean(b_hold):>13.3f} "
+              f"{np.median(b_runs):>5.0f} "
               f"{np.median(b_width):>6.0%}")
-    print("\nwidth: the interval's width relative to the capacity (fitted: (high - low) / estimate; bisect: "
-          "U / L - 1), median over searches")
+    print("\nholds: the interval holds the true capacity (a side left open counts as holding); runs and width: "
+          "medians over searches, width relative (fitted: (high - low) / estimate; bisect: U / L - 1); budget: "
+          "fitted searches stopped at 40 runs; shape: fitted answers that say the logistic shape does not fit")
     if args.figure:
         capacity_fits(shown, TARGET, args.figure)
         print(f"figure: {args.figure}")

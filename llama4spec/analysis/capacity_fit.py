@@ -150,7 +150,7 @@ class Fit:
     cov: tuple[float, float, float]  # (var b0, cov, var b1), binomial: multiply by ``dispersion``
     dispersion: float  # Pearson chi-square / df, at least 1
     df: int  # runs - 2
-    chi2: float  # Pearson chi-square
+    chi2: float  # Pearson chi-square of the runs the dispersion comes from
 
     def logit(self, rate: float) -> float:
         return self.b0 + self.b1 * (math.log(rate) - self.center)
@@ -286,26 +286,30 @@ def isotonic(runs: Sequence[Run], target: float) -> tuple[float | None, str]:
 
 def lack_of_fit(runs: Sequence[Run], f: Fit) -> tuple[float, float] | None:
     """(F, p-value) of the fitted curve against the means of rates with repeated runs: Pearson
-    variation between rates (beyond the fit) over that within rates; None without replicates
-    enough (more than 2 rates and more runs than rates)."""
+    variation between rates (beyond the fit) over that within rates (at least binomial), on the
+    runs whose fitted attainment lies in [NEAR, 1 - NEAR] (the dispersion's); None without
+    replicates enough (more than 2 such rates and more runs than rates)."""
     from scipy import stats
 
     groups: dict[float, list[Run]] = {}
     for r in runs:
-        groups.setdefault(r.rate, []).append(r)
-    g, n = len(groups), len(runs)
+        if NEAR <= f.attainment(r.rate) <= 1 - NEAR:
+            groups.setdefault(r.rate, []).append(r)
+    g, n = len(groups), sum(len(rs) for rs in groups.values())
     if g <= 2 or n <= g:
         return None
-    pure = 0.0
+    pure = total = 0.0
     for rate, rs in groups.items():
         p = f.attainment(rate)
         mean = sum(r.attained for r in rs) / sum(r.total for r in rs)
-        pure += sum(r.total * (r.attainment - mean) ** 2 for r in rs) / max(p * (1 - p), 1e-12)
-    lof = max(0.0, f.chi2 - pure)
-    if pure <= 0:
-        return (math.inf, 0.0) if lof > 0 else None
-    statistic = (lof / (g - 2)) / (pure / (n - g))
-    return statistic, float(stats.f.sf(statistic, g - 2, n - g))
+        pure += sum(r.total * (r.attainment - mean) ** 2 for r in rs) / (p * (1 - p))
+        total += sum(r.total * (r.attainment - p) ** 2 for r in rs) / (p * (1 - p))
+    lof = max(0.0, total - pure)
+    # within rates, a run varies at least binomially: a mean square below 1 is taken as 1, and
+    # the test is then against the binomial (chi-square, infinite denominator degrees of freedom)
+    within, df = (pure / (n - g), n - g) if pure / (n - g) > 1 else (1.0, 1e9)
+    statistic = (lof / (g - 2)) / within
+    return statistic, float(stats.f.sf(statistic, g - 2, df))
 
 
 # -- the answer -----------------------------------------------------------------------------------

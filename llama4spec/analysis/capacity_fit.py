@@ -305,11 +305,9 @@ def lack_of_fit(runs: Sequence[Run], f: Fit) -> tuple[float, float] | None:
         pure += sum(r.total * (r.attainment - mean) ** 2 for r in rs) / (p * (1 - p))
         total += sum(r.total * (r.attainment - p) ** 2 for r in rs) / (p * (1 - p))
     lof = max(0.0, total - pure)
-    # within rates, a run varies at least binomially: a mean square below 1 is taken as 1, and
-    # the test is then against the binomial (chi-square, infinite denominator degrees of freedom)
-    within, df = (pure / (n - g), n - g) if pure / (n - g) > 1 else (1.0, 1e9)
-    statistic = (lof / (g - 2)) / within
-    return statistic, float(stats.f.sf(statistic, g - 2, df))
+    # within rates, a run varies at least binomially: a mean square below 1 is taken as 1
+    statistic = (lof / (g - 2)) / max(1.0, pure / (n - g))
+    return statistic, float(stats.f.sf(statistic, g - 2, n - g))
 
 
 # -- the answer -----------------------------------------------------------------------------------

@@ -14,6 +14,8 @@ from typing import Any, Mapping
 
 from rich.console import Console
 
+from llama4spec.analysis import capacity_fit as cf
+from llama4spec.analysis.capacity_plot import capacity_fits
 from llama4spec.errors import UserError
 from llama4spec.files import json_or_none, number, plain, write_atomic, write_json
 from llama4spec.results import bench as bench_record
@@ -22,6 +24,7 @@ from llama4spec.analysis.capacity_search import METRICS, Search, capacity, from_
 
 PROBES = "probes"  # a search step's probe directories, under its own
 SEARCH = "search.json"
+FIT_FIGURE = "capacity-fit.png"  # the fitted searches' curves, beside report.md
 FIX = "run the capacity step again (--resume), or remove the file to leave that setting out"
 
 
@@ -67,7 +70,8 @@ def read_search(path: Path) -> tuple[Search | None, dict[str, Any], str | None]:
     except UserError as err:
         found = "; ".join(p.removeprefix(f"{SEARCH}: ") for p in err.problems)
         return None, {}, f"{plain(str(path))}: {found}; {FIX}"
-    return search, {"thresholds": _per_metric(data.get("thresholds")), "slo": slo_basis(data.get("slo"))}, None
+    return search, {"thresholds": _per_metric(data.get("thresholds")), "slo": slo_basis(data.get("slo")),
+                    "fit": data.get("search") == "fit"}, None
 
 
 def probe_runs(step_dir: Path, search: Search, metrics: list[str], percent: float) -> list[tuple[float, dict]]:
@@ -162,11 +166,34 @@ def write(found: Found, files: Mapping[str, Path], console: Console) -> str:
         runs = probe_runs(s.dir, search, list(thresholds), percent)
         plots.latency_vs_throughput(s.name, runs, thresholds, percent, capacity(search).rate, path)
         images[s.name] = path.name
-    text = capacity_report.markdown(found.record, images)
+    text = capacity_report.markdown(found.record, images) + fitted_section(found, files["report"].parent)
     write_atomic(files["report"], text)
     write_json(files["analysis"], found.record)
     capacity_report.render(console, found.record)
     return text
+
+
+def fit_runs(search: Search) -> list[cf.Run]:
+    """Every run of a search's probes, the run as the unit."""
+    return [cf.Run(p.rate, r.attainment * r.requests, r.requests) for p in search.probes for r in p.runs]
+
+
+def fitted_section(found: Found, where: Path) -> str:
+    """The fitted searches' answers (refitted from their runs) as a markdown section, their curves
+    drawn into ``where / FIT_FIGURE``; "" when no search was fitted."""
+    fitted = {}
+    for name, search in found.searches.items():
+        if found.slos.get(name, {}).get("fit"):
+            s = search.settings
+            runs = fit_runs(search)
+            fitted[name] = (runs, cf.answer(cf.Settings(start=s.start, target=s.target, confidence=s.confidence), runs))
+    if not fitted:
+        return ""
+    target = next(iter(found.searches.values())).settings.target
+    capacity_fits(fitted, target, where / FIT_FIGURE)
+    lines = ["", "## Capacity from the fitted curves", ""]
+    lines += [f"- {cf.describe(name, a)}" for name, (_, a) in fitted.items()]
+    return "\n".join([*lines, "", f"![attainment against rate]({FIT_FIGURE})", ""])
 
 
 def run_report(plan, planned, console: Console, failures: Mapping[str, str] | None = None) -> tuple[str, dict]:

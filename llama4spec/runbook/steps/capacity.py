@@ -28,6 +28,8 @@ from llama4spec.runbook.matrix import (TooLarge, bounded_id, check_matrix, file_
                                        matrix_points, points_problem, server_groups)
 from llama4spec.runbook.spec import Reference, Traits
 from llama4spec.runbook.steps.base import BaseKind
+from llama4spec.runbook.steps.search import fit_settings
+from llama4spec.analysis import capacity_fit as cf
 from llama4spec.analysis import capacity_search as cap
 
 CLIENT_KEYS = ("slo",)  # a capacity matrix varies servers; the SLO and the client are the step's own
@@ -46,7 +48,10 @@ class Keys:
     extra_args: list[str] = fields.texts()  # more `vllm bench serve` flags, for every probe
     start_rate: float = fields.number(1.0, 0, cap.MAX_RATE, above=True)  # req/s: the first rate probed
     max_rate: float = fields.number(cap.MAX_RATE, 0, cap.MAX_RATE, above=True)  # req/s: no probe goes above it
-    precision: float = fields.number(cap.PRECISION, 0.01, 1)  # relative: stop when U / L - 1 is at most this
+    search: str = fields.choice("bisect", "fit")  # bisect: a verdict a rate; fit: runs at one fitted curve's crossing
+    # fit: stop when the interval's half-width is at most this x the capacity (default 0.10);
+    # bisect: stop when U / L - 1 is at most this (default 0.05)
+    precision: float | None = fields.number(None, 0.01, 1, optional=True)
     min_probe_runs: int = fields.count(cap.MIN_PROBE_RUNS, 2, cap.RUNS_CAP)  # runs every probe gets
     max_probe_runs: int = fields.count(cap.MAX_PROBE_RUNS, 2, cap.RUNS_CAP)  # the most a probe gets
     max_probes: int = fields.count(cap.MAX_PROBES, 1, cap.MAX_PROBES)  # rates a search may probe
@@ -69,8 +74,12 @@ class Keys:
 
 
 def settings_problems(keys: Keys, target: float = 0.95) -> list[str]:
-    """Every problem of the search settings the keys give (``capacity.settings_problems``)."""
-    return cap.settings_problems(cap.Settings(start=keys.start_rate, target=target, precision=keys.precision,
+    """Every problem of the search settings the keys give (``capacity_fit.settings_problems`` for a
+    fitted search, ``capacity.settings_problems`` for a bisecting one)."""
+    if keys.search == "fit":
+        return cf.settings_problems(fit_settings(keys, target))
+    return cap.settings_problems(cap.Settings(start=keys.start_rate, target=target,
+                                              precision=keys.precision or cap.PRECISION,
                                               cap=keys.max_rate, min_runs=keys.min_probe_runs,
                                               max_runs=keys.max_probe_runs, max_probes=keys.max_probes,
                                               confidence=keys.confidence, confirm=keys.confirm))
@@ -141,7 +150,7 @@ def expand(runbook, step, cli: list[str], taken: set[str], make, problems: list[
     axes = list(keys.matrix or {})
     out, points, names, baseline, previous = [], [], {}, None, None
     search_keys = {f.name: getattr(keys, f.name) for f in dataclasses.fields(keys)
-                   if f.name in ("extra_args", "start_rate", "max_rate", "precision", "min_probe_runs",
+                   if f.name in ("extra_args", "start_rate", "max_rate", "search", "precision", "min_probe_runs",
                                  "max_probe_runs", "max_probes", "duration_s", "confirm", "confidence")}
     for group in groups:
         label = "-".join(file_label(a, v) for a, v in group.constant(axes)) or "server"
@@ -187,10 +196,11 @@ def plan(ctx, p) -> None:
 
 
 def execute(run, p) -> dict[str, Any]:
-    from llama4spec.runbook.write_capacity import run_report
+    from llama4spec.runbook.write_capacity import FIT_FIGURE, run_report
 
     text, record = run_report(run.plan, p, run.console, run.not_run())
-    run.keep_comparison(p.id, text.replace("](latency-", f"]({p.id}/latency-"))
+    run.keep_comparison(p.id, text.replace("](latency-", f"]({p.id}/latency-").replace(f"]({FIT_FIGURE})",
+                                                                                    f"]({p.id}/{FIT_FIGURE})"))
     return record
 
 

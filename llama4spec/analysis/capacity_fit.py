@@ -1,0 +1,456 @@
+"""Request capacity as the crossing of a fitted curve: one decreasing curve of attainment against
+the request rate, fitted to every probe run of a server, and the rate at which it crosses the
+SLO's attainment (pure, no I/O).
+
+The model. Each run is one observation: ``attained`` good requests of ``total`` sent at ``rate``.
+Requests within a run share the queue, so they are not independent: the run is the unit. The
+mean attainment follows a logistic curve in log rate, ``logit p = b0 + b1 (log rate - c)``
+(``c`` the runs' mean log rate), fitted by quasi-binomial maximum likelihood (iteratively
+reweighted least squares, each run weighted by its requests); the dispersion ``phi`` is the
+runs' Pearson chi-square over its degrees of freedom (runs - 2), taken as at least 1 (the
+binomial variance is the least a run's attainment has), and scales the fit's covariance.
+
+The capacity is the rate at which the fitted attainment equals the target,
+``log rate = c + (logit target - b0) / b1``; its interval is Fieller's: the rates whose
+linear predictor is within ``t`` (Student's, on runs - 2 degrees of freedom, two-sided at
+``confidence``) standard errors of ``logit target``. It is bounded only when the slope is shown
+to be non-zero at that level; otherwise the interval is open on a side and the search goes on.
+
+The monotone check. A decreasing isotonic regression of the runs' attainments (weighted by
+requests, ``scipy.optimize.isotonic_regression``) gives a crossing that assumes only that
+attainment does not rise with the rate; it is reported beside the fit. The logistic shape is
+said not to fit when the fitted slope is not negative (attainment does not fall with the rate),
+when no holding rate lies below a failing one, or when runs repeated at one rate show the fitted
+curve missing the rates' means beyond the runs' own noise (the lack-of-fit F test: between-rate
+against within-rate Pearson variation, at ``SHAPE_LEVEL``). The answer then says so and gives
+the isotonic estimate.
+
+The binding constraint comes from the same fits per constrained metric (each run's share of
+requests within that metric's threshold alone): the metric whose curve crosses the target at
+the lowest rate.
+
+The search (``decide``, a function of the runs alone, so a resumed search refits and goes on).
+From ``start`` it doubles the rate while every run held (halves while every run failed) until a
+rate that held lies below one that failed. Then each next run goes to the fitted crossing (Wu's
+sequential placement), kept within [lowest rate / 2, highest rate x 2] of the runs so far;
+while no fit exists (runs separated: all good below a rate, none above), to the geometric
+midpoint of the closest holding and failing rates. Rates lie on a geometric grid from ``start``
+of ratio ``1 + precision / GRID``, so runs repeat at one rate and the lack-of-fit test can see
+the runs' own noise. The search stops when the interval's relative half-width,
+(high - low) / (2 x estimate), is at most ``precision`` after at least ``MIN_FIT_RUNS`` runs,
+or at ``max_runs`` with the interval as it stands.
+
+What is controlled. The interval holds the capacity with about ``confidence`` when the curve is
+logistic in log rate and runs are independent given the rate (the simulation in
+tests/unit/analysis/test_capacity_fit.py and benchmarks/capacity_fit_sim.py measures it for
+design effects 1, 4 and 9); the stop rule looks after every run, and that simulation measures
+what the looks cost.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from llama4spec.errors import UserError
+
+PRECISION = 0.10  # the interval's relative half-width at which the search stops
+CONFIDENCE = 0.95  # of the capacity's interval
+MAX_RUNS = 40  # the probe budget: runs per server
+MIN_FIT_RUNS = 5  # the fewest runs the search stops on (the fit has runs - 2 degrees of freedom)
+GRID = 4  # probed rates lie on a geometric grid of ratio 1 + precision / GRID from the start rate
+SHAPE_LEVEL = 0.01
+# The dispersion comes from the runs whose fitted attainment lies in [NEAR, 1 - NEAR]: far from the
+# crossing a run's attainment is pinned near 0 or 1 and shows its noise too rarely to count.
+NEAR = 0.02  # the lack-of-fit test's level
+MIN_RATE, MAX_RATE = 0.01, 10_000.0
+ROUND_DIGITS = 4
+
+PRECISION_STOP, BUDGET_STOP, CAP_STOP, FLOOR_STOP, SHAPE_STOP = "precision", "budget", "cap", "floor", "shape"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One open-loop benchmark run at ``rate`` (requests per second)."""
+
+    rate: float
+    attained: float  # good requests (every threshold held)
+    total: int  # requests sent (a failed request is a miss)
+    per_metric: Mapping[str, float] | None = None  # metric -> share of requests within that metric's threshold
+
+    @property
+    def attainment(self) -> float:
+        return self.attained / self.total
+
+
+@dataclass(frozen=True)
+class Settings:
+    start: float  # the first rate probed
+    target: float = 0.95  # the SLO's attainment
+    precision: float = PRECISION
+    confidence: float = CONFIDENCE
+    max_runs: int = MAX_RUNS
+    floor: float = MIN_RATE
+    cap: float = MAX_RATE
+
+
+def settings_problems(s: Settings) -> list[str]:
+    """Every problem with a fitted search's settings, one line each."""
+    problems = []
+    if not (isinstance(s.precision, (int, float)) and 0 < s.precision < 1):
+        problems.append(f"precision must lie in (0, 1): the capacity interval's half-width relative to the "
+                        f"capacity, e.g. 0.10 for +-10%; not {s.precision}")
+    if not (isinstance(s.target, (int, float)) and 0 < s.target < 1):
+        problems.append(f"the attainment must lie in (0, 1), not {s.target}")
+    if not (isinstance(s.confidence, (int, float)) and 0.5 < s.confidence < 1):
+        problems.append(f"the confidence must lie in (0.5, 1), not {s.confidence}")
+    if not (isinstance(s.max_runs, int) and MIN_FIT_RUNS <= s.max_runs <= 1000):
+        problems.append(f"the probe budget must be {MIN_FIT_RUNS} to 1000 runs, not {s.max_runs}")
+    if not (isinstance(s.floor, (int, float)) and isinstance(s.cap, (int, float))
+            and MIN_RATE <= s.floor < s.cap <= MAX_RATE):
+        problems.append(f"the rates must satisfy {MIN_RATE:g} <= lowest < highest <= {MAX_RATE:g}, "
+                        f"not {s.floor} and {s.cap}")
+    elif not (isinstance(s.start, (int, float)) and s.floor <= s.start <= s.cap):
+        problems.append(f"the start rate must lie in [{s.floor:g}, {s.cap:g}] requests per second, not {s.start}")
+    return problems
+
+
+def checked(settings: Settings) -> Settings:
+    """``settings``, or UserError naming every problem (one line each)."""
+    problems = settings_problems(settings)
+    if problems:
+        raise UserError(*problems)
+    return settings
+
+
+# -- the fit --------------------------------------------------------------------------------------
+
+def _expit(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
+@functools.lru_cache(maxsize=256)
+def _t(df: int, confidence: float) -> float:
+    from scipy import stats
+
+    return float(stats.t.ppf(0.5 + confidence / 2, df))
+
+
+@dataclass(frozen=True)
+class Fit:
+    """``logit attainment = b0 + b1 (log rate - center)``, quasi-binomial."""
+
+    b0: float
+    b1: float
+    center: float
+    cov: tuple[float, float, float]  # (var b0, cov, var b1), binomial: multiply by ``dispersion``
+    dispersion: float  # Pearson chi-square / df, at least 1
+    df: int  # runs - 2
+    chi2: float  # Pearson chi-square of the runs the dispersion comes from
+
+    def logit(self, rate: float) -> float:
+        return self.b0 + self.b1 * (math.log(rate) - self.center)
+
+    def attainment(self, rate: float) -> float:
+        return _expit(self.logit(rate))
+
+    def band(self, rate: float, confidence: float) -> tuple[float, float]:
+        """The fitted attainment's pointwise interval at ``rate``."""
+        u = math.log(rate) - self.center
+        v00, v01, v11 = self.cov
+        se = math.sqrt(max(0.0, self.dispersion * (v00 + 2 * u * v01 + u * u * v11)))
+        z, half = self.logit(rate), _t(max(1, self.df), confidence) * se
+        return _expit(z - half), _expit(z + half)
+
+
+def separated(runs: Sequence[Run]) -> bool:
+    """No maximum-likelihood fit exists: fewer than two rates, or a rate splits the runs into all
+    good on one side and none good on the other (complete or quasi-complete separation)."""
+    xs = {r.rate for r in runs}
+    if len(xs) < 2:
+        return True
+    good = [r.rate for r in runs if r.attained > 0]
+    bad = [r.rate for r in runs if r.attained < r.total]
+    if not good or not bad:
+        return True
+    return max(good) <= min(bad) or max(bad) <= min(good)
+
+
+def fit(runs: Sequence[Run], attained: Sequence[float] | None = None) -> Fit | None:
+    """The quasi-binomial logistic fit of the runs (``attained``: good requests per run, default each
+    run's own), or None when no fit exists (``separated``) or it does not converge."""
+    counts = [r.attained for r in runs] if attained is None else list(attained)
+    points = [Run(r.rate, a, r.total) for r, a in zip(runs, counts)]
+    if len(points) < 3 or separated(points):
+        return None
+    xs = [math.log(r.rate) for r in points]
+    center = sum(xs) / len(xs)
+    us = [x - center for x in xs]
+    ns = [float(r.total) for r in points]
+    ys = [min(1.0, max(0.0, a / n)) for a, n in zip(counts, ns)]
+    b0, b1 = 0.0, 0.0
+    for _ in range(100):
+        s0 = s1 = s2 = t0 = t1 = 0.0
+        for u, n, y in zip(us, ns, ys):
+            p = _expit(b0 + b1 * u)
+            w = n * p * (1 - p)
+            if w <= 0:
+                return None
+            z = b0 + b1 * u + (y - p) / (p * (1 - p))
+            s0, s1, s2, t0, t1 = s0 + w, s1 + w * u, s2 + w * u * u, t0 + w * z, t1 + w * z * u
+        det = s0 * s2 - s1 * s1
+        if det <= 0:
+            return None
+        n0, n1 = (s2 * t0 - s1 * t1) / det, (s0 * t1 - s1 * t0) / det
+        done = abs(n0 - b0) + abs(n1 - b1) < 1e-9 * (1 + abs(n0) + abs(n1))
+        b0, b1 = n0, n1
+        if done:
+            break
+    else:
+        return None
+    if not (math.isfinite(b0) and math.isfinite(b1)) or abs(b1) > 1e4:
+        return None
+    chi2, near = 0.0, 0
+    s0 = s1 = s2 = 0.0
+    for u, n, y in zip(us, ns, ys):
+        p = _expit(b0 + b1 * u)
+        w = n * p * (1 - p)
+        if NEAR <= p <= 1 - NEAR:
+            chi2, near = chi2 + n * (y - p) ** 2 / (p * (1 - p)), near + 1
+        s0, s1, s2 = s0 + w, s1 + w * u, s2 + w * u * u
+    det = s0 * s2 - s1 * s1
+    df = max(1, near - 2)
+    return Fit(b0, b1, center, (s2 / det, -s1 / det, s0 / det), max(1.0, chi2 / df), df, chi2)
+
+
+def _logit(p: float) -> float:
+    return math.log(p / (1 - p))
+
+
+def crossing(f: Fit, target: float, confidence: float) -> tuple[float | None, float | None, float | None]:
+    """(estimate, low, high) of the rate at which the fitted attainment equals ``target``; low or
+    high None where Fieller's interval is open on that side (the slope not shown non-zero), the
+    estimate None when the slope is not negative."""
+    if f.b1 >= 0:
+        return None, None, None
+    g = _logit(target)
+    d = f.b0 - g
+    u_hat = -d / f.b1
+    if abs(u_hat) > 50:
+        return None, None, None
+    estimate = math.exp(f.center + u_hat)
+    q = _t(max(1, f.df), confidence) ** 2 * f.dispersion
+    v00, v01, v11 = f.cov
+    a, b, c = f.b1 * f.b1 - q * v11, d * f.b1 - q * v01, d * d - q * v00
+    if a <= 0:
+        return estimate, None, None
+    root = math.sqrt(max(0.0, b * b - a * c))
+    u1, u2 = (-b - root) / a, (-b + root) / a
+    if max(abs(u1), abs(u2)) > 50:
+        return estimate, None, None
+    return estimate, math.exp(f.center + u1), math.exp(f.center + u2)
+
+
+# -- the monotone check ---------------------------------------------------------------------------
+
+def isotonic(runs: Sequence[Run], target: float) -> tuple[float | None, str]:
+    """The crossing of a decreasing isotonic regression of the runs' attainments (weighted by
+    requests; log-linear between adjacent rates), and in words where it lies."""
+    from scipy.optimize import isotonic_regression
+
+    if not runs:
+        return None, "no runs"
+    by_rate: dict[float, list[float]] = {}
+    for r in runs:
+        got = by_rate.setdefault(r.rate, [0.0, 0.0])
+        got[0] += r.attained
+        got[1] += r.total
+    rates = sorted(by_rate)
+    means = np.array([by_rate[x][0] / by_rate[x][1] for x in rates])
+    weights = np.array([by_rate[x][1] for x in rates])
+    fitted = isotonic_regression(means, weights=weights, increasing=False).x
+    if fitted[0] < target:
+        return None, f"below {rates[0]:g} req/s: the isotonic curve is under the target at every rate probed"
+    if fitted[-1] >= target:
+        return None, f"above {rates[-1]:g} req/s: the isotonic curve meets the target at every rate probed"
+    i = int(np.argmax(fitted < target))  # the first rate below the target; the one before meets it
+    lo, hi, ylo, yhi = rates[i - 1], rates[i], float(fitted[i - 1]), float(fitted[i])
+    share = (ylo - target) / (ylo - yhi)
+    estimate = math.exp(math.log(lo) + share * (math.log(hi) - math.log(lo)))
+    return estimate, f"{estimate:.4g} req/s (isotonic, between {lo:g} and {hi:g})"
+
+
+def lack_of_fit(runs: Sequence[Run], f: Fit) -> tuple[float, float] | None:
+    """(F, p-value) of the fitted curve against the means of rates with repeated runs: Pearson
+    variation between rates (beyond the fit) over that within rates (at least binomial), on the
+    runs whose fitted attainment lies in [NEAR, 1 - NEAR] (the dispersion's); None without
+    replicates enough (more than 2 such rates and more runs than rates)."""
+    from scipy import stats
+
+    groups: dict[float, list[Run]] = {}
+    for r in runs:
+        if NEAR <= f.attainment(r.rate) <= 1 - NEAR:
+            groups.setdefault(r.rate, []).append(r)
+    g, n = len(groups), sum(len(rs) for rs in groups.values())
+    if g <= 2 or n <= g:
+        return None
+    pure = total = 0.0
+    for rate, rs in groups.items():
+        p = f.attainment(rate)
+        mean = sum(r.attained for r in rs) / sum(r.total for r in rs)
+        pure += sum(r.total * (r.attainment - mean) ** 2 for r in rs) / (p * (1 - p))
+        total += sum(r.total * (r.attainment - p) ** 2 for r in rs) / (p * (1 - p))
+    lof = max(0.0, total - pure)
+    # within rates, a run varies at least binomially: a mean square below 1 is taken as 1
+    statistic = (lof / (g - 2)) / max(1.0, pure / (n - g))
+    return statistic, float(stats.f.sf(statistic, g - 2, n - g))
+
+
+# -- the answer -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Answer:
+    """One server's request capacity from its runs so far."""
+
+    estimate: float | None  # req/s: the fitted crossing (None: no fitted crossing)
+    low: float | None  # the interval (None: open on that side)
+    high: float | None
+    half_width: float | None  # (high - low) / (2 estimate); None while open
+    fit: Fit | None
+    shape_fits: bool
+    shape: str  # why the logistic shape does not fit ("" when it does)
+    isotonic: float | None  # the isotonic curve's crossing
+    isotonic_words: str
+    binding: str | None  # the metric whose curve crosses the target at the lowest rate
+    per_metric: dict[str, float | None] = field(default_factory=dict)  # metric -> its crossing (None: none)
+    runs: int = 0
+    confidence: float = CONFIDENCE
+
+
+def _metric_crossing(runs: Sequence[Run], metric: str, target: float, confidence: float) -> float | None:
+    """One metric's crossing: its fit's, else its isotonic curve's; inf when it met the target in
+    every run (it does not bind), None when it cannot be told."""
+    shares = [r.per_metric[metric] for r in runs]  # type: ignore[index]
+    if all(s >= target for s in shares):
+        return math.inf
+    f = fit(runs, [s * r.total for s, r in zip(shares, runs)])
+    if f is not None:
+        estimate = crossing(f, target, confidence)[0]
+        if estimate is not None:
+            return estimate
+    return isotonic([Run(r.rate, s * r.total, r.total) for s, r in zip(shares, runs)], target)[0]
+
+
+def _bracketed(runs: Sequence[Run], target: float) -> bool:
+    holds = [r.rate for r in runs if r.attainment >= target]
+    fails = [r.rate for r in runs if r.attainment < target]
+    return bool(holds and fails and min(holds) < max(fails))
+
+
+def answer(settings: Settings, runs: Sequence[Run]) -> Answer:
+    """The capacity the runs give so far: the fitted crossing with its interval, the monotone
+    check, the isotonic estimate and the binding metric (the rules: the module docstring)."""
+    s = settings
+    f = fit(runs)
+    estimate, low, high = crossing(f, s.target, s.confidence) if f is not None else (None, None, None)
+    half = (high - low) / (2 * estimate) if estimate is not None and low is not None and high is not None else None
+    iso, iso_words = isotonic(runs, s.target)
+    shape = ""
+    if runs and any(r.attainment >= s.target for r in runs) and any(r.attainment < s.target for r in runs) \
+            and not _bracketed(runs, s.target):
+        shape = "attainment rises with the rate: every rate that held lies above every rate that failed"
+    elif f is not None and f.b1 >= 0:
+        shape = f"the fitted attainment does not fall with the rate (slope {f.b1:.3g} per unit of log rate)"
+    elif f is not None:
+        test = lack_of_fit(runs, f)
+        if test is not None and test[1] < SHAPE_LEVEL:
+            shape = (f"the fitted curve misses the means of the rates probed beyond the runs' noise (lack of fit "
+                     f"F = {test[0]:.3g}, p = {test[1]:.2g})")
+    metrics = sorted(set.intersection(*(set(r.per_metric or {}) for r in runs))) if runs else []
+    per_metric = {m: _metric_crossing(runs, m, s.target, s.confidence) for m in metrics}
+    told = {m: c for m, c in per_metric.items() if c is not None and math.isfinite(c)}
+    binding = min(told, key=told.get) if told else None
+    return Answer(estimate, low, high, half, f, not shape, shape, iso, iso_words, binding,
+                  {m: (c if c is not None and math.isfinite(c) else None) for m, c in per_metric.items()},
+                  len(runs), s.confidence)
+
+
+def describe(name: str, a: Answer) -> str:
+    """One server's answer in words."""
+    if not a.shape_fits:
+        return f"{name}: the logistic shape does not fit ({a.shape}); isotonic estimate {a.isotonic_words}"
+    if a.estimate is None:
+        return f"{name}: no fitted crossing yet; isotonic estimate {a.isotonic_words}"
+    low = f"{a.low:.4g}" if a.low is not None else "open"
+    high = f"{a.high:.4g}" if a.high is not None else "open"
+    text = f"{name}: request capacity {a.estimate:.4g} req/s [{low}, {high}] ({a.confidence:.0%}, {a.runs} runs)"
+    return text + (f"; {a.binding.upper()} binds" if a.binding else "")
+
+
+# -- the search -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Decision:
+    rate: float | None  # the next run's rate; None: the search is over
+    reason: str  # why it goes there, or why it stopped
+    stop: str | None = None  # precision, budget, cap, floor or shape; None while it goes on
+    final: Answer | None = None  # the answer, once stopped
+
+
+def snap(settings: Settings, rate: float) -> float:
+    """``rate`` on the search's grid: ``start x (1 + precision / GRID) ** k``, within [floor, cap]."""
+    s = settings
+    step = math.log1p(s.precision / GRID)
+    k = round(math.log(rate / s.start) / step)
+    return float(f"{min(s.cap, max(s.floor, s.start * math.exp(k * step))):.{ROUND_DIGITS}g}")
+
+
+def _stop(settings: Settings, runs: Sequence[Run], stop: str, reason: str) -> Decision:
+    return Decision(None, reason, stop, answer(settings, runs))
+
+
+def decide(settings: Settings, runs: Sequence[Run]) -> Decision:
+    """The next run's rate and why, or the final answer with why the search stopped (the rule: the
+    module docstring). ``runs``: every run of this server so far, in any order."""
+    s = settings
+    if not runs:
+        return Decision(snap(s, s.start), "start")
+    if len(runs) >= s.max_runs:
+        return _stop(s, runs, BUDGET_STOP, f"stopped: {s.max_runs} runs, the probe budget")
+    holds = [r.rate for r in runs if r.attainment >= s.target]
+    fails = [r.rate for r in runs if r.attainment < s.target]
+    if not fails:
+        top = max(holds)
+        if top >= s.cap:
+            return _stop(s, runs, CAP_STOP, f"stopped: the SLO held up to the highest rate, {s.cap:g}")
+        return Decision(min(snap(s, 2 * top), s.cap), f"up from {top:g}, which held")
+    if not holds:
+        bottom = min(fails)
+        if bottom <= s.floor:
+            return _stop(s, runs, FLOOR_STOP, f"stopped: the SLO failed down to the lowest rate, {s.floor:g}")
+        return Decision(max(snap(s, bottom / 2), s.floor), f"down from {bottom:g}, which failed")
+    if not _bracketed(runs, s.target):
+        return _stop(s, runs, SHAPE_STOP, "stopped: every rate that held lies above every rate that failed")
+    f = fit(runs)
+    estimate, low, high = crossing(f, s.target, s.confidence) if f is not None else (None, None, None)
+    if estimate is not None:
+        if low is not None and high is not None and len(runs) >= MIN_FIT_RUNS \
+                and (high - low) / (2 * estimate) <= s.precision:
+            return _stop(s, runs, PRECISION_STOP, f"stopped: {estimate:.4g} req/s [{low:.4g}, {high:.4g}], within "
+                                                  f"+-{s.precision:.0%}")
+        rates = [r.rate for r in runs]
+        rate = snap(s, min(2 * max(rates), max(min(rates) / 2, estimate)))
+        where = f"[{low:.4g}, {high:.4g}]" if low is not None and high is not None else "open"
+        return Decision(rate, f"at the fitted crossing {estimate:.4g} (interval {where})")
+    upper = min(r for r in fails if r > min(holds))
+    lower = max(r for r in holds if r < upper)
+    mid = snap(s, math.sqrt(lower * upper))
+    if lower < mid < upper:
+        return Decision(mid, f"between {lower:g}, which held, and {upper:g}, which failed (no fit yet)")
+    counts = {x: sum(1 for r in runs if r.rate == x) for x in (lower, upper)}
+    rate = min(counts, key=counts.get)
+    return Decision(rate, f"again at {rate:g}: {lower:g} held and {upper:g} failed, adjacent rates (no fit yet)")

@@ -1,0 +1,87 @@
+"""The fitted capacity curves on one figure (matplotlib, Agg backend: no display needed).
+
+Per server setting: every run as a point (its attainment at its rate), the fitted curve with its
+pointwise band, the capacity interval on the target line; where the logistic shape does not fit,
+the isotonic curve instead, dashed. The labels of the series drawn are returned and stored in the
+PNG's text metadata under ``Series`` (JSON), as every plot of this tool does.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from llama4spec.analysis.capacity_fit import Answer, Run
+from llama4spec.files import write_atomic
+
+SERIES_KEY = "Series"
+
+
+def _isotonic_curve(runs: Sequence[Run]) -> tuple[list[float], list[float]]:
+    from scipy.optimize import isotonic_regression
+
+    by_rate: dict[float, list[float]] = {}
+    for r in runs:
+        got = by_rate.setdefault(r.rate, [0.0, 0.0])
+        got[0] += r.attained
+        got[1] += r.total
+    rates = sorted(by_rate)
+    means = np.array([by_rate[x][0] / by_rate[x][1] for x in rates])
+    fitted = isotonic_regression(means, weights=np.array([by_rate[x][1] for x in rates]), increasing=False).x
+    return rates, [float(v) for v in fitted]
+
+
+def capacity_fits(settings: Mapping[str, tuple[Sequence[Run], Answer]], target: float, path: Path) -> list[str]:
+    """Attainment against request rate (log scale) for every setting, ``settings``: name -> (its
+    runs, its answer), with the target as a dashed line; writes ``path``, returns the labels."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.2, 4.4))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (name, (runs, a)) in enumerate(settings.items()):
+        colour = colours[i % len(colours)]
+        if not runs:
+            continue
+        rates = [r.rate for r in runs]
+        ax.scatter(rates, [r.attainment for r in runs], s=14, color=colour, alpha=0.6, label=f"{name}: runs")
+        if a.fit is not None and a.shape_fits:
+            xs = np.exp(np.linspace(math.log(min(rates)), math.log(max(rates)), 120))
+            ax.plot(xs, [a.fit.attainment(x) for x in xs], color=colour, label=f"{name}: fitted curve")
+            band = [a.fit.band(x, a.confidence) for x in xs]
+            ax.fill_between(xs, [b[0] for b in band], [b[1] for b in band], color=colour, alpha=0.15,
+                            label=f"{name}: {a.confidence:.0%} band")
+        else:
+            xs, ys = _isotonic_curve(runs)
+            ax.step(xs, ys, where="mid", color=colour, linestyle="--",
+                    label=f"{name}: isotonic (the logistic shape does not fit)")
+        if a.estimate is not None and a.shape_fits:
+            low = a.low if a.low is not None else min(rates)
+            high = a.high if a.high is not None else max(rates)
+            ax.errorbar([a.estimate], [target], xerr=[[a.estimate - low], [high - a.estimate]], fmt="D",
+                        color=colour, capsize=4, label=f"{name}: capacity {a.estimate:.3g} [{low:.3g}, {high:.3g}]")
+        elif a.isotonic is not None:
+            ax.plot([a.isotonic], [target], "x", color=colour, label=f"{name}: isotonic capacity {a.isotonic:.3g}")
+    ax.axhline(target, color="grey", linestyle="--", linewidth=1, label=f"target attainment {target:g}")
+    ax.set_xscale("log")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("request rate (req/s)")
+    ax.set_ylabel("attainment (good requests / sent)")
+    title = "Request capacity: attainment against rate"
+    _, labels = ax.get_legend_handles_labels()
+    ax.legend(fontsize=7, loc="lower left")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    image = io.BytesIO()
+    fig.savefig(image, format="png", dpi=100, metadata={"Title": title, SERIES_KEY: json.dumps(labels)})
+    plt.close(fig)
+    write_atomic(path, image.getvalue())
+    return labels

@@ -1,0 +1,149 @@
+"""The fitted capacity search: its settings, the fit and its interval, the monotone check, the
+search's moves, and its coverage on simulated servers with overdispersed runs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from llama4spec.analysis import capacity_fit as cf
+from llama4spec.errors import UserError
+
+TARGET = 0.9
+CAPACITY = 25.0
+SCALE = 0.15  # the true logistic's scale in log rate
+
+
+def mean_attainment(rate: float) -> float:
+    middle = math.log(CAPACITY) - SCALE * math.log(1 / TARGET - 1)
+    return 1 / (1 + math.exp((math.log(rate) - middle) / SCALE))
+
+
+def simulated_run(rate: float, design: float, rng: np.random.Generator) -> cf.Run:
+    """15 s of requests at ``rate``; beta-binomial with design effect ``design``."""
+    n = max(16, math.ceil(15 * rate))
+    p = mean_attainment(rate)
+    rho = (design - 1) / (n - 1)
+    if rho > 0:
+        k = 1 / rho - 1
+        p = rng.beta(max(p * k, 1e-9), max((1 - p) * k, 1e-9))
+    return cf.Run(rate, int(rng.binomial(n, p)), n)
+
+
+def search(design: float, rng: np.random.Generator) -> tuple[list[cf.Run], cf.Decision]:
+    settings = cf.checked(cf.Settings(start=8.0, target=TARGET))
+    runs: list[cf.Run] = []
+    while (d := cf.decide(settings, runs)).rate is not None:
+        runs.append(simulated_run(d.rate, design, rng))
+    return runs, d
+
+
+def test_the_true_curve_crosses_the_target_at_the_capacity() -> None:
+    assert mean_attainment(CAPACITY) == pytest.approx(TARGET)
+
+
+@pytest.mark.parametrize("design", [1.0, 4.0, 9.0])
+def test_the_interval_holds_the_crossing_in_at_least_93_percent_of_1000_searches(design) -> None:
+    rng = np.random.default_rng([39, int(design)])
+    held, runs_used, stops = 0, [], set()
+    for _ in range(1000):
+        runs, d = search(design, rng)
+        a = d.final
+        held += a.low is not None and a.high is not None and a.low <= CAPACITY <= a.high
+        runs_used.append(len(runs))
+        stops.add(d.stop)
+    assert held / 1000 >= 0.93, (design, held)
+    assert np.median(runs_used) <= 12, (design, np.median(runs_used))  # the per-rate search takes 16 to 19
+    assert cf.PRECISION_STOP in stops
+
+
+@pytest.mark.parametrize("precision", [0, 0.0, 1, 1.5, -0.1, float("nan")])
+def test_a_precision_outside_0_1_is_one_line(precision) -> None:
+    with pytest.raises(UserError) as err:
+        cf.checked(cf.Settings(start=8.0, target=TARGET, precision=precision))
+    assert len(err.value.problems) == 1
+    assert "precision must lie in (0, 1)" in err.value.problems[0] and "\n" not in err.value.problems[0]
+
+
+def test_the_fit_recovers_a_known_curve_and_its_interval_holds_it() -> None:
+    rates = [15.0, 20.0, 23.0, 25.0, 27.0, 30.0, 35.0]
+    runs = [cf.Run(r, round(mean_attainment(r) * 20000), 20000) for r in rates]
+    a = cf.answer(cf.Settings(start=8.0, target=TARGET), runs)
+    assert a.shape_fits, a.shape
+    assert a.estimate == pytest.approx(CAPACITY, rel=0.01)
+    assert a.low < CAPACITY < a.high and a.half_width < 0.02
+    assert a.fit.dispersion == 1.0  # no more noise than binomial
+    assert cf.isotonic(runs, TARGET)[0] == pytest.approx(CAPACITY, rel=0.05)
+
+
+def test_separated_runs_have_no_fit_and_the_search_bisects_between_them() -> None:
+    s = cf.Settings(start=8.0, target=TARGET)
+    runs = [cf.Run(8.0, 100, 100), cf.Run(16.0, 100, 100), cf.Run(32.0, 0, 100)]
+    assert cf.separated(runs) and cf.fit(runs) is None
+    d = cf.decide(s, runs)
+    assert 16.0 < d.rate < 32.0 and "no fit yet" in d.reason
+    assert d.rate == pytest.approx(math.sqrt(16 * 32), rel=cf.PRECISION / cf.GRID)
+
+
+def test_the_search_brackets_by_doubling_and_halving_on_its_grid() -> None:
+    s = cf.Settings(start=8.0, target=TARGET)
+    assert cf.decide(s, []).rate == 8.0
+    up = cf.decide(s, [cf.Run(8.0, 100, 100)])
+    assert up.rate == pytest.approx(16.0, rel=0.02) and up.stop is None
+    assert up.rate == cf.snap(s, up.rate)
+    down = cf.decide(s, [cf.Run(8.0, 10, 100)])
+    assert down.rate == pytest.approx(4.0, rel=0.02)
+    held = cf.decide(cf.Settings(start=8.0, target=TARGET, cap=8.0), [cf.Run(8.0, 100, 100)])
+    assert held.rate is None and held.stop == cf.CAP_STOP and held.final is not None
+
+
+def test_the_next_run_goes_to_the_fitted_crossing_and_the_budget_stops_it() -> None:
+    s = cf.Settings(start=8.0, target=TARGET, max_runs=6)
+    runs = [cf.Run(r, round(mean_attainment(r) * 40), 40) for r in (8.0, 16.0, 22.0, 32.0)]
+    d = cf.decide(s, runs)
+    estimate = cf.crossing(cf.fit(runs), TARGET, s.confidence)[0]
+    assert d.rate == cf.snap(s, estimate) and "fitted crossing" in d.reason
+    runs += [cf.Run(d.rate, 30, 40), cf.Run(d.rate, 39, 40)]
+    final = cf.decide(s, runs)
+    assert final.rate is None and final.stop == cf.BUDGET_STOP and final.final.runs == 6
+
+
+def test_runs_rising_with_the_rate_give_the_isotonic_estimate_not_an_exception() -> None:
+    s = cf.Settings(start=10.0, target=TARGET)
+    rising = [cf.Run(r, round(y * 200), 200) for r, y in ((10, 0.5), (20, 0.7), (40, 0.95), (80, 0.99))]
+    d = cf.decide(s, rising)
+    assert d.rate is None and d.stop == cf.SHAPE_STOP
+    assert not d.final.shape_fits and "rises with the rate" in d.final.shape
+    assert d.final.isotonic is None and "under the target at every rate" in d.final.isotonic_words
+    assert "does not fit" in cf.describe("no speculation", d.final)
+    # a holding rate below the failing ones, yet the curve rises: the fitted slope says so
+    mixed = [cf.Run(r, round(y * 200), 200) for r, y in ((10, 0.92), (20, 0.5), (30, 0.7), (40, 0.85), (50, 0.99))]
+    a = cf.answer(s, mixed)
+    assert not a.shape_fits and "does not fall" in a.shape and a.fit.b1 > 0
+    assert a.isotonic is not None and 10 < a.isotonic < 50
+    assert cf.decide(s, mixed).rate is not None  # the search goes on (to its budget), no exception
+
+
+def test_replicated_runs_that_miss_the_logistic_shape_fail_the_lack_of_fit_test() -> None:
+    rng = np.random.default_rng(3)
+    means = {10.0: 0.999, 14.0: 0.8, 20.0: 0.8, 28.0: 0.8, 40.0: 0.02}  # a plateau no logistic follows
+    runs = [cf.Run(r, int(rng.binomial(400, p)), 400) for r, p in means.items() for _ in range(4)]
+    a = cf.answer(cf.Settings(start=10.0, target=TARGET), runs)
+    assert not a.shape_fits and "lack of fit" in a.shape
+    good = [cf.Run(r, int(rng.binomial(400, mean_attainment(r))), 400) for r in (20.0, 23.0, 25.0, 28.0, 31.0)
+            for _ in range(4)]
+    assert cf.answer(cf.Settings(start=20.0, target=TARGET), good).shape_fits
+
+
+def test_the_binding_metric_is_the_one_crossing_the_target_first() -> None:
+    def run(rate: float) -> cf.Run:
+        ttft, tpot = mean_attainment(rate), mean_attainment(rate * 0.8)  # TPOT holds to 25% more rate
+        return cf.Run(rate, round(min(ttft, tpot) * 1000), 1000, {"ttft": ttft, "tpot": tpot, "e2el": 1.0})
+
+    a = cf.answer(cf.Settings(start=8.0, target=TARGET), [run(r) for r in (16.0, 22.0, 25.0, 28.0, 35.0)])
+    assert a.binding == "ttft"
+    assert a.per_metric["ttft"] == pytest.approx(CAPACITY, rel=0.02)
+    assert a.per_metric["tpot"] == pytest.approx(CAPACITY / 0.8, rel=0.02)
+    assert a.per_metric["e2el"] is None  # met the target in every run: it does not bind

@@ -1,0 +1,78 @@
+"""A capacity step with ``search: fit``: its keys checked (precision in (0, 1), one line each), its
+dry run, its search's moves from the fitted curve, search.json's fit, the report's fitted section."""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from llama4spec.errors import UserError
+from llama4spec.runbook.capacity_report import FIT_FIGURE, Found, fitted_section
+from llama4spec.runbook.plan import plan_file
+from llama4spec.runbook.render import plan_text
+from llama4spec.runbook.steps import search as search_step
+from llama4spec.analysis import capacity_search as cap
+from tests.helpers import REPO, png_series
+
+TINY = REPO / "runbooks" / "tiny_cpu_capacity.yaml"
+
+
+def _runbook(tmp_path: Path, keys: str) -> Path:
+    path = tmp_path / "rb.yaml"
+    path.write_text(TINY.read_text().replace("precision: 0.1", keys))
+    return path
+
+
+@pytest.mark.parametrize("keys,expected", [
+    ("search: fit\n    precision: 1", "precision must lie in (0, 1)"),
+    ("search: fit\n    precision: 0", "'precision' must be a number from 0.01 up to 1"),
+    ("search: nope", "'search' must be one of bisect, fit"),
+])
+def test_bad_fitted_search_keys_are_one_line_each(tmp_path: Path, keys: str, expected: str) -> None:
+    with pytest.raises(UserError) as info:
+        plan_file(_runbook(tmp_path, keys), lambda name: tmp_path / "run", [])
+    assert len(info.value.problems) == 1 and expected in info.value.problems[0], info.value.problems
+
+
+def test_a_fitted_search_says_so_in_the_dry_run(tmp_path: Path) -> None:
+    plan = plan_file(_runbook(tmp_path, "search: fit"), lambda name: tmp_path / "run", [])
+    console = Console(record=True, width=400, file=io.StringIO())
+    plan_text(console, plan)
+    text = console.export_text()
+    assert "then each run at the crossing of one curve fitted to every run, until the 95% interval is within +-10%" \
+        in text and "bisecting" not in text
+
+
+def _measured(rate: float) -> cap.Run:
+    p = 1 / (1 + math.exp((math.log(rate / 25.0) - 0.15 * math.log(9)) / 0.15))
+    return cap.Run(p, 400)
+
+
+def test_the_fitted_search_moves_to_the_crossing_and_records_the_fit() -> None:
+    keys = search_step.Keys(search="fit", start_rate=8.0, precision=0.1)
+    search = cap.Search(search_step.settings_of(keys, 0.9))
+    seen = []
+    while (rate := search_step.next_move(keys, search)[0]) is not None and len(seen) < 40:
+        search = search_step.add_run(search, rate, _measured(rate))
+        seen.append(rate)
+    assert 5 <= len(seen) < 40 and len(seen) > len(search.probes)  # rates repeat: the run is the unit
+    record = search_step.document(search, {}, {"ttft": 60.0}, {}, keys)
+    assert record["search"] == "fit" and record["fit"]["next"]["stop"] == "precision"
+    low, high = record["fit"]["interval"]
+    assert low <= 25.0 <= high and record["fit"]["estimate"] == pytest.approx(25.0, rel=0.05)
+
+
+def test_the_report_refits_the_fitted_searches_and_draws_them(tmp_path: Path) -> None:
+    keys = search_step.Keys(search="fit", start_rate=8.0, precision=0.1)
+    search = cap.Search(search_step.settings_of(keys, 0.9))
+    while (rate := search_step.next_move(keys, search)[0]) is not None:
+        search = search_step.add_run(search, rate, _measured(rate))
+    found = Found({}, {"no speculation": search, "EAGLE k=3": search},
+                  {"no speculation": {"fit": True}, "EAGLE k=3": {"fit": False}})
+    text = fitted_section(found, tmp_path)
+    assert "- no speculation: request capacity" in text and "EAGLE k=3" not in text
+    assert f"]({FIT_FIGURE})" in text and "no speculation: fitted curve" in png_series(tmp_path / FIT_FIGURE)

@@ -1,0 +1,1 @@
+"""Pure statistics and models over measured runs, by topic."""

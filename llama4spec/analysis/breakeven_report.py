@@ -146,7 +146,7 @@ def plot(m: BreakEvenMap, path: Path) -> list[str]:
         ax.set_ylabel("speedup over no speculation")
         ax.set_title(f"concurrency {conc}")
         ax.grid(True, alpha=0.3)
-        handles, names = ax.get_legend_handles_labels()
+        _, names = ax.get_legend_handles_labels()
         if names:
             ax.legend(fontsize=7)
         labels += [f"c={conc} {n}" for n in names]

@@ -1,2 +1,2 @@
-"""The ``breakeven`` feature whole: its step kind (keys, checks, expansion into servers and bench
-runs) and its report (the map, the plot, the self-check)."""
+"""The ``breakeven`` feature's report (the map, the plot, the self-check); its step kind is
+``runbook.steps.breakeven``."""

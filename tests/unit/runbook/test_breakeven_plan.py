@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from llama4spec.errors import UserError
-from llama4spec.runbook.breakeven.kind import lengths
+from llama4spec.runbook.steps.breakeven import lengths
 from llama4spec.runbook.plan import plan_file
 from tests.helpers import REPO, run_cli
 

@@ -97,6 +97,13 @@ def test_the_doctor_refuses_hot_sampling_with_a_draft_without_the_fix() -> None:
         assert done.returncode == 0, (fine, done.stdout)
 
 
+def test_the_doctor_refuses_synthetic_acceptance_without_the_plugin() -> None:
+    synthetic = ["lookahead=3", "draft.synthetic_acceptance_length=2.5"]
+    refused = run_cli("doctor", *synthetic, env={"VLLM_PLUGINS": ""})
+    assert refused.returncode == 1 and "error cpu-sampling: synthetic acceptance" in refused.stdout
+    assert run_cli("doctor", *synthetic).returncode == 0
+
+
 def _launch(impl, cu, draft, uniform, rates, bonus, argmax):
     out = torch.full((len(cu), 4), -1, dtype=torch.int32)
     impl(out, torch.tensor(cu, dtype=torch.int32), torch.tensor(draft, dtype=torch.int32),

@@ -41,8 +41,8 @@ def breakeven_text(b: BreakEven) -> str:
 def range_text(r: Range | None, digits: int = 2) -> str:
     if r is None or r.value is None:
         return "-"
-    low = "-" if r.low is None else f"{r.low:.{digits}f}"
-    high = "-" if r.high is None else f"{r.high:.{digits}f}"
+    low = "-inf" if r.low is None else f"{r.low:.{digits}f}"  # None: beyond the grid (break-even outside it)
+    high = "inf" if r.high is None else f"{r.high:.{digits}f}"
     return f"{r.value:.{digits}f} [{low}, {high}]"
 
 
@@ -51,7 +51,7 @@ def rows(m: BreakEvenMap) -> list[list[str]]:
     out = []
     for c in m.curves:
         grid = ", ".join(f"{p.length:.2f}: {p.speedup.value:.2f}" for p in c.points)
-        k0 = "-" if c.k0_cost is None else f"{1 - c.k0_cost.value:+.0%} ({range_text(c.k0_cost)})"
+        k0 = "-" if c.k0_cost is None else f"speedup {range_text(c.k0_cost)}: {1 - c.k0_cost.value:.0%} of throughput lost"
         out.append([str(c.lookahead), str(c.concurrency), grid, breakeven_text(c.breakeven), k0])
     return out
 

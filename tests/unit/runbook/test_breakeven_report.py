@@ -61,7 +61,7 @@ def test_records_are_sorted_by_their_own_config() -> None:
 def test_the_report_names_break_even_the_cost_of_k0_and_the_self_check(tmp_path: Path) -> None:
     m = build(*runs_of(_measured()), between_sd=0.13)
     text = breakeven_report.markdown(m, "breakeven.png")
-    assert "break-even acceptance length" in text and "cost of k=0" in text and "+30%" in text
+    assert "break-even acceptance length" in text and "cost of k=0" in text and "30% of throughput lost" in text
     assert "self-check: passed" in text and "![" in text
     labels = breakeven_report.plot(m, tmp_path / "b.png")
     assert (tmp_path / "b.png").stat().st_size > 1000 and "c=1 k=3 real draft (draft)" in labels

@@ -14,8 +14,8 @@ from llama4spec import __version__
 from llama4spec.errors import UserError
 
 # The command modules, in the order `--help` lists them; each has COMMANDS (a list of Command).
-MODULES = ["show", "offline", "serving", "run", "sweep", "capacity", "lossless", "calibrate", "report", "compare", "regress", "preflight", "fetch", "cancel"]
-TAKES_OVERRIDES = ("show", "validate", "offline", "serve", "bench", "run", "sweep", "capacity", "lossless", "calibrate", "doctor", "memory", "fetch")
+MODULES = ["show", "offline", "serving", "run", "sweep", "capacity", "breakeven", "lossless", "calibrate", "report", "compare", "regress", "preflight", "fetch", "cancel"]
+TAKES_OVERRIDES = ("show", "validate", "offline", "serve", "bench", "run", "sweep", "capacity", "breakeven", "lossless", "calibrate", "doctor", "memory", "fetch")
 
 
 class _Parser(argparse.ArgumentParser):

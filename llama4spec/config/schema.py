@@ -40,6 +40,12 @@ class DraftConfig:
     # probabilistic (sampled from the draft's distribution, accepted with min(1, p/q)); None: vLLM's
     # default (greedy). Model drafts only (eagle, eagle3).
     sample_method: Optional[str] = None
+    # vLLM's synthetic rejection sampling (rejection_sample_method: synthetic): draft tokens are
+    # accepted at a set rate whatever the draft proposes, so an engine's cost of speculating is
+    # measured at any acceptance. At most one of: the mean acceptance length, in [1, lookahead + 1],
+    # or per-position unconditional rates (lookahead of them, in [0, 1], non-increasing).
+    synthetic_acceptance_length: Optional[float] = None
+    synthetic_acceptance_rates: Optional[list[float]] = None
 
 
 @dataclass

@@ -15,6 +15,7 @@ from llama4spec.config import methods
 from llama4spec.config.layout import host_problem, layout_problems
 from llama4spec.config.schedule import schedule_problems
 from llama4spec.config.schema import Config, SloConfig
+from llama4spec.config.synthetic import synthetic_problems
 from llama4spec.tiny.paths import is_tiny_path
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
@@ -368,6 +369,7 @@ def validate(cfg: Config) -> list[str]:
             problems.append("draft.lookahead_schedule needs a draft; name one (draft=...) or drop the schedule")
         else:
             problems.extend(schedule_problems(d.lookahead_schedule, cfg.lookahead))
+    problems.extend(synthetic_problems(d, cfg.lookahead))
     _at_least(problems, "parallel.data_parallel_size", p.data_parallel_size, optional=False)
     _categories(cfg, problems)
     _leaves(cfg, problems)

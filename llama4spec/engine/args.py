@@ -11,6 +11,7 @@ from typing import Any
 
 from llama4spec.config import methods
 from llama4spec.config.schema import Config
+from llama4spec.config.synthetic import synthetic_settings
 from llama4spec.engine import build
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"  # how the CPU build starts a server
@@ -39,6 +40,7 @@ def speculative_config(cfg: Config) -> dict[str, Any] | None:
         spec["num_speculative_tokens_per_batch_size"] = [list(r) for r in d.lookahead_schedule]
     if d.sample_method is not None:
         spec["draft_sample_method"] = d.sample_method
+    spec.update(synthetic_settings(d))
     return spec
 
 

@@ -14,6 +14,13 @@ The fix replaces ``_expand_kernel_impl`` with the kernel's semantics in torch, b
 registers its overrides: vLLM's worker loads general plugins first
 (``vllm/v1/worker/worker_base.py``: ``load_general_plugins()``, then
 ``current_platform.register_triton_kernel_overrides()``, which reads the module attribute then).
+The same plugin gives the CPU build synthetic acceptance (``rejection_sample_method: synthetic``),
+which vLLM 0.32's C++ fallbacks of the two rejection kernels refuse ("Synthetic acceptance not
+supported with CPU sampling"): ``synthetic_greedy`` and ``synthetic_random`` run the Triton kernels'
+synthetic branch in torch (position i accepted when the uniform draw is below the conditional rate
+at i and the draft token is not padding; the first rejection ends the request's tokens) and hand
+every other launch to vLLM's own fallback unchanged.
+
 It does that only on the CPU build and only for the vLLM version it was verified against, and
 logs what it did (the server log; ``-v`` shows it). ``VLLM_PLUGINS=""`` (vLLM's own allow-list)
 turns it off. No import of this package beyond this module.
@@ -35,6 +42,64 @@ def expand(output, input_val, cu_num_tokens, replace_from, replace_to, MAX_NUM_T
     values = torch.where(input_val == replace_from, torch.full_like(input_val, replace_to), input_val)
     total = int(cu[-1]) if cu.numel() else 0
     output[:total] = torch.repeat_interleave(values, counts).to(output.dtype)
+
+
+def _synthetic(output, cu, draft, uniform, rates, max_spec_len, skip, rejected_token, bonus) -> None:
+    """The Triton kernels' synthetic branch for every request not ``skip``-ped (its row of ``output``)."""
+    cu_list = [int(x) for x in cu.tolist()]
+    draft_list, uniform_list, rate_list = draft.tolist(), uniform.tolist(), rates.tolist()
+    start = 0
+    for req, end in enumerate(cu_list):
+        if not skip(req):
+            rejected = False
+            for pos in range(end - start):
+                accepted = uniform_list[start + pos] < rate_list[pos] and draft_list[start + pos] >= 0
+                output[req, pos] = draft_list[start + pos] if accepted else rejected_token(start + pos)
+                if not accepted:
+                    rejected = True
+                    break
+            if not rejected:
+                output[req, end - start] = bonus(req)
+        start = end
+
+
+def synthetic_greedy(fallback):
+    """vLLM's CPU fallback of the greedy rejection kernel, with the synthetic branch in torch."""
+
+    def _rejection_greedy_sample_kernel_impl(output_token_ids, cu_num_draft_tokens, draft_token_ids, target_argmax,
+                                             bonus_token_ids, is_greedy, max_spec_len, uniform_probs=None,
+                                             synthetic_conditional_rates=None, SYNTHETIC_MODE=False):  # noqa: N803
+        if not SYNTHETIC_MODE:
+            return fallback(output_token_ids, cu_num_draft_tokens, draft_token_ids, target_argmax, bonus_token_ids,
+                            is_greedy, max_spec_len, uniform_probs, synthetic_conditional_rates, SYNTHETIC_MODE)
+        greedy = None if is_greedy is None else is_greedy.tolist()
+        argmax, bonus = target_argmax.tolist(), bonus_token_ids.reshape(-1).tolist()
+        _synthetic(output_token_ids, cu_num_draft_tokens, draft_token_ids, uniform_probs, synthetic_conditional_rates,
+                   max_spec_len, lambda r: greedy is not None and not greedy[r], lambda i: argmax[i],
+                   lambda r: bonus[r])
+        return None
+
+    return _rejection_greedy_sample_kernel_impl
+
+
+def synthetic_random(fallback):
+    """vLLM's CPU fallback of the random rejection kernel, with the synthetic branch in torch."""
+
+    def _rejection_random_sample_kernel_impl(output_token_ids, cu_num_draft_tokens, draft_token_ids, draft_probs,
+                                             target_probs, bonus_token_ids, recovered_token_ids, uniform_probs,
+                                             is_greedy, max_spec_len, vocab_size, synthetic_conditional_rates=None,
+                                             NO_DRAFT_PROBS=False, SYNTHETIC_MODE=False):  # noqa: N803
+        if not SYNTHETIC_MODE:
+            return fallback(output_token_ids, cu_num_draft_tokens, draft_token_ids, draft_probs, target_probs,
+                            bonus_token_ids, recovered_token_ids, uniform_probs, is_greedy, max_spec_len, vocab_size,
+                            synthetic_conditional_rates, NO_DRAFT_PROBS, SYNTHETIC_MODE)
+        greedy = is_greedy.tolist()
+        recovered, bonus = recovered_token_ids.tolist(), bonus_token_ids.reshape(-1).tolist()
+        _synthetic(output_token_ids, cu_num_draft_tokens, draft_token_ids, uniform_probs, synthetic_conditional_rates,
+                   max_spec_len, lambda r: bool(greedy[r]), lambda i: recovered[i], lambda r: bonus[r])
+        return None
+
+    return _rejection_random_sample_kernel_impl
 
 
 def why_not(version: str, is_cpu: bool, has_triton: bool) -> str | None:
@@ -63,8 +128,15 @@ def register() -> None:
     from vllm.utils import cpu_triton_utils
 
     cpu_triton_utils._expand_kernel_impl = expand
+    for name, wrap in (("_rejection_greedy_sample_kernel_impl", synthetic_greedy),
+                       ("_rejection_random_sample_kernel_impl", synthetic_random)):
+        current = getattr(cpu_triton_utils, name)
+        if not getattr(current, "llama4spec_synthetic", False):  # once, however often the plugin loads
+            wrapped = wrap(current)
+            wrapped.llama4spec_synthetic = True
+            setattr(cpu_triton_utils, name, wrapped)
     logger.info("llama4spec: CPU expand-kernel fix applied (vLLM %s): per-token temperatures and top-p "
-                "are expanded in torch", vllm.__version__)
+                "are expanded in torch; synthetic acceptance runs in torch", vllm.__version__)
 
 
 def active(environ) -> str | None:

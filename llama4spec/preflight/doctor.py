@@ -468,17 +468,24 @@ def cpu_sampling(p: Pairing) -> list[Finding]:
     import os
 
     from llama4spec.engine import build
+    from llama4spec.config.synthetic import is_synthetic
     from llama4spec.engine.cpu_fix import active
 
     cfg = p.cfg
     hot = [f"{name}={t:g}" for name, t in (("generation.temperature", cfg.generation.temperature),
                                            ("bench.temperature", cfg.bench.temperature)) if t > 0]
     hot += [f"offline.temperatures={t:g}" for t in cfg.offline.temperatures if t > 0][:1]
-    if not hot or cfg.draft.method is None or cfg.hardware.device != "cpu" or build.vllm_cli():
+    synthetic = is_synthetic(cfg.draft)
+    if not (hot or synthetic) or cfg.draft.method is None or cfg.hardware.device != "cpu" or build.vllm_cli():
         return []
     why = active(os.environ)
     if why is None:
         return []
+    if synthetic:
+        return [Finding("cpu-sampling", ERROR, "synthetic acceptance (draft.synthetic_acceptance_*) on vLLM's CPU build",
+                        f"vLLM 0.32's CPU rejection kernels refuse it (\"Synthetic acceptance not supported with CPU "
+                        f"sampling\"); this project's vLLM plugin runs it in torch, and {why}",
+                        "reinstall llama4spec (pip install -e .) and leave VLLM_PLUGINS unset")]
     return [Finding("cpu-sampling", ERROR, f"{' and '.join(hot)} with a draft on vLLM's CPU build",
                     "vLLM 0.32's CPU fallback of the rejection sampler's expand kernel writes per-token "
                     "temperatures into a copy it throws away, so acceptance is measured against garbage (1 of 87 "

@@ -18,7 +18,8 @@ from typing import Any
 
 from llama4spec.runbook.spec import Step, StepKind
 
-KINDS = ("serve", "bench", "stop", "offline", "compare", "sweep", "fetch", "settle", "capacity", "search", "lossless")
+KINDS = ("serve", "bench", "stop", "offline", "compare", "sweep", "fetch", "settle", "capacity", "search", "lossless",
+         "breakeven")
 
 
 @functools.cache

@@ -187,7 +187,7 @@ def safe_argv(command: DocCommand, tmp_path: Path, recorded=None) -> list[str]:
     name = args[0]
     if name == "fetch":  # it downloads: the documented fetch runs as its dry run
         return args if "--dry-run" in args else [*args, "--dry-run"]
-    if name in ("serve", "run", "sweep", "capacity", "lossless", "calibrate"):
+    if name in ("serve", "run", "sweep", "capacity", "lossless", "calibrate", "breakeven"):
         return args if "--dry-run" in args else [*args, "--dry-run"]
     if name in ("offline", "bench"):
         parsed = build_parser().parse_args(args)  # the same overrides, options dropped

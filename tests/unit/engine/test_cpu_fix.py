@@ -95,3 +95,51 @@ def test_the_doctor_refuses_hot_sampling_with_a_draft_without_the_fix() -> None:
                  ["generation.temperature=0"]):
         done = run_cli("doctor", *fine, env={} if fine == ["generation.temperature=0.8"] else off)
         assert done.returncode == 0, (fine, done.stdout)
+
+
+def test_the_doctor_refuses_synthetic_acceptance_without_the_plugin() -> None:
+    synthetic = ["lookahead=3", "draft.synthetic_acceptance_length=2.5"]
+    refused = run_cli("doctor", *synthetic, env={"VLLM_PLUGINS": ""})
+    assert refused.returncode == 1 and "error cpu-sampling: synthetic acceptance" in refused.stdout
+    assert run_cli("doctor", *synthetic).returncode == 0
+
+
+def _launch(impl, cu, draft, uniform, rates, bonus, argmax):
+    out = torch.full((len(cu), 4), -1, dtype=torch.int32)
+    impl(out, torch.tensor(cu, dtype=torch.int32), torch.tensor(draft, dtype=torch.int32),
+         torch.tensor(argmax, dtype=torch.int64), torch.tensor(bonus, dtype=torch.int64), None, 3,
+         torch.tensor(uniform, dtype=torch.float64), torch.tensor(rates, dtype=torch.float32), SYNTHETIC_MODE=True)
+    return out.tolist()
+
+
+def test_synthetic_greedy_accepts_below_the_rate_and_stops_at_the_first_rejection() -> None:
+    impl = cpu_fix.synthetic_greedy(lambda *a: pytest.fail("the synthetic branch went to vLLM's fallback"))
+    # request 0: all three accepted, then the bonus; request 1: position 1 rejected (0.7 >= 0.5): the
+    # target's word there and nothing after; request 2: a padded draft token (-1) is never accepted
+    out = _launch(impl, [3, 6, 7], [10, 11, 12, 20, 21, 22, -1], [0.1, 0.2, 0.3, 0.1, 0.7, 0.0, 0.0],
+                  [1.0, 0.5, 0.9], [99, 98, 97], [50, 51, 52, 60, 61, 62, 70])
+    assert out == [[10, 11, 12, 99], [20, 61, -1, -1], [70, -1, -1, -1]]
+
+
+def test_synthetic_greedy_matches_its_rates_over_many_requests() -> None:
+    """Rates from vLLM's own length-to-rates resolution, conditional as its sampler makes them:
+    the mean emitted tokens per step is the set acceptance length."""
+    sc = pytest.importorskip("vllm.config.speculative").SpeculativeConfig
+    cond = pytest.importorskip("vllm.v1.spec_decode.utils").unconditional_to_conditional_rates
+    rates = torch.tensor(cond(sc._resolve_synthetic_acceptance_rates(3, None, 2.5)), dtype=torch.float32)
+    n = 4000
+    gen = torch.Generator().manual_seed(0)
+    out = torch.full((n, 4), -1, dtype=torch.int32)
+    impl = cpu_fix.synthetic_greedy(None)
+    impl(out, torch.arange(3, 3 * n + 1, 3, dtype=torch.int32), torch.full((3 * n,), 5, dtype=torch.int32),
+         torch.zeros(3 * n, dtype=torch.int64), torch.ones(n, dtype=torch.int64), None, 3,
+         torch.rand(3 * n, generator=gen, dtype=torch.float64), rates, SYNTHETIC_MODE=True)
+    emitted = (out >= 0).sum(dim=1).float().mean().item()
+    assert emitted == pytest.approx(2.5, abs=0.03)
+
+
+def test_without_synthetic_mode_vllms_fallback_runs_unchanged() -> None:
+    seen = []
+    impl = cpu_fix.synthetic_random(lambda *a: seen.append(len(a)))
+    impl(*([None] * 11))
+    assert seen == [14]

@@ -1,0 +1,59 @@
+"""A breakeven step's report: its bench records read back as runs, the map built, written and shown."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from rich.console import Console
+
+from llama4spec.analysis import breakeven_report as report
+from llama4spec.analysis.breakeven import Runs, build
+from llama4spec.files import write_atomic, write_json
+from llama4spec.runbook.measured import measured_in_plan
+from llama4spec.runbook.rundir import Measured
+from llama4spec.analysis.decide import BETWEEN_SD
+
+
+def _get(data: Mapping[str, Any], dotted: str) -> Any:
+    for part in dotted.split("."):
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(part)
+    return data
+
+
+def runs_of(measured: Mapping[str, Measured]) -> tuple[list[Runs], list[Runs], list[Runs]]:
+    """(no speculation, synthetic, the real draft) from the bench records and their configs."""
+    base, synthetic, real = [], [], []
+    for pid, m in measured.items():
+        cfg, rec = m.config, m.record
+        throughputs = tuple(rec.samples("output_throughput"))
+        concurrency = int(rec.figure("max_concurrency") or _get(cfg, "bench.max_concurrency") or 0)
+        if not _get(cfg, "draft.method"):
+            base.append(Runs(concurrency, throughputs, label=pid))
+            continue
+        k = int(_get(cfg, "lookahead"))
+        length = _get(cfg, "draft.synthetic_acceptance_length")
+        runs = Runs(concurrency, throughputs, k, None if length is None else float(length),
+                    tuple(rec.acceptance_samples()), pid)
+        (real if length is None else synthetic).append(runs)
+    return base, synthetic, real
+
+
+def run_report(plan, planned, console: Console, not_run: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
+    files = planned.artifacts
+    ids = planned.step.keys.points
+    measured = measured_in_plan(plan, ids)
+    base, synthetic, real = runs_of(measured)
+    m = build(base, synthetic, real, between_sd=BETWEEN_SD)
+    files["report"].parent.mkdir(parents=True, exist_ok=True)
+    series = report.plot(m, files["plot"]) if m.curves else []
+    text = report.markdown(m, files["plot"].name if m.curves else None)
+    missing = {pid: (not_run or {}).get(pid, "no record") for pid in ids if pid not in measured}
+    if missing:
+        text += "\nnot measured:\n\n" + "".join(f"- {pid}: {why}\n" for pid, why in missing.items())
+    write_atomic(files["report"], text)
+    record = {**report.to_record(m), "plot": series, "self_check": report.verdict(m), "not_measured": missing}
+    write_json(files["analysis"], record)
+    report.render(console, m)
+    return text, record

@@ -32,6 +32,7 @@ from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.recorder import Recorder
 from llama4spec.runbook.rundir import (STATUS, Measured, bench_files, config_or_problem, flatten, is_step_id, not_run,
                                        status_or_problem, vllm_runs)
+from llama4spec.runbook.steps import traits_of
 
 GROUPS = "groups"  # <run>/groups/<group>/: the run directory of one server group run on its own
 # Keys that say where a point ran, not what it measured.
@@ -190,7 +191,7 @@ def _sweeps(sources: list[Source]) -> dict[str, list[str]]:
         kinds = s.kinds()
         for step in s.plan:
             if step.get("kind") == "sweep":
-                ids = [n for n in step.get("needs") or [] if kinds.get(n) == "bench"]
+                ids = [n for n in step.get("needs") or [] if traits_of(kinds.get(n)).benchmarks]
                 sweeps[str(step["id"])] = list(dict.fromkeys([*sweeps.get(str(step["id"]), []), *ids]))
     return sweeps
 
@@ -262,7 +263,7 @@ def _compares(sources: list[Source]) -> dict[str, dict[str, str]]:
                 refs = {}
                 for role, path in step["inputs"].items():
                     name = Path(str(path)).parent.name
-                    refs[role] = name if kinds.get(name) == "bench" else str(path)
+                    refs[role] = name if traits_of(kinds.get(name)).benchmarks else str(path)
                 out.setdefault(str(step["id"]), refs)
     return out
 
@@ -497,7 +498,7 @@ def _merged_status(sources: list[Source], out: Path, measured: dict[str, Measure
     for step in sources[0].plan:
         sid = str(step.get("id"))
         entry: dict[str, Any] = {"id": sid, "kind": step.get("kind")}
-        if step.get("kind") == "bench":
+        if traits_of(step.get("kind")).benchmarks:
             m = measured.get(sid)
             entry["status"] = "done" if m else "missing"
             if m:

@@ -27,18 +27,18 @@ class TargetConfig:
 @dataclass
 class DraftConfig:
     name: str = "none"
-    method: Optional[str] = None  # eagle | eagle3 | ngram | None (no speculation)
-    model: Optional[str] = None  # hub id or local directory (eagle, eagle3)
+    method: Optional[str] = None  # a method of config.methods.RUN, or None (no speculation)
+    model: Optional[str] = None  # hub id or local directory (eagle, eagle3, draft_model)
     revision: Optional[str] = None  # hub commit, branch or tag of the draft (speculative config "revision")
     max_model_len: Optional[int] = None
-    prompt_lookup_min: Optional[int] = None  # ngram
-    prompt_lookup_max: Optional[int] = None  # ngram
+    prompt_lookup_min: Optional[int] = None  # ngram, ngram_gpu
+    prompt_lookup_max: Optional[int] = None  # ngram, ngram_gpu
     # Speculative tokens per running batch size: [[first, last, k], ...] inclusive ranges (vLLM's
     # num_speculative_tokens_per_batch_size); `lookahead` stays the maximum.
     lookahead_schedule: Optional[list[list[int]]] = None
     # vLLM's draft_sample_method: greedy (the draft's argmax, treated as one-hot when verifying) or
     # probabilistic (sampled from the draft's distribution, accepted with min(1, p/q)); None: vLLM's
-    # default (greedy). Model drafts only (eagle, eagle3).
+    # default (greedy). Model drafts only (eagle, eagle3, draft_model).
     sample_method: Optional[str] = None
 
 

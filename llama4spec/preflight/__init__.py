@@ -20,10 +20,11 @@ __all__ = ["gate", "pairing", "device_memory_gib", "examine", "Finding", "Pairin
 
 
 def pairing(cfg: Config, network: bool = True) -> Pairing:
-    """Both models' config.json for ``cfg`` (the draft only for eagle/eagle3); UserError if unreadable."""
+    """Both models' config.json for ``cfg`` (the draft where the method table says a draft's config is
+    read: an EAGLE head or a draft model); UserError if unreadable."""
     target = load(cfg.target.model, "target.model", network)
     draft = None
-    if methods.reads_hidden_states(cfg.draft.method) and cfg.draft.model:
+    if methods.reads_draft_config(cfg.draft.method) and cfg.draft.model:
         draft = load(cfg.draft.model, "draft.model", network)
     return Pairing(cfg, target, draft)
 

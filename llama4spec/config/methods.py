@@ -97,6 +97,13 @@ def reads_draft_config(name: str | None) -> bool:
     return draft_memory(name) != ""
 
 
+def pinned_async_scheduling(names) -> bool | None:
+    """The async-scheduling setting a comparison of ``names`` (None: no speculation) pins on every side:
+    off where vLLM 0.32 turns it off for one of them, so that both sides run the same scheduler;
+    None (left to vLLM) where every side keeps it on."""
+    return None if all(async_scheduling(n) for n in names) else False
+
+
 def async_scheduling(name: str | None) -> bool:
     """vLLM 0.32 schedules asynchronously by default under this method (and without speculation)."""
     m = get(name)

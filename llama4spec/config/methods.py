@@ -33,6 +33,8 @@ class Method:
     package: str | None = None  # the pip requirement vLLM 0.32 names for it (``vllm/config/speculative.py``)
     module: str | None = None  # the module that requirement provides (the doctor looks for it)
     gpu_only: bool = False  # vLLM 0.32 runs it on CUDA only (the doctor refuses it on the CPU build)
+    varies: bool = False  # drafts fewer than k tokens where it finds less (a rate per position then needs
+    #   the steps that drafted each position: the per-step arrays vLLM returns at the "detailed" level)
 
 
 SUFFIX_PACKAGE = "arctic-inference==0.1.1"  # SpeculativeConfig._validate_suffix_decoding, vLLM 0.32
@@ -40,12 +42,12 @@ SUFFIX_PACKAGE = "arctic-inference==0.1.1"  # SpeculativeConfig._validate_suffix
 TABLE: tuple[Method, ...] = (
     Method("eagle", "EAGLE", True, True, False, True, True, True, memory="head"),
     Method("eagle3", "EAGLE-3", True, True, False, True, True, True, memory="head"),
-    Method("ngram", "n-gram", False, False, True, False, True, True),
+    Method("ngram", "n-gram", False, False, True, False, True, True, varies=True),
     # the GPU proposer (vllm/v1/spec_decode/ngram_proposer_gpu.py) runs its n-gram search as CUDA kernels
-    Method("ngram_gpu", "n-gram (GPU)", False, False, True, True, True, True, gpu_only=True),
+    Method("ngram_gpu", "n-gram (GPU)", False, False, True, True, True, True, gpu_only=True, varies=True),
     Method("draft_model", "draft model", True, False, False, True, True, True, memory="model"),
     Method("suffix", "suffix decoding", False, False, False, False, True, True,
-           package=SUFFIX_PACKAGE, module="arctic_inference"),
+           package=SUFFIX_PACKAGE, module="arctic_inference", varies=True),
     Method("medusa", "Medusa", True, False, False, False, False, False),
     Method("mlp_speculator", "MLP speculator", True, False, False, False, False, False),
     Method("custom_class", "custom proposer", False, False, False, False, False, False),
@@ -84,6 +86,12 @@ def reads_hidden_states(name: str | None) -> bool:
 def prompt_lookup(name: str | None) -> bool:
     m = get(name)
     return bool(m and m.prompt_lookup)
+
+
+def varies(name: str | None) -> bool:
+    """The method drafts a number of tokens that varies from step to step."""
+    m = get(name)
+    return bool(m and m.varies)
 
 
 def draft_memory(name: str | None) -> str:

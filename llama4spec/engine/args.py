@@ -130,7 +130,9 @@ def serve_flags(cfg: Config) -> list[str]:
         else:
             flags += [_flag(key), str(value)]
     if "speculative_config" in args:  # each response carries its request's acceptance (vLLM refuses it without a draft)
-        flags += [_flag(PER_REQUEST_METRICS), "summary"]
+        # with the per-step arrays where draft lengths vary: the steps that drafted each position
+        varying = methods.varies(cfg.draft.method) or bool(cfg.draft.lookahead_schedule)
+        flags += [_flag(PER_REQUEST_METRICS), "detailed" if varying else "summary"]
     return flags + list(s.extra_args)
 
 

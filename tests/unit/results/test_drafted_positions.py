@@ -58,3 +58,33 @@ def test_offline_baseline_pins_both_sides(tiny_dir) -> None:
     assert note is None and "async_scheduling" not in llm_kwargs(spec) and "async_scheduling" not in llm_kwargs(base)
     spec, base, note = compared(compose_config(["draft=ngram", "serve.async_scheduling=true"]).cfg)
     assert note is None and llm_kwargs(base)["async_scheduling"] is True  # the user's choice stands
+
+
+def test_a_served_request_gives_the_steps_that_drafted_each_position() -> None:
+    """vLLM's response block at the "detailed" level (ordered per-step arrays) gives each position's
+    denominator; the run's ``/metrics`` delta takes it when the rows add up to that delta."""
+    from llama4spec.results.requests import row_of, with_drafted
+
+    block = {"acceptance_histogram": [1, 1, 0, 1], "num_spec_steps": 3, "num_draft_tokens": 6,
+             "num_accepted_draft_tokens": 4, "per_step_accepted": [3, 0, 1], "per_step_drafted": [3, 1, 2]}
+    row = row_of({"id": "r-0", "ok": True, "spec": block}, "r-", {}, None)
+    assert row.accepted_per_pos == [2, 1, 1] and row.drafted_per_pos == [3, 2, 1]
+    summary = row_of({"id": "r-1", "ok": True, "spec": {k: v for k, v in block.items() if not k.startswith("per_")}},
+                     "r-", {}, None)
+    assert summary.drafted_per_pos is None  # the "summary" level: no denominator
+    delta = AcceptanceCounters(3, 6, 4, [2, 1, 1])
+    shown = with_drafted(delta, [row])
+    assert shown.rate_per_drafted_position(3) == pytest.approx([2 / 3, 1 / 2, 1.0])
+    assert with_drafted(delta, [row, summary]).drafted_per_pos is None  # the rows no longer add up to it
+
+
+def test_the_server_keeps_per_step_arrays_where_draft_lengths_vary(tiny_dir) -> None:
+    from llama4spec.config.compose import compose_config
+    from llama4spec.engine.args import serve_flags
+
+    def level(*overrides: str) -> str:
+        flags = serve_flags(compose_config(list(overrides)).cfg)
+        return flags[flags.index("--per-request-spec-decode-metrics") + 1]
+
+    assert level("draft=ngram") == "detailed" and level("draft=tiny_eagle") == "summary"
+    assert level("draft.lookahead_schedule=[[1,1,3],[2,16,1]]") == "detailed"

@@ -88,3 +88,15 @@ def test_the_server_keeps_per_step_arrays_where_draft_lengths_vary(tiny_dir) -> 
 
     assert level("draft=ngram") == "detailed" and level("draft=tiny_eagle") == "summary"
     assert level("draft.lookahead_schedule=[[1,1,3],[2,16,1]]") == "detailed"
+
+
+def test_a_servers_async_scheduling_is_read_from_its_flags_and_log() -> None:
+    from llama4spec.serving.watch import async_scheduling
+
+    started = "INFO ... Initializing a V1 LLM engine (v0.32.0) with config: model='t'\n"
+    off = "WARNING ... Async scheduling not supported with ngram-based speculative decoding and will be disabled.\n"
+    assert async_scheduling(off + started, ["--model", "t"]) is False
+    assert async_scheduling(started, ["--model", "t"]) is True  # vLLM's default, nothing said
+    assert async_scheduling(started, ["--no-async-scheduling"]) is False
+    assert async_scheduling(off + started, ["--async-scheduling"]) is True
+    assert async_scheduling("", []) is None  # not started yet: unknown

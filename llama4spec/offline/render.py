@@ -80,7 +80,7 @@ def offline_stats(console: Console, stats, label: str) -> None:
         if vary:
             shown = given[i]
             pos.add_row(str(i), _fmt(count), f"{rate:.3f}", _fmt(drafted[i]),
-                        "-" if shown is None else f"{shown:.3f}", _bar(shown or 0.0))
+                        "-" if shown is None else f"{shown:.3f}", _bar(shown or 0.0, 16))
         else:
             pos.add_row(str(i), _fmt(count), f"{rate:.3f}", _bar(rate))
     console.print(pos)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from llama4spec.analysis import noise as nz
-from llama4spec.calibrate import plan as calibration
+from llama4spec.calibrate import design as calibration
 from llama4spec.calibrate.record import aa_blocks, aa_check, costs, cpu_flags, fingerprint
-from llama4spec.calibrate.run import make
+from llama4spec.calibrate.measure import make
 from llama4spec.calibrate.settings import Settings, problems
 from llama4spec.errors import UserError
 

@@ -19,6 +19,7 @@ from llama4spec.runbook.render import plan_text
 from llama4spec.runbook.steps import search as search_step
 from llama4spec.analysis import capacity_search as cap
 from llama4spec.tiny.paths import tiny_root
+from tests.recorded_runs import simulated_search
 from tests.helpers import REPO
 
 RUN_DIR = Path("runs/RUNBOOK/TIMESTAMP")
@@ -177,12 +178,12 @@ def test_thresholds_are_the_multiples_of_the_baselines_medians_and_resume_reuses
     assert basis["relative_to"] == "bench_baseline" and basis["medians"] == {"ttft": 20.0, "tpot": 10.0}
     settings = search_step.settings_of(p.step.keys, 0.9)
     identity = search_step._identity(plan, p, thresholds)
-    done = _simulate(settings, 5.0)
+    done = simulated_search(p.step.keys, 5.0)  # the fitted search, the default
     p.artifacts["search"].parent.mkdir(parents=True)
-    p.artifacts["search"].write_text(json.dumps(search_step.document(done, identity, thresholds, basis)))
+    p.artifacts["search"].write_text(json.dumps(search_step.document(done, identity, thresholds, basis, p.step.keys)))
     assert not search_step.pending(plan, p)  # a finished search: a resumed run starts no server for it
     half = cap.Search(settings, done.probes[:2])
-    p.artifacts["search"].write_text(json.dumps(search_step.document(half, identity, thresholds, basis)))
+    p.artifacts["search"].write_text(json.dumps(search_step.document(half, identity, thresholds, basis, p.step.keys)))
     assert search_step.pending(plan, p)
     assert search_step._recorded(p, settings, identity).probes == half.probes  # continued from its probes
     _baseline_record(plan, ttft=25.0)  # another baseline: other thresholds, so the search starts again

@@ -110,6 +110,10 @@ TINY_ARGS = ["draft=none,tiny_eagle", "target=tiny", "memory=cpu", "bench=random
     (["slo=interactive", "--start-rate", "20000"], "--start-rate must be a number above 0 up to 10000"),
     (["slo=interactive", "--duration-s", "7200"], "--duration-s must be a number above 0 up to 3600"),
     (["slo=interactive", "--min-probe-runs", "5", "--max-probe-runs", "3"], "runs per probe must satisfy"),
+    (["slo=interactive", "--precision", "0"], "--precision must be a number from 0.01 up to 1"),
+    (["slo=interactive", "--precision", "1.5"], "--precision must be a number from 0.01 up to 1"),
+    (["slo=interactive", "--precision", "1"], "precision must lie in (0, 1): the capacity interval's half-width"),
+    (["slo=interactive", "--max-probes", "3"], "the probe budget must be 5 to 1000 runs, not 3"),
     (["slo.relative_to=nosuch", "slo.ttft=3"], "slo.relative_to 'nosuch' is unknown step; name the id of a bench step"),
     (["slo=interactive", "bench.max_concurrency=1,4"], "a capacity step's matrix varies the server"),
 ])

@@ -132,3 +132,27 @@ def test_a_damaged_search_json_is_one_line_exit_2_and_nothing_rebuilt(cli, capac
     page.write(run)  # the page says which setting is not measured, and why
     body = Parsed((run / "report.html").read_text()).all_text()
     assert "Not measured EAGLE k=1:" in body and said in body and "1 settings not measured" in body
+
+
+def test_runs_that_contradict_a_decreasing_curve_are_said_with_the_isotonic_estimate(cli, capacity_run: Path,
+                                                                                     tmp_path: Path) -> None:
+    """A crafted search.json whose runs' attainment rises with the rate everywhere: ``report`` says the
+    logistic shape does not fit and gives the isotonic estimate, exit 0, no traceback."""
+    run = _copy(capacity_run, tmp_path)
+    path = run / SEARCH / "search.json"
+    data = json.loads(path.read_text())
+    rates = [4.0, 5.0, 6.0, 7.0, 8.0, 9.0]
+    data["probes"] = [{"rate": r, "why": "crafted", "runs": [
+        {"attainment": a, "requests": 100, "per_metric": {"ttft": a, "tpot": 1.0}} for a in (0.5 + 0.08 * i, 0.52 + 0.08 * i)]}
+        for i, r in enumerate(rates)]
+    path.write_text(json.dumps(data))
+    done = cli("report", str(run))
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    s = json.loads((run / "capacity" / "capacity.json").read_text())["settings"]["EAGLE k=1"]
+    assert s["search"] == "fit" and not s["shape_fits"] and s["rate"] is None
+    md = (run / "capacity" / "report.md").read_text()
+    assert "EAGLE k=1: the logistic shape does not fit (" in md and "isotonic estimate" in md
+    body = Parsed((run / "report.html").read_text()).all_text()
+    assert "the logistic shape does not fit" in body and "isotonic estimate" in body
+    gain = s["gain"]
+    assert gain["ratio"] is None and gain["high"] is None  # no gain from a curve that does not fit

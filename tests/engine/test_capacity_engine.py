@@ -32,6 +32,7 @@ def capacity_run(tmp_path_factory, tiny_dir) -> tuple[Path, Path, list[str], flo
     text = (REPO / "runbooks" / "tiny_cpu_capacity.yaml").read_text()
     text = text.replace("start_rate: 8", "start_rate: 16").replace("duration_s: 5", "duration_s: 3").replace(
         "precision: 0.1", "precision: 0.5").replace("max_probes: 24", "max_probes: 8")
+    assert all(key in text for key in ("start_rate: 16", "duration_s: 3", "precision: 0.5", "max_probes: 8"))
     runbook = work / "tiny_cpu_capacity.yaml"
     runbook.write_text(text)
     args = [*SMALL, f"serve.port={free_port()}"]

@@ -175,8 +175,19 @@ def rows(record: Mapping[str, Any]) -> list[list[str]]:
             _interval(g["low"], g["high"], ".2f")
         tps, digits = s["output_tps"], (".4g" if s.get("search") == "fit" else "g")
         at = s.get("output_tps_at", tps[0])
-        rate = "-" if s["rate"] is None else format(s["rate"], digits)
-        out.append([name, f"{rate} {_interval(s.get('low', s['rate']), s['high'], digits)}",
+        if s.get("search") == "fit" and not s["shape_fits"]:
+            where = f"isotonic {s['isotonic']:.4g}" if s["isotonic"] is not None \
+                else f"isotonic {s['isotonic_words'].split(':')[0]}"
+            capacity_cell = f"- ({where}; the logistic shape does not fit)"
+        elif s.get("search") == "fit":
+            rate = "-" if s["rate"] is None else format(s["rate"], digits)
+            low = "open" if s["low"] is None else format(s["low"], digits)
+            high = "open" if s["high"] is None else format(s["high"], digits)
+            capacity_cell = f"{rate} [{low}, {high}]"
+        else:
+            rate = "-" if s["rate"] is None else format(s["rate"], digits)
+            capacity_cell = f"{rate} {_interval(s.get('low', s['rate']), s['high'], digits)}"
+        out.append([name, capacity_cell,
                     "-" if at is None else f"{at:.0f} {_interval(tps[0], tps[1], '.0f')}",
                     NAMES.get(s["binding"], "-") if s["binding"] else "-", gain_text,
                     f"{s['probes']} / {s['runs']}", "-" if s["client_cpu_s"] is None else f"{s['client_cpu_s']:.1f}"])
@@ -198,7 +209,7 @@ def markdown(record: Mapping[str, Any], images: Mapping[str, str]) -> str:
     lines.append("")
     for s in record["settings"].values():
         lines.append(f"- {s['sentence']}; error bound {s['error_bound']:.2g}")
-        lines += [f"  - {note}" for note in s["notes"] if s.get("search") == "fit"]
+        lines += [f"  - {note}" for note in s["notes"] if s.get("search") == "fit" and note not in s["sentence"]]
     for name, why in record.get("missing", {}).items():
         lines.append(f"- {name}: not measured ({why})")
     lines += [f"- warning: {w}" for w in record.get("warnings") or []]

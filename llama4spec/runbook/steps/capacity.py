@@ -2,7 +2,8 @@
 request rate at which the SLO holds) and its gain over no speculation.
 
 Its matrix (server settings only, as a sweep's: draft, lookahead, ...) expands, per server, into a
-serve step, a ``search`` step (open-loop probes chosen by ``analysis.capacity_search``) and a stop step; this
+serve step, a ``search`` step (open-loop probes placed by ``analysis.capacity_fit``, or with ``search:
+bisect`` by ``analysis.capacity_search``) and a stop step; this
 step then reads every search.json and writes the answer: per server the request capacity in req/s
 and output tok/s with its interval, the binding constraint, any cliff, and the gain over no
 speculation with its interval (``analysis.capacity_gain``), as report.md, capacity.json and a

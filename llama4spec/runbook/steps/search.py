@@ -2,7 +2,8 @@
 is up, find the server's request capacity under the SLO, the largest request rate at which it holds,
 with open-loop probes (``engine.bench_flags.probe_flags``: ``--request-rate R``, no client concurrency cap,
 ``--goodput``, at least ``duration_s`` x R prompts and the requests a verdict needs) chosen one run at a
-time by ``analysis.capacity_search``.
+time: by ``analysis.capacity_fit`` (``search: fit``, the default: each run at the crossing of one curve
+fitted to every run) or by ``analysis.capacity_search`` (``search: bisect``: a verdict per rate).
 
 Every run is added to ``search.json`` (the search's state: its probes alone, with what it resolved
 the SLO to) as soon as it is measured; each probe's runs lie in ``probes/rate=R/`` (vLLM's results,

@@ -188,7 +188,9 @@ def rows(record: Mapping[str, Any]) -> list[list[str]]:
             rate = "-" if s["rate"] is None else format(s["rate"], digits)
             capacity_cell = f"{rate} {_interval(s.get('low', s['rate']), s['high'], digits)}"
         out.append([name, capacity_cell,
-                    "-" if at is None else f"{at:.0f} {_interval(tps[0], tps[1], '.0f')}",
+                    "-" if at is None else f"{at:.0f} " + (
+                        _interval(tps[0], tps[1], ".0f") if s.get("search") != "fit" else
+                        "[" + ", ".join("open" if v is None else f"{v:.0f}" for v in tps) + "]"),
                     NAMES.get(s["binding"], "-") if s["binding"] else "-", gain_text,
                     f"{s['probes']} / {s['runs']}", "-" if s["client_cpu_s"] is None else f"{s['client_cpu_s']:.1f}"])
     return out

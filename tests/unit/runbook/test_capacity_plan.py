@@ -137,7 +137,8 @@ def test_relative_to_a_step_that_is_no_bench_is_refused(tmp_path: Path) -> None:
 def test_capacity_keys_in_a_runbook_are_bounded(tmp_path: Path) -> None:
     path = tmp_path / "rb.yaml"
     text = TINY.read_text().replace("start_rate: 8", "start_rate: 0").replace("duration_s: 5", "duration_s: -1")
-    path.write_text(text.replace("precision: 0.1", "precision: 0.1\n    confirm: 0.5\n    max_probes: 65"))
+    path.write_text(text.replace("precision: 0.1", "precision: 0.1\n    confirm: 0.5").replace("max_probes: 24",
+                                                                                              "max_probes: 65"))
     with pytest.raises(UserError) as info:
         _plan(path)
     words = ["'start_rate' must be a number above 0", "'duration_s' must be a number above 0",

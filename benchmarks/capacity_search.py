@@ -29,7 +29,7 @@ import numpy as np
 from llama4spec.results.bench import BenchRecord
 from llama4spec.analysis.capacity_search import (Probe, Run, Settings, begin, capacity, next_probe, record_run, run_of, to_json,
                                        verdict)
-from llama4spec.analysis.capacity_gain import describe, headline
+from llama4spec.analysis.capacity_gain import describe, gain, headline
 
 TARGET = 0.95
 THRESHOLDS = {"ttft": 1000.0, "tpot": 50.0}
@@ -139,7 +139,9 @@ def main() -> None:
     print(f"a cliff planted (attainment 0.5 over 3.5-4.5 req/s, capacity 8.2 above it): flagged in "
           f"{flagged / args.servers:.2f} of searches")
 
-    print(headline(answers, "no speculation", "interactive"))
+    base = answers["no speculation"]
+    print(headline({n: gain(a, base) for n, a in answers.items() if n != "no speculation"},
+                   {n: a.binding for n, a in answers.items()}, "no speculation", "interactive"))
     for name, answer in answers.items():
         print("  " + describe(name, answer))
     last = to_json(search(Server(7.0, "tpot", args.run_sd, rng)))

@@ -32,7 +32,9 @@ the lowest rate.
 The search (``decide``, a function of the runs alone, so a resumed search refits and goes on).
 From ``start`` it doubles the rate while every run held (halves while every run failed) until a
 rate that held lies below one that failed. Then each next run goes to the fitted crossing (Wu's
-sequential placement), kept within [lowest rate / 2, highest rate x 2] of the runs so far;
+sequential placement), kept within [lowest rate, highest rate] of the runs so far (a crossing the
+fit extrapolates beyond the rates probed is no place to measure: on a server whose attainment is
+noisy at every rate, a flat fit's crossing would otherwise walk the runs down, each one longer);
 while no fit exists (runs separated: all good below a rate, none above), to the geometric
 midpoint of the closest holding and failing rates. Rates lie on a geometric grid from ``start``
 of ratio ``1 + precision / GRID``, so runs repeat at one rate and the lack-of-fit test can see
@@ -443,7 +445,7 @@ def decide(settings: Settings, runs: Sequence[Run]) -> Decision:
             return _stop(s, runs, PRECISION_STOP, f"stopped: {estimate:.4g} req/s [{low:.4g}, {high:.4g}], within "
                                                   f"+-{s.precision:.0%}")
         rates = [r.rate for r in runs]
-        rate = snap(s, min(2 * max(rates), max(min(rates) / 2, estimate)))
+        rate = snap(s, min(max(rates), max(min(rates), estimate)))
         where = f"[{low:.4g}, {high:.4g}]" if low is not None and high is not None else "open"
         return Decision(rate, f"at the fitted crossing {estimate:.4g} (interval {where})")
     upper = min(r for r in fails if r > min(holds))

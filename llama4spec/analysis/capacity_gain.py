@@ -6,14 +6,26 @@ hold). Its interval takes the extremes of both capacity intervals, [L_k / U_0, U
 contains the true ratio whenever both capacity intervals contain their capacities, so it misses
 with probability at most the sum of their error bounds (conservative; no distribution assumed
 between the bracketing rates).
+
+From fitted searches (``fitted_gain``) the gain is the ratio of the fitted crossings, its interval
+on the log scale: each capacity's standard error from its Fieller interval (its log width over
+2 t), plus a between-start term for each server (``Between``: a server measured from one start
+carries that start's offset, which no number of runs at that start averages away), so
+``var log gain = se_k^2 + se_0^2 + 2 sd_between^2``, and the interval is the normal one at the
+searches' confidence. Where the between-start term is most of that variance, another start of each
+server (a second search) narrows the gain more than more runs would.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Mapping
 
+from llama4spec.analysis.capacity_fit import Answer
 from llama4spec.analysis.capacity_search import NAMES, Capacity
+
+STARTS_DOMINATE = 0.5  # the share of the log gain's variance from starts above which the report says so
 
 
 @dataclass(frozen=True)
@@ -21,6 +33,41 @@ class Gain:
     ratio: float | None  # L_k / L_0 (None: either held at no rate probed)
     low: float  # L_k / U_0 (0 when the setting held nowhere or the baseline never failed)
     high: float | None  # U_k / L_0 (None: no upper bound: the setting never failed or the baseline held nowhere)
+    starts_share: float | None = None  # fitted: the share of the log gain's variance that the starts make
+
+
+@dataclass(frozen=True)
+class Between:
+    """The between-start noise a fitted gain carries: a log standard deviation and where it came from."""
+
+    sd: float
+    source: str
+
+
+def _log_se(a: Answer) -> float | None:
+    """A fitted capacity's standard error on the log scale, from its Fieller interval."""
+    from scipy import stats
+
+    if a.estimate is None or a.low is None or a.high is None or a.fit is None or not a.shape_fits:
+        return None
+    return (math.log(a.high) - math.log(a.low)) / (2 * float(stats.t.ppf(0.5 + a.confidence / 2, max(1, a.fit.df))))
+
+
+def fitted_gain(setting: Answer, baseline: Answer, between: Between) -> Gain:
+    """``setting``'s fitted capacity over ``baseline``'s, with the interval of the module docstring;
+    open (0, None) where either capacity's interval is."""
+    from scipy import stats
+
+    ok = setting.shape_fits and baseline.shape_fits
+    ck, c0 = (setting.estimate, baseline.estimate) if ok else (None, None)
+    ratio = ck / c0 if ck is not None and c0 is not None else None
+    sk, s0 = _log_se(setting), _log_se(baseline)
+    if ratio is None or sk is None or s0 is None:
+        return Gain(ratio, 0.0, None)
+    starts = 2 * between.sd ** 2
+    var = sk * sk + s0 * s0 + starts
+    half = float(stats.norm.ppf(0.5 + setting.confidence / 2)) * math.sqrt(var)
+    return Gain(ratio, ratio * math.exp(-half), ratio * math.exp(half), starts / var if var > 0 else 0.0)
 
 
 def gain(setting: Capacity, baseline: Capacity) -> Gain:
@@ -54,27 +101,26 @@ def _names(names: list[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
-def binding_clauses(capacities: Mapping[str, Capacity]) -> list[str]:
+def binding_clauses(bindings: Mapping[str, str | None]) -> list[str]:
     """``TPOT binds for no speculation and k=1``, one clause per binding metric, in its first
-    setting's order."""
+    setting's order (``bindings``: setting -> the metric that binds)."""
     groups: dict[str, list[str]] = {}
-    for name, cap in capacities.items():
-        if cap.binding is not None:
-            groups.setdefault(cap.binding, []).append(name)
+    for name, binding in bindings.items():
+        if binding is not None:
+            groups.setdefault(binding, []).append(name)
     return [f"{NAMES[m]} binds for {_names(names)}" for m, names in groups.items()]
 
 
-def headline(capacities: Mapping[str, Capacity], baseline: str, slo: str) -> str | None:
-    """The answer in one sentence: the setting with the largest gain, then the constraints that bind
-    elsewhere, e.g. ``EAGLE k=3 carries 1.62x [1.41, 1.80] the requests of no speculation under
-    slo=interactive; TTFT binds for k=5``. None without a setting beside the baseline."""
-    base = capacities[baseline]
-    gains = {n: gain(c, base) for n, c in capacities.items() if n != baseline}
+def headline(gains: Mapping[str, Gain], bindings: Mapping[str, str | None], baseline: str, slo: str) -> str | None:
+    """The answer in one sentence: the setting with the largest gain (``gains``: setting -> its gain
+    over ``baseline``), then the constraints that bind elsewhere (``bindings``: every setting's), e.g.
+    ``EAGLE k=3 carries 1.62x [1.41, 1.80] the requests of no speculation under slo=interactive; TTFT
+    binds for k=5``. None without a setting beside the baseline."""
     if not gains:
         return None
     best = max(gains, key=lambda n: (gains[n].ratio is not None, gains[n].ratio or 0.0, gains[n].low))
-    others = {n: c for n, c in capacities.items() if c.binding != capacities[best].binding}
-    clauses = binding_clauses(others) if others else binding_clauses({best: capacities[best]})
+    others = {n: b for n, b in bindings.items() if b != bindings.get(best)}
+    clauses = binding_clauses(others) if others else binding_clauses({best: bindings.get(best)})
     return "; ".join([gain_clause(best, gains[best], baseline, slo), *clauses])
 
 

@@ -63,10 +63,12 @@ def capacity_fits(settings: Mapping[str, tuple[Sequence[Run], Answer]], target: 
             ax.step(xs, ys, where="mid", color=colour, linestyle="--",
                     label=f"{name}: isotonic (the logistic shape does not fit)")
         if a.estimate is not None and a.shape_fits:
-            low = a.low if a.low is not None else min(rates)
-            high = a.high if a.high is not None else max(rates)
+            # an open end is drawn to the runs' range (or none, when the estimate lies beyond it)
+            low = a.low if a.low is not None else min(min(rates), a.estimate)
+            high = a.high if a.high is not None else max(max(rates), a.estimate)
+            words = (f"{a.low:.3g}" if a.low is not None else "open", f"{a.high:.3g}" if a.high is not None else "open")
             ax.errorbar([a.estimate], [target], xerr=[[a.estimate - low], [high - a.estimate]], fmt="D",
-                        color=colour, capsize=4, label=f"{name}: capacity {a.estimate:.3g} [{low:.3g}, {high:.3g}]")
+                        color=colour, capsize=4, label=f"{name}: capacity {a.estimate:.3g} [{words[0]}, {words[1]}]")
         elif a.isotonic is not None:
             ax.plot([a.isotonic], [target], "x", color=colour, label=f"{name}: isotonic capacity {a.isotonic:.3g}")
     ax.axhline(target, color="grey", linestyle="--", linewidth=1, label=f"target attainment {target:g}")

@@ -4,7 +4,7 @@ interval, what binds, any cliff, and the gain over no speculation with its inter
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -12,8 +12,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from llama4spec.analysis import capacity_fit as cf
 from llama4spec.analysis.capacity_search import NAMES, Capacity, Search, capacity
-from llama4spec.analysis.capacity_gain import describe, gain, headline
+from llama4spec.analysis.capacity_gain import (STARTS_DOMINATE, Between, Gain, describe, fitted_gain, gain,
+                                               headline)
 
 KIND = "llama4spec.capacity"
 
@@ -73,25 +75,89 @@ def _cpu(search: Search) -> float | None:
     return float(sum(values)) if values else None
 
 
+def _throughput_at(search: Search, rate: float | None) -> float | None:
+    """The output throughput (tok/s) at ``rate`` from the runs' means per rate probed, interpolated in
+    log rate between the two rates around it (the nearest one's beyond them)."""
+    means = sorted((p.rate, m) for p in search.probes if (m := _throughput(search, p.rate)) is not None)
+    if rate is None or not means:
+        return None
+    if rate <= means[0][0]:
+        return means[0][1]
+    for (x0, y0), (x1, y1) in zip(means, means[1:]):
+        if rate <= x1:
+            share = (np.log(rate) - np.log(x0)) / (np.log(x1) - np.log(x0))
+            return float(y0 + share * (y1 - y0))
+    return means[-1][1]
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A fitted search's answer (``capacity_fit.answer``) and where its search stands (``decide``)."""
+
+    answer: cf.Answer
+    decision: cf.Decision
+
+
+def _fitted_entry(name: str, search: Search, f: Fitted) -> dict[str, Any]:
+    """capacity.json's entry for a fitted search: the crossing with its interval, what binds (the
+    per-metric fits), the shape check and the isotonic estimate."""
+    a, d = f.answer, f.decision
+    fits = a.shape_fits and a.estimate is not None
+    rate, low, high = (a.estimate, a.low, a.high) if fits else (None, None, None)
+    notes = [] if a.shape_fits else [f"the logistic shape does not fit ({a.shape}); isotonic estimate "
+                                     f"{a.isotonic_words}"]
+    if a.shape_fits and a.estimate is None:
+        notes.append(f"no fitted crossing; isotonic estimate {a.isotonic_words}")
+    done = d.rate is None
+    return {"search": "fit", "rate": rate, "low": low, "high": high, "half_width": a.half_width if fits else None,
+            "confidence": a.confidence, "binding": a.binding, "per_metric": a.per_metric, "done": done,
+            "stopped": d.reason, "shape_fits": a.shape_fits, "shape": a.shape, "isotonic": a.isotonic,
+            "isotonic_words": a.isotonic_words, "dispersion": a.fit.dispersion if a.fit is not None else None,
+            "probes": len(search.probes), "runs": a.runs, "error_bound": 1 - a.confidence, "notes": notes,
+            "output_tps": [_throughput_at(search, low), _throughput_at(search, high)],
+            "output_tps_at": _throughput_at(search, rate),
+            "sentence": cf.describe(name, a) + ("" if done else f" (so far; {d.reason})")}
+
+
 def analyse(searches: Mapping[str, Search], baseline: str | None, slo: str,
-            missing: Mapping[str, str] | None = None) -> dict[str, Any]:
+            missing: Mapping[str, str] | None = None, fitted: Mapping[str, Fitted] | None = None,
+            between: Between | None = None) -> dict[str, Any]:
     """capacity.json: every setting's capacity, output throughput at its bounds, gain over
-    ``baseline`` (a key of ``searches``) and the load generator's CPU time; the headline."""
-    caps: dict[str, Capacity] = {name: capacity(s) for name, s in searches.items()}
-    settings = {}
+    ``baseline`` (a key of ``searches``) and the load generator's CPU time; the headline.
+    ``fitted``: the fitted searches' answers (those settings take the fit's; the others a
+    bisecting search's); ``between``: the between-start term their gains carry."""
+    fitted = dict(fitted or {})
+    between = between or Between(0.0, "none given")
+    settings: dict[str, dict[str, Any]] = {}
+    caps: dict[str, Capacity] = {}
     for name, s in searches.items():
-        c = caps[name]
-        g = gain(c, caps[baseline]) if baseline in caps and name != baseline else None
-        settings[name] = {**asdict(c), "output_tps": [_throughput(s, c.rate), _throughput(s, c.high)],
-                          "gain": asdict(g) if g is not None else None, "client_cpu_s": _cpu(s),
-                          "sentence": describe(name, c)}
-    line = headline(caps, baseline, slo) if baseline in caps else None
-    return {"kind": KIND, "version": 1, "slo": slo, "baseline": baseline, "headline": line, "settings": settings,
-            "missing": dict(missing or {})}
-
-
-def _rate(value: float | None) -> str:
-    return "-" if value is None else f"{value:g}"
+        if name in fitted:
+            settings[name] = _fitted_entry(name, s, fitted[name])
+            continue
+        c = caps[name] = capacity(s)
+        settings[name] = {"search": "bisect", **asdict(c), "low": c.rate,
+                          "output_tps": [_throughput(s, c.rate), _throughput(s, c.high)], "sentence": describe(name, c)}
+    gains: dict[str, Gain] = {}
+    if baseline in settings:
+        for name in settings:
+            if name == baseline:
+                continue
+            if name in fitted and baseline in fitted:
+                gains[name] = fitted_gain(fitted[name].answer, fitted[baseline].answer, between)
+            elif name in caps and baseline in caps:
+                gains[name] = gain(caps[name], caps[baseline])
+    for name, s in searches.items():
+        g = gains.get(name)
+        settings[name].update(gain=asdict(g) if g is not None else None, client_cpu_s=_cpu(s))
+        if g is not None and g.starts_share is not None and g.starts_share > STARTS_DOMINATE:
+            settings[name]["notes"] = [*settings[name]["notes"],
+                                       f"the gain is wide because of starts ({g.starts_share:.0%} of its variance "
+                                       f"is the between-start term): another start of each server would narrow it"]
+    line = headline(gains, {n: s["binding"] for n, s in settings.items()}, baseline, slo) \
+        if baseline in settings else None
+    return {"kind": KIND, "version": 2, "slo": slo, "baseline": baseline, "headline": line, "settings": settings,
+            "missing": dict(missing or {}),
+            "between": {"sd": between.sd, "source": between.source} if fitted else None}
 
 
 def _interval(low: float | None, high: float | None, digits: str = "g") -> str:
@@ -107,9 +173,24 @@ def rows(record: Mapping[str, Any]) -> list[list[str]]:
         g = s.get("gain")
         gain_text = "-" if g is None else (f"{g['ratio']:.2f}x " if g["ratio"] is not None else "? ") + \
             _interval(g["low"], g["high"], ".2f")
-        tps = s["output_tps"]
-        out.append([name, f"{_rate(s['rate'])} {_interval(s['rate'], s['high'])}",
-                    "-" if tps[0] is None else f"{tps[0]:.0f} {_interval(tps[0], tps[1], '.0f')}",
+        tps, digits = s["output_tps"], (".4g" if s.get("search") == "fit" else "g")
+        at = s.get("output_tps_at", tps[0])
+        if s.get("search") == "fit" and not s["shape_fits"]:
+            where = f"isotonic {s['isotonic']:.4g}" if s["isotonic"] is not None \
+                else f"isotonic {s['isotonic_words'].split(':')[0]}"
+            capacity_cell = f"- ({where}; the logistic shape does not fit)"
+        elif s.get("search") == "fit":
+            rate = "-" if s["rate"] is None else format(s["rate"], digits)
+            low = "open" if s["low"] is None else format(s["low"], digits)
+            high = "open" if s["high"] is None else format(s["high"], digits)
+            capacity_cell = f"{rate} [{low}, {high}]"
+        else:
+            rate = "-" if s["rate"] is None else format(s["rate"], digits)
+            capacity_cell = f"{rate} {_interval(s.get('low', s['rate']), s['high'], digits)}"
+        out.append([name, capacity_cell,
+                    "-" if at is None else f"{at:.0f} " + (
+                        _interval(tps[0], tps[1], ".0f") if s.get("search") != "fit" else
+                        "[" + ", ".join("open" if v is None else f"{v:.0f}" for v in tps) + "]"),
                     NAMES.get(s["binding"], "-") if s["binding"] else "-", gain_text,
                     f"{s['probes']} / {s['runs']}", "-" if s["client_cpu_s"] is None else f"{s['client_cpu_s']:.1f}"])
     return out
@@ -124,14 +205,13 @@ def markdown(record: Mapping[str, Any], images: Mapping[str, str]) -> str:
     lines = ["# Request capacity", ""]
     if record.get("headline"):
         lines += [f"**{record['headline']}.**", ""]
-    lines += [f"SLO: {record['slo']}. The request capacity is the largest request rate (open loop, Poisson "
-              f"arrivals) at which the SLO was shown to hold; its interval runs to the lowest rate shown to fail. "
-              f"The gain's interval takes the extremes of both intervals.", ""]
+    lines += [f"SLO: {record['slo']}. {method_words(record)}", ""]
     lines += ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(r) + " |" for r in rows(record)]
     lines.append("")
     for s in record["settings"].values():
         lines.append(f"- {s['sentence']}; error bound {s['error_bound']:.2g}")
+        lines += [f"  - {note}" for note in s["notes"] if s.get("search") == "fit" and note not in s["sentence"]]
     for name, why in record.get("missing", {}).items():
         lines.append(f"- {name}: not measured ({why})")
     lines += [f"- warning: {w}" for w in record.get("warnings") or []]
@@ -139,6 +219,25 @@ def markdown(record: Mapping[str, Any], images: Mapping[str, str]) -> str:
     for name, image in images.items():
         lines += [f"![latency against request throughput, {name}]({image})", ""]
     return "\n".join(lines)
+
+
+def method_words(record: Mapping[str, Any]) -> str:
+    """How the capacities and gains were found: the fitted curve's crossing, or the per-rate
+    verdicts, with the between-start term's size and source where a fitted gain carries it."""
+    kinds = {s.get("search", "bisect") for s in record["settings"].values()}
+    words = []
+    if "fit" in kinds:
+        b = record.get("between") or {}
+        words.append("The request capacity is the rate at which one logistic curve of attainment against log rate, "
+                     "fitted to every probe run of the server (quasi-binomial, the run as the unit), crosses the "
+                     "target; its interval is Fieller's with the runs' dispersion. The gain is the ratio of the "
+                     "crossings; its interval adds both capacities' log standard errors and a between-start term "
+                     f"for each server (log sd {b.get('sd', 0):.3g}: {b.get('source', 'none given')}).")
+    if "bisect" in kinds:
+        words.append("A bisecting search's capacity is the largest request rate (open loop, Poisson arrivals) at "
+                     "which the SLO was shown to hold; its interval runs to the lowest rate shown to fail, and its "
+                     "gain's interval takes the extremes of both intervals.")
+    return " ".join(words)
 
 
 def render(console: Console, record: Mapping[str, Any]) -> None:

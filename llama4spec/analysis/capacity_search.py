@@ -87,6 +87,8 @@ class Run:
     binding: str | None = None  # the metric whose attainment quantile is closest to (or over) its threshold
     output_throughput: float | None = None  # output tokens per second
     client_cpu_s: float | None = None  # the CPU time the load generator took (it shares the machine's cores)
+    # metric -> share of requests within that metric's threshold alone (not hashed: a dict)
+    per_metric: dict[str, float] | None = field(default=None, hash=False)
 
 
 def run_of(record: BenchRecord, thresholds: Mapping[str, float], target: float) -> Run:
@@ -102,7 +104,7 @@ def run_of(record: BenchRecord, thresholds: Mapping[str, float], target: float) 
     percent = round(100 * target, 6)
     quantiles = {m: record.percentile_ms(m, percent) for m in thresholds}
     return Run(attainment, record.requests_sent, binding_metric(quantiles, thresholds),
-               record.figure("output_throughput"), record.client_cpu_s)
+               record.figure("output_throughput"), record.client_cpu_s, record.shares_with_queue(thresholds))
 
 
 @dataclass(frozen=True)
@@ -197,6 +199,10 @@ def _run_problems(run: Run) -> list[str]:
         problems.append(f"a run's output throughput must be a number >= 0, not {run.output_throughput}")
     if run.client_cpu_s is not None and not (_number(run.client_cpu_s) and run.client_cpu_s >= 0):
         problems.append(f"a run's client CPU time must be a number >= 0, not {run.client_cpu_s}")
+    if run.per_metric is not None and not (isinstance(run.per_metric, Mapping) and all(
+            m in METRICS and _number(v) and 0 <= v <= 1 for m, v in run.per_metric.items())):
+        problems.append(f"a run's per-metric shares must map {', '.join(METRICS)} to numbers in [0, 1], "
+                        f"not {shown(run.per_metric)}")
     return problems
 
 
@@ -511,8 +517,8 @@ def from_json(data: Any, settings: Settings | None = None) -> Search:
         rate, runs, why = (probe.get(k) if isinstance(probe, Mapping) else None for k in ("rate", "runs", "why"))
         if not (_number(rate) and 0 < rate <= MAX_RATE) or any(p.rate == rate for p in kept):
             raise UserError(f"search.json: probe {i} has no usable rate of its own ({shown(rate)})")
-        if not isinstance(runs, list) or not runs or len(runs) > RUNS_CAP:
-            raise UserError(f"search.json: probe {i} needs a list of 1 to {RUNS_CAP} runs")
+        if not isinstance(runs, list) or not runs or len(runs) > MAX_PROBES:  # a fitted search repeats rates
+            raise UserError(f"search.json: probe {i} needs a list of 1 to {MAX_PROBES} runs")
         read = []
         for run in runs:
             if not isinstance(run, Mapping) or not set(run) <= set(Run.__dataclass_fields__) or "attainment" not in run \

@@ -193,7 +193,10 @@ def capacity_view(part: CapacityPart) -> dict[str, Any]:
     r = part.record
     table = Table(f"request capacity under {r['slo']}", list(capacity_report.PAGE_HEADER),
                   capacity_report.page_rows(r), [False, True, True, False, False, True, True, True])
-    lines = [f"{s['sentence']}; error bound {s['error_bound']:.2g}" for s in r["settings"].values()]
+    lines = [capacity_report.method_words(r)]
+    for s in r["settings"].values():
+        lines.append(f"{s['sentence']}; error bound {s['error_bound']:.2g}")
+        lines += [note for note in s["notes"] if s.get("search") == "fit" and note not in s["sentence"]]
     return {"id": part.id, "headline": r.get("headline") or "", "slo": capacity_report.slo_lines(
         r.get("thresholds") or {}, r.get("resolved") or {}), "table": table, "lines": lines,
         "missing": list((r.get("missing") or {}).items()), "figures": part.figures,

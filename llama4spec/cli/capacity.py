@@ -20,7 +20,7 @@ NAME = "capacity"  # the runbook's name: runs/capacity/<timestamp>
 STEP_ID = "capacity"
 SOURCE = Path("<capacity>")
 # option -> the step's key (the same reader and bounds as a runbook's)
-KEYS = {"start_rate": "--start-rate", "max_rate": "--max-rate", "precision": "--precision",
+KEYS = {"search": "--search", "start_rate": "--start-rate", "max_rate": "--max-rate", "precision": "--precision",
         "min_probe_runs": "--min-probe-runs", "max_probe_runs": "--max-probe-runs", "max_probes": "--max-probes",
         "duration_s": "--duration-s", "confirm": "--confirm"}
 
@@ -67,16 +67,21 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                         "settings compared, the rest (the SLO among them: slo=interactive) apply to every server")
     p.add_argument("--start-rate", type=float, metavar="RPS", help="the first request rate probed (default 1)")
     p.add_argument("--max-rate", type=float, metavar="RPS", help="no probe above this rate (default 10000)")
+    p.add_argument("--search", choices=("fit", "bisect"),
+                   help="fit (default): each run at the crossing of one curve of attainment against the rate fitted "
+                        "to every run; bisect: a verdict at each rate, bisecting between them")
     p.add_argument("--precision", type=float, metavar="X",
-                   help="stop bisecting when the highest rate that holds is within X of the lowest that fails "
-                        "(relative; default 0.05)")
-    p.add_argument("--min-probe-runs", type=int, metavar="N", help="runs every probed rate gets (default 2)")
-    p.add_argument("--max-probe-runs", type=int, metavar="N", help="the most runs a probed rate gets (default 6)")
-    p.add_argument("--max-probes", type=int, metavar="N", help="rates a search may probe (default and most 64)")
+                   help="fit: stop when the capacity's 95%% interval is within +-X of it (in (0, 1), default 0.10); "
+                        "bisect: stop when the highest rate that holds is within X of the lowest that fails (default 0.05)")
+    p.add_argument("--min-probe-runs", type=int, metavar="N", help="bisect: runs every probed rate gets (default 2)")
+    p.add_argument("--max-probe-runs", type=int, metavar="N", help="bisect: the most runs a probed rate gets (default 6)")
+    p.add_argument("--max-probes", type=int, metavar="N",
+                   help="fit: the most runs a search makes; bisect: the most rates it probes (default and most 64)")
     p.add_argument("--duration-s", type=float, metavar="S",
                    help="each run sends at least S x rate requests (default 30, at most 3600)")
     p.add_argument("--confirm", type=float, metavar="X",
-                   help="after the search, one probe at X times the lowest failing rate checks for a cliff (default 1.5)")
+                   help="bisect: after the search, one probe at X times the lowest failing rate checks for a cliff "
+                        "(default 1.5)")
     p.add_argument("--dry-run", action="store_true", help="print the full plan (argv, env, artifacts) and start nothing")
     p.add_argument("--force", action="store_true", help="start even when the doctor reports an error")
     p.add_argument("--runs-dir", type=Path, default=RUNS_DIR, metavar="DIR", help="where run records go (default: runs/)")

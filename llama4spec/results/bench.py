@@ -224,6 +224,26 @@ class BenchRecord:
             good += all(seen[m] <= limit / 1000.0 for m, limit in thresholds.items() if m in seen)
         return good / len(columns[0])
 
+    def shares_with_queue(self, thresholds: Mapping[str, float]) -> dict[str, float] | None:
+        """Per bounded metric, the share of requests sent within that metric's threshold alone (the
+        client's wait counted, as ``attainment_with_queue``; a failed request is a miss). None when
+        the run kept no per-request data."""
+        data = self.result or {}
+        columns = [data.get(k) for k in ("ttfts", "latencies", "output_lens", "queue_times", "errors")]
+        if not all(isinstance(c, list) for c in columns) or len({len(c) for c in columns}) != 1 or not columns[0]:
+            return None
+        good = {m: 0 for m in thresholds if m in ("ttft", "tpot", "e2el")}
+        for ttft, latency, tokens, queue, error in zip(*columns):
+            if any(number(v) is None for v in (ttft, latency, tokens, queue)):
+                return None
+            if error or latency <= 0:
+                continue
+            tpot = (latency - ttft) / (tokens - 1) if tokens > 1 else 0.0
+            seen = {"ttft": queue + ttft, "tpot": tpot, "e2el": queue + latency}
+            for m in good:
+                good[m] += seen[m] <= thresholds[m] / 1000.0
+        return {m: n / len(columns[0]) for m, n in good.items()}
+
     def figures(self) -> dict[str, Any]:
         """The figures a run summary shows."""
         out: dict[str, Any] = {k: (self.result or {})[k] for k in FIGURES if k in (self.result or {})}

@@ -20,7 +20,15 @@ from llama4spec.errors import UserError
 from llama4spec.files import json_or_none, number, plain, write_atomic, write_json
 from llama4spec.results import bench as bench_record
 from llama4spec.analysis import capacity_report, plots
-from llama4spec.analysis.capacity_search import METRICS, Search, capacity, from_json
+from llama4spec.analysis.capacity_gain import Between
+from llama4spec.analysis.capacity_search import METRICS, Search, from_json
+from llama4spec.analysis.decide import BETWEEN_SD
+
+# The between-start term a fitted gain carries until a noise estimate is passed in: the constant the
+# sweeps use, a log sd of throughput between server starts, taken for a capacity (not measured for one).
+DEFAULT_BETWEEN = Between(BETWEEN_SD, "analysis.decide.BETWEEN_SD, the between-start log sd of throughput measured "
+                                      "with the tiny pair by benchmarks/spreads.py, taken for capacity (not measured "
+                                      "for it)")
 
 PROBES = "probes"  # a search step's probe directories, under its own
 SEARCH = "search.json"
@@ -127,11 +135,13 @@ def reference_warnings(basis: Mapping[str, Any], medians: Mapping[str, float] | 
 
 
 def analyse(settings: list[Setting], baseline: str | None, failures: Mapping[str, str] | None = None,
-            strict: bool = False, reference: Any = None) -> Found:
+            strict: bool = False, reference: Any = None, between: Between = DEFAULT_BETWEEN) -> Found:
     """Read every setting's search.json and analyse them; ``baseline``: the search step of no
     speculation; ``reference``: the medians (``medians_of``) of the bench step a relative SLO
     names, as its record is now. A search.json that is there but not one (cut short, altered) is
-    a setting not measured, or with ``strict`` (``report``) a UserError naming the file and the fix."""
+    a setting not measured, or with ``strict`` (``report``) a UserError naming the file and the fix.
+    A search recorded as fitted (``search: fit``) is refitted from its runs; ``between``: the
+    between-start term its gain carries."""
     searches: dict[str, Search] = {}
     missing: dict[str, str] = {}
     recorded: dict[str, dict[str, Any]] = {}
@@ -146,7 +156,8 @@ def analyse(settings: list[Setting], baseline: str | None, failures: Mapping[str
     first = next(iter(recorded.values()), {"thresholds": {}, "slo": {}})
     slo = capacity_report.slo_words(first["thresholds"], first["slo"])
     name = next((s.name for s in settings if s.id == baseline), None)
-    record = capacity_report.analyse(searches, name, slo, missing)
+    fitted = {n: fitted_answer(search) for n, search in searches.items() if recorded[n].get("fit")}
+    record = capacity_report.analyse(searches, name, slo, missing, fitted, between)
     record["thresholds"] = first["thresholds"]
     record["resolved"] = first["slo"]
     record["warnings"] = reference_warnings(first["slo"], reference)
@@ -164,7 +175,7 @@ def write(found: Found, files: Mapping[str, Path], console: Console) -> str:
         percent = round(100 * search.settings.target, 6)
         thresholds = found.slos[s.name]["thresholds"]
         runs = probe_runs(s.dir, search, list(thresholds), percent)
-        plots.latency_vs_throughput(s.name, runs, thresholds, percent, capacity(search).rate, path)
+        plots.latency_vs_throughput(s.name, runs, thresholds, percent, found.record["settings"][s.name]["rate"], path)
         images[s.name] = path.name
     text = capacity_report.markdown(found.record, images) + fitted_section(found, files["report"].parent)
     write_atomic(files["report"], text)
@@ -174,25 +185,45 @@ def write(found: Found, files: Mapping[str, Path], console: Console) -> str:
 
 
 def fit_runs(search: Search) -> list[cf.Run]:
-    """Every run of a search's probes, the run as the unit."""
-    return [cf.Run(p.rate, r.attainment * r.requests, r.requests) for p in search.probes for r in p.runs]
+    """Every run of a search's probes, the run as the unit (with its per-metric shares when recorded)."""
+    return [cf.Run(p.rate, r.attainment * r.requests, r.requests, r.per_metric) for p in search.probes for r in p.runs]
+
+
+def fitted_settings(search: Search) -> cf.Settings:
+    """A fitted search's settings from those its search.json recorded (the probe budget is
+    ``max_probes`` runs)."""
+    s = search.settings
+    return cf.Settings(start=min(max(s.start, cf.MIN_RATE), s.cap), target=s.target,
+                       precision=s.precision if 0 < s.precision < 1 else cf.PRECISION, confidence=s.confidence,
+                       max_runs=max(s.max_probes, cf.MIN_FIT_RUNS), cap=s.cap)
+
+
+def fitted_answer(search: Search) -> capacity_report.Fitted:
+    """A fitted search refitted from its runs: its answer and where it stands."""
+    settings, runs = fitted_settings(search), fit_runs(search)
+    return capacity_report.Fitted(cf.answer(settings, runs), cf.decide(settings, runs))
 
 
 def fitted_section(found: Found, where: Path) -> str:
-    """The fitted searches' answers (refitted from their runs) as a markdown section, their curves
-    drawn into ``where / FIT_FIGURE``; "" when no search was fitted."""
-    fitted = {}
+    """Every setting's runs against the rate, with the fitted curves where a search was fitted, drawn
+    into ``where / FIT_FIGURE``, as a markdown section; "" without a setting measured."""
+    drawn = {}
     for name, search in found.searches.items():
+        runs = fit_runs(search)
         if found.slos.get(name, {}).get("fit"):
+            drawn[name] = (runs, fitted_answer(search).answer)
+        else:
             s = search.settings
-            runs = fit_runs(search)
-            fitted[name] = (runs, cf.answer(cf.Settings(start=s.start, target=s.target, confidence=s.confidence), runs))
-    if not fitted:
+            drawn[name] = (runs, cf.answer(cf.Settings(start=s.start, target=s.target, confidence=s.confidence), runs))
+    if not drawn:
         return ""
     target = next(iter(found.searches.values())).settings.target
-    capacity_fits(fitted, target, where / FIT_FIGURE)
-    lines = ["", "## Capacity from the fitted curves", ""]
-    lines += [f"- {cf.describe(name, a)}" for name, (_, a) in fitted.items()]
+    capacity_fits(drawn, target, where / FIT_FIGURE)
+    lines = ["", "## Attainment against the request rate", "",
+             "Every run as a point; the logistic curve fitted to a setting's runs with its pointwise "
+             f"{next(iter(drawn.values()))[1].confidence:.0%} band, or its isotonic curve (dashed) where the logistic "
+             "shape does not fit; the target as a dashed line and each capacity's interval on it.", ""]
+    lines += [f"- {cf.describe(name, a)}" for name, (_, a) in drawn.items()]
     return "\n".join([*lines, "", f"![attainment against rate]({FIT_FIGURE})", ""])
 
 

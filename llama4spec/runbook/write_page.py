@@ -128,6 +128,12 @@ def _capacity(source: merge.Source, step: Mapping[str, Any], secrets: tuple[str,
                                     reference=merge.reference_medians([source], settings))
     sid = str(step["id"])
     figures = []
+    if found.searches:  # every setting's runs against the rate, with the fitted curves
+        title = "attainment against request rate, every setting"
+        try:
+            figures.append(html_page.Figure(title, read_bytes(source.dir / sid / capacity_report.FIT_FIGURE, PLOT)))
+        except Unreadable as err:
+            figures.append(html_page.Figure(title, None, note=str(err)))
     for s in settings:
         if s.name not in found.searches:
             continue

@@ -2,11 +2,12 @@
 
 Small settings: the command line's ``lookahead=3`` makes EAGLE k=1 and k=3 one server, so three
 servers start (the baseline measured at concurrency 1, then no speculation and EAGLE k=3, each
-searched); outputs of 16 tokens, an attainment of 0.8 (fewer requests a run decide a verdict), and
-a copy of the runbook with a coarse precision (1.0: bracketing only), a start rate of 16 req/s, runs
-of at least 3 s (and the requests a verdict needs), at most 4 probes of 1 to 3 runs and no confirming probe, so a search on a loaded machine (attainment
-is noisy there) stays within 12 runs. The run's records are then checked against each other, and
-``--resume`` must start no server.
+searched); outputs of 16 tokens, an attainment of 0.8 (fewer requests a run), and a copy of the
+runbook with the fitted search (the default) at a coarse precision (+-50%), a start rate of 16
+req/s, runs of at least 3 s and a budget of 8 runs a server, so a search on a loaded machine
+(attainment is noisy there) stays within 8 runs. The run's records are then checked against each
+other (each run's per-metric shares against its attainment, the report's capacity against the fit
+search.json recorded), and ``--resume`` must start no server.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ def capacity_run(tmp_path_factory, tiny_dir) -> tuple[Path, Path, list[str], flo
     work = tmp_path_factory.mktemp("capacity")
     text = (REPO / "runbooks" / "tiny_cpu_capacity.yaml").read_text()
     text = text.replace("start_rate: 8", "start_rate: 16").replace("duration_s: 5", "duration_s: 3").replace(
-        "precision: 0.1", "search: bisect\n    precision: 1.0\n    confirm: null\n    max_probes: 4\n    max_probe_runs: 3")
+        "precision: 0.1", "precision: 0.5").replace("max_probes: 24", "max_probes: 8")
+    assert all(key in text for key in ("start_rate: 16", "duration_s: 3", "precision: 0.5", "max_probes: 8"))
     runbook = work / "tiny_cpu_capacity.yaml"
     runbook.write_text(text)
     args = [*SMALL, f"serve.port={free_port()}"]
@@ -52,8 +54,9 @@ def test_every_probe_run_is_in_search_json_and_on_disk(capacity_run) -> None:
     searches = _searches(run_dir)
     assert list(searches) == ["capacity-none-search", "capacity-tiny_eagle-search"]
     for sid, data in searches.items():
-        assert data["next"]["rate"] is None and data["capacity"]["done"], (sid, data["next"])
-        assert 1 <= len(data["probes"]) <= 4 and all(p["why"] for p in data["probes"])
+        assert data["search"] == "fit" and data["fit"]["next"]["rate"] is None, (sid, data["fit"]["next"])
+        assert data["fit"]["next"]["stop"] in ("precision", "budget", "cap", "floor", "shape")
+        assert 1 <= sum(len(p["runs"]) for p in data["probes"]) <= 8 and all(p["why"] for p in data["probes"])
         for probe in data["probes"]:
             where = run_dir / sid / "probes" / f"rate={probe['rate']:g}"
             record = json.loads((where / "record.json").read_text())
@@ -65,6 +68,10 @@ def test_every_probe_run_is_in_search_json_and_on_disk(capacity_run) -> None:
                 assert "--max-concurrency" not in argv and float(argv[argv.index("--request-rate") + 1]) == probe["rate"]
                 assert run["result"]["completed"] + run["result"]["failed"] == kept["requests"]
                 assert kept["client_cpu_s"] is not None and kept["client_cpu_s"] > 0  # the load generator's CPU time
+                # each bounded metric's share of good requests: a request good under every threshold is good under each
+                shares = kept["per_metric"]
+                assert set(shares) == set(data["thresholds"]) and all(0 <= v <= 1 for v in shares.values())
+                assert kept["attainment"] <= min(shares.values()) + 1e-12, (kept, shares)
                 # the run's binding constraint: its P80 (the SLO's attainment) highest against its threshold
                 ratios = {m: run["result"][f"p80_{m}_ms"] / t for m, t in data["thresholds"].items()
                           if isinstance(run["result"].get(f"p80_{m}_ms"), (int, float))}
@@ -87,36 +94,32 @@ def test_the_slo_is_resolved_from_the_baselines_medians(capacity_run) -> None:
         assert goodput
 
 
-def test_the_interval_brackets_the_recorded_rates_and_the_gain_has_one(capacity_run) -> None:
+def test_the_report_gives_the_fits_capacity_and_the_gain_has_an_interval(capacity_run) -> None:
     _, run_dir, _, _ = capacity_run
     report = json.loads((run_dir / "capacity" / "capacity.json").read_text())
     searches = _searches(run_dir)
     for name, sid in (("no speculation", "capacity-none-search"), ("EAGLE k=3", "capacity-tiny_eagle-search")):
-        setting, probes = report["settings"][name], searches[sid]["probes"]
-        low, high = setting["rate"], setting["high"]
-        held = [p["rate"] for p in probes if p["verdict"] in ("holds", "leans to holding")]
-        failed = [p["rate"] for p in probes if p["verdict"] in ("fails", "leans to failing")]
-        assert (low is None) == (not [r for r in held if high is None or r < high]) and (high is None) == (not failed)
-        if low is not None:  # the highest rate that held below the first failure
-            assert low in held and all(r <= low for r in held if high is None or r < high)
-        if high is not None:  # the lowest rate that failed
-            assert high in failed and all(r >= high for r in failed) and (low is None or low < high)
-        # the binding constraint is the one named by most runs at U (at L when nothing failed), whatever
-        # rates this machine carries; each run's is checked against its own percentiles beside
-        where = high if high is not None else low
-        probe = next((p for p in probes if p["rate"] == where), None)
-        assert (probe is None) == (where is None)
-        named = [r["binding"] for r in probe["runs"] if r["binding"]] if probe else []
-        assert setting["binding"] == (max(reversed(named), key=named.count) if named else None)
-        assert setting["binding"] in ("ttft", "tpot", None)
+        setting, fit = report["settings"][name], searches[sid]["fit"]
+        runs = sum(len(p["runs"]) for p in searches[sid]["probes"])
+        assert setting["search"] == "fit" and setting["runs"] == fit["runs"] == runs
+        # the report refits the runs search.json holds: the same crossing the search recorded after its last run
+        if fit["shape_fits"] and fit["estimate"] is not None:
+            assert setting["rate"] == pytest.approx(fit["estimate"], rel=1e-9)
+            low, high = setting["low"], setting["high"]
+            assert (low is None or low <= setting["rate"]) and (high is None or setting["rate"] <= high)
+        else:  # the shape did not fit or no crossing: said, with the isotonic estimate
+            assert setting["rate"] is None and "isotonic estimate" in " ".join(setting["notes"])
+        assert setting["binding"] == fit["binding"] and setting["binding"] in ("ttft", "tpot", None)
         assert (run_dir / "capacity" / f"latency-{sid}.png").stat().st_size > 1000
-    gain = report["settings"]["EAGLE k=3"]["gain"]  # an interval, open above when a bound is missing
-    assert set(gain) == {"ratio", "low", "high"} and gain["low"] >= 0
+    assert (run_dir / "capacity" / "capacity-fit.png").stat().st_size > 1000
+    gain = report["settings"]["EAGLE k=3"]["gain"]  # an interval, open where a capacity's is
+    assert set(gain) == {"ratio", "low", "high", "starts_share"} and gain["low"] >= 0
     if gain["ratio"] is not None:
         assert gain["low"] <= gain["ratio"] and (gain["high"] is None or gain["ratio"] <= gain["high"])
-    assert report["headline"].startswith("EAGLE k=3 carries ") and "[" in report["headline"]
+    assert report["between"]["source"].startswith("analysis.decide.BETWEEN_SD")
     md = (run_dir / "capacity" / "report.md").read_text()
-    assert report["headline"] in md and "| EAGLE k=3 |" in md
+    assert "| EAGLE k=3 |" in md and "](capacity-fit.png)" in md
+    assert report["headline"].startswith("EAGLE k=3 carries ") and report["headline"] in md
     assert "Request capacity" in (run_dir / "summary.md").read_text()
 
 

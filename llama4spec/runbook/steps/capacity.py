@@ -2,7 +2,8 @@
 request rate at which the SLO holds) and its gain over no speculation.
 
 Its matrix (server settings only, as a sweep's: draft, lookahead, ...) expands, per server, into a
-serve step, a ``search`` step (open-loop probes chosen by ``analysis.capacity_search``) and a stop step; this
+serve step, a ``search`` step (open-loop probes placed by ``analysis.capacity_fit``, or with ``search:
+bisect`` by ``analysis.capacity_search``) and a stop step; this
 step then reads every search.json and writes the answer: per server the request capacity in req/s
 and output tok/s with its interval, the binding constraint, any cliff, and the gain over no
 speculation with its interval (``analysis.capacity_gain``), as report.md, capacity.json and a
@@ -48,7 +49,7 @@ class Keys:
     extra_args: list[str] = fields.texts()  # more `vllm bench serve` flags, for every probe
     start_rate: float = fields.number(1.0, 0, cap.MAX_RATE, above=True)  # req/s: the first rate probed
     max_rate: float = fields.number(cap.MAX_RATE, 0, cap.MAX_RATE, above=True)  # req/s: no probe goes above it
-    search: str = fields.choice("bisect", "fit")  # bisect: a verdict a rate; fit: runs at one fitted curve's crossing
+    search: str = fields.choice("fit", "bisect")  # fit: runs at one fitted curve's crossing; bisect: a verdict a rate
     # fit: stop when the interval's half-width is at most this x the capacity (default 0.10);
     # bisect: stop when U / L - 1 is at most this (default 0.05)
     precision: float | None = fields.number(None, 0.01, 1, optional=True)
@@ -74,15 +75,20 @@ class Keys:
 
 
 def settings_problems(keys: Keys, target: float = 0.95) -> list[str]:
-    """Every problem of the search settings the keys give (``capacity_fit.settings_problems`` for a
-    fitted search, ``capacity.settings_problems`` for a bisecting one)."""
-    if keys.search == "fit":
-        return cf.settings_problems(fit_settings(keys, target))
-    return cap.settings_problems(cap.Settings(start=keys.start_rate, target=target,
-                                              precision=keys.precision or cap.PRECISION,
-                                              cap=keys.max_rate, min_runs=keys.min_probe_runs,
-                                              max_runs=keys.max_probe_runs, max_probes=keys.max_probes,
-                                              confidence=keys.confidence, confirm=keys.confirm))
+    """Every problem of the search settings the keys give: the rates, runs and probes as a bisecting
+    search reads them (``capacity.settings_problems``), and for a fitted search (the default) its
+    precision, confidence and probe budget (``capacity_fit.settings_problems``)."""
+    fitted = keys.search == "fit"
+    default = cf.PRECISION if fitted else cap.PRECISION
+    problems = cap.settings_problems(cap.Settings(start=keys.start_rate, target=target,
+                                                  precision=keys.precision or default,
+                                                  cap=keys.max_rate, min_runs=keys.min_probe_runs,
+                                                  max_runs=keys.max_probe_runs, max_probes=keys.max_probes,
+                                                  confidence=keys.confidence, confirm=keys.confirm))
+    if not fitted:
+        return problems
+    own = [p for p in cf.settings_problems(fit_settings(keys, target)) if not p.startswith(("the rates", "the start"))]
+    return [*(p for p in problems if not p.startswith("the precision")), *own]
 
 
 def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> None:

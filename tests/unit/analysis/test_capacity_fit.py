@@ -147,3 +147,16 @@ def test_the_binding_metric_is_the_one_crossing_the_target_first() -> None:
     assert a.per_metric["ttft"] == pytest.approx(CAPACITY, rel=0.02)
     assert a.per_metric["tpot"] == pytest.approx(CAPACITY / 0.8, rel=0.02)
     assert a.per_metric["e2el"] is None  # met the target in every run: it does not bind
+
+
+def test_runs_go_no_lower_than_the_lowest_rate_probed_when_the_fit_extrapolates() -> None:
+    """Runs measured on a disturbed machine (attainment low at every rate but the first): the flat fit's
+    crossing lies far below every rate probed; the next run stays at the lowest rate probed instead of
+    walking down, each run longer than the last."""
+    s = cf.Settings(start=8.0, target=0.9)
+    seen = [(8.0, 0.925, 40), (15.97, 0.45, 80), (11.3, 0.719, 57), (8.2, 0.537, 41), (4.647, 0.387, 31),
+            (2.328, 0.742, 31)]
+    runs = [cf.Run(r, round(a * n), n) for r, a, n in seen]
+    estimate = cf.crossing(cf.fit(runs), 0.9, 0.95)[0]
+    assert estimate is not None and estimate < 2.328 / 2  # the fit extrapolates below the rates probed
+    assert cf.decide(s, runs).rate == cf.snap(s, 2.328)

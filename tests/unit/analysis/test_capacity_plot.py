@@ -33,3 +33,14 @@ def test_every_setting_is_drawn_with_its_curve_band_and_interval(tmp_path) -> No
     assert "EAGLE k=5: isotonic (the logistic shape does not fit)" in labels
     assert not any(label.startswith("EAGLE k=5: fitted") for label in labels)
     assert "target attainment 0.9" in labels
+
+
+def test_an_open_interval_around_an_estimate_beyond_the_runs_is_drawn(tmp_path) -> None:
+    """Runs that all but held: the fitted crossing lies above every rate probed and its interval is open
+    (as a short search on a noisy machine leaves it); the figure is drawn and says 'open'."""
+    runs = [cf.Run(16.0, 48, 48), cf.Run(22.78, 64, 69), *(cf.Run(32.44, a, 98) for a in (51, 98, 98)),
+            cf.Run(25.63, 77, 77), *(cf.Run(28.83, a, 87) for a in (87, 84))]
+    a = cf.answer(cf.Settings(start=16.0, target=0.8), runs)
+    assert a.estimate is not None and a.estimate > 32.44 and (a.low is None or a.high is None)
+    labels = capacity_fits({"no speculation": (runs, a)}, 0.8, tmp_path / "open.png")
+    assert any(label.startswith(f"no speculation: capacity {a.estimate:.3g} [") and "open" in label for label in labels)

@@ -30,7 +30,7 @@ def _runbook(tmp_path: Path, keys: str) -> Path:
 @pytest.mark.parametrize("keys,expected", [
     ("search: fit\n    precision: 1", "precision must lie in (0, 1)"),
     ("search: fit\n    precision: 0", "'precision' must be a number from 0.01 up to 1"),
-    ("search: nope", "'search' must be one of bisect, fit"),
+    ("search: nope", "'search' must be one of fit, bisect"),
 ])
 def test_bad_fitted_search_keys_are_one_line_each(tmp_path: Path, keys: str, expected: str) -> None:
     with pytest.raises(UserError) as info:
@@ -57,7 +57,7 @@ def test_the_fitted_search_moves_to_the_crossing_and_records_the_fit() -> None:
     search = cap.Search(search_step.settings_of(keys, 0.9))
     seen = []
     while (rate := search_step.next_move(keys, search)[0]) is not None and len(seen) < 40:
-        search = search_step.add_run(search, rate, _measured(rate))
+        search = search_step.add_run(search, rate, _measured(rate), "why")
         seen.append(rate)
     assert 5 <= len(seen) < 40 and len(seen) > len(search.probes)  # rates repeat: the run is the unit
     record = search_step.document(search, {}, {"ttft": 60.0}, {}, keys)
@@ -70,9 +70,34 @@ def test_the_report_refits_the_fitted_searches_and_draws_them(tmp_path: Path) ->
     keys = search_step.Keys(search="fit", start_rate=8.0, precision=0.1)
     search = cap.Search(search_step.settings_of(keys, 0.9))
     while (rate := search_step.next_move(keys, search)[0]) is not None:
-        search = search_step.add_run(search, rate, _measured(rate))
+        search = search_step.add_run(search, rate, _measured(rate), "why")
     found = Found({}, {"no speculation": search, "EAGLE k=3": search},
                   {"no speculation": {"fit": True}, "EAGLE k=3": {"fit": False}})
     text = fitted_section(found, tmp_path)
-    assert "- no speculation: request capacity" in text and "EAGLE k=3" not in text
-    assert f"]({FIT_FIGURE})" in text and "no speculation: fitted curve" in png_series(tmp_path / FIT_FIGURE)
+    assert "- no speculation: request capacity" in text and "- EAGLE k=3:" in text  # every setting on the figure
+    series = png_series(tmp_path / FIT_FIGURE)
+    assert f"]({FIT_FIGURE})" in text and "no speculation: fitted curve" in series and "EAGLE k=3: runs" in series
+
+
+def test_search_json_reads_back_every_run_a_fitted_search_repeats_at_one_rate() -> None:
+    keys = search_step.Keys(start_rate=8.0)  # the fitted search: the default
+    settings = search_step.settings_of(keys, 0.9)
+    search = cap.Search(settings)
+    for i in range(30):  # more runs at one rate than a bisecting probe takes (RUNS_CAP)
+        search = search_step.add_run(search, 8.0, cap.Run(0.9, 100, per_metric={"ttft": 0.95, "tpot": 0.9}), "w")
+    assert 30 > cap.RUNS_CAP
+    back = cap.from_json(search_step.document(search, {}, {"ttft": 60.0, "tpot": 20.0}, {}, keys), settings)
+    assert back.probes == search.probes and back.probes[0].runs[0].per_metric == {"ttft": 0.95, "tpot": 0.9}
+
+
+def test_shares_per_metric_are_read_from_each_request() -> None:
+    from llama4spec.results.bench import BenchRecord
+
+    result = {"ttfts": [0.01, 0.05, 0.02, 0.01], "latencies": [0.2, 0.3, 0.9, 0.0], "output_lens": [11, 11, 11, 11],
+              "queue_times": [0.0, 0.0, 0.0, 0.0], "errors": ["", "", "", "boom"]}
+    record = BenchRecord(label="x", returncode=0, result=result)
+    shares = record.shares_with_queue({"ttft": 30.0, "tpot": 50.0})
+    # TTFT <= 30 ms: requests 0 and 2; TPOT <= 50 ms: 0 (19 ms) and 1 (25 ms), 2 is 88 ms; 3 failed: a miss
+    assert shares == {"ttft": 0.5, "tpot": 0.5}
+    assert record.attainment_with_queue({"ttft": 30.0, "tpot": 50.0}) == 0.25
+    assert BenchRecord(label="x", returncode=0, result={}).shares_with_queue({"ttft": 1.0}) is None

@@ -19,6 +19,7 @@ from llama4spec.runbook.render import plan_text
 from llama4spec.runbook.steps import search as search_step
 from llama4spec.analysis import capacity_search as cap
 from llama4spec.tiny.paths import tiny_root
+from tests.recorded_runs import simulated_search
 from tests.helpers import REPO
 
 RUN_DIR = Path("runs/RUNBOOK/TIMESTAMP")
@@ -109,6 +110,10 @@ TINY_ARGS = ["draft=none,tiny_eagle", "target=tiny", "memory=cpu", "bench=random
     (["slo=interactive", "--start-rate", "20000"], "--start-rate must be a number above 0 up to 10000"),
     (["slo=interactive", "--duration-s", "7200"], "--duration-s must be a number above 0 up to 3600"),
     (["slo=interactive", "--min-probe-runs", "5", "--max-probe-runs", "3"], "runs per probe must satisfy"),
+    (["slo=interactive", "--precision", "0"], "--precision must be a number from 0.01 up to 1"),
+    (["slo=interactive", "--precision", "1.5"], "--precision must be a number from 0.01 up to 1"),
+    (["slo=interactive", "--precision", "1"], "precision must lie in (0, 1): the capacity interval's half-width"),
+    (["slo=interactive", "--max-probes", "3"], "the probe budget must be 5 to 1000 runs, not 3"),
     (["slo.relative_to=nosuch", "slo.ttft=3"], "slo.relative_to 'nosuch' is unknown step; name the id of a bench step"),
     (["slo=interactive", "bench.max_concurrency=1,4"], "a capacity step's matrix varies the server"),
 ])
@@ -132,7 +137,8 @@ def test_relative_to_a_step_that_is_no_bench_is_refused(tmp_path: Path) -> None:
 def test_capacity_keys_in_a_runbook_are_bounded(tmp_path: Path) -> None:
     path = tmp_path / "rb.yaml"
     text = TINY.read_text().replace("start_rate: 8", "start_rate: 0").replace("duration_s: 5", "duration_s: -1")
-    path.write_text(text.replace("precision: 0.1", "precision: 0.1\n    confirm: 0.5\n    max_probes: 65"))
+    path.write_text(text.replace("precision: 0.1", "precision: 0.1\n    confirm: 0.5").replace("max_probes: 24",
+                                                                                              "max_probes: 65"))
     with pytest.raises(UserError) as info:
         _plan(path)
     words = ["'start_rate' must be a number above 0", "'duration_s' must be a number above 0",
@@ -177,12 +183,12 @@ def test_thresholds_are_the_multiples_of_the_baselines_medians_and_resume_reuses
     assert basis["relative_to"] == "bench_baseline" and basis["medians"] == {"ttft": 20.0, "tpot": 10.0}
     settings = search_step.settings_of(p.step.keys, 0.9)
     identity = search_step._identity(plan, p, thresholds)
-    done = _simulate(settings, 5.0)
+    done = simulated_search(p.step.keys, 5.0)  # the fitted search, the default
     p.artifacts["search"].parent.mkdir(parents=True)
-    p.artifacts["search"].write_text(json.dumps(search_step.document(done, identity, thresholds, basis)))
+    p.artifacts["search"].write_text(json.dumps(search_step.document(done, identity, thresholds, basis, p.step.keys)))
     assert not search_step.pending(plan, p)  # a finished search: a resumed run starts no server for it
     half = cap.Search(settings, done.probes[:2])
-    p.artifacts["search"].write_text(json.dumps(search_step.document(half, identity, thresholds, basis)))
+    p.artifacts["search"].write_text(json.dumps(search_step.document(half, identity, thresholds, basis, p.step.keys)))
     assert search_step.pending(plan, p)
     assert search_step._recorded(p, settings, identity).probes == half.probes  # continued from its probes
     _baseline_record(plan, ttft=25.0)  # another baseline: other thresholds, so the search starts again

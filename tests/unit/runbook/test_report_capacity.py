@@ -35,7 +35,7 @@ def test_the_page_shows_request_capacity_in_its_static_html(capacity_run: Path) 
     body = parsed.all_text()
     record = json.loads((capacity_run / "capacity" / "capacity.json").read_text())
     headline = record["headline"]
-    assert headline.startswith("EAGLE k=3 carries 2.38x [2.18, 2.59] the requests of no speculation under")
+    assert re.match(r"EAGLE k=3 carries \d\.\d\dx \[\d\.\d\d, \d\.\d\d\] the requests of no speculation under", headline)
     assert f"capacity: {headline}" in body  # among the verdicts
     assert body.index("Verdicts") < body.index("Request capacity capacity") < body.index("Steps")
     assert "Sweep capacity" not in body  # a capacity step is no sweep
@@ -46,12 +46,20 @@ def test_the_page_shows_request_capacity_in_its_static_html(capacity_run: Path) 
     for header in ("request capacity req/s [low, high]", "output tok/s", "binds", "cliff, notes",
                    "gain over no speculation [interval]", "probes / runs", "client CPU s"):
         assert header in body
-    assert re.search(r"EAGLE k=3 6\.727 \[6\.727, 7\.336\] 202 \[202, 220\] TPOT - 2\.38x \[2\.18, 2\.59\] 6 / 13 19\.5",
-                     body), body
-    assert re.search(r"no speculation 2\.828 \[2\.828, 3\.084\] \d+ \[\d+, \d+\] TPOT - - 6 / 13", body)
+    # the fitted searches (the default): each row the fit's crossing [Fieller interval], which holds the
+    # simulated servers' true crossings (3 and 7 req/s), and the gain from the fits
+    for name, true in (("no speculation", 3.0), ("EAGLE k=3", 7.0)):
+        s = record["settings"][name]
+        assert s["search"] == "fit" and s["low"] <= true <= s["high"] and s["binding"] == "tpot", s
+        cells = f"{name} {s['rate']:.4g} [{s['low']:.4g}, {s['high']:.4g}] {s['output_tps_at']:.0f} "
+        assert cells in body, (cells, body)
+    g = record["settings"]["EAGLE k=3"]["gain"]
+    assert g["low"] < 7.0 / 3.0 < g["high"] and f"{g['ratio']:.2f}x [{g['low']:.2f}, {g['high']:.2f}]" in body
+    assert "another start of each server would narrow it" in body  # the between-start term dominates here
+    assert "log sd 0.13: analysis.decide.BETWEEN_SD" in body  # where that term came from
     images = [a for t, a in parsed.tags if t == "img"]
-    assert [a["alt"] for a in images] == [f"latency against request throughput, {n}"
-                                          for n in ("no speculation", "EAGLE k=1", "EAGLE k=3")]
+    assert [a["alt"] for a in images] == ["attainment against request rate, every setting"] + [
+        f"latency against request throughput, {n}" for n in ("no speculation", "EAGLE k=1", "EAGLE k=3")]
     assert all(a["src"].startswith("data:image/png;base64,") for a in images)
     assert all(u.startswith("data:") for u in urls(parsed)) and len(parsed.scripts) == 1  # the table sorter only
 
@@ -66,7 +74,7 @@ def test_a_setting_label_is_escaped(capacity_run: Path, tmp_path: Path) -> None:
     text = (run / "report.html").read_text()
     parsed = Parsed(text)
     assert parsed.count("script") == 1 and "&lt;script&gt;alert(&#39;k1&#39;)&lt;/script&gt;" in text
-    assert "<script>alert" not in text and parsed.count("img") == 3
+    assert "<script>alert" not in text and parsed.count("img") == 4
 
 
 def test_report_rebuilds_the_capacity_report_the_run_wrote(cli, capacity_run: Path, tmp_path: Path) -> None:
@@ -82,7 +90,7 @@ def test_report_rebuilds_the_capacity_report_the_run_wrote(cli, capacity_run: Pa
     assert all((run / "capacity" / f"latency-{s}-search.png").read_bytes().startswith(b"\x89PNG")
                for s in ("capacity-none", "capacity-tiny_eagle-k1", "capacity-tiny_eagle-k3"))
     assert "Request capacity under" in done.stdout
-    assert Parsed((run / "report.html").read_text()).count("img") == 3
+    assert Parsed((run / "report.html").read_text()).count("img") == 4  # the fitted curves and 3 latency plots
     merged = tmp_path / "merged"  # another directory: the searches go with it
     done = cli("report", str(run), "--out", str(merged))
     assert done.returncode == 0, done.stderr
@@ -124,3 +132,27 @@ def test_a_damaged_search_json_is_one_line_exit_2_and_nothing_rebuilt(cli, capac
     page.write(run)  # the page says which setting is not measured, and why
     body = Parsed((run / "report.html").read_text()).all_text()
     assert "Not measured EAGLE k=1:" in body and said in body and "1 settings not measured" in body
+
+
+def test_runs_that_contradict_a_decreasing_curve_are_said_with_the_isotonic_estimate(cli, capacity_run: Path,
+                                                                                     tmp_path: Path) -> None:
+    """A crafted search.json whose runs' attainment rises with the rate everywhere: ``report`` says the
+    logistic shape does not fit and gives the isotonic estimate, exit 0, no traceback."""
+    run = _copy(capacity_run, tmp_path)
+    path = run / SEARCH / "search.json"
+    data = json.loads(path.read_text())
+    rates = [4.0, 5.0, 6.0, 7.0, 8.0, 9.0]
+    data["probes"] = [{"rate": r, "why": "crafted", "runs": [
+        {"attainment": a, "requests": 100, "per_metric": {"ttft": a, "tpot": 1.0}} for a in (0.5 + 0.08 * i, 0.52 + 0.08 * i)]}
+        for i, r in enumerate(rates)]
+    path.write_text(json.dumps(data))
+    done = cli("report", str(run))
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    s = json.loads((run / "capacity" / "capacity.json").read_text())["settings"]["EAGLE k=1"]
+    assert s["search"] == "fit" and not s["shape_fits"] and s["rate"] is None
+    md = (run / "capacity" / "report.md").read_text()
+    assert "EAGLE k=1: the logistic shape does not fit (" in md and "isotonic estimate" in md
+    body = Parsed((run / "report.html").read_text()).all_text()
+    assert "the logistic shape does not fit" in body and "isotonic estimate" in body
+    gain = s["gain"]
+    assert gain["ratio"] is None and gain["high"] is None  # no gain from a curve that does not fit

@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 
 from llama4spec.analysis.capacity_search import Capacity
-from llama4spec.analysis.capacity_gain import binding_clauses, describe, gain, headline
+from llama4spec.analysis.capacity_gain import binding_clauses, describe, gain, headline as headline_of
+
+
+def headline(caps, baseline, slo):
+    """The headline of bisecting searches' capacities: each gain over ``baseline``."""
+    gains = {n: gain(c, caps[baseline]) for n, c in caps.items() if n != baseline}
+    return headline_of(gains, {n: c.binding for n, c in caps.items()}, baseline, slo)
 
 
 def _cap(rate, high, binding="tpot", **more):
@@ -43,7 +49,7 @@ def test_censored_capacities_have_open_ends():
 
 
 def test_binding_clauses_group_settings():
-    assert binding_clauses({"no speculation": BASE, "k=1": BASE, "k=5": K5}) == [
+    assert binding_clauses({"no speculation": BASE.binding, "k=1": BASE.binding, "k=5": K5.binding}) == [
         "TPOT binds for no speculation and k=1", "TTFT binds for k=5"]
 
 

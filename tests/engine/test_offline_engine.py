@@ -215,4 +215,7 @@ def test_lookahead_schedule_picks_k_by_batch_size(scheduled, prompts: int) -> No
         # as it fills or drains), and the perfect draft's tokens are all accepted
         assert per_pos[0] == drafts and per_pos[1] == per_pos[2] and tokens == drafts + 2 * per_pos[1], acc
         assert per_pos[1] <= 2, per_pos  # at most one such step at each end of the batch
-    assert "counts, not rates" in stdout and "draft tokens per draft" in stdout
+    # the draft length varies with the batch: never vLLM's rate over every draft alone, but the rate per
+    # drafted position (from the per-step arrays) or, where those are not read, the counts
+    assert "draft tokens per draft" in stdout
+    assert "per drafted" in stdout or "counts, not rates" in stdout, stdout

@@ -7,7 +7,7 @@ speculation, and optionally of a real draft. Output, per (lookahead, concurrency
 - the speedup at each grid length against no speculation: the ratio of geometric means with
   Welch's t interval on log throughput plus the between-start term (``between_sd``, the log-sd of a
   server's mean between starts: each server here is one start), as the sweep computes it; the
-  caller gives that term (today the sweep's ``sweep.decide.BETWEEN_SD``; an estimate can replace it);
+  caller gives that term (today ``analysis.decide.BETWEEN_SD``; an estimate can replace it);
 - a fit of log speedup monotone (non-decreasing) in acceptance length (weighted pool-adjacent-
   violators, weights 1 / variance), read between grid points by linear interpolation;
 - the break-even acceptance length, where the fit crosses speedup 1, with a percentile interval
@@ -182,19 +182,12 @@ def _check(runs: Runs) -> None:
 
 def ratio(numerator: Sequence[float], denominator: Sequence[float], confidence: float,
           between_sd: float) -> Range:
-    """The ratio of geometric means with Welch's t interval on mean log throughput, each side one
-    server start (variance of the difference: the two within-start variances of the means plus
-    2 x ``between_sd``^2; Satterthwaite's degrees of freedom), as the sweep compares points."""
-    from scipy.stats import t as student
+    """The ratio of geometric means with the sweep's own Welch interval on mean log throughput
+    (``decide.welch_ratio``: each side one server start, 2 x ``between_sd``^2 between them)."""
+    from llama4spec.analysis.decide import welch_ratio
 
-    a, b = np.log(np.asarray(numerator, float)), np.log(np.asarray(denominator, float))
-    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-    total = va + vb + 2 * between_sd ** 2
-    terms = va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1)
-    df = total ** 2 / terms if terms > 0 else math.inf
-    half = float(student.ppf(0.5 + confidence / 2, df)) * math.sqrt(total)
-    center = float(a.mean() - b.mean())
-    return Range(math.exp(center), math.exp(center - half), math.exp(center + half))
+    r = welch_ratio(numerator, denominator, confidence, between_sd)
+    return Range(r.ratio, r.low, r.high)
 
 
 # -- the map -----------------------------------------------------------------------------------------

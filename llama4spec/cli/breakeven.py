@@ -10,8 +10,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from llama4spec.cli.common import Command, RUNS_DIR
-from llama4spec.cli.run import dry_run_or_execute, run_dir_for, validate_run_options
+from llama4spec.cli.common import Command
+from llama4spec.cli.run import add_plan_options, dry_run_or_execute, run_dir_for, validate_run_options
 from llama4spec.errors import UserError
 from llama4spec.launch.options import RunOptions
 
@@ -75,13 +75,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=int, metavar="N", help="unrecorded warm-up requests before each point (default 0)")
     p.add_argument("--no-place", dest="place", action="store_const", const=False,
                    help="do not measure the draft itself (no placement, no self-check)")
-    p.add_argument("--dry-run", action="store_true", help="print the full plan (argv, env, artifacts) and start nothing")
-    p.add_argument("--force", action="store_true", help="start even when the doctor reports an error")
-    p.add_argument("--runs-dir", type=Path, default=RUNS_DIR, metavar="DIR", help="where run records go (default: runs/)")
-    p.add_argument("--resume", type=Path, metavar="DIR",
-                   help="continue the map in DIR (runs/breakeven/<timestamp>): recorded points are reused")
-    p.add_argument("--stop-on-error", action="store_true",
-                   help="stop at the first failed step (default: skip only what depends on it, run the rest)")
+    add_plan_options(p, "continue the map in DIR (runs/breakeven/<timestamp>): recorded points are reused")
 
 
 def _run(args: argparse.Namespace) -> int:

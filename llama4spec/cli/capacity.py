@@ -11,8 +11,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from llama4spec.cli.common import Command, RUNS_DIR
-from llama4spec.cli.run import dry_run_or_execute, run_dir_for, validate_run_options
+from llama4spec.cli.common import Command
+from llama4spec.cli.run import add_plan_options, dry_run_or_execute, run_dir_for, validate_run_options
 from llama4spec.errors import UserError
 from llama4spec.launch.options import RunOptions
 
@@ -82,13 +82,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--confirm", type=float, metavar="X",
                    help="bisect: after the search, one probe at X times the lowest failing rate checks for a cliff "
                         "(default 1.5)")
-    p.add_argument("--dry-run", action="store_true", help="print the full plan (argv, env, artifacts) and start nothing")
-    p.add_argument("--force", action="store_true", help="start even when the doctor reports an error")
-    p.add_argument("--runs-dir", type=Path, default=RUNS_DIR, metavar="DIR", help="where run records go (default: runs/)")
-    p.add_argument("--resume", type=Path, metavar="DIR",
-                   help="continue the searches in DIR (runs/capacity/<timestamp>): recorded probes are reused")
-    p.add_argument("--stop-on-error", action="store_true",
-                   help="stop at the first failed step (default: skip only what depends on it, run the rest)")
+    add_plan_options(p, "continue the searches in DIR (runs/capacity/<timestamp>): recorded probes are reused")
 
 
 def _run(args: argparse.Namespace) -> int:

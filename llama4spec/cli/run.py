@@ -11,14 +11,21 @@ from llama4spec.launch.options import RunOptions
 from llama4spec.cli.paths import check_output_dir, runbook_path
 
 
-def add_run_options(p: argparse.ArgumentParser, resume_help: str) -> None:
-    """The options of every command that runs a runbook (``run``, ``sweep``)."""
+def add_plan_options(p: argparse.ArgumentParser, resume_help: str) -> None:
+    """The options of every command that plans and executes a runbook (``run``, ``sweep``, ``capacity``,
+    ``breakeven``)."""
     p.add_argument("--dry-run", action="store_true", help="print the full plan (argv, env, artifacts) and start nothing")
     p.add_argument("--force", action="store_true", help="start even when the doctor reports an error")
     p.add_argument("--runs-dir", type=Path, default=RUNS_DIR, metavar="DIR", help="where run records go (default: runs/)")
     p.add_argument("--resume", type=Path, metavar="DIR", help=resume_help)
     p.add_argument("--stop-on-error", action="store_true",
                    help="stop at the first failed step (default: skip only what depends on it, run the rest)")
+
+
+def add_run_options(p: argparse.ArgumentParser, resume_help: str) -> None:
+    """The options of the commands that run a whole runbook (``run``, ``sweep``): the plan's, and the
+    repeats and warm-up of every bench and sweep step."""
+    add_plan_options(p, resume_help)
     p.add_argument("--repeats", type=repeats_value, metavar="N|auto",
                    help="counted benchmark runs per point, for every bench and sweep step (default: the runbook's; "
                         "sweeps 3, benches 1); auto: sweeps measure each point until its comparisons are decided")

@@ -259,13 +259,11 @@ def crossing(f: Fit, target: float, confidence: float) -> tuple[float | None, fl
 
 # -- the monotone check ---------------------------------------------------------------------------
 
-def isotonic(runs: Sequence[Run], target: float) -> tuple[float | None, str]:
-    """The crossing of a decreasing isotonic regression of the runs' attainments (weighted by
-    requests; log-linear between adjacent rates), and in words where it lies."""
+def isotonic_curve(runs: Sequence[Run]) -> tuple[list[float], list[float]]:
+    """The decreasing isotonic regression of the runs' attainments: the rates probed, in order, and
+    the fitted attainment at each (the runs at one rate pooled, weighted by their requests)."""
     from scipy.optimize import isotonic_regression
 
-    if not runs:
-        return None, "no runs"
     by_rate: dict[float, list[float]] = {}
     for r in runs:
         got = by_rate.setdefault(r.rate, [0.0, 0.0])
@@ -273,14 +271,22 @@ def isotonic(runs: Sequence[Run], target: float) -> tuple[float | None, str]:
         got[1] += r.total
     rates = sorted(by_rate)
     means = np.array([by_rate[x][0] / by_rate[x][1] for x in rates])
-    weights = np.array([by_rate[x][1] for x in rates])
-    fitted = isotonic_regression(means, weights=weights, increasing=False).x
+    fitted = isotonic_regression(means, weights=np.array([by_rate[x][1] for x in rates]), increasing=False).x
+    return rates, [float(v) for v in fitted]
+
+
+def isotonic(runs: Sequence[Run], target: float) -> tuple[float | None, str]:
+    """The crossing of a decreasing isotonic regression of the runs' attainments (weighted by
+    requests; log-linear between adjacent rates), and in words where it lies."""
+    if not runs:
+        return None, "no runs"
+    rates, fitted = isotonic_curve(runs)
     if fitted[0] < target:
         return None, f"below {rates[0]:g} req/s: the isotonic curve is under the target at every rate probed"
     if fitted[-1] >= target:
         return None, f"above {rates[-1]:g} req/s: the isotonic curve meets the target at every rate probed"
-    i = int(np.argmax(fitted < target))  # the first rate below the target; the one before meets it
-    lo, hi, ylo, yhi = rates[i - 1], rates[i], float(fitted[i - 1]), float(fitted[i])
+    i = int(np.argmax(np.asarray(fitted) < target))  # the first rate below the target; the one before meets it
+    lo, hi, ylo, yhi = rates[i - 1], rates[i], fitted[i - 1], fitted[i]
     share = (ylo - target) / (ylo - yhi)
     estimate = math.exp(math.log(lo) + share * (math.log(hi) - math.log(lo)))
     return estimate, f"{estimate:.4g} req/s (isotonic, between {lo:g} and {hi:g})"

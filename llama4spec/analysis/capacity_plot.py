@@ -16,24 +16,10 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from llama4spec.analysis.capacity_fit import Answer, Run
+from llama4spec.analysis.capacity_fit import Answer, Run, isotonic_curve
 from llama4spec.files import write_atomic
 
 SERIES_KEY = "Series"
-
-
-def _isotonic_curve(runs: Sequence[Run]) -> tuple[list[float], list[float]]:
-    from scipy.optimize import isotonic_regression
-
-    by_rate: dict[float, list[float]] = {}
-    for r in runs:
-        got = by_rate.setdefault(r.rate, [0.0, 0.0])
-        got[0] += r.attained
-        got[1] += r.total
-    rates = sorted(by_rate)
-    means = np.array([by_rate[x][0] / by_rate[x][1] for x in rates])
-    fitted = isotonic_regression(means, weights=np.array([by_rate[x][1] for x in rates]), increasing=False).x
-    return rates, [float(v) for v in fitted]
 
 
 def capacity_fits(settings: Mapping[str, tuple[Sequence[Run], Answer]], target: float, path: Path) -> list[str]:
@@ -59,7 +45,7 @@ def capacity_fits(settings: Mapping[str, tuple[Sequence[Run], Answer]], target: 
             ax.fill_between(xs, [b[0] for b in band], [b[1] for b in band], color=colour, alpha=0.15,
                             label=f"{name}: {a.confidence:.0%} band")
         else:
-            xs, ys = _isotonic_curve(runs)
+            xs, ys = isotonic_curve(runs)
             ax.step(xs, ys, where="mid", color=colour, linestyle="--",
                     label=f"{name}: isotonic (the logistic shape does not fit)")
         if a.estimate is not None and a.shape_fits:

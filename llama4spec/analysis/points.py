@@ -29,7 +29,7 @@ def points(measured: Iterable[tuple[str, Mapping[str, Any], BenchRecord]]) -> li
     CSV or a verdict."""
     measured = list(measured)
     keys = varied_keys([config for _, config, _ in measured])
-    return [replace(point(pid, config, record), varied=tuple((k, _shown(_get(config, k))) for k in keys))
+    return [replace(point(pid, config, record), varied=tuple((k, _shown(dotted(config, k))) for k in keys))
             for pid, config, record in measured]
 
 
@@ -59,8 +59,9 @@ def _shown(value: Any) -> str:
     return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "…"
 
 
-def _get(data: Mapping[str, Any], dotted: str) -> Any:
-    for part in dotted.split("."):
+def dotted(data: Mapping[str, Any], key: str) -> Any:
+    """``data``'s value at a dotted key (``bench.max_concurrency``); None where any part is missing."""
+    for part in key.split("."):
         if not isinstance(data, Mapping):
             return None
         data = data.get(part)
@@ -70,18 +71,18 @@ def _get(data: Mapping[str, Any], dotted: str) -> Any:
 def point(step_id: str, config: Mapping[str, Any], record: BenchRecord) -> Point:
     """One sweep point from its bench step's config (plain data) and record. A point measured under
     a lookahead schedule (``draft.lookahead_schedule`` set) carries the draft's name + SCHEDULED."""
-    method, name = _get(config, "draft.method"), _get(config, "draft.name") or "draft"
-    k = _get(config, "lookahead") if method else None
+    method, name = dotted(config, "draft.method"), dotted(config, "draft.name") or "draft"
+    k = dotted(config, "lookahead") if method else None
     k = count(k)
     acc = record.acceptance if k else None
-    concurrency = record.figure("max_concurrency") or _get(config, "bench.max_concurrency")
-    category = _get(config, "bench.category")
+    concurrency = record.figure("max_concurrency") or dotted(config, "bench.max_concurrency")
+    category = dotted(config, "bench.category")
     samples: dict[str, tuple[float, ...]] = {key: tuple(record.samples(key)) for key in FIGURES}
     if k:
         samples["acceptance_length"] = tuple(record.acceptance_samples())
     draft = "none"
     if method:
-        draft = f"{name}{SCHEDULED}" if _get(config, "draft.lookahead_schedule") else str(name)
+        draft = f"{name}{SCHEDULED}" if dotted(config, "draft.lookahead_schedule") else str(name)
     return Point(
         id=step_id,
         draft=draft,
@@ -108,7 +109,7 @@ def point(step_id: str, config: Mapping[str, Any], record: BenchRecord) -> Point
 
 def _temperature(config: Mapping[str, Any]) -> float:
     """The point's sampling temperature (``bench.temperature``; 0 when absent or unreadable)."""
-    value = _get(config, "bench.temperature")
+    value = dotted(config, "bench.temperature")
     try:
         t = float(value) if value is not None and not isinstance(value, bool) else 0.0
     except (TypeError, ValueError):

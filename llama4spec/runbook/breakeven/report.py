@@ -8,18 +8,11 @@ from rich.console import Console
 
 from llama4spec.analysis import breakeven_report as report
 from llama4spec.analysis.breakeven_map import Runs, build
+from llama4spec.analysis.points import dotted
 from llama4spec.files import write_atomic, write_json
 from llama4spec.runbook.measured import measured_in_plan
 from llama4spec.runbook.rundir import Measured
 from llama4spec.analysis.decide import BETWEEN_SD
-
-
-def _get(data: Mapping[str, Any], dotted: str) -> Any:
-    for part in dotted.split("."):
-        if not isinstance(data, Mapping):
-            return None
-        data = data.get(part)
-    return data
 
 
 def runs_of(measured: Mapping[str, Measured]) -> tuple[list[Runs], list[Runs], list[Runs]]:
@@ -28,12 +21,12 @@ def runs_of(measured: Mapping[str, Measured]) -> tuple[list[Runs], list[Runs], l
     for pid, m in measured.items():
         cfg, rec = m.config, m.record
         throughputs = tuple(rec.samples("output_throughput"))
-        concurrency = int(rec.figure("max_concurrency") or _get(cfg, "bench.max_concurrency") or 0)
-        if not _get(cfg, "draft.method"):
+        concurrency = int(rec.figure("max_concurrency") or dotted(cfg, "bench.max_concurrency") or 0)
+        if not dotted(cfg, "draft.method"):
             base.append(Runs(concurrency, throughputs, label=pid))
             continue
-        k = int(_get(cfg, "lookahead"))
-        length = _get(cfg, "draft.synthetic_acceptance_length")
+        k = int(dotted(cfg, "lookahead"))
+        length = dotted(cfg, "draft.synthetic_acceptance_length")
         runs = Runs(concurrency, throughputs, k, None if length is None else float(length),
                     tuple(rec.acceptance_samples()), pid)
         (real if length is None else synthetic).append(runs)

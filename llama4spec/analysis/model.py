@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from llama4spec.results.requests import RequestRow
-from llama4spec.analysis.decide import BETWEEN_SD, CONFIDENCE, RatioInterval
+from llama4spec.analysis.decide import CONFIDENCE, RatioInterval
+from llama4spec.analysis.noise import Noise, pooled
 from llama4spec.analysis.stats import Comparison, CostFit, Interval, compare, fit_cost, interval
 
 
@@ -209,7 +210,7 @@ class AtConcurrency:
     pick: Pick | None = None  # over every draft's fixed lookaheads and no speculation
     # every ordered pair of fixed settings here (point ids), one Holm family (``stats.compare``)
     comparisons: dict[tuple[str, str], Comparison] = field(default_factory=dict)
-    between_sd: float = BETWEEN_SD  # the between-start log-sd its comparisons carry
+    noise: Noise | None = None  # the estimate its comparisons' between-start term came from (``sweep_noise``)
     rule: tuple[int, int, float] | None = None  # measured until decided: compared by that rule (``sequential_rule``)
     temperature: float = 0.0  # the sampling temperature these points measured (bench.temperature)
     temperature_swept: bool = False  # the sweep measured more than one temperature: say which in the title
@@ -257,7 +258,7 @@ class Analysis:
     at: list[AtConcurrency]  # by concurrency, ascending
     pays_up_to: int | None  # the largest concurrency at which some lookahead beats no speculation
     stops_paying_at: int | None  # the smallest concurrency from which none does, at every larger one
-    between_sd: float = BETWEEN_SD  # the between-start log-sd every comparison carries
+    noise: Noise | None = None  # the estimate every comparison's between-start term came from (``sweep_noise``)
     # more than one temperature measured: each temperature's own analysis (the fields above: the lowest's)
     by_temperature: list[tuple[float, "Analysis"]] = field(default_factory=list)
     # derived once and kept for every rendering of the analysis (``render.attributions``)
@@ -353,7 +354,7 @@ def back_to_back(base: Point | None, points: Iterable[Point]) -> dict[tuple[str,
 
 
 def recommend(points: Sequence[Point], base: Point | None, drafts: int = 1,
-              comparisons: Mapping[tuple[str, str], Comparison] | None = None, between_sd: float = BETWEEN_SD) -> Pick:
+              comparisons: Mapping[tuple[str, str], Comparison] | None = None, noise: Noise | None = None) -> Pick:
     """What to deploy among one draft's fixed lookaheads and no speculation (``base``).
 
     The setting with the highest median output throughput among those no other is declared faster
@@ -369,7 +370,7 @@ def recommend(points: Sequence[Point], base: Point | None, drafts: int = 1,
     if not candidates:
         return Pick(None, None, {})
     if comparisons is None:
-        comparisons = compare({p.id: runs(p) for p in candidates}, between_sd=between_sd, starts=starts_of(candidates))
+        comparisons = compare({p.id: runs(p) for p in candidates}, noise=noise, starts=starts_of(candidates))
     beaten = {q.id for q in candidates for c in candidates
               if c.id != q.id and comparisons[(c.id, q.id)].verdict == "faster"}
     best = max((p for p in candidates if p.id not in beaten), key=_throughput)  # first of equal maxima
@@ -379,14 +380,14 @@ def recommend(points: Sequence[Point], base: Point | None, drafts: int = 1,
 
 
 def analyse_concurrency(concurrency: int, points: list[Point], category: str | None = None,
-                        between_sd: float = BETWEEN_SD, temperature: float = 0.0) -> AtConcurrency:
+                        noise: Noise | None = None, temperature: float = 0.0) -> AtConcurrency:
     base = next((p for p in points if not p.speculative), None)
     base_measured = base if base is not None and base.output_throughput is not None else None
     spec = sorted((p for p in points if p.speculative), key=lambda p: (p.draft, p.lookahead))
     fixed = [p for p in spec if not p.scheduled and p.output_throughput is not None]
     family = ([base_measured] if base_measured else []) + fixed
     rule = sequential_rule(family)
-    comparisons = compare({p.id: runs(p) for p in family}, rule[2] if rule else CONFIDENCE, between_sd,
+    comparisons = compare({p.id: runs(p) for p in family}, rule[2] if rule else CONFIDENCE, noise,
                           starts_of(family), rule[:2] if rule else None, back_to_back(base_measured, fixed))
     fits: dict[str, Fit] = {}
     rows: list[Row] = []
@@ -394,7 +395,7 @@ def analyse_concurrency(concurrency: int, points: list[Point], category: str | N
         against = None
         if base_measured is not None and p.output_throughput is not None:
             # a point measured under a derived schedule is compared on its own, outside the family
-            own = (compare({p.id: runs(p), base.id: runs(base)}, between_sd=between_sd, starts=starts_of([p, base]))
+            own = (compare({p.id: runs(p), base.id: runs(base)}, noise=noise, starts=starts_of([p, base]))
                    if p.scheduled else comparisons)
             against = own[(p.id, base.id)]
         speedup = against.ratio if against is not None else None
@@ -423,27 +424,40 @@ def analyse_concurrency(concurrency: int, points: list[Point], category: str | N
     by_acc = max((p for p in spec if p.acceptance_length is not None and not p.scheduled),
                  key=lambda p: p.acceptance_length, default=None)
     return AtConcurrency(concurrency, base, rows, pick.point or base, by_acc, fits, choices, fastest, category, pick,
-                         comparisons, between_sd, rule, temperature)
+                         comparisons, noise, rule, temperature)
 
 
-def analyse(points: Iterable[Point], between_sd: float = BETWEEN_SD) -> Analysis:
+def sweep_noise(points: Iterable[Point], prior: Noise | None = None) -> Noise:
+    """The noise a sweep's comparisons carry: the components estimated from its own runs (one-way
+    random-effects ANOVA on log output throughput, pooled over the settings; the between-start part
+    only from settings measured over two or more server starts), combined by df with ``prior`` (a
+    profile, or the hardware config's recorded figures); provisional without either
+    (``analysis.noise.pooled``)."""
+    points = list(points)
+    return pooled(prior, {p.id: runs(p) for p in points}, {p.id: p.starts for p in points})
+
+
+def analyse(points: Iterable[Point], prior: Noise | None = None, noise: Noise | None = None) -> Analysis:
     """Group by prompt category and concurrency, compare with no speculation in the same group, fit
     the model, find where speculation stops paying (over the points without a category when there
     are any, else over every category). Points at several sampling temperatures are analysed per
-    temperature, each on its own (``by_temperature``); the headline fields are the lowest's."""
+    temperature, each on its own (``by_temperature``); the headline fields are the lowest's. Every
+    comparison carries ``noise``, by default the sweep's (``sweep_noise`` of all the points with
+    ``prior``)."""
     points = list(points)
+    noise = sweep_noise(points, prior) if noise is None else noise
     temperatures = sorted({p.temperature for p in points})
     if len(temperatures) > 1:
-        subs = [(t, analyse([p for p in points if p.temperature == t], between_sd)) for t in temperatures]
+        subs = [(t, analyse([p for p in points if p.temperature == t], noise=noise)) for t in temperatures]
         at = sorted((dataclasses.replace(a, temperature_swept=True) for _, sub in subs for a in sub.at),
                     key=lambda a: (a.category or "", a.concurrency, a.temperature))
         first = subs[0][1]
-        return Analysis(at, first.pays_up_to, first.stops_paying_at, between_sd, subs)
+        return Analysis(at, first.pays_up_to, first.stops_paying_at, noise, subs)
     by_c: dict[tuple[str, int], list[Point]] = {}
     for p in points:
         by_c.setdefault((p.category or "", p.concurrency), []).append(p)
     temperature = temperatures[0] if temperatures else 0.0
-    at = [analyse_concurrency(c, by_c[(cat, c)], cat or None, between_sd, temperature) for cat, c in sorted(by_c)]
+    at = [analyse_concurrency(c, by_c[(cat, c)], cat or None, noise, temperature) for cat, c in sorted(by_c)]
     plain = [a for a in at if a.category is None] or at
     paying = [a.concurrency for a in plain if a.pays]
     pays_up_to = max(paying) if paying else None
@@ -452,7 +466,7 @@ def analyse(points: Iterable[Point], between_sd: float = BETWEEN_SD) -> Analysis
         later = sorted((a for a in plain if a.concurrency > pays_up_to and a.best_speedup is not None),
                        key=lambda a: a.concurrency)
         stops = later[0].concurrency if later else None
-    return Analysis(at, pays_up_to, stops, between_sd)
+    return Analysis(at, pays_up_to, stops, noise)
 
 
 def temperature_findings(analysis: Analysis) -> list[str]:

@@ -22,7 +22,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from llama4spec.analysis.decide import (BETWEEN_SD, REPEATS_CAP, LogRatio, PairedLogRatio, RatioInterval, holm,
+from llama4spec.analysis.noise import Noise
+from llama4spec.analysis.decide import (REPEATS_CAP, LogRatio, PairedLogRatio, RatioInterval, holm,
                                      interval_at, look_weights, pair_look, runs_to_settle, start_floor,
                                      start_shares)
 
@@ -131,6 +132,7 @@ class Comparison:
     hypotheses: int  # one-sided hypotheses in the concurrency's Holm family
     runs_to_settle: int | None = None  # undecided: runs a side that would decide it as measured now
     needs_start: bool = False  # undecided: only another server start can settle it
+    noise: Noise | None = None  # the estimate its between-start term came from (None: none)
 
     @property
     def decided(self) -> bool:
@@ -147,7 +149,7 @@ class Comparison:
         if iv is not None:
             iv = RatioInterval(1 / iv.ratio, 1 / iv.high, 1 / iv.low, iv.confidence, iv.df, iv.method)
         return Comparison(self.second, self.first, None if self.ratio is None else 1 / self.ratio, iv, flip,
-                          self.level, self.hypotheses, self.runs_to_settle, self.needs_start)
+                          self.level, self.hypotheses, self.runs_to_settle, self.needs_start, self.noise)
 
     def text(self) -> str:
         """``2.43x [1.20, 4.91] (98.3%)``, or the ratio alone without an interval."""
@@ -194,7 +196,7 @@ def _usable(samples: Sequence[float | None]) -> list[float]:
 
 
 def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDENCE,
-            between_sd: float = BETWEEN_SD, starts: Mapping[str, Sequence[int]] | None = None,
+            noise: Noise | None = None, starts: Mapping[str, Sequence[int]] | None = None,
             sequential: tuple[int, int] | None = None,
             back_to_back: Mapping[tuple[str, str], tuple[Sequence[float], Sequence[float]]] | None = None,
             ) -> dict[tuple[str, str], Comparison]:
@@ -205,7 +207,9 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
 
     The rule (``decide`` at a single look): each ordered pair (p, q) carries the one-sided
     hypothesis "p is not faster than q", tested by Welch's t on the difference of mean log
-    throughputs with the between-start term ``2 between_sd**2`` in its variance (``decide.LogRatio``);
+    throughputs with the between-start term ``2 between`` in its variance, ``noise``'s between-start
+    component on its df (``decide.LogRatio``; None: no such term, true only if every run has a server
+    start of its own);
     Holm's step-down over all of them at alpha = 1 - confidence bounds the probability of any false
     verdict at the concurrency by alpha (family-wise, no independence needed). A pair with fewer
     than 2 usable runs on a side is not tested and stays undecided. No bootstrap.
@@ -228,7 +232,7 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
     from scipy import special
 
     alpha = 1.0 - confidence
-    statistic, paired = LogRatio(between_sd), PairedLogRatio(between_sd)
+    statistic, paired = LogRatio(noise), PairedLogRatio(noise)
     diffs: dict[tuple[str, str], np.ndarray] = {}  # a paired comparison's per-pair log ratios
     values = {pid: _usable(xs) for pid, xs in settings.items()}
     logs = {pid: statistic.values(np.asarray(xs)) for pid, xs in values.items() if len(xs) >= 2}
@@ -271,7 +275,7 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
         if (a, b) not in est:
             med_a, med_b = (float(np.median(values[x])) if values[x] else None for x in (a, b))
             ratio = med_a / med_b if med_a is not None and med_b else None
-            c = Comparison(a, b, ratio, None, "undecided", None, m)
+            c = Comparison(a, b, ratio, None, "undecided", None, m, noise=noise)
         else:
             u = tested.index((a, b))
             e = est[(a, b)]
@@ -287,12 +291,12 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
                 center = float(e.center)
                 shares = share[a] + share[b]
                 final = level * (look_weights(*sequential)[-1] if sequential else 1.0)  # the last look's level
-                runs = runs_to_settle(va, vb, center, final, between_sd, max(len(logs[a]), len(logs[b])),
+                runs = runs_to_settle(va, vb, center, final, noise, max(len(logs[a]), len(logs[b])),
                                       shares=shares)
-                needs_start = runs is None and abs(center) <= start_floor(final, between_sd, shares)
+                needs_start = runs is None and abs(center) <= start_floor(final, noise, shares)
             level *= weight[(a, b)]
             iv = interval_at(paired if (a, b) in diffs else statistic, e, 1.0 - 2.0 * level)
-            c = Comparison(a, b, iv.ratio, iv, verdict, level, m, runs, needs_start)
+            c = Comparison(a, b, iv.ratio, iv, verdict, level, m, runs, needs_start, noise)
         out[(a, b)], out[(b, a)] = c, c.mirrored()
     return out
 

@@ -248,7 +248,8 @@ def _designs(sources: list[Source]) -> dict[str, dict[str, Any]]:
         for step in s.plan:
             if step.get("kind") == "sweep" and isinstance(step.get("design"), dict):
                 out[str(step["id"])] = {str(k): v for k, v in step["design"].items()
-                                        if isinstance(v, (str, bool, int, float)) and len(str(v)) <= 300}
+                                        if isinstance(v, (str, bool, int, float)) and len(str(v)) <= 300
+                                        or k == "noise_prior" and isinstance(v, dict)}  # checked where read
     return out
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from llama4spec.analysis.decide import (
-    EARLY_SHARE, STATES, LogRatio, allocate, cannot_win, holm, look_weights, replay,
+    EARLY_LOOKS_ALPHA, STATES, LogRatio, allocate, cannot_win, holm, look_weights, replay,
     speedup_bound, welch_ratio,
 )
 
@@ -89,7 +89,7 @@ def test_holm_steps_down_and_stops_at_the_first_failure() -> None:
 def test_look_weights_keep_almost_all_alpha_for_the_last_look() -> None:
     w = look_weights(2, 10)
     assert len(w) == 9 and w.sum() == pytest.approx(1.0)
-    assert w[-1] == pytest.approx(1 - EARLY_SHARE) and w[:-1] == pytest.approx([EARLY_SHARE / 8] * 8)
+    assert w[-1] == pytest.approx(1 - EARLY_LOOKS_ALPHA) and w[:-1] == pytest.approx([EARLY_LOOKS_ALPHA / 8] * 8)
     assert look_weights(10, 10).tolist() == [1.0]
 
 

@@ -140,7 +140,7 @@ def plan(ctx, p) -> None:
     from llama4spec.runbook.noise_prior import at_plan
 
     p.artifacts = artifacts(p)
-    if p.step.keys.lookaheads:
+    if p.step.keys.points:  # expanded (a step refused is not composed)
         p.step.keys.prior = at_plan(ctx, p, p.step.keys.noise, p.step.keys.overrides)
 
 

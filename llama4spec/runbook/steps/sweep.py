@@ -169,7 +169,7 @@ def plan(ctx, p) -> None:
     from llama4spec.runbook.noise_prior import at_plan
 
     p.artifacts = artifacts(p.dir)
-    if p.step.keys.matrix:
+    if p.step.keys.matrix and p.step.keys.points:  # expanded (a sweep refused is not composed)
         p.step.keys.prior = at_plan(ctx, p, p.step.keys.noise, p.step.keys.overrides)
 
 

@@ -28,6 +28,7 @@ from llama4spec.analysis.decide import (REPEATS_CAP, LogRatio, PairedLogRatio, R
                                      start_shares)
 
 CONFIDENCE = 0.95
+EQUIVALENT = "equivalent"
 BOOTSTRAP_FROM = 10  # Student-t below this many samples, bootstrap from it on
 _RESAMPLES = 9999
 _RSS_FLOOR = 1e-12  # an exact fit has RSS 0; ln(0) would make the AIC -inf
@@ -127,12 +128,13 @@ class Comparison:
     second: str
     ratio: float | None  # geometric means (Welch) or medians (single samples)
     interval: RatioInterval | None
-    verdict: str  # "faster", "slower" or "undecided"
+    verdict: str  # "faster", "slower", "equivalent" (within +-margin) or "undecided"
     level: float | None  # one-sided alpha of the interval (None without one)
     hypotheses: int  # one-sided hypotheses in the concurrency's Holm family
     runs_to_settle: int | None = None  # undecided: runs a side that would decide it as measured now
     needs_start: bool = False  # undecided: only another server start can settle it
     noise: Noise | None = None  # the estimate its between-start term came from (None: none)
+    margin: float | None = None  # equivalence: "equivalent" when its interval lies within +-margin
 
     @property
     def decided(self) -> bool:
@@ -149,7 +151,8 @@ class Comparison:
         if iv is not None:
             iv = RatioInterval(1 / iv.ratio, 1 / iv.high, 1 / iv.low, iv.confidence, iv.df, iv.method)
         return Comparison(self.second, self.first, None if self.ratio is None else 1 / self.ratio, iv, flip,
-                          self.level, self.hypotheses, self.runs_to_settle, self.needs_start, self.noise)
+                          self.level, self.hypotheses, self.runs_to_settle, self.needs_start, self.noise,
+                          self.margin)
 
     def text(self) -> str:
         """``2.43x [1.20, 4.91] (98.3%)``, or the ratio alone without an interval."""
@@ -178,7 +181,9 @@ class Comparison:
         return f"about {self.runs_to_settle} runs a side would settle it if the spread and the difference stay as measured"
 
     def sentence(self) -> str:
-        """``faster``, ``slower``, or ``undecided: <what would settle it>``."""
+        """``faster``, ``slower``, ``equivalent within +-2%``, or ``undecided: <what would settle it>``."""
+        if self.verdict == EQUIVALENT:
+            return f"{EQUIVALENT} within +-{100 * (self.margin or 0):g}%"
         return self.verdict if self.decided else f"undecided: {self.settle()}"
 
 
@@ -199,7 +204,7 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
             noise: Noise | None = None, starts: Mapping[str, Sequence[int]] | None = None,
             sequential: tuple[int, int] | None = None,
             back_to_back: Mapping[tuple[str, str], tuple[Sequence[float], Sequence[float]]] | None = None,
-            ) -> dict[tuple[str, str], Comparison]:
+            margin: float | None = None) -> dict[tuple[str, str], Comparison]:
     """Every ordered pair of ``settings`` (point id -> output throughputs of its runs), the settings
     measured at one concurrency, each from a server start of its own, or from several (``starts``:
     point id -> each run's server start, aligned with its runs; a revisited sweep's points), whose
@@ -228,6 +233,11 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
     interleaved design's pairs. Such a pair is tested by the paired t on the mean log ratio
     (``decide.PairedLogRatio``) instead of Welch's, in the same Holm family (fixed designs only:
     with ``sequential`` they are ignored).
+
+    ``margin``: a pair neither faster nor slower is "equivalent" when its interval (at the level of
+    Holm's next step, as above) lies within [1 / (1 + margin), 1 + margin]: both one-sided tests
+    against the margin reject at that level (two one-sided tests, Schuirmann 1987), so the family's
+    error bound covers these verdicts too.
     """
     from scipy import special
 
@@ -275,7 +285,7 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
         if (a, b) not in est:
             med_a, med_b = (float(np.median(values[x])) if values[x] else None for x in (a, b))
             ratio = med_a / med_b if med_a is not None and med_b else None
-            c = Comparison(a, b, ratio, None, "undecided", None, m, noise=noise)
+            c = Comparison(a, b, ratio, None, "undecided", None, m, noise=noise, margin=margin)
         else:
             u = tested.index((a, b))
             e = est[(a, b)]
@@ -296,7 +306,9 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
                 needs_start = runs is None and abs(center) <= start_floor(final, noise, shares)
             level *= weight[(a, b)]
             iv = interval_at(paired if (a, b) in diffs else statistic, e, 1.0 - 2.0 * level)
-            c = Comparison(a, b, iv.ratio, iv, verdict, level, m, runs, needs_start, noise)
+            if verdict == "undecided" and margin is not None and 1 / (1 + margin) <= iv.low and iv.high <= 1 + margin:
+                verdict, runs, needs_start = EQUIVALENT, None, False
+            c = Comparison(a, b, iv.ratio, iv, verdict, level, m, runs, needs_start, noise, margin)
         out[(a, b)], out[(b, a)] = c, c.mirrored()
     return out
 

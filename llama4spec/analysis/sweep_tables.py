@@ -484,7 +484,7 @@ def _comparison(c: Comparison) -> dict[str, Any]:
     return {"first": c.first, "second": c.second, "verdict": c.verdict, "ratio": c.ratio,
             "interval": _ratio_interval(c.interval), "method": c.method, "level": c.level,
             "hypotheses": c.hypotheses, "runs_to_settle": c.runs_to_settle, "needs_start": c.needs_start,
-            "settle": c.settle(), "noise": noise_record(c.noise)}
+            "settle": c.settle(), "noise": noise_record(c.noise), "margin": c.margin}
 
 
 def _comparisons(a: AtConcurrency) -> list[dict[str, Any]]:

@@ -113,8 +113,9 @@ def _sweep(source: merge.Source, step: Mapping[str, Any], secrets: tuple[str, ..
     left_out: dict[str, str] = {}
     measured = merge.collect([source], ids, left_out)
     points = sweep_points((pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured)
-    analysis = analyse(points, of_sweep(step.get("design") if isinstance(step.get("design"), dict) else None,
-                                        [m.config for m in measured.values()]))
+    design = step.get("design") if isinstance(step.get("design"), dict) else None
+    analysis = analyse(points, of_sweep(design, [m.config for m in measured.values()]),
+                       margin=sweep_step.margin_of(design))
     reasons = {**not_run(source.status.get("steps") or []), **left_out}
     missing = {pid: reasons.get(pid, "no record") for pid in ids if pid not in measured}
     beside = colocation.beside_points(source.dir, {pid: m.where for pid, m in measured.items()})

@@ -24,7 +24,7 @@ from llama4spec.runbook.steps.base import BaseKind
 from llama4spec.analysis import plots, sweep_tables as render
 from llama4spec.analysis.decide import CONFIDENCE, MAX_REPEATS, MIN_REPEATS
 from llama4spec.analysis.model import Analysis, Point, analyse
-from llama4spec.analysis.noise import MARGIN, Noise, margin_problem
+from llama4spec.analysis.noise import MARGIN, margin_problem
 from llama4spec.analysis.points import points as sweep_points
 
 
@@ -95,6 +95,12 @@ def design_lines(design: dict[str, Any] | None) -> list[str]:
             f"speedup is the paired t interval of the mean log ratio of back-to-back runs, with the between-start "
             f"term (interleaving cancels drift, not a server start's offset); the device is "
             f"{design.get('devices', 'a fixed factor')} (swap_devices: true swaps them)"]
+
+
+def margin_of(design: dict[str, Any] | None) -> float:
+    """The sweep's equivalence margin as its plan recorded it (checked: the default otherwise)."""
+    value = (design or {}).get("margin")
+    return float(value) if margin_problem(value) is None else MARGIN
 
 
 def noise_lines(prior: dict[str, Any] | None, margin: float) -> list[str]:
@@ -214,7 +220,7 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
 
     points = sweep_points((pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured)
     missing = [pid for pid in ids if pid not in measured]
-    analysis = analyse(points, of_sweep(design, [m.config for m in measured.values()]))
+    analysis = analyse(points, of_sweep(design, [m.config for m in measured.values()]), margin=margin_of(design))
     by_c: dict[int, dict[str, tuple[str, ...]]] = {}
     for pt in points if beside else []:
         by_c.setdefault(pt.concurrency, {})[pt.id] = beside.get(pt.id, ())

@@ -104,3 +104,15 @@ def test_a_gpu_sweep_without_a_profile_says_it_is_provisional_and_how_to_calibra
     assert done.returncode == 0, done.stderr
     line = next(x for x in done.stdout.splitlines() if "noise:" in x)
     assert "provisional" in line and "llama4spec calibrate" in line and "noise: PATH" in line
+
+
+def test_the_sweep_command_takes_a_profile(cli, tmp_path):
+    path = _profile(tmp_path)
+    args = ("sweep", "lookahead=1", "draft=none,tiny_eagle", "target=tiny", "memory=cpu", "bench=random_tiny",
+            "--dry-run", "--runs-dir", tmp_path / "runs")
+    done = cli(*args, "--noise", path)
+    assert done.returncode == 0, done.stderr
+    assert f"profile {path}" in next(x for x in done.stdout.splitlines() if "noise:" in x)
+    done = cli(*args, "--noise", _profile(tmp_path / "other" if (tmp_path / "other").mkdir() is None else tmp_path,
+                                           vllm_build="cuda 12.8"))
+    assert done.returncode == 2 and "measured with vllm build 'cuda 12.8'" in done.stderr, done.stderr

@@ -360,8 +360,14 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
             absent = [role for role, rec in zip(("baseline", "candidate"), pair) if rec is None]
             comparisons[cid] = f"not compared: no counted record of the {' and the '.join(absent)}\n"
             continue
+        from llama4spec.runbook.noise_prior import of_sweep
+        from llama4spec.runbook.steps.compare import headline
+
+        prior = of_sweep(None, [measured[ref].config for ref in refs.values() if ref in measured])
+        line = headline(*pair, prior)
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
         compare.render(console, *pair)
-        table = compare.markdown(*pair)
+        table = f"{line}\n\n{compare.markdown(*pair)}"
         write_atomic(out / cid / "table.md", table)
         comparisons[cid] = table
     notes = _hosts(sources)

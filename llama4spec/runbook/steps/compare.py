@@ -53,15 +53,22 @@ def missing_input(plan, p) -> str | None:
 
 
 def _headline(plan, p, base, cand) -> str:
-    """The comparison's headline (``analysis.pair_headline``), the baseline's hardware prior as its noise."""
-    from llama4spec.analysis.pair_headline import headline
+    """The comparison's headline, the baseline's hardware prior as its noise."""
     from llama4spec.runbook.noise_prior import hardware_prior
 
     ref = p.step.keys.baseline
     planned = plan.get(ref) if ref in {q.id for q in plan.steps} else None
-    prior = hardware_prior(planned.composed.cfg.hardware) if planned is not None and planned.composed else None
+    return headline(base, cand, hardware_prior(planned.composed.cfg.hardware)
+                    if planned is not None and planned.composed else None)
+
+
+def headline(base, cand, prior) -> str:
+    """Two records' headline (``analysis.pair_headline``): output throughput with its interval and
+    verdict on ``prior`` pooled with their runs, or why there is none (the run and ``report`` alike)."""
+    from llama4spec.analysis.pair_headline import headline as line
+
     key = "output_throughput"
-    return headline(base.samples(key), cand.samples(key), prior, base.sample_starts(key), cand.sample_starts(key))
+    return line(base.samples(key), cand.samples(key), prior, base.sample_starts(key), cand.sample_starts(key))
 
 
 def execute(run, p) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """The fitted capacity search (llama4spec/analysis/capacity_fit.py) beside the per-rate search
-(``search: bisect``, llama4spec/sweep/capacity.py) on the same simulated servers. No engine; about
+(``search: bisect``, llama4spec/analysis/capacity_search.py) on the same simulated servers. No engine; about
 a minute.
 
 A simulated server: mean attainment falls with the request rate as a logistic curve in log rate,

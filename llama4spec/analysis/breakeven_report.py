@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from llama4spec.analysis.breakeven import CROSSES, NEVER, BreakEven, BreakEvenMap, Curve, Range
+from llama4spec.analysis.breakeven_map import CROSSES, NEVER, BreakEven, BreakEvenMap, Curve, Range
 from llama4spec.analysis.noise import noise_record
 from llama4spec.files import write_atomic
 

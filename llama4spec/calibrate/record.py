@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from llama4spec.analysis import noise as nz
-from llama4spec.calibrate.plan import BENCH_ID
+from llama4spec.calibrate.design import BENCH_ID
 from llama4spec.calibrate.settings import Settings
 from llama4spec.errors import UserError
 

@@ -62,7 +62,7 @@ def _validate(args: argparse.Namespace) -> None:
 def _check(args: argparse.Namespace) -> int:
     from llama4spec.analysis.noise import read_profile
     from llama4spec.runbook.noise_prior import cpu_flags, fingerprint
-    from llama4spec.calibrate.render import render
+    from llama4spec.calibrate.noise_table import render
     from llama4spec.cli.common import compose
     from llama4spec.results.provenance import host, versions
 
@@ -78,9 +78,9 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from llama4spec.calibrate import plan as calibration
-    from llama4spec.calibrate.render import render
-    from llama4spec.calibrate.run import finish, make
+    from llama4spec.calibrate import design as calibration
+    from llama4spec.calibrate.noise_table import render
+    from llama4spec.calibrate.measure import finish, make
 
     if args.check is not None:
         return _check(args)

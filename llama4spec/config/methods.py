@@ -28,15 +28,26 @@ class Method:
     async_scheduling: bool  # vLLM 0.32 keeps async scheduling on for it (off: see the docstring)
     llama4: bool  # applies to a Llama 4 target
     runs: bool  # this tool runs it: a config under conf/draft/, validation and tests
+    memory: str = ""  # what the memory plan adds for the draft: "head" (an EAGLE head on the target's
+    #   embedding, sharded like the target), "model" (a whole model: weights, KV cache, logits), "" nothing
+    package: str | None = None  # the pip requirement vLLM 0.32 names for it (``vllm/config/speculative.py``)
+    module: str | None = None  # the module that requirement provides (the doctor looks for it)
+    gpu_only: bool = False  # vLLM 0.32 runs it on CUDA only (the doctor refuses it on the CPU build)
+    varies: bool = False  # drafts fewer than k tokens where it finds less (a rate per position then needs
+    #   the steps that drafted each position: the per-step arrays vLLM returns at the "detailed" level)
 
+
+SUFFIX_PACKAGE = "arctic-inference==0.1.1"  # SpeculativeConfig._validate_suffix_decoding, vLLM 0.32
 
 TABLE: tuple[Method, ...] = (
-    Method("eagle", "EAGLE", True, True, False, True, True, True),
-    Method("eagle3", "EAGLE-3", True, True, False, True, True, True),
-    Method("ngram", "n-gram", False, False, True, False, True, True),
-    Method("ngram_gpu", "n-gram (GPU)", False, False, True, True, True, False),
-    Method("draft_model", "draft model", True, False, False, True, True, False),
-    Method("suffix", "suffix decoding", False, False, False, False, True, False),
+    Method("eagle", "EAGLE", True, True, False, True, True, True, memory="head"),
+    Method("eagle3", "EAGLE-3", True, True, False, True, True, True, memory="head"),
+    Method("ngram", "n-gram", False, False, True, False, True, True, varies=True),
+    # the GPU proposer (vllm/v1/spec_decode/ngram_proposer_gpu.py) runs its n-gram search as CUDA kernels
+    Method("ngram_gpu", "n-gram (GPU)", False, False, True, True, True, True, gpu_only=True, varies=True),
+    Method("draft_model", "draft model", True, False, False, True, True, True, memory="model"),
+    Method("suffix", "suffix decoding", False, False, False, False, True, True,
+           package=SUFFIX_PACKAGE, module="arctic_inference", varies=True),
     Method("medusa", "Medusa", True, False, False, False, False, False),
     Method("mlp_speculator", "MLP speculator", True, False, False, False, False, False),
     Method("custom_class", "custom proposer", False, False, False, False, False, False),
@@ -75,3 +86,33 @@ def reads_hidden_states(name: str | None) -> bool:
 def prompt_lookup(name: str | None) -> bool:
     m = get(name)
     return bool(m and m.prompt_lookup)
+
+
+def varies(name: str | None) -> bool:
+    """The method drafts a number of tokens that varies from step to step."""
+    m = get(name)
+    return bool(m and m.varies)
+
+
+def draft_memory(name: str | None) -> str:
+    """What the memory plan counts for the draft ("head", "model" or "")."""
+    m = get(name)
+    return m.memory if m else ""
+
+
+def reads_draft_config(name: str | None) -> bool:
+    """The doctor reads the draft's config.json: a head on the target's hidden states, or a whole model."""
+    return draft_memory(name) != ""
+
+
+def pinned_async_scheduling(names) -> bool | None:
+    """The async-scheduling setting a comparison of ``names`` (None: no speculation) pins on every side:
+    off where vLLM 0.32 turns it off for one of them, so that both sides run the same scheduler;
+    None (left to vLLM) where every side keeps it on."""
+    return None if all(async_scheduling(n) for n in names) else False
+
+
+def async_scheduling(name: str | None) -> bool:
+    """vLLM 0.32 schedules asynchronously by default under this method (and without speculation)."""
+    m = get(name)
+    return m.async_scheduling if m else not name

@@ -27,18 +27,18 @@ class TargetConfig:
 @dataclass
 class DraftConfig:
     name: str = "none"
-    method: Optional[str] = None  # eagle | eagle3 | ngram | None (no speculation)
-    model: Optional[str] = None  # hub id or local directory (eagle, eagle3)
+    method: Optional[str] = None  # a method of config.methods.RUN, or None (no speculation)
+    model: Optional[str] = None  # hub id or local directory (eagle, eagle3, draft_model)
     revision: Optional[str] = None  # hub commit, branch or tag of the draft (speculative config "revision")
     max_model_len: Optional[int] = None
-    prompt_lookup_min: Optional[int] = None  # ngram
-    prompt_lookup_max: Optional[int] = None  # ngram
+    prompt_lookup_min: Optional[int] = None  # ngram, ngram_gpu
+    prompt_lookup_max: Optional[int] = None  # ngram, ngram_gpu
     # Speculative tokens per running batch size: [[first, last, k], ...] inclusive ranges (vLLM's
     # num_speculative_tokens_per_batch_size); `lookahead` stays the maximum.
     lookahead_schedule: Optional[list[list[int]]] = None
     # vLLM's draft_sample_method: greedy (the draft's argmax, treated as one-hot when verifying) or
     # probabilistic (sampled from the draft's distribution, accepted with min(1, p/q)); None: vLLM's
-    # default (greedy). Model drafts only (eagle, eagle3).
+    # default (greedy). Model drafts only (eagle, eagle3, draft_model).
     sample_method: Optional[str] = None
     # vLLM's synthetic rejection sampling (rejection_sample_method: synthetic): draft tokens are
     # accepted at a set rate whatever the draft proposes, so an engine's cost of speculating is
@@ -77,6 +77,9 @@ class ServeConfig:
     host: str = "127.0.0.1"
     port: int = 8000
     enable_prefix_caching: Optional[bool] = None  # None: vLLM's default
+    # vLLM's async scheduling. None: vLLM decides (on; off for the methods config.methods marks), except
+    # that a comparison pins it off on both sides where one side's method forces it off.
+    async_scheduling: Optional[bool] = None
     api_key_env: Optional[str] = None  # name of the env var that holds the API key
     served_model_name: Optional[str] = None
     extra_args: list[str] = field(default_factory=list)

@@ -349,7 +349,7 @@ def validate(cfg: Config) -> list[str]:
         lo, hi = d.prompt_lookup_min, d.prompt_lookup_max
         if lo is None or hi is None or lo < 1 or hi < lo:
             problems.append(
-                f"draft: ngram needs 1 <= prompt_lookup_min <= prompt_lookup_max (got {lo}, {hi})"
+                f"draft: {d.method} needs 1 <= prompt_lookup_min <= prompt_lookup_max (got {lo}, {hi})"
             )
     for key, value in (("tensor_parallel_size", p.tensor_parallel_size), ("pipeline_parallel_size", p.pipeline_parallel_size), ("nnodes", p.nnodes)):
         if value < 1:
@@ -359,6 +359,12 @@ def validate(cfg: Config) -> list[str]:
         problems.append(
             f"parallel.draft_tensor_parallel_size={p.draft_tensor_parallel_size}: vLLM needs 1 or the "
             f"target's tensor_parallel_size ({tp})"
+        )
+    elif (methods.draft_memory(d.method) == "model" and p.draft_tensor_parallel_size is not None
+          and p.draft_tensor_parallel_size != tp):
+        problems.append(
+            f"parallel.draft_tensor_parallel_size={p.draft_tensor_parallel_size}: vLLM 0.32 runs a draft model "
+            f"(draft.method={d.method}) only at the target's tensor_parallel_size ({tp}); drop the key or set it to {tp}"
         )
     m = cfg.memory
     if m.gpu_memory_utilization is not None and not 0 < m.gpu_memory_utilization <= 1:

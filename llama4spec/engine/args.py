@@ -94,6 +94,7 @@ def engine_args(cfg: Config) -> dict[str, Any]:
         "kv_cache_dtype": None if m.kv_cache_dtype == "auto" else m.kv_cache_dtype,
         "enforce_eager": True if m.enforce_eager else None,
         "enable_prefix_caching": cfg.serve.enable_prefix_caching,
+        "async_scheduling": cfg.serve.async_scheduling,
         "speculative_config": speculative_config(cfg),
     }
     return {k: v for k, v in args.items() if v is not None}
@@ -104,8 +105,9 @@ def llm_kwargs(cfg: Config) -> dict[str, Any]:
     kwargs = engine_args(cfg)
     kwargs["seed"] = cfg.generation.seed
     kwargs["disable_log_stats"] = False  # acceptance counters come from get_metrics()
-    if cfg.offline.temperatures and cfg.draft.method is not None:
-        # each request's own counters (per verify step), to split acceptance by temperature
+    if cfg.draft.method is not None:
+        # each request's own counters (per verify step): the steps that drafted each position (the
+        # denominator of a per-position rate where draft lengths vary), and acceptance by temperature
         kwargs["per_request_spec_decode_metrics"] = "detailed"
     return kwargs
 
@@ -130,7 +132,9 @@ def serve_flags(cfg: Config) -> list[str]:
         else:
             flags += [_flag(key), str(value)]
     if "speculative_config" in args:  # each response carries its request's acceptance (vLLM refuses it without a draft)
-        flags += [_flag(PER_REQUEST_METRICS), "summary"]
+        # with the per-step arrays where draft lengths vary: the steps that drafted each position
+        varying = methods.varies(cfg.draft.method) or bool(cfg.draft.lookahead_schedule)
+        flags += [_flag(PER_REQUEST_METRICS), "detailed" if varying else "summary"]
     return flags + list(s.extra_args)
 
 

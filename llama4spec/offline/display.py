@@ -53,7 +53,7 @@ def offline_stats(console: Console, stats, label: str) -> None:
     if c is None:
         return
     counts = (c.accepted_per_pos + [0] * stats.k)[: stats.k]
-    if stats.scheduled:  # later positions are drafted only at some batch sizes: a rate per draft misleads
+    if stats.scheduled and not c.lengths_vary:  # later positions drafted only at some batch sizes, steps unread
         pos = Table(title="accepted tokens by draft position (lookahead schedule: counts, not rates)",
                     title_justify="left")
         pos.add_column("position", justify="right")
@@ -62,13 +62,27 @@ def offline_stats(console: Console, stats, label: str) -> None:
             pos.add_row(str(i), _fmt(count))
         console.print(pos)
         return
-    pos = Table(title="acceptance by draft position", title_justify="left")
+    vary = c.lengths_vary  # then vLLM's rate (over every draft) understates the later positions
+    title = ("acceptance by draft position (draft lengths vary; rate: vLLM's figure, accepted / all drafts; "
+             "per drafted: accepted / steps that drafted the position, shown in the bar)") if vary \
+        else "acceptance by draft position"
+    pos = Table(title=title, title_justify="left")
     pos.add_column("position", justify="right")
     pos.add_column("accepted", justify="right")
     pos.add_column("rate", justify="right")
+    if vary:
+        pos.add_column("drafted", justify="right")
+        pos.add_column("per drafted", justify="right")
     pos.add_column("", no_wrap=True)
+    drafted = (list(c.drafted_per_pos or []) + [0] * stats.k)[: stats.k]
+    given = c.rate_per_drafted_position(stats.k) or [None] * stats.k
     for i, (count, rate) in enumerate(zip(counts, c.rate_per_position(stats.k))):
-        pos.add_row(str(i), _fmt(count), f"{rate:.3f}", _bar(rate))
+        if vary:
+            shown = given[i]
+            pos.add_row(str(i), _fmt(count), f"{rate:.3f}", _fmt(drafted[i]),
+                        "-" if shown is None else f"{shown:.3f}", _bar(shown or 0.0, 16))
+        else:
+            pos.add_row(str(i), _fmt(count), f"{rate:.3f}", _bar(rate))
     console.print(pos)
 
 
@@ -88,6 +102,18 @@ def offline_comparison(console: Console, spec, base, label: str) -> None:
     ml = spec.counters.mean_acceptance_length if spec.counters else None
     table.add_row("mean acceptance length", _fmt(ml, 3), "1.000", "")
     console.print(table)
+
+
+def async_note(console: Console, spec: bool | None, base: bool | None, pinned: str | None) -> None:
+    """Whether both sides ran the same scheduler: the pin, or a mismatch named."""
+    shown = {True: "on", False: "off", None: "unknown"}
+    if pinned:
+        console.print(pinned)
+    if spec is not None and base is not None and spec != base:
+        console.print(f"[yellow]async scheduling differs: {shown[spec]} with the draft, {shown[base]} without[/yellow] "
+                      "(the comparison also measures the scheduler)")
+    else:
+        console.print(f"async scheduling: {shown[spec]} with the draft, {shown[base]} without")
 
 
 def greedy_check(console: Console, diff, spec_ids, base_ids) -> None:
@@ -213,6 +239,7 @@ class OfflineDisplay:
         if len(outcome.runs) > 1:
             base = outcome.runs[1]
             offline_comparison(self.console, spec.stats, base.stats, spec.label)
+            async_note(self.console, spec.async_scheduling, base.async_scheduling, outcome.pinned)
             if outcome.identical is not None:
                 greedy_check(self.console, outcome.difference, spec.token_ids, base.token_ids)
 

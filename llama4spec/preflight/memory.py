@@ -180,11 +180,12 @@ def check_configs(cfg: Config, target: Any, draft: Any) -> None:
 
 def memory_plan(cfg: Config, target: dict[str, Any], draft: dict[str, Any] | None, device_memory_gib: float) -> MemoryPlan:
     """The plan for ``cfg`` on ``cfg.hardware`` with ``device_memory_gib`` per device (UserError on a malformed config.json)."""
-    check_configs(cfg, target, draft if methods.reads_hidden_states(cfg.draft.method) else None)
+    check_configs(cfg, target, draft if methods.reads_draft_config(cfg.draft.method) else None)
     t, m, par, hw = _text(target), cfg.memory, cfg.parallel, cfg.hardware
     tp, pp = par.tensor_parallel_size, par.pipeline_parallel_size
     method = cfg.draft.method
-    eagle = methods.reads_hidden_states(method) and draft is not None
+    eagle = methods.draft_memory(method) == "head" and draft is not None
+    whole = methods.draft_memory(method) == "model" and draft is not None  # a draft model: every weight its own
     model_bytes = dtype_bytes(cfg, target)
     kv_bytes = 1 if m.kv_cache_dtype.startswith("fp8") else model_bytes
 
@@ -200,12 +201,18 @@ def memory_plan(cfg: Config, target: dict[str, Any], draft: dict[str, Any] | Non
         dparams = count.eagle_draft(draft, method, target, keep=not_converted(draft, dquant), own_embedding=pp > 1)
         dwb = weight_bytes(dparams, dquant, model_bytes)
         ddev = weight_bytes(dparams, dquant, model_bytes, tp)
+    elif whole:
+        # vLLM 0.32 needs a draft model's TP to be the target's (draft_model.py): sharded the same way.
+        dquant = quantization(None, draft)
+        dparams = count.model(draft, keep=not_converted(draft, dquant))
+        dwb = weight_bytes(dparams, dquant, model_bytes)
+        ddev = weight_bytes(dparams, dquant, model_bytes, tp)
 
     length = m.max_model_len or t.get("max_position_embeddings") or 8192
     seqs = m.max_num_seqs or DEFAULT_NUM_SEQS
     batched = m.max_num_batched_tokens or max(DEFAULT_BATCHED_TOKENS, 0)
     capped = hw.device == "cuda" and not eagle
-    dkv = kv_layers(_text(draft), tp, None, kv_bytes) if eagle else KvLayers()
+    dkv = kv_layers(_text(draft), tp, None, kv_bytes) if eagle or whole else KvLayers()
 
     h = t["hidden_size"]
     ff = (t.get("intermediate_size_mlp") or t["intermediate_size"]) if not count.moe_layers(t) else 2 * t["intermediate_size"]
@@ -213,8 +220,8 @@ def memory_plan(cfg: Config, target: dict[str, Any], draft: dict[str, Any] | Non
     vocab = t["vocab_size"]
     k = max_k(cfg.draft.lookahead_schedule, cfg.lookahead) if method else 0  # the largest k a step verifies
     verify = seqs * (k + 1) * vocab * 4 * 2
-    if eagle:
-        verify += seqs * (_text(draft).get("draft_vocab_size") or vocab) * 4
+    if eagle or whole:
+        verify += seqs * (_text(draft).get("draft_vocab_size") or _text(draft).get("vocab_size") or vocab) * 4
     overhead = int(hw.runtime_overhead_gib * GIB)
     memory = int(device_memory_gib * GIB)
     util = m.gpu_memory_utilization if m.gpu_memory_utilization is not None else 0.92

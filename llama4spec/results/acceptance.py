@@ -24,6 +24,9 @@ class AcceptanceCounters:
     num_draft_tokens: int = 0
     num_accepted_tokens: int = 0
     accepted_per_pos: list[int] = field(default_factory=list)
+    # Steps that drafted at least i + 1 tokens, per position i: from vLLM's per-request per-step arrays
+    # (``RequestSteps``), since vLLM keeps no such counter; None where those arrays were not read.
+    drafted_per_pos: list[int] | None = field(default=None, compare=False)
 
     def __sub__(self, before: "AcceptanceCounters") -> "AcceptanceCounters":
         width = max(len(self.accepted_per_pos), len(before.accepted_per_pos))
@@ -45,6 +48,7 @@ class AcceptanceCounters:
             self.num_draft_tokens + other.num_draft_tokens,
             self.num_accepted_tokens + other.num_accepted_tokens,
             [a + b for a, b in zip(mine, theirs)],
+            _sum_drafted(self, other),
         )
 
     @property
@@ -67,9 +71,31 @@ class AcceptanceCounters:
             counts = (counts + [0] * k)[:k]
         return [c / self.num_drafts if self.num_drafts else 0.0 for c in counts]
 
+    def rate_per_drafted_position(self, k: int | None = None) -> list[float | None] | None:
+        """Acceptance at position i over the steps that drafted position i (at least i + 1 tokens):
+        the rate at each position where draft lengths vary (n-gram, suffix, a lookahead schedule), which
+        vLLM's own figure (``rate_per_position``: over every step) understates. None without
+        ``drafted_per_pos``; None at a position no step drafted."""
+        if self.drafted_per_pos is None:
+            return None
+        width = k if k is not None else max(len(self.accepted_per_pos), len(self.drafted_per_pos))
+        acc = (list(self.accepted_per_pos) + [0] * width)[:width]
+        drafted = (list(self.drafted_per_pos) + [0] * width)[:width]
+        return [a / d if d else None for a, d in zip(acc, drafted)]
+
+    @property
+    def lengths_vary(self) -> bool:
+        """Some step drafted fewer tokens than another (known only from the per-step arrays)."""
+        return bool(self.drafted_per_pos) and len(set(self.drafted_per_pos)) > 1
+
     def to_record(self, k: int | None = None) -> dict[str, Any]:
         """The one serialised shape of acceptance counters (offline and served records alike):
-        the raw counters, then the figures derived from them."""
+        the raw counters, then the figures derived from them (with the per-step arrays read: the
+        steps that drafted each position and the rate over them)."""
+        extra: dict[str, Any] = {}
+        if self.drafted_per_pos is not None:
+            extra = {"drafted_per_pos": list(self.drafted_per_pos),
+                     "acceptance_rate_per_drafted_position": self.rate_per_drafted_position(k)}
         return {
             "num_drafts": self.num_drafts,
             "num_draft_tokens": self.num_draft_tokens,
@@ -79,6 +105,7 @@ class AcceptanceCounters:
             "mean_acceptance_length": self.mean_acceptance_length,
             "acceptance_rate": self.acceptance_rate,
             "acceptance_rate_per_position": self.rate_per_position(k),
+            **extra,
         }
 
     @classmethod
@@ -96,7 +123,20 @@ class AcceptanceCounters:
         if not (_count(drafts) and _count(tokens) and _count(accepted) and isinstance(per_pos, list | None)
                 and all(_count(x) for x in per_pos or [])):
             return None  # not counters this tool wrote (a wrong type, a negative count): no acceptance
-        return cls(drafts, tokens, accepted, list(per_pos or []))
+        drafted = data.get("drafted_per_pos")
+        if not (isinstance(drafted, list) and all(_count(x) for x in drafted)):
+            drafted = None
+        return cls(drafts, tokens, accepted, list(per_pos or []), drafted)
+
+
+def _sum_drafted(a: AcceptanceCounters, b: AcceptanceCounters) -> list[int] | None:
+    """The sum of two ``drafted_per_pos`` (counters of no step count as none); None when one is unknown."""
+    lists = [c.drafted_per_pos if c.drafted_per_pos is not None or c.num_drafts else [] for c in (a, b)]
+    if any(x is None for x in lists):
+        return None
+    x, y = lists
+    width = max(len(x), len(y))
+    return [p + q for p, q in zip(x + [0] * (width - len(x)), y + [0] * (width - len(y)))]
 
 
 def _count(value: Any) -> bool:
@@ -159,7 +199,8 @@ class RequestSteps:
         steps = list(zip(self.accepted, self.drafted))[: -1 if drop_last else None]
         width = max((d for _, d in steps), default=0)
         return AcceptanceCounters(len(steps), sum(d for _, d in steps), sum(a for a, _ in steps),
-                                  [sum(1 for a, _ in steps if a > i) for i in range(width)])
+                                  [sum(1 for a, _ in steps if a > i) for i in range(width)],
+                                  [sum(1 for _, d in steps if d > i) for i in range(width)])
 
     def to_record(self) -> dict[str, list[int]]:
         return {"per_step_accepted": list(self.accepted), "per_step_drafted": list(self.drafted)}
@@ -174,6 +215,17 @@ class RequestSteps:
 
 def total(counters: Iterable[AcceptanceCounters]) -> AcceptanceCounters:
     return sum(counters, AcceptanceCounters())
+
+
+def with_drafted(counters: AcceptanceCounters, steps: Iterable[RequestSteps]) -> AcceptanceCounters:
+    """``counters`` (vLLM's aggregate ones) with the steps that drafted each position, counted from the
+    same requests' per-step arrays, when those arrays add up to exactly these counters (else unchanged:
+    a denominator from other steps than the numerator's would mislead)."""
+    mine = total(r.counters() for r in steps)
+    if mine != counters:
+        return counters
+    return AcceptanceCounters(counters.num_drafts, counters.num_draft_tokens, counters.num_accepted_tokens,
+                              list(counters.accepted_per_pos), list(mine.drafted_per_pos or []))
 
 
 @dataclass

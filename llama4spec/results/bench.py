@@ -116,6 +116,17 @@ class BenchRecord:
         runs = self.runs or [self]
         return [(i, r.requests) for i, r in enumerate(runs) if r.counted and r.requests]
 
+    def acceptance_shown(self) -> AcceptanceCounters | None:
+        """Its acceptance counters with the steps that drafted each position where its requests' per-step
+        arrays give them (``requests.with_drafted``; a point: summed over its counted runs)."""
+        if self.acceptance is None:
+            return None
+        if self.runs:
+            parts = [r.acceptance_shown() for r in self.counted_runs() if r.acceptance is not None]
+            summed = sum(parts, AcceptanceCounters()) if parts else None
+            return summed if summed is not None and summed == self.acceptance else self.acceptance
+        return per_request.with_drafted(self.acceptance, self.requests) if self.requests else self.acceptance
+
     def requests_check(self) -> dict[str, Any] | None:
         """One run's per-request sums against its ``/metrics`` delta (``requests.check``)."""
         return per_request.check(self.requests, self.acceptance)
@@ -228,7 +239,7 @@ class BenchRecord:
         data: dict[str, Any] = {
             "kind": KIND, "label": self.label, "url": self.url, "argv": self.argv,
             "returncode": self.returncode, "wall_time_s": self.wall_time_s, "lookahead": self.lookahead,
-            "acceptance": self.acceptance.to_record(self.lookahead) if self.acceptance else None,
+            "acceptance": self.acceptance_shown().to_record(self.lookahead) if self.acceptance else None,
         }
         if self.result is not None:
             data["result"] = self.result

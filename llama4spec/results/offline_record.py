@@ -83,6 +83,7 @@ class Output:
     token_ids: list[int]
     text: str
     seed: int | None = None  # the request's sampling seed
+    steps: dict[str, list[int]] | None = None  # its verify steps (``RequestSteps.to_record``), with a draft
 
 
 @dataclass
@@ -94,13 +95,16 @@ class PassRecord:
     output_tokens_per_s: float | None
     stats: Stats
     outputs: list[Output]
+    async_scheduling: bool | None = None  # as the engine resolved it (None: not read)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "timings": {"engine_start_s": self.timings.engine_start_s, "generate_s": self.timings.generate_s},
+            "async_scheduling": self.async_scheduling,
             "output_tokens_per_s": self.output_tokens_per_s,
             "stats": self.stats.to_dict(),
-            "outputs": [{"token_ids": o.token_ids, "text": o.text, "seed": o.seed} for o in self.outputs],
+            "outputs": [{"token_ids": o.token_ids, "text": o.text, "seed": o.seed,
+                         **({"spec_steps": o.steps} if o.steps is not None else {})} for o in self.outputs],
         }
 
 
@@ -122,6 +126,8 @@ class OfflineRecord:
     baseline: PassRecord | None = None  # offline.baseline=true with a draft
     speedup: float | None = None  # with a baseline: output tokens/s over the baseline's
     outputs_identical: bool | None = None  # with a baseline: greedy outputs the same (None: not greedy)
+    async_scheduling: bool | None = None  # the run's own pass, as its engine resolved it
+    async_pinned: str | None = None  # with a baseline: how async scheduling was pinned on both sides
 
     def figures(self) -> dict[str, Any]:
         """The figures a run summary shows."""
@@ -131,11 +137,14 @@ class OfflineRecord:
         data: dict[str, Any] = {
             "kind": KIND, "created": self.created, "versions": self.versions, "models": self.models,
             "overrides": self.overrides, "choices": self.choices, "config": self.config, "prompts": self.prompts,
-            **PassRecord(self.timings, self.output_tokens_per_s, self.stats, self.outputs).to_dict(),
+            **PassRecord(self.timings, self.output_tokens_per_s, self.stats, self.outputs,
+                         self.async_scheduling).to_dict(),
         }
         if self.baseline is not None:
             data.update(baseline=self.baseline.to_dict(), speedup=self.speedup,
-                        outputs_identical=self.outputs_identical)
+                        outputs_identical=self.outputs_identical, async_scheduling_pinned=self.async_pinned,
+                        async_scheduling_match=self.async_scheduling == self.baseline.async_scheduling
+                        if self.async_scheduling is not None and self.baseline.async_scheduling is not None else None)
         return data
 
     def write(self, path: Path) -> None:

@@ -39,6 +39,7 @@ class RequestRow:
     accepted: int | None = None
     accepted_per_pos: list[int] = field(default_factory=list)
     prompt_sha256: str | None = None
+    drafted_per_pos: list[int] | None = None  # steps that drafted position i (from vLLM's per-step arrays)
 
     @property
     def acceptance_length(self) -> float | None:
@@ -48,7 +49,8 @@ class RequestRow:
     def counters(self) -> AcceptanceCounters | None:
         if self.drafts is None:
             return None
-        return AcceptanceCounters(self.drafts, self.draft_tokens or 0, self.accepted or 0, list(self.accepted_per_pos))
+        return AcceptanceCounters(self.drafts, self.draft_tokens or 0, self.accepted or 0, list(self.accepted_per_pos),
+                                  None if self.drafted_per_pos is None else list(self.drafted_per_pos))
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -90,6 +92,18 @@ def _spec(block: Any) -> tuple[int, int, int, list[int]] | None:
     return steps, drafted, accepted, per_pos
 
 
+def _drafted(block: Any, steps: int, drafted: int, width: int) -> list[int] | None:
+    """Steps that drafted position i, from the block's per-step arrays (the "detailed" level), when
+    they agree with its totals; None without them."""
+    if not isinstance(block, Mapping):
+        return None
+    per_step = block.get("per_step_drafted")
+    if not (isinstance(per_step, list) and len(per_step) == steps and all(_count(d) is not None for d in per_step)
+            and sum(per_step) == drafted and max(per_step, default=0) <= MAX_POSITIONS):
+        return None
+    return [sum(1 for d in per_step if d > i) for i in range(max(width, max(per_step, default=0)))]
+
+
 def _due_s(item: Mapping[str, Any]) -> float | None:
     """When a request the worker wrote was due (its start less its wait), on the client's clock."""
     start, queue = item.get("start_s"), _number(item.get("queue_s"))
@@ -110,13 +124,15 @@ def row_of(item: Mapping[str, Any], prefix: str, categories: Mapping[str, str], 
     tokens = _count(item.get("output_tokens")) or 0
     tpot = (e2e - ttft) / (tokens - 1) if ok and ttft is not None and e2e is not None and tokens > 1 else None
     spec = _spec(item.get("spec"))
+    drafted = _drafted(item.get("spec"), spec[0], spec[1], len(spec[3])) if spec else None
     due = _due_s(item)
     return RequestRow(
         id=rid, ok=ok, index=int(tail) if tail.isdigit() and len(tail) < 10 else None,
         category=category or (categories.get(sha) if sha else None),
         ttft_ms=ttft if ok else None, tpot_ms=tpot, e2e_ms=e2e if ok else None, queue_ms=_ms(item.get("queue_s")),
         arrival_ms=_ms(due - first_s) if due is not None and first_s is not None else None, output_tokens=tokens, drafts=spec[0] if spec else None, draft_tokens=spec[1] if spec else None,
-        accepted=spec[2] if spec else None, accepted_per_pos=spec[3] if spec else [], prompt_sha256=sha)
+        accepted=spec[2] if spec else None, accepted_per_pos=spec[3] if spec else [], prompt_sha256=sha,
+        drafted_per_pos=drafted)
 
 
 def rows_of(data: Any, categories: Mapping[str, str] | None = None, category: str | None = None) -> list[RequestRow] | None:
@@ -146,6 +162,9 @@ def from_record(data: Any) -> list[RequestRow]:
             _count(x) is not None for x in per_pos) else []
         category = item.get("category")
         sha = item.get("prompt_sha256")
+        drafted = item.get("drafted_per_pos")
+        drafted = list(drafted) if isinstance(drafted, list) and len(drafted) <= MAX_POSITIONS and all(
+            _count(x) is not None for x in drafted) else None
         out.append(RequestRow(
             id=rid, ok=item["ok"], index=_count(item.get("index")),
             category=category[:100] if isinstance(category, str) and category.isprintable() else None,
@@ -155,7 +174,8 @@ def from_record(data: Any) -> list[RequestRow]:
             output_tokens=_count(item.get("output_tokens")) or 0, drafts=_count(item.get("drafts")),
             draft_tokens=_count(item.get("draft_tokens")), accepted=_count(item.get("accepted")),
             accepted_per_pos=list(per_pos),
-            prompt_sha256=sha if isinstance(sha, str) and len(sha) == 64 and sha.isalnum() else None))
+            prompt_sha256=sha if isinstance(sha, str) and len(sha) == 64 and sha.isalnum() else None,
+            drafted_per_pos=drafted))
     return out
 
 
@@ -167,6 +187,17 @@ def sums(rows: Iterable[RequestRow]) -> AcceptanceCounters:
         if counters is not None:
             total = total + counters
     return total
+
+
+def with_drafted(delta: AcceptanceCounters, rows: list[RequestRow]) -> AcceptanceCounters:
+    """The server's ``/metrics`` delta with the steps that drafted each position, summed over ``rows``
+    when every row carries them and their counters add up to exactly that delta (else unchanged)."""
+    total = sums(rows)
+    if total != delta or total.drafted_per_pos is None or any(r.drafts is not None and r.drafted_per_pos is None
+                                                              for r in rows):
+        return delta
+    return AcceptanceCounters(delta.num_drafts, delta.num_draft_tokens, delta.num_accepted_tokens,
+                              list(delta.accepted_per_pos), list(total.drafted_per_pos))
 
 
 def _raw(c: AcceptanceCounters, width: int) -> dict[str, Any]:

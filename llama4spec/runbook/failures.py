@@ -5,9 +5,9 @@ that point and its server's group, not the sweep:
 
 - a bench or stop step on a server that failed, was skipped, or exited during the run is skipped
   (the executor stops what is left of a server that exited when it finds it gone);
-- an explicit ``needs`` on a failed or skipped step blocks, except a need on a ``stop`` step
-  (that only orders servers that share a port) and the needs of ``sweep`` and ``compare`` steps,
-  which report whatever was measured;
+- an explicit ``needs`` on a failed or skipped step blocks, except a need on a step that stops a
+  server (that only orders servers that share a port) and the needs of the steps that merge
+  results (a sweep, a comparison), which report whatever was measured;
 - a compare step whose baseline or candidate bench failed or was skipped is skipped: there is
   nothing to compare.
 """
@@ -16,13 +16,15 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from llama4spec.runbook.steps import traits_of
+
 FAILED, SKIPPED = "failed", "skipped"
 
 
 def _why(dep: str, kinds: Mapping[str, str], entry: Mapping[str, Any], role: str | None = None) -> str | None:
     """Why ``dep`` blocks its dependants, or None when it does not."""
     status = entry.get("status")
-    what = f"{role or ('server' if kinds.get(dep) == 'serve' else 'step')} '{dep}'"
+    what = f"{role or ('server' if traits_of(kinds.get(dep)).serves else 'step')} '{dep}'"
     if status == FAILED:
         return f"{what} failed"
     if status == SKIPPED:
@@ -54,7 +56,7 @@ def blocked_by(p: Any, statuses: Mapping[str, Mapping[str, Any]], kinds: Mapping
     if step.traits.merges:  # reports run on whatever was measured
         return None
     for dep in p.needs:
-        if dep == server or kinds.get(dep) == "stop":
+        if dep == server or traits_of(kinds.get(dep)).stops_server:
             continue
         why = _why(dep, kinds, statuses.get(dep, {}))
         if why:

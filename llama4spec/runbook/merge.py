@@ -32,6 +32,7 @@ from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.recorder import Recorder
 from llama4spec.runbook.rundir import (STATUS, Measured, bench_files, config_or_problem, flatten, is_step_id, not_run,
                                        status_or_problem, vllm_runs)
+from llama4spec.runbook.steps import traits_of
 
 GROUPS = "groups"  # <run>/groups/<group>/: the run directory of one server group run on its own
 # Keys that say where a point ran, not what it measured.
@@ -190,7 +191,7 @@ def _sweeps(sources: list[Source]) -> dict[str, list[str]]:
         kinds = s.kinds()
         for step in s.plan:
             if step.get("kind") == "sweep":
-                ids = [n for n in step.get("needs") or [] if kinds.get(n) == "bench"]
+                ids = [n for n in step.get("needs") or [] if traits_of(kinds.get(n)).benchmarks]
                 sweeps[str(step["id"])] = list(dict.fromkeys([*sweeps.get(str(step["id"]), []), *ids]))
     return sweeps
 
@@ -263,7 +264,7 @@ def _compares(sources: list[Source]) -> dict[str, dict[str, str]]:
                 refs = {}
                 for role, path in step["inputs"].items():
                     name = Path(str(path)).parent.name
-                    refs[role] = name if kinds.get(name) == "bench" else str(path)
+                    refs[role] = name if traits_of(kinds.get(name)).benchmarks else str(path)
                 out.setdefault(str(step["id"]), refs)
     return out
 
@@ -289,9 +290,7 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     """Rebuild (or, from several run directories, merge) the sweep reports, comparisons and summary
     from the records alone; write them into ``out`` (default: the one run directory given).
     Returns 0, or 1 when a point of a sweep has no counted record anywhere."""
-    from llama4spec.results import comparison as compare
     from llama4spec.runbook import write_capacity as capacity_report
-    from llama4spec.runbook.steps import sweep as sweep_step
 
     seen: dict[Path, Path] = {}
     for d in run_dirs:
@@ -332,44 +331,9 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     for pid in measured:
         reasons.pop(pid, None)
     comparisons: dict[str, str] = {}
-    records: dict[str, Any] = {}
-    missing = 0
-    beside = _colocation(sources, measured)
-    designs = _designs(sources)
-    for sid, points in sweeps.items():
-        files = sweep_step.artifacts(out / sid)
-        text, record = sweep_step.report_points(points, measured, files, console, reasons,
-                                                {pid: beside[pid] for pid in points if pid in beside},
-                                                designs.get(sid))
-        comparisons[sid] = sweep_step.linked(text, sid)
-        records[sid] = record
-        missing += len(record["missing"])
-    for cid, found in searched_out.items():
-        settings = found.settings
-        files = {"report": out / cid / "report.md", "analysis": out / cid / "capacity.json",
-                 **{f"latency-{s.id}": out / cid / f"latency-{s.id}.png" for s in settings}}
-        text = capacity_report.write(found, files, console)
-        if not in_place:
-            _write_searches(out, found)
-        comparisons[cid] = text.replace("](latency-", f"]({cid}/latency-")
-        missing += len(found.record["missing"])
-    for cid, refs in compares.items():
-        pair = [measured[ref].record if ref in measured else (bench_record.read(Path(ref)) if "/" in ref else None)
-                for ref in (refs.get("baseline", ""), refs.get("candidate", ""))]
-        if pair[0] is None or pair[1] is None:
-            absent = [role for role, rec in zip(("baseline", "candidate"), pair) if rec is None]
-            comparisons[cid] = f"not compared: no counted record of the {' and the '.join(absent)}\n"
-            continue
-        from llama4spec.runbook.noise_prior import of_sweep
-        from llama4spec.runbook.steps.compare import headline
-
-        prior = of_sweep(None, [measured[ref].config for ref in refs.values() if ref in measured])
-        line = headline(*pair, prior)
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
-        compare.render(console, *pair)
-        table = f"{line}\n\n{compare.markdown(*pair)}"
-        write_atomic(out / cid / "table.md", table)
-        comparisons[cid] = table
+    missing = _sweep_reports(sources, sweeps, measured, reasons, out, console, comparisons)
+    missing += _capacity_reports(searched_out, out, in_place, console, comparisons)
+    _compare_reports(compares, measured, out, console, comparisons)
     notes = _hosts(sources)
     if in_place:
         status = dict(first.status)
@@ -385,6 +349,66 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     for note in notes:
         console.print(note, markup=False, highlight=False, soft_wrap=True)
     return 1 if missing else 0
+
+
+def _sweep_reports(sources: list[Source], sweeps: dict[str, list[str]], measured: dict[str, Measured],
+                   reasons: dict[str, str], out: Path, console: Console, comparisons: dict[str, str]) -> int:
+    """Each sweep's report rebuilt from its points' records into ``out``; returns the points missing."""
+    from llama4spec.runbook.steps import sweep as sweep_step
+
+    missing = 0
+    beside = _colocation(sources, measured)
+    designs = _designs(sources)
+    for sid, points in sweeps.items():
+        files = sweep_step.artifacts(out / sid)
+        text, record = sweep_step.report_points(points, measured, files, console, reasons,
+                                                {pid: beside[pid] for pid in points if pid in beside},
+                                                designs.get(sid))
+        comparisons[sid] = sweep_step.linked(text, sid)
+        missing += len(record["missing"])
+    return missing
+
+
+def _capacity_reports(searched_out: dict[str, Any], out: Path, in_place: bool, console: Console,
+                      comparisons: dict[str, str]) -> int:
+    """Each capacity step's report from its searches (read before), written into ``out`` with the
+    searches themselves when ``out`` is a new directory; returns the settings missing."""
+    from llama4spec.runbook import write_capacity as capacity_report
+
+    missing = 0
+    for cid, found in searched_out.items():
+        settings = found.settings
+        files = {"report": out / cid / "report.md", "analysis": out / cid / "capacity.json",
+                 **{f"latency-{s.id}": out / cid / f"latency-{s.id}.png" for s in settings}}
+        text = capacity_report.write(found, files, console)
+        if not in_place:
+            _write_searches(out, found)
+        comparisons[cid] = text.replace("](latency-", f"]({cid}/latency-")
+        missing += len(found.record["missing"])
+    return missing
+
+
+def _compare_reports(compares: dict[str, dict[str, str]], measured: dict[str, Measured], out: Path,
+                     console: Console, comparisons: dict[str, str]) -> None:
+    """Each comparison's headline and table from the two records it names (measured here, or a saved file)."""
+    from llama4spec.results import comparison as compare
+    from llama4spec.runbook.noise_prior import of_sweep
+    from llama4spec.runbook.steps.compare import headline
+
+    for cid, refs in compares.items():
+        pair = [measured[ref].record if ref in measured else (bench_record.read(Path(ref)) if "/" in ref else None)
+                for ref in (refs.get("baseline", ""), refs.get("candidate", ""))]
+        if pair[0] is None or pair[1] is None:
+            absent = [role for role, rec in zip(("baseline", "candidate"), pair) if rec is None]
+            comparisons[cid] = f"not compared: no counted record of the {' and the '.join(absent)}\n"
+            continue
+        prior = of_sweep(None, [measured[ref].config for ref in refs.values() if ref in measured])
+        line = headline(*pair, prior)
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+        compare.render(console, *pair)
+        table = f"{line}\n\n{compare.markdown(*pair)}"
+        write_atomic(out / cid / "table.md", table)
+        comparisons[cid] = table
 
 
 def refuse_unrelated(sources: list[Source]) -> None:
@@ -504,7 +528,7 @@ def _merged_status(sources: list[Source], out: Path, measured: dict[str, Measure
     for step in sources[0].plan:
         sid = str(step.get("id"))
         entry: dict[str, Any] = {"id": sid, "kind": step.get("kind")}
-        if step.get("kind") == "bench":
+        if traits_of(step.get("kind")).benchmarks:
             m = measured.get(sid)
             entry["status"] = "done" if m else "missing"
             if m:

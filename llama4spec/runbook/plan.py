@@ -91,8 +91,7 @@ class Plan:
                 "choices": p.composed.choices if p.composed else None,
                 "overrides": p.composed.overrides if p.composed else None,
                 **({"nodes": node_records(p.nodes)} if p.nodes else {}),
-                **({"design": p.step.keys.design_record()} if hasattr(p.step.keys, "design_record") else {}),
-                **({"capacity": p.step.keys.settings_record()} if hasattr(p.step.keys, "settings_record") else {}),
+                **p.step.kind_of.plan_record(p.step.keys),
             }
             for p in self.steps
         ]

@@ -21,7 +21,6 @@ from llama4spec.files import Expect, Unreadable, json_or_none, number, plain, re
 from llama4spec.runbook import write_capacity as capacity_report, colocation, merge, steps
 from llama4spec.runbook.rundir import Measured, not_run
 from llama4spec.runbook.noise_prior import of_sweep
-from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps import sweep as sweep_step
 from llama4spec.analysis import page as html_page
 from llama4spec.analysis.model import analyse
@@ -33,12 +32,7 @@ PROVENANCE = Expect("provenance record", "it is not a record this tool wrote", 4
 CELL = 2000  # the most characters of one value the provenance tables show
 
 
-def traits(kind: Any) -> Traits:
-    """A plan.json step's traits by its kind's name (none for a kind there is not)."""
-    try:
-        return steps.kind(kind).traits if isinstance(kind, str) else Traits()
-    except ValueError:
-        return Traits()
+traits = steps.traits_of  # a plan.json step's traits by its kind's name (none for a kind there is not)
 
 
 def target(run_dir: Path) -> Path:

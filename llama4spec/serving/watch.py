@@ -29,6 +29,25 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
 PHASE_NAMES = tuple(name for name, _ in PHASES)
 
 
+# vLLM 0.32 logs turning async scheduling off (VllmConfig.__post_init__: a method outside the EAGLE
+# family, draft models and ngram_gpu; padded drafter batches; an executor without it; ...); it logs
+# nothing when it turns it on.
+ASYNC_OFF = re.compile(r"Async scheduling (not supported with .* will be disabled|is not compatible with .* will be "
+                       r"disabled|will be disabled|is disabled)")
+
+
+def async_scheduling(log_text: str, argv: Sequence[str]) -> bool | None:
+    """Whether a server ran with async scheduling, from its own flags and log: the flag where given,
+    off where vLLM says it turned it off, on once the log shows the engine started without that line
+    (vLLM's default), None before."""
+    for arg in reversed(list(argv)):
+        if arg in ("--async-scheduling", "--no-async-scheduling"):
+            return arg == "--async-scheduling"
+    if ASYNC_OFF.search(log_text):
+        return False
+    return True if "Initializing a V1 LLM engine" in log_text else None
+
+
 def phase_of(line: str) -> str | None:
     """The phase a log line starts, or None (the last matching phase wins)."""
     found = None

@@ -8,6 +8,10 @@ Weights are set by hand so that greedy acceptance is known exactly:
 * draft: one dense layer with the same zero outputs, ``fc = [I | 0]`` (passes the token
   embedding through, ignores the target's hidden state) and ``lm_head`` = the draft's map.
   The perfect draft uses ``succ``; the imperfect one is wrong on ``WRONG_TOKENS``.
+* draft model (``draft_model``, ``draft_model_imperfect``): a plain one-layer Llama (``LlamaForCausalLM``)
+  with the target's vocabulary and the same hand-set stream (identity embedding, zero ``o_proj`` and
+  ``down_proj``); its ``lm_head`` is the perfect or the imperfect draft's map, so a greedy draft model
+  proposes exactly what the EAGLE draft of the same map proposes (each token depends on the last alone).
 * contrast draft (``tiny.contrast``): wrong after every word of one vocabulary block, right elsewhere.
 * spread target and draft (``tiny.spread``): the same stream, but the head puts a second word
   ``alt(i)`` beside ``succ(i)``, so the next-word distribution at temperature T is known exactly and
@@ -176,6 +180,46 @@ def draft_files(imperfect: bool, head: np.ndarray | None = None) -> tuple[dict, 
     return config, tensors
 
 
+def draft_model_files(imperfect: bool) -> tuple[dict, dict[str, np.ndarray]]:
+    """A small stand-alone draft model (vLLM's ``draft_model`` method): a one-layer Llama with the
+    target's vocabulary and tokenizer, predicting ``draft_successor`` from the last token."""
+    config = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "bos_token_id": BOS,
+        "eos_token_id": EOS,
+        "pad_token_id": PAD,
+        "head_dim": HEAD_DIM,
+        "hidden_act": "silu",
+        "hidden_size": HIDDEN,
+        "initializer_range": 0.02,
+        "intermediate_size": MLP,
+        "max_position_embeddings": 2048,
+        "mlp_bias": False,
+        "num_attention_heads": HEADS,
+        "num_hidden_layers": 1,
+        "num_key_value_heads": KV_HEADS,
+        "rms_norm_eps": 1e-05,
+        "rope_parameters": {"rope_theta": 500000.0, "rope_type": "default"},
+        "tie_word_embeddings": False,
+        "torch_dtype": "float32",
+        "vocab_size": VOCAB,
+    }
+    z = np.zeros
+    tensors = {
+        "model.embed_tokens.weight": np.eye(VOCAB, HIDDEN, dtype=np.float32),
+        "model.layers.0.mlp.gate_proj.weight": z((MLP, HIDDEN), np.float32),
+        "model.layers.0.mlp.up_proj.weight": z((MLP, HIDDEN), np.float32),
+        "model.layers.0.mlp.down_proj.weight": z((HIDDEN, MLP), np.float32),
+        "model.norm.weight": np.ones(HIDDEN, np.float32),
+        "lm_head.weight": _lm_head(lambda i: draft_successor(i, imperfect)),
+    }
+    tensors |= _attention("model.layers.0")
+    return config, tensors
+
+
 def tokenizer_json() -> str:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
 
@@ -230,7 +274,8 @@ def pair_files() -> dict[str, bytes]:
     models = {"target": target_files(), "draft": draft_files(False), "draft_imperfect": draft_files(True),
               "target_spread": spread_target_files(),
               "draft_spread": draft_files(False, head=spread.head(spread.DRAFT_GAP)),
-              "draft_contrast": draft_files(False, head=_lm_head(contrast.draft_next))}
+              "draft_contrast": draft_files(False, head=_lm_head(contrast.draft_next)),
+              "draft_model": draft_model_files(False), "draft_model_imperfect": draft_model_files(True)}
     for kind, (config, tensors) in models.items():
         files[f"{kind}/config.json"] = _json_bytes(config)
         files[f"{kind}/model.safetensors"] = save(tensors, metadata={"format": "pt"})

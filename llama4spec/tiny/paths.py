@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-TINY_VERSION = "v4"
-KINDS = ("target", "draft", "draft_imperfect", "target_spread", "draft_spread", "draft_contrast")
+TINY_VERSION = "v5"
+KINDS = ("target", "draft", "draft_imperfect", "target_spread", "draft_spread", "draft_contrast", "draft_model",
+         "draft_model_imperfect")
 ENV_DIR = "LLAMA4SPEC_TINY_DIR"
 
 

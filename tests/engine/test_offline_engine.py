@@ -43,11 +43,22 @@ def imperfect(imperfect_offline):
     return imperfect_offline
 
 
+# Prompts whose only repeat ends the prompt: "w10 w11 w10" continues with w11, so the 2-gram "w10 w11"
+# recurs with two tokens after its first occurrence: n-gram drafts 2 tokens there (not k).
+SHORT_REPEATS = ["w10 w11 w10", "w200 w201 w200"]
+
+
 @pytest.fixture(scope="session")
 def ngram(tmp_path_factory):
-    path = tmp_path_factory.mktemp("ngram") / "run.json"
-    result = run_cli("offline", f"lookahead={K}", f"generation.max_tokens={MAX_TOKENS}",
-                     f"dataset.num_prompts={PROMPTS}", "draft=ngram", "--json", str(path))
+    """n-gram on the built-in prompts (each repeats its first three words) and two whose repeat yields
+    a shorter draft: the draft length varies from step to step."""
+    base = tmp_path_factory.mktemp("ngram")
+    prompts = base / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in builtin_prompts(PROMPTS) + SHORT_REPEATS))
+    path = base / "run.json"
+    result = run_cli("offline", f"lookahead={K}", f"generation.max_tokens={MAX_TOKENS}", "dataset=jsonl",
+                     f"dataset.path={prompts}", f"dataset.num_prompts={PROMPTS + len(SHORT_REPEATS)}",
+                     "draft=ngram", "--json", str(path))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result.stdout, json.loads(path.read_text())
 
@@ -122,6 +133,26 @@ def test_ngram_on_repetitive_prompts_accepts_tokens(ngram):
     assert record["stats"]["acceptance"]["num_accepted_tokens"] > 0
 
 
+def test_ngram_rates_per_position_over_the_steps_that_drafted_it(ngram):
+    """n-gram drafts fewer than k tokens where the context offers a shorter match, so vLLM's rate at
+    position i (accepted / every draft) mixes in steps that never drafted position i. The record's
+    corrected rate divides by the steps that did, counted here from each request's per-step arrays."""
+    stdout, record = ngram
+    acc = record["stats"]["acceptance"]
+    steps = [(a, d) for o in record["outputs"]
+             for a, d in zip(o["spec_steps"]["per_step_accepted"], o["spec_steps"]["per_step_drafted"])]
+    accepted = [sum(1 for a, _ in steps if a > i) for i in range(K)]
+    drafted = [sum(1 for _, d in steps if d > i) for i in range(K)]
+    assert acc["num_drafts"] == len(steps) and acc["accepted_per_pos"] == accepted  # vLLM's counters, from the arrays
+    assert acc["drafted_per_pos"] == drafted and drafted[0] == len(steps) and drafted[-1] < drafted[0]  # lengths vary
+    assert acc["acceptance_rate_per_drafted_position"] == pytest.approx([a / d for a, d in zip(accepted, drafted)])
+    assert acc["acceptance_rate_per_position"] == pytest.approx([a / len(steps) for a in accepted])
+    later = [i for i in range(K) if drafted[i] < len(steps) and accepted[i]]
+    assert later and all(acc["acceptance_rate_per_drafted_position"][i] > acc["acceptance_rate_per_position"][i]
+                         for i in later)
+    assert "per drafted: accepted / steps that drafted the position" in " ".join(stdout.split())
+
+
 def _table_value(stdout: str, label: str) -> str:
     m = re.search(rf"│ {re.escape(label)}\s+│\s+([\d.,]+) │", stdout)
     assert m, f"no row '{label}' in output"
@@ -134,7 +165,8 @@ def test_json_record_matches_printed_table(imperfect):
     assert set(record["stats"]["acceptance"]) == {"num_drafts", "num_draft_tokens", "num_accepted_tokens",
                                                   "accepted_per_pos", "draft_tokens_per_draft",
                                                   "mean_acceptance_length", "acceptance_rate",
-                                                  "acceptance_rate_per_position"}
+                                                  "acceptance_rate_per_position", "drafted_per_pos",
+                                                  "acceptance_rate_per_drafted_position"}
     stats = _stats(record["stats"])
     assert int(_table_value(stdout, "total output tokens")) == stats["total_num_output_tokens"]
     assert int(_table_value(stdout, "drafts")) == stats["num_drafts"]

@@ -7,7 +7,7 @@ from typing import Any, Mapping
 from rich.console import Console
 
 from llama4spec.analysis import breakeven_report as report
-from llama4spec.analysis.breakeven import Runs, build
+from llama4spec.analysis.breakeven_map import Runs, build
 from llama4spec.files import write_atomic, write_json
 from llama4spec.runbook.measured import measured_in_plan
 from llama4spec.runbook.rundir import Measured

@@ -16,7 +16,7 @@ import functools
 import importlib
 from typing import Any
 
-from llama4spec.runbook.spec import Step, StepKind
+from llama4spec.runbook.spec import Step, StepKind, Traits
 
 KINDS = ("serve", "bench", "stop", "offline", "compare", "sweep", "fetch", "settle", "capacity", "search", "lossless",
          "breakeven")
@@ -28,6 +28,11 @@ def kind(name: str) -> StepKind:
     if name not in KINDS:
         raise ValueError(f"unknown step kind {name!r}")
     return importlib.import_module(f"llama4spec.runbook.steps.{name}").KIND
+
+
+def traits_of(name: Any) -> Traits:
+    """The traits of the kind a record names (none for a kind there is not: plan.json is input)."""
+    return kind(name).traits if isinstance(name, str) and name in KINDS else Traits()
 
 
 def make(kind_name: str, step_id: str, needs: list[str] | None = None, description: str = "", **keys: Any) -> Step:

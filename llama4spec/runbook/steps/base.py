@@ -29,6 +29,7 @@ class BaseKind:
     pending: Callable[[Any, Any], bool] = lambda plan, p: False  # (plan, p): the records leave it work (resume)
     # (runbook, step, cli, taken, make, problems): the steps an expanding kind stands for (runbook.matrix.expand)
     expand: Callable[..., list[Any]] | None = None
+    plan_record: Callable[[Any], dict[str, Any]] = lambda keys: {}  # (keys): what it adds to its plan.json entry
 
 
 def server_ref(keys: Any) -> list[Reference]:

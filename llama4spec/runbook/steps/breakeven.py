@@ -5,7 +5,7 @@ acceptance length of its grid (``grid`` values from 1.0, every draft token rejec
 all accepted) with vLLM's synthetic acceptance (``draft.synthetic_acceptance_length``) and the
 step's draft proposing; and, with ``place: true``, the draft itself at each lookahead. Each server
 is benchmarked at every concurrency (``repeats`` counted runs each), then stopped before the next
-starts. This step then reads their records and writes the map (``analysis.breakeven``):
+starts. This step then reads their records and writes the map (``analysis.breakeven_map``):
 breakeven.md, breakeven.json and breakeven.png.
 """
 

@@ -213,4 +213,5 @@ def describe(p, say) -> None:
 
 
 KIND = BaseKind("capacity", Keys, Traits(expands=True, merges=True, describe_first=True), plan, execute, describe,
-                check=check, references=references, expand=expand)
+                check=check, references=references, expand=expand,
+                plan_record=lambda keys: {"design": keys.design_record(), "capacity": keys.settings_record()})

@@ -15,6 +15,7 @@ from llama4spec.runbook.steps.failed import StepFailed
 from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps.base import BaseKind
 from llama4spec.serving.process import ServerError
+from llama4spec.serving.watch import async_scheduling
 
 
 @dataclass
@@ -157,8 +158,18 @@ def execute(run, p) -> dict[str, Any]:
     run.keep_server(p.id, server)
     ready = f"      ready at {server.url} after {server.ready_after_s:.0f} s"
     run.output.result(run, ready)  # the serve command shows it even with -q
-    result = {"url": server.url, "ready_after_s": server.ready_after_s, "pid": server.proc.pid}
+    result = {"url": server.url, "ready_after_s": server.ready_after_s, "pid": server.proc.pid,
+              "async_scheduling": async_scheduling(_text(server.log_path), p.exec_argv)}
     return {**result, "lookahead_schedule": schedule} if schedule else result
+
+
+def _text(path) -> str:
+    """The server's log so far (its first MiB: vLLM decides the scheduler at start-up)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(1 << 20).decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def describe(p, say) -> None:

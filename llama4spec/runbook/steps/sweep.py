@@ -284,4 +284,5 @@ def describe(p, say) -> None:
 
 
 KIND = BaseKind("sweep", Keys, Traits(expands=True, merges=True, measures=True, decides=True, describe_first=True),
-                plan, execute, describe, check=check, conflicts=conflicts, expand=expand_step)
+                plan, execute, describe, check=check, conflicts=conflicts, expand=expand_step,
+                plan_record=lambda keys: {"design": keys.design_record()})

@@ -1,4 +1,4 @@
-"""The break-even map (``analysis.breakeven``) on synthetic runs whose true speedup curve is known."""
+"""The break-even map (``analysis.breakeven_map``) on synthetic runs whose true speedup curve is known."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from llama4spec.analysis.breakeven import NEVER, PAYS, Runs, build, crossing, monotone, ratio
+from llama4spec.analysis.breakeven_map import NEVER, PAYS, Runs, build, crossing, monotone, ratio
 from llama4spec.analysis.noise import prior as known_noise
 
 BASE = 100.0

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from llama4spec.analysis import noise as nz
-from llama4spec.calibrate import plan as calibration
+from llama4spec.calibrate import design as calibration
 from llama4spec.calibrate.record import aa_blocks, aa_check, costs
 from llama4spec.runbook.noise_prior import cpu_flags, fingerprint
-from llama4spec.calibrate.run import make
+from llama4spec.calibrate.measure import make
 from llama4spec.calibrate.settings import Settings, problems
 from llama4spec.errors import UserError
 

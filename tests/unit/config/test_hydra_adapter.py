@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import pytest
 from omegaconf import OmegaConf
 
-from llama4spec.config import compose, hydra_adapter as hydra
+from llama4spec.config import hydra_adapter as hydra
 
 UPGRADE = ("a Hydra upgrade changed the behaviour the config memo relies on "
            "(llama4spec/config/hydra_adapter.py): ")
@@ -71,17 +71,28 @@ def test_a_value_override_is_applied_in_place_typed_and_refused_in_words() -> No
             hydra.apply_overrides([hydra.parse_override("lookahead=not_a_number")], tree)
 
 
-def test_groups_composed_then_values_applied_equal_one_full_composition() -> None:
-    compose.register()
-    compose._register_resolvers()
-    groups, values = ["target=tiny", "draft=tiny_eagle", "hardware=cpu"], ["lookahead=2", "serve.port=8811"]
+def _config_module(tmp_path, monkeypatch) -> str:
+    """A config package of its own (a group with two options, settings beside), so that what is pinned
+    is Hydra's behaviour, not the shipped configs."""
+    root = tmp_path / "hydra_pin_conf"
+    (root / "size").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "config.yaml").write_text("defaults:\n  - size: small\n  - _self_\nlookahead: 3\nserve:\n  port: 8000\n")
+    (root / "size" / "small.yaml").write_text("layers: 2\n")
+    (root / "size" / "large.yaml").write_text("layers: 48\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "hydra_pin_conf"
+
+
+def test_groups_composed_then_values_applied_equal_one_full_composition(tmp_path, monkeypatch) -> None:
+    module = _config_module(tmp_path, monkeypatch)
+    groups, values = ["size=large"], ["lookahead=2", "serve.port=8811"]
     with pinned("composing groups once, then applying value overrides"):
-        full, full_choices = hydra.compose_tree(compose.CONF_MODULE, groups + values)
-        tree, choices = hydra.compose_tree(compose.CONF_MODULE, groups)
+        full, full_choices = hydra.compose_tree(module, groups + values)
+        tree, choices = hydra.compose_tree(module, groups)
         hydra.apply_overrides([hydra.parse_override(v) for v in values], tree)
         assert "hydra" not in tree and OmegaConf.is_struct(tree)
-        assert OmegaConf.to_container(tree) == OmegaConf.to_container(full)
-        assert choices == full_choices
-        named = dict(choices)
-        assert (named["target"], named["draft"], named["hardware"]) == ("tiny", "tiny_eagle", "cpu")
+        assert OmegaConf.to_container(tree) == OmegaConf.to_container(full) == {
+            "size": {"layers": 48}, "lookahead": 2, "serve": {"port": 8811}}
+        assert choices == full_choices and dict(choices)["size"] == "large"
         assert any(group.startswith("hydra") for group, _ in choices), "Hydra's own groups are listed"

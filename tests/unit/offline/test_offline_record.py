@@ -50,6 +50,7 @@ def _old_run_record(composed, prompts: Prompts, runs: list[EngineRun], identical
         "config": public_config(composed.raw),
         "prompts": prompts.source,
         "timings": {"engine_start_s": main.engine_start_s, "generate_s": main.stats.wall_time_s},
+        "async_scheduling": main.async_scheduling,  # added with the async-scheduling pin
         "output_tokens_per_s": main.stats.output_tokens_per_s,
         "stats": main.stats.to_record(),
         "outputs": [{"token_ids": ids, "text": text, "seed": None} for ids, text in zip(main.token_ids, main.texts)],
@@ -60,6 +61,7 @@ def _old_run_record(composed, prompts: Prompts, runs: list[EngineRun], identical
         base = runs[1]
         record["baseline"] = {
             "timings": {"engine_start_s": base.engine_start_s, "generate_s": base.stats.wall_time_s},
+            "async_scheduling": base.async_scheduling,
             "output_tokens_per_s": base.stats.output_tokens_per_s,
             "stats": base.stats.to_record(),
             "outputs": [{"token_ids": ids, "text": text, "seed": None} for ids, text in zip(base.token_ids, base.texts)],
@@ -72,6 +74,8 @@ def _old_run_record(composed, prompts: Prompts, runs: list[EngineRun], identical
             else None
         )
         record["outputs_identical"] = identical
+        record["async_scheduling_pinned"] = None
+        record["async_scheduling_match"] = None  # neither side's setting known in these fixtures
     return record
 
 
@@ -130,12 +134,12 @@ def test_the_record_keys_in_order(fixed_time) -> None:
     runs, identical, overrides = CASES["baseline, by category, outputs differ"]
     data = _run_record(compose_config(overrides), Prompts(["w4"], {"kind": "builtin"}), runs, identical).to_dict()
     assert list(data) == ["kind", "created", "versions", "models", "overrides", "choices", "config", "prompts",
-                          "timings", "output_tokens_per_s", "stats", "outputs", "baseline", "speedup",
-                          "outputs_identical"]
+                          "timings", "async_scheduling", "output_tokens_per_s", "stats", "outputs", "baseline",
+                          "speedup", "outputs_identical", "async_scheduling_pinned", "async_scheduling_match"]
     assert list(data["stats"]) == ["total_num_output_tokens", "acceptance", "by_category"]
     assert list(data["stats"]["by_category"]["early_miss"])[-3:] == ["num_prompts", "total_num_output_tokens",
                                                                      "generate_s"]
-    assert list(data["baseline"]) == ["timings", "output_tokens_per_s", "stats", "outputs"]
+    assert list(data["baseline"]) == ["timings", "async_scheduling", "output_tokens_per_s", "stats", "outputs"]
     assert data["created"] == CREATED and data["speedup"] == pytest.approx((7 / 0.37) / (7 / 1.1))
     assert data["outputs_identical"] is False and data["baseline"]["stats"]["acceptance"] is None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -49,6 +50,9 @@ BROKEN = {
                                                        "parallel.data_parallel_size=2"]),
     "cpu-sampling": (ERROR, lambda tmp, tiny: ["generation.temperature=0.8"]),
     "async-scheduling": (INFO, lambda tmp, tiny: ["draft=ngram"]),
+    "draft-model-vocab": (ERROR, lambda tmp, tiny: [
+        "draft=tiny_draft_model", f"draft.model={edited(tiny / 'draft_model', tmp / 'draft_model', vocab_size=512)}"]),
+    "method-runs-here": (ERROR, lambda tmp, tiny: ["draft=ngram_gpu"]),
 }
 # The environment a rule's fixture needs besides its overrides (the CPU fix's plugin left out).
 ENV = {"cpu-sampling": {"VLLM_PLUGINS": ""}}
@@ -168,3 +172,20 @@ def test_doctor_exit_codes(cli, tiny_dir):
     assert cli("doctor", env=OFFLINE).returncode == 0
     run = cli("doctor", "serve.enable_prefix_caching=true", env=OFFLINE)
     assert run.returncode == 1 and "prefix-caching" in run.stdout
+
+
+@pytest.mark.parametrize("overrides, words", [
+    (["draft=suffix"], "pip install arctic-inference==0.1.1"),
+    (["draft=ngram_gpu", "--force"], "draft.method=ngram_gpu runs on CUDA only"),
+    (["draft=tiny_draft_model", "VOCAB"], "the draft model's vocab_size 512 differs from the target's 256"),
+])
+def test_a_method_that_cannot_start_here_is_refused_in_one_line(overrides, words, tiny_dir, tmp_path):
+    """Nothing starts: the doctor refuses before an engine (exit 2, one line, --force or not)."""
+    pytest.importorskip("vllm")
+    if importlib.util.find_spec("arctic_inference") is not None and overrides == ["draft=suffix"]:
+        pytest.skip("arctic_inference is installed here")
+    bad = f"draft.model={edited(tiny_dir / 'draft_model', tmp_path / 'draft_model', vocab_size=512)}"
+    res = run_cli("offline", *[bad if o == "VOCAB" else o for o in overrides])
+    assert res.returncode == 2, res.stdout + res.stderr
+    lines = [line for line in (res.stdout + res.stderr).splitlines() if line.strip()]
+    assert len(lines) == 1 and words in lines[0] and "Traceback" not in res.stderr, lines

@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from llama4spec.analysis import breakeven_report
-from llama4spec.analysis.breakeven import build
+from llama4spec.analysis.breakeven_map import build
 from llama4spec.runbook.breakeven.report import runs_of
 from llama4spec.analysis.noise import prior as known_noise
 

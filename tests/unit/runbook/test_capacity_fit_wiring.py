@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from llama4spec.errors import UserError
-from llama4spec.runbook.capacity_report import FIT_FIGURE, Found, fitted_section
+from llama4spec.runbook.write_capacity import FIT_FIGURE, Found, fitted_section
 from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.render import plan_text
 from llama4spec.runbook.steps import search as search_step

@@ -16,8 +16,10 @@ import time
 
 import numpy as np
 
-from llama4spec.analysis.decide import BETWEEN_SD, LogRatio, replay
+from llama4spec.analysis.decide import LogRatio, replay
+from llama4spec.analysis.noise import prior
 
+BETWEEN_SD = 0.13  # the CPU hardware prior's between-start sd (conf/hardware/cpu.yaml), taken as known here
 RATIOS = [round(1.1 + 0.1 * i, 1) for i in range(10)]
 
 
@@ -34,10 +36,10 @@ def main() -> None:
     parser.add_argument("--within-sd", type=float, default=0.17,
                         help="log-sd of runs on one server start (default: measured here by benchmarks/spreads.py)")
     parser.add_argument("--between-sd", type=float, default=BETWEEN_SD,
-                        help="log-sd between starts of one setting (default: decide.BETWEEN_SD, measured here)")
+                        help="log-sd between starts of one setting, taken as known (default: the CPU prior's, measured here)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    statistic = LogRatio(args.between_sd)
+    statistic = LogRatio(prior(args.between_sd, args.within_sd, "--between-sd"))
     began = time.perf_counter()
 
     print(f"{args.sweeps} sweeps a ratio; within-start sd {args.within_sd}, between-start sd {args.between_sd}")

@@ -5,14 +5,15 @@ synthetic``) at a grid of acceptance lengths per (lookahead, concurrency), of a 
 speculation, and optionally of a real draft. Output, per (lookahead, concurrency):
 
 - the speedup at each grid length against no speculation: the ratio of geometric means with
-  Welch's t interval on log throughput plus the between-start term (``between_sd``, the log-sd of a
-  server's mean between starts: each server here is one start), as the sweep computes it; the
-  caller gives that term (today ``analysis.decide.BETWEEN_SD``; an estimate can replace it);
+  Welch's t interval on log throughput plus the between-start term of a noise estimate
+  (``analysis.noise.Noise``: each server here is one start; its df in Satterthwaite's), as the sweep
+  computes it (``decide.welch_ratio``); the caller gives the estimate (a profile, the hardware's
+  prior, or the runs' own starts);
 - a fit of log speedup monotone (non-decreasing) in acceptance length (weighted pool-adjacent-
   violators, weights 1 / variance), read between grid points by linear interpolation;
 - the break-even acceptance length, where the fit crosses speedup 1, with a percentile interval
   from a parametric bootstrap over servers: each server's mean log throughput drawn as its mean
-  + its standard error x Student t(n - 1) + ``between_sd`` x N(0, 1), the fit and the crossing
+  + its standard error x Student t(n - 1) + the between-start sd x N(0, 1), the fit and the crossing
   recomputed per draw (the baseline's draw is shared by every ratio, as the measurements share it);
 - the cost of k = 0: acceptance length 1.0 (every draft token rejected) against no speculation;
 - a real draft placed on the map: its acceptance length from vLLM's counters, the speedup the map
@@ -32,6 +33,8 @@ from typing import Sequence
 
 import numpy as np
 
+from llama4spec.analysis.decide import welch_ratio
+from llama4spec.analysis.noise import Noise
 
 CONFIDENCE = 0.95  # two-sided, of every interval
 DRAWS = 4000  # bootstrap draws
@@ -109,7 +112,7 @@ class Curve:
 @dataclass(frozen=True)
 class BreakEvenMap:
     curves: tuple[Curve, ...]
-    between_sd: float
+    noise: Noise
     confidence: float
     draws: int
     notes: tuple[str, ...] = field(default=())
@@ -180,19 +183,17 @@ def _check(runs: Runs) -> None:
         raise ValueError(f"{runs.label or 'a point'}: a break-even map needs at least 2 positive runs a point")
 
 
-def ratio(numerator: Sequence[float], denominator: Sequence[float], confidence: float,
-          between_sd: float) -> Range:
-    """The ratio of geometric means with the sweep's own Welch interval on mean log throughput
-    (``decide.welch_ratio``: each side one server start, 2 x ``between_sd``^2 between them)."""
-    from llama4spec.analysis.decide import welch_ratio
-
-    r = welch_ratio(numerator, denominator, confidence, between_sd)
-    return Range(r.ratio, r.low, r.high)
+def ratio(numerator: Sequence[float], denominator: Sequence[float], confidence: float, noise: Noise) -> Range:
+    """The ratio of geometric means with Welch's t interval on mean log throughput, each side one
+    server start (the two within-start variances of the means plus twice ``noise``'s between-start
+    variance, on Satterthwaite's df), as the sweep compares points (``decide.welch_ratio``)."""
+    iv = welch_ratio(numerator, denominator, confidence, noise)
+    return Range(iv.ratio, iv.low, iv.high)
 
 
 # -- the map -----------------------------------------------------------------------------------------
 def build(baseline: Sequence[Runs], synthetic: Sequence[Runs], real: Sequence[Runs] = (), *,
-          between_sd: float, confidence: float = CONFIDENCE, draws: int = DRAWS,
+          noise: Noise, confidence: float = CONFIDENCE, draws: int = DRAWS,
           seed: int = SEED) -> BreakEvenMap:
     """The map from no speculation's runs (one per concurrency), the synthetic points and the real
     draft's points (each with its lookahead and concurrency). Points without a baseline at their
@@ -216,12 +217,13 @@ def build(baseline: Sequence[Runs], synthetic: Sequence[Runs], real: Sequence[Ru
             notes.append(f"k={k}, c={c}: fewer than 2 acceptance lengths; no curve")
             continue
         curves.append(_curve(k, c, base[c], points, [r for r in real if r.lookahead == k and r.concurrency == c],
-                             between_sd, confidence, draws, rng))
-    return BreakEvenMap(tuple(curves), between_sd, confidence, draws, tuple(notes))
+                             noise, confidence, draws, rng))
+    return BreakEvenMap(tuple(curves), noise, confidence, draws, tuple(notes))
 
 
-def _curve(k: int, c: int, base: Runs, points: list[Runs], real: list[Runs], between_sd: float, confidence: float,
+def _curve(k: int, c: int, base: Runs, points: list[Runs], real: list[Runs], noise: Noise, confidence: float,
            draws: int, rng: np.random.Generator) -> Curve:
+    between_sd = noise.between.sd
     x = np.array([p.length for p in points], float)
     base_mean, base_se, _ = _log_stats(base)
     stats = [_log_stats(p) for p in points]
@@ -237,17 +239,17 @@ def _curve(k: int, c: int, base: Runs, points: list[Runs], real: list[Runs], bet
     state = CROSSES if math.isfinite(cross) else (PAYS if cross < 0 else NEVER)
     breakeven = BreakEven(_finite(cross), _finite(low), _finite(high), state, float(x[0]), float(x[-1]))
     map_points = tuple(MapPoint(p.label, p.set_length, float(xi), ratio(p.throughputs, base.throughputs,
-                                                                            confidence, between_sd),
+                                                                            confidence, noise),
                                 float(math.exp(f))) for p, xi, f in zip(points, x, fit))
     zero = next((p for p in points if p.set_length is not None and p.set_length == 1.0), None)
-    k0 = ratio(zero.throughputs, base.throughputs, confidence, between_sd) if zero else None
-    placements = tuple(_place(r, base, base_draws, x, fit, fit_draws, cross, cross_draws, state, between_sd,
+    k0 = ratio(zero.throughputs, base.throughputs, confidence, noise) if zero else None
+    placements = tuple(_place(r, base, base_draws, x, fit, fit_draws, cross, cross_draws, state, noise,
                               confidence, rng, draws) for r in real if r.acceptance)
     return Curve(k, c, map_points, breakeven, k0, placements)
 
 
 def _place(r: Runs, base: Runs, base_draws: np.ndarray, x: np.ndarray, fit: np.ndarray, fit_draws: np.ndarray,
-           cross: float, cross_draws: np.ndarray, state: str, between_sd: float, confidence: float,
+           cross: float, cross_draws: np.ndarray, state: str, noise: Noise, confidence: float,
            rng: np.random.Generator, draws: int) -> Placement:
     acc = np.asarray(r.acceptance, float)
     a = float(acc.mean())
@@ -256,9 +258,9 @@ def _place(r: Runs, base: Runs, base_draws: np.ndarray, x: np.ndarray, fit: np.n
     predicted_draws = np.array([np.interp(ad, x, f) for ad, f in zip(np.broadcast_to(a_draws, (draws,)), fit_draws)])
     pred = float(np.interp(a, x, fit))
     p_low, p_high = _quantiles(predicted_draws, confidence)
-    real_draws = _draw(r, between_sd, rng, draws) - base_draws
+    real_draws = _draw(r, noise.between.sd, rng, draws) - base_draws
     d_low, d_high = _quantiles(real_draws - predicted_draws, confidence)
-    measured = ratio(r.throughputs, base.throughputs, confidence, between_sd)
+    measured = ratio(r.throughputs, base.throughputs, confidence, noise)
     head_draws = a_draws - cross_draws
     h_low, h_high = _quantiles(head_draws, confidence)
     headroom = Range(a - cross if math.isfinite(cross) else None, _finite(h_low), _finite(h_high))

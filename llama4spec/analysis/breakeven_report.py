@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from llama4spec.analysis.breakeven_map import CROSSES, NEVER, BreakEven, BreakEvenMap, Curve, Range
+from llama4spec.analysis.noise import noise_record
 from llama4spec.files import write_atomic
 
 TITLE = "Break-even map: speedup against acceptance length"
@@ -17,13 +18,15 @@ TITLE = "Break-even map: speedup against acceptance length"
 
 def to_record(m: BreakEvenMap) -> dict[str, Any]:
     """The map as plain data (breakeven.json)."""
-    return {"method": method(m), **dataclasses.asdict(m)}
+    record = dataclasses.asdict(m)
+    record["noise"] = noise_record(m.noise)
+    return {"method": method(m), **record}
 
 
 def method(m: BreakEvenMap) -> str:
     return (f"speedup: ratio of geometric means of output throughput against no speculation at the same concurrency, "
-            f"Welch's t on log throughput plus a between-start log-sd of {m.between_sd:g} per server "
-            f"(the sweep's, measured by benchmarks/spreads.py; each server here is one start), "
+            f"Welch's t on log throughput plus the between-start variance per server (each server here is one "
+            f"start; noise estimate: {m.noise.text()}), "
             f"{m.confidence:.0%} intervals; fit: log speedup non-decreasing in acceptance length (weighted "
             f"pool-adjacent-violators), linear between grid points; break-even and predictions: percentile intervals "
             f"of {m.draws} parametric bootstrap draws over servers; acceptance lengths from vLLM's counters")

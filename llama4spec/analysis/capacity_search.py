@@ -60,9 +60,10 @@ MIN_PROBE_RUNS = 2
 LEAN_RUNS = 1  # runs before a probe leans (the search moves on it); a verdict needs MIN_PROBE_RUNS
 MAX_PROBE_RUNS = 6
 RUNS_CAP = 20  # the largest max_runs accepted
-# Share of alpha spent on the looks before the last: a clear rate stops early; the last look keeps
+# Share of alpha a capacity probe spends on its looks before the last (not the sweep's
+# ``decide.EARLY_LOOKS_ALPHA``): a clear rate stops early; the last look keeps
 # 75% (z 1.78 against 1.65 at 95%). benchmarks/capacity_search.py measures error rates and runs.
-EARLY_SHARE = 0.25
+PROBE_EARLY_ALPHA = 0.25
 # A gap beside an undecided rate is narrowed only while wider than this many times the precision:
 # rates that near it are as undecided (benchmarks/capacity_search.py: the runs and widths it gives).
 UNDECIDED_ZONE = 4
@@ -127,7 +128,7 @@ class Settings:
     max_probes: int = MAX_PROBES
     confidence: float = CONFIDENCE
     confirm: float | None = CONFIRM  # None: no confirming probe (no cliff can be seen above U)
-    early_share: float = EARLY_SHARE
+    early_share: float = PROBE_EARLY_ALPHA
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,17 @@ The rule, in four parts.
 
 1. *Compare by the difference.* Two settings compare by the difference of their mean per-run
    values, never by whether two intervals overlap: for throughput (``LogRatio``) Welch's t on the
-   mean log throughputs, exponentiated into a ratio. Its variance adds ``2 * between_sd**2``, the
-   between-start term that runs against one server start cannot average out (Satterthwaite
-   degrees of freedom, the known term counting as exact). No bootstrap. The paired form (``PairedLogRatio``: t on the
+   mean log throughputs, exponentiated into a ratio. Its variance adds ``2 * between``, the
+   between-start log-variance that runs against one server start cannot average out, taken from a
+   noise estimate (``analysis.noise.Noise``: the sweep's own starts, a profile or the hardware's
+   prior, with its df; Satterthwaite degrees of freedom over both terms, a component of infinite df
+   counting as exact). No bootstrap. The paired form (``PairedLogRatio``: t on the
    mean log ratio of back-to-back pairs) compares the settings an interleaved design measured in
    turn.
 2. *Looks.* A pair is looked at at l = min_repeats .. max_repeats, on the first l runs of each
    side: the same runs whatever order they were given out in, so the allocation cannot bias a
    look. Bonferroni over every reachable look, weighted (alpha spending): the last look keeps
-   ``1 - EARLY_SHARE`` of alpha, the earlier ones share ``EARLY_SHARE`` equally, and a pair's
+   ``1 - EARLY_LOOKS_ALPHA`` of alpha, the earlier ones share ``EARLY_LOOKS_ALPHA`` equally, and a pair's
    p-value is min over the looks so far of p_l / w_l, valid whenever the measuring stops.
 3. *Multiplicity (Holm 1979).* Every ordered pair (p, q) carries the one-sided hypothesis "p is
    not faster than q"; rejecting it declares p faster than q. Holm's step-down runs over all
@@ -51,13 +53,9 @@ from typing import ClassVar, Mapping, Protocol, Sequence
 
 import numpy as np
 
+from llama4spec.analysis.noise import Noise, t_quantile
+
 CONFIDENCE = 0.95
-# The log-sd of a setting's mean throughput between server starts: the term that runs against one
-# start cannot average out (``LogRatio.between_sd``). Measured on a 2-core CPU machine under load
-# with the tiny pair, by benchmarks/spreads.py (3 settings x 2 concurrencies x 3
-# starts x 5 runs: pooled between-start 0.133 [0.080, 0.240], within-start 0.165): see
-# docs/sweeps-and-statistics.md. On a quiet GPU node it is smaller; too large only widens intervals.
-BETWEEN_SD = 0.13
 MIN_REPEATS = 2
 MAX_REPEATS = 10
 REPEATS_CAP = 100  # the largest max_repeats accepted
@@ -65,7 +63,7 @@ REPEATS_CAP = 100  # the largest max_repeats accepted
 # power at the last look (80% power, one comparison; benchmarks/decide_power.py measures 0.1 to
 # 0.3 points for 0.02); 0.02 still decides a comparison clear by 3.8 (two points) to 4.4 (five
 # points) standard errors at the first look. Equal shares (plain Bonferroni) cost 25 points.
-EARLY_SHARE = 0.02
+EARLY_LOOKS_ALPHA = 0.02
 
 STATES = ("open", "resolved", "eliminated", "max_repeats")
 OPEN, RESOLVED, ELIMINATED, AT_MAX = range(len(STATES))
@@ -115,16 +113,39 @@ class Statistic(Protocol):
         """A difference or a bound back on the reported scale."""
 
 
+def _satterthwaite(within, shares, between_var: float, between_df: float):
+    """The variance of a difference of means (``within``: each side's variance of its mean and its
+    df; plus ``shares`` x the between-start variance on ``between_df``) and Satterthwaite's df, a term
+    of inf df exact; a positive between term of 0 df makes the df 0 (nothing known about it)."""
+    between = np.asarray(shares, float) * between_var
+    total = sum(v for v, _ in within) + between
+    dof_terms = sum(v ** 2 / df for v, df in within)
+    if 0 < between_df < math.inf:
+        dof_terms = dof_terms + between ** 2 / between_df
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = np.where(dof_terms > 0, total ** 2 / dof_terms, np.inf)
+    if between_df <= 0 and between_var > 0:
+        df = np.zeros_like(df)
+    return total, df
+
+
 @dataclass(frozen=True)
 class LogRatio:
     """Welch's t on mean log throughput; the ratio is exp of the difference.
 
-    ``between_sd``: the log-sd of a setting's mean between server starts (measured, not fitted
-    here). 0 says runs are independent replicates, true only if each run has its own start.
+    ``noise``: the estimate whose between-start component (a setting's mean log throughput between
+    server starts, with its df) each side's mean carries (``analysis.noise``; estimated elsewhere,
+    not from these runs). None says runs are independent replicates, true only if each run has its
+    own start.
     """
 
-    between_sd: float = 0.0
+    noise: Noise | None = None
     method: ClassVar[str] = "welch"
+
+    @property
+    def between(self) -> tuple[float, float]:
+        """The between-start log-variance and its df (0 on inf df without a noise estimate)."""
+        return (self.noise.between.var, self.noise.between.df) if self.noise is not None else (0.0, math.inf)
 
     def values(self, runs: np.ndarray) -> np.ndarray:
         runs = np.asarray(runs, dtype=float)
@@ -134,10 +155,7 @@ class LogRatio:
     def _estimate(self, center, within: list[tuple[np.ndarray, int]], shares=2.0) -> Estimate:
         """Satterthwaite: ``within`` holds (variance of a mean, its degrees of freedom); ``shares``
         the two sides' start shares summed (2: each side one server start)."""
-        total = sum(v for v, _ in within) + shares * self.between_sd ** 2
-        dof_terms = sum(v ** 2 / df for v, df in within)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            df = np.where(dof_terms > 0, total ** 2 / dof_terms, np.inf)
+        total, df = _satterthwaite(within, shares, *self.between)
         return Estimate(center, np.sqrt(total), df)
 
     def compare(self, a: np.ndarray, b: np.ndarray, share_a=1.0, share_b=1.0) -> Estimate:
@@ -168,10 +186,10 @@ class PairedLogRatio(LogRatio):
 
 
 def paired_ratio(numerator: Sequence[float], denominator: Sequence[float], confidence: float = CONFIDENCE,
-                 between_sd: float = 0.0) -> RatioInterval:
+                 noise: Noise | None = None) -> RatioInterval:
     """The t interval of the mean log ratio of back-to-back pairs (run i of each side), as a ratio
-    interval."""
-    return _ratio(PairedLogRatio(between_sd), numerator, denominator, confidence)
+    interval, the between-start term from ``noise``."""
+    return _ratio(PairedLogRatio(noise), numerator, denominator, confidence)
 
 
 @dataclass(frozen=True)
@@ -185,8 +203,11 @@ class RatioInterval:
 
 
 def _interval(statistic: Statistic, est: Estimate, confidence: float) -> RatioInterval:
-    q = float(_special().stdtrit(float(est.df), 0.5 + confidence / 2))
+    q = float(t_quantile(float(est.df), 0.5 + confidence / 2))
     center, half = float(est.center), q * float(est.se)
+    if not math.isfinite(half):  # nothing known of the between-start term: no bound
+        return RatioInterval(float(statistic.scale(center)), 0.0, math.inf, confidence, float(est.df),
+                             statistic.method)
     return RatioInterval(float(statistic.scale(center)), float(statistic.scale(center - half)),
                          float(statistic.scale(center + half)), confidence, float(est.df), statistic.method)
 
@@ -199,18 +220,22 @@ def _ratio(statistic: Statistic, numerator, denominator, confidence: float, shar
 
 
 def welch_ratio(numerator: Sequence[float], denominator: Sequence[float], confidence: float = CONFIDENCE,
-                between_sd: float = 0.0, shares: tuple[float, float] = (1.0, 1.0)) -> RatioInterval:
-    """Welch's t interval of the difference of mean log throughputs, as a ratio interval
-    (``shares``: each side's ``start_shares``, 1 for runs of one server start)."""
-    return _ratio(LogRatio(between_sd), numerator, denominator, confidence, shares)
+                noise: Noise | None = None, shares: tuple[float, float] = (1.0, 1.0)) -> RatioInterval:
+    """Welch's t interval of the difference of mean log throughputs, as a ratio interval, the
+    between-start term from ``noise`` (``shares``: each side's ``start_shares``, 1 for runs of one
+    server start)."""
+    return _ratio(LogRatio(noise), numerator, denominator, confidence, shares)
 
 
-def start_floor(level: float, between_sd: float, shares: float = 2.0) -> float:
+def start_floor(level: float, noise: Noise | None, shares: float = 2.0) -> float:
     """The smallest difference of mean logs that runs against these server starts can ever decide
-    at a one-sided ``level``: ``z(1 - level) * sqrt(shares) * between_sd``, the between-start term
-    alone (``shares``: the two sides' start shares summed, 2 when each side is one start). Below it
-    only more server starts help."""
-    return float(_special().ndtri(1.0 - level)) * math.sqrt(shares) * between_sd
+    at a one-sided ``level``: ``t_(between df)(1 - level) * sqrt(shares * between)``, the
+    between-start term alone (``shares``: the two sides' start shares summed, 2 when each side is
+    one start). Below it only more server starts help."""
+    var, df = LogRatio(noise).between
+    if var <= 0:
+        return 0.0
+    return float(t_quantile(df, 1.0 - level)) * math.sqrt(shares * var)
 
 
 def start_shares(starts) -> np.ndarray:
@@ -227,25 +252,20 @@ def start_shares(starts) -> np.ndarray:
         return np.where(n > 0, squares / n ** 2, 1.0)
 
 
-def runs_to_settle(var_a: float, var_b: float, center: float, level: float, between_sd: float = 0.0,
+def runs_to_settle(var_a: float, var_b: float, center: float, level: float, noise: Noise | None = None,
                    start: int = 2, cap: int = REPEATS_CAP, shares: float = 2.0) -> int | None:
     """The runs per side, from ``start`` to ``cap``, at which Welch's one-sided test at ``level``
     would decide a difference ``center`` (on the log scale), were each side's per-run variance
     (``var_a``, ``var_b``) and the difference to stay as measured: the smallest n with
-    ``|center| > t_(df_n)(1 - level) * se_n``, ``se_n^2 = (var_a + var_b) / n + 2 between_sd^2`` and
-    Satterthwaite's ``df_n = se_n^4 / ((var_a / n)^2 + (var_b / n)^2) * (n - 1)`` (the known term
-    exact). None when no n up to ``cap`` does: always when ``|center| <= z(1 - level) *
-    sqrt(shares) * between_sd``, the between-start term alone, which only more server starts shrink
-    (``shares`` as in ``start_floor``)."""
+    ``|center| > t_(df_n)(1 - level) * se_n``, ``se_n^2 = (var_a + var_b) / n + shares between`` and
+    Satterthwaite's df over the three terms (``noise``'s between-start component on its df). None
+    when no n up to ``cap`` does: always when ``|center|`` is at most ``start_floor``, the
+    between-start term alone, which only more server starts shrink."""
     n = np.arange(max(start, 2), cap + 1, dtype=float)
     if n.size == 0 or center == 0:
         return None
-    within = (var_a + var_b) / n
-    total = within + shares * between_sd ** 2
-    dof_terms = ((var_a / n) ** 2 + (var_b / n) ** 2) / (n - 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        df = np.where(dof_terms > 0, total ** 2 / dof_terms, np.inf)
-    ok = abs(center) > _special().stdtrit(df, 1.0 - level) * np.sqrt(total)
+    total, df = _satterthwaite([(var_a / n, n - 1), (var_b / n, n - 1)], shares, *LogRatio(noise).between)
+    ok = abs(center) > t_quantile(df, 1.0 - level) * np.sqrt(total)
     return int(n[np.argmax(ok)]) if ok.any() else None
 
 
@@ -265,7 +285,7 @@ def holm(p_values, alpha: float) -> np.ndarray:
     return rejected
 
 
-def look_weights(min_repeats: int, max_repeats: int, early_share: float = EARLY_SHARE) -> np.ndarray:
+def look_weights(min_repeats: int, max_repeats: int, early_share: float = EARLY_LOOKS_ALPHA) -> np.ndarray:
     """Bonferroni weights of the looks min_repeats..max_repeats (they sum to 1)."""
     n = max_repeats - min_repeats + 1
     if n == 1:
@@ -296,7 +316,7 @@ class Looks:
 
 
 def looks(values: np.ndarray, statistic: Statistic, min_repeats: int = MIN_REPEATS,
-          max_repeats: int = MAX_REPEATS, early_share: float = EARLY_SHARE, shares=None) -> Looks:
+          max_repeats: int = MAX_REPEATS, early_share: float = EARLY_LOOKS_ALPHA, shares=None) -> Looks:
     """The look table of ``values`` [sweeps, points, runs] (on the statistic's scale; NaN for runs
     not measured: looks needing them come out NaN and are never read). ``shares`` (the same shape,
     ``start_shares`` of each point's runs) when a point's runs come from more than one server start."""

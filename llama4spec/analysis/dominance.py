@@ -4,7 +4,7 @@ From the largest lookahead k of a draft measured so far, at each concurrency, th
 k' > k can reach is ``decide.speedup_bound`` (vLLM's per-position acceptance rate cannot rise
 with position, and drafting more tokens never makes a step cheaper), with one-sided bounds at
 ``confidence``: the upper bound of k's speedup over no speculation (Welch, with the between-start
-term), the upper Clopper-Pearson bound of the acceptance rate at k's last position, and the lower
+term of the sweep's noise estimate), the upper Clopper-Pearson bound of the acceptance rate at k's last position, and the lower
 bound of its acceptance length (the smallest run's). When that bound lies below the leader's lower
 bound at every measured concurrency, k' cannot win there (``decide.cannot_win``).
 """
@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from llama4spec.analysis.decide import BETWEEN_SD, cannot_win, speedup_bound, welch_ratio
+from llama4spec.analysis.decide import cannot_win, speedup_bound, welch_ratio
+from llama4spec.analysis.noise import Noise
 
 
 @dataclass(frozen=True)
@@ -39,15 +40,17 @@ def _upper_rate(accepted: int, drafts: int, confidence: float) -> float:
     return 1.0 if accepted >= drafts else float(beta.ppf(confidence, accepted + 1, drafts - accepted))
 
 
-def _speedup(num: Sequence[float], den: Sequence[float], confidence: float):
+def _speedup(num: Sequence[float], den: Sequence[float], confidence: float, noise: Noise | None):
     """Two-sided at 2 * confidence - 1: its ends are one-sided bounds at ``confidence``."""
-    return welch_ratio(num, den, 2 * confidence - 1, BETWEEN_SD)
+    return welch_ratio(num, den, 2 * confidence - 1, noise)
 
 
-def why_not(draft: str, k_next: int, points: Sequence[Measured], confidence: float = 0.95) -> str | None:
+def why_not(draft: str, k_next: int, points: Sequence[Measured], confidence: float = 0.95,
+            noise: Noise | None = None) -> str | None:
     """Why lookahead ``k_next`` of ``draft`` cannot win (the sentence the report gives), or None when
     it may: no smaller lookahead of the draft measured with its counters, no baseline, or a bound
-    that reaches the leader's lower bound at some concurrency."""
+    that reaches the leader's lower bound at some concurrency. ``noise``: the sweep's estimate, whose
+    between-start term each speedup's bounds carry."""
     bounds: dict[tuple[str, ...], float] = {}
     lows: dict[tuple[str, ...], float] = {}
     leaders: dict[tuple[str, ...], str] = {}
@@ -60,7 +63,7 @@ def why_not(draft: str, k_next: int, points: Sequence[Measured], confidence: flo
         speculative = [p for p in here if p.draft is not None]
         if not speculative:
             continue
-        low, best = max(((_speedup(p.throughputs, base.throughputs, confidence).low, p) for p in speculative),
+        low, best = max(((_speedup(p.throughputs, base.throughputs, confidence, noise).low, p) for p in speculative),
                         key=lambda pair: pair[0])
         lows[client] = low
         leaders[client] = f"k={best.lookahead}" if best.draft == draft else f"{best.draft} k={best.lookahead}"
@@ -70,7 +73,7 @@ def why_not(draft: str, k_next: int, points: Sequence[Measured], confidence: flo
         k = top.lookahead
         if top.drafts <= 0 or len(top.accepted_at) < k or not top.acceptance_lengths:
             continue
-        s_high = _speedup(top.throughputs, base.throughputs, confidence).high
+        s_high = _speedup(top.throughputs, base.throughputs, confidence, noise).high
         a_high = _upper_rate(top.accepted_at[k - 1], top.drafts, confidence)
         e_low = max(1.0, min(top.acceptance_lengths))
         bounds[client] = speedup_bound(k, k_next, s_high, a_high, e_low)

@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from llama4spec.results.requests import RequestRow
-from llama4spec.analysis.decide import BETWEEN_SD, CONFIDENCE, RatioInterval
-from llama4spec.analysis.stats import Comparison, CostFit, Interval, compare, fit_cost, interval
+from llama4spec.analysis.decide import CONFIDENCE, RatioInterval
+from llama4spec.analysis.noise import Noise, pooled
+from llama4spec.analysis.stats import EQUIVALENT, Comparison, CostFit, Interval, compare, fit_cost, interval
 
 
 def expected_tokens(rates: Sequence[float], k: int) -> float:
@@ -166,11 +167,12 @@ class Pick:
     label: str | None
     against: dict[str, Comparison]  # every other candidate (by label) -> the pick against it
     single: bool = False  # no comparison had 2 runs a side: nothing could be decided
+    why: str | None = None  # taken over a higher median it is equivalent to: why
 
     @property
     def decided(self) -> bool:
-        """Declared faster than every other candidate."""
-        return all(c.verdict == "faster" for c in self.against.values())
+        """Declared faster than every other candidate (or equivalent to those it was taken over)."""
+        return all(c.verdict == "faster" or c.verdict == EQUIVALENT and self.why for c in self.against.values())
 
     @property
     def undecided(self) -> tuple[str, ...]:
@@ -184,6 +186,8 @@ class Pick:
         if self.single:
             return f"{self.label}, the highest median (single samples: no interval, nothing decided)"
         faster = [name for name, c in self.against.items() if c.verdict == "faster"]
+        if self.why:
+            return f"{self.label}, {self.why}" + (f"; faster than {_names(faster)}" if faster else "")
         if self.decided:
             return f"{self.label}, decided: faster than {_names(faster)}"
         open_ = _names([f"{name} ({self.against[name].settle(short=True)})" for name in self.undecided])
@@ -209,7 +213,7 @@ class AtConcurrency:
     pick: Pick | None = None  # over every draft's fixed lookaheads and no speculation
     # every ordered pair of fixed settings here (point ids), one Holm family (``stats.compare``)
     comparisons: dict[tuple[str, str], Comparison] = field(default_factory=dict)
-    between_sd: float = BETWEEN_SD  # the between-start log-sd its comparisons carry
+    noise: Noise | None = None  # the estimate its comparisons' between-start term came from (``sweep_noise``)
     rule: tuple[int, int, float] | None = None  # measured until decided: compared by that rule (``sequential_rule``)
     temperature: float = 0.0  # the sampling temperature these points measured (bench.temperature)
     temperature_swept: bool = False  # the sweep measured more than one temperature: say which in the title
@@ -257,7 +261,7 @@ class Analysis:
     at: list[AtConcurrency]  # by concurrency, ascending
     pays_up_to: int | None  # the largest concurrency at which some lookahead beats no speculation
     stops_paying_at: int | None  # the smallest concurrency from which none does, at every larger one
-    between_sd: float = BETWEEN_SD  # the between-start log-sd every comparison carries
+    noise: Noise | None = None  # the estimate every comparison's between-start term came from (``sweep_noise``)
     # more than one temperature measured: each temperature's own analysis (the fields above: the lowest's)
     by_temperature: list[tuple[float, "Analysis"]] = field(default_factory=list)
     # derived once and kept for every rendering of the analysis (``render.attributions``)
@@ -353,7 +357,7 @@ def back_to_back(base: Point | None, points: Iterable[Point]) -> dict[tuple[str,
 
 
 def recommend(points: Sequence[Point], base: Point | None, drafts: int = 1,
-              comparisons: Mapping[tuple[str, str], Comparison] | None = None, between_sd: float = BETWEEN_SD) -> Pick:
+              comparisons: Mapping[tuple[str, str], Comparison] | None = None, noise: Noise | None = None) -> Pick:
     """What to deploy among one draft's fixed lookaheads and no speculation (``base``).
 
     The setting with the highest median output throughput among those no other is declared faster
@@ -369,32 +373,41 @@ def recommend(points: Sequence[Point], base: Point | None, drafts: int = 1,
     if not candidates:
         return Pick(None, None, {})
     if comparisons is None:
-        comparisons = compare({p.id: runs(p) for p in candidates}, between_sd=between_sd, starts=starts_of(candidates))
+        comparisons = compare({p.id: runs(p) for p in candidates}, noise=noise, starts=starts_of(candidates))
     beaten = {q.id for q in candidates for c in candidates
               if c.id != q.id and comparisons[(c.id, q.id)].verdict == "faster"}
     best = max((p for p in candidates if p.id not in beaten), key=_throughput)  # first of equal maxima
+    why = None
+    cheaper = [q for q in candidates if q.id not in beaten and (q.speculative, q.lookahead or 0) <
+               (best.speculative, best.lookahead or 0) and comparisons[(q.id, best.id)].verdict == EQUIVALENT]
+    if cheaper:  # candidates are ordered cheapest first: no speculation, then the smaller lookahead
+        top, best = best, cheaper[0]
+        margin = comparisons[(best.id, top.id)].margin or 0.0
+        why = (f"equivalent within +-{100 * margin:g}% to {label(top, drafts)}, the highest median (two one-sided "
+               f"tests): the {'smaller lookahead' if best.speculative else 'setting without speculation'} is taken")
     against = {label(q, drafts): comparisons[(best.id, q.id)] for q in candidates if q.id != best.id}
     single = bool(against) and all(c.interval is None for c in against.values())
-    return Pick(best, label(best, drafts), against, single)
+    return Pick(best, label(best, drafts), against, single, why)
 
 
 def analyse_concurrency(concurrency: int, points: list[Point], category: str | None = None,
-                        between_sd: float = BETWEEN_SD, temperature: float = 0.0) -> AtConcurrency:
+                        noise: Noise | None = None, temperature: float = 0.0,
+                        margin: float | None = None) -> AtConcurrency:
     base = next((p for p in points if not p.speculative), None)
     base_measured = base if base is not None and base.output_throughput is not None else None
     spec = sorted((p for p in points if p.speculative), key=lambda p: (p.draft, p.lookahead))
     fixed = [p for p in spec if not p.scheduled and p.output_throughput is not None]
     family = ([base_measured] if base_measured else []) + fixed
     rule = sequential_rule(family)
-    comparisons = compare({p.id: runs(p) for p in family}, rule[2] if rule else CONFIDENCE, between_sd,
-                          starts_of(family), rule[:2] if rule else None, back_to_back(base_measured, fixed))
+    comparisons = compare({p.id: runs(p) for p in family}, rule[2] if rule else CONFIDENCE, noise,
+                          starts_of(family), rule[:2] if rule else None, back_to_back(base_measured, fixed), margin)
     fits: dict[str, Fit] = {}
     rows: list[Row] = []
     for p in spec:
         against = None
         if base_measured is not None and p.output_throughput is not None:
             # a point measured under a derived schedule is compared on its own, outside the family
-            own = (compare({p.id: runs(p), base.id: runs(base)}, between_sd=between_sd, starts=starts_of([p, base]))
+            own = (compare({p.id: runs(p), base.id: runs(base)}, noise=noise, starts=starts_of([p, base]), margin=margin)
                    if p.scheduled else comparisons)
             against = own[(p.id, base.id)]
         speedup = against.ratio if against is not None else None
@@ -423,27 +436,41 @@ def analyse_concurrency(concurrency: int, points: list[Point], category: str | N
     by_acc = max((p for p in spec if p.acceptance_length is not None and not p.scheduled),
                  key=lambda p: p.acceptance_length, default=None)
     return AtConcurrency(concurrency, base, rows, pick.point or base, by_acc, fits, choices, fastest, category, pick,
-                         comparisons, between_sd, rule, temperature)
+                         comparisons, noise, rule, temperature)
 
 
-def analyse(points: Iterable[Point], between_sd: float = BETWEEN_SD) -> Analysis:
+def sweep_noise(points: Iterable[Point], prior: Noise | None = None) -> Noise:
+    """The noise a sweep's comparisons carry: the components estimated from its own runs (one-way
+    random-effects ANOVA on log output throughput, pooled over the settings; the between-start part
+    only from settings measured over two or more server starts), combined by df with ``prior`` (a
+    profile, or the hardware config's recorded figures); provisional without either
+    (``analysis.noise.pooled``)."""
+    points = list(points)
+    return pooled(prior, {p.id: runs(p) for p in points}, {p.id: p.starts for p in points})
+
+
+def analyse(points: Iterable[Point], prior: Noise | None = None, noise: Noise | None = None,
+            margin: float | None = None) -> Analysis:
     """Group by prompt category and concurrency, compare with no speculation in the same group, fit
     the model, find where speculation stops paying (over the points without a category when there
     are any, else over every category). Points at several sampling temperatures are analysed per
-    temperature, each on its own (``by_temperature``); the headline fields are the lowest's."""
+    temperature, each on its own (``by_temperature``); the headline fields are the lowest's. Every
+    comparison carries ``noise``, by default the sweep's (``sweep_noise`` of all the points with
+    ``prior``); ``margin``: two settings within +-margin of each other are declared equivalent."""
     points = list(points)
+    noise = sweep_noise(points, prior) if noise is None else noise
     temperatures = sorted({p.temperature for p in points})
     if len(temperatures) > 1:
-        subs = [(t, analyse([p for p in points if p.temperature == t], between_sd)) for t in temperatures]
+        subs = [(t, analyse([p for p in points if p.temperature == t], noise=noise, margin=margin)) for t in temperatures]
         at = sorted((dataclasses.replace(a, temperature_swept=True) for _, sub in subs for a in sub.at),
                     key=lambda a: (a.category or "", a.concurrency, a.temperature))
         first = subs[0][1]
-        return Analysis(at, first.pays_up_to, first.stops_paying_at, between_sd, subs)
+        return Analysis(at, first.pays_up_to, first.stops_paying_at, noise, subs)
     by_c: dict[tuple[str, int], list[Point]] = {}
     for p in points:
         by_c.setdefault((p.category or "", p.concurrency), []).append(p)
     temperature = temperatures[0] if temperatures else 0.0
-    at = [analyse_concurrency(c, by_c[(cat, c)], cat or None, between_sd, temperature) for cat, c in sorted(by_c)]
+    at = [analyse_concurrency(c, by_c[(cat, c)], cat or None, noise, temperature, margin) for cat, c in sorted(by_c)]
     plain = [a for a in at if a.category is None] or at
     paying = [a.concurrency for a in plain if a.pays]
     pays_up_to = max(paying) if paying else None
@@ -452,7 +479,7 @@ def analyse(points: Iterable[Point], between_sd: float = BETWEEN_SD) -> Analysis
         later = sorted((a for a in plain if a.concurrency > pays_up_to and a.best_speedup is not None),
                        key=lambda a: a.concurrency)
         stops = later[0].concurrency if later else None
-    return Analysis(at, pays_up_to, stops, between_sd)
+    return Analysis(at, pays_up_to, stops, noise)
 
 
 def temperature_findings(analysis: Analysis) -> list[str]:

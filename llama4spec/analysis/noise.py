@@ -75,9 +75,9 @@ class Component:
         return (math.sqrt(self.df * self.var / chi2.ppf(1 - a, self.df)),
                 math.sqrt(self.df * self.var / chi2.ppf(a, self.df)))
 
-    def text(self) -> str:
+    def text(self, source: bool = True) -> str:
         df = "known" if math.isinf(self.df) else f"{self.df:.1f} df"
-        return f"{self.sd:.3f} ({df}; {self.source})"
+        return f"{self.sd:.3f} ({df}; {self.source})" if source else f"{self.sd:.3f} ({df})"
 
 
 @dataclass(frozen=True)
@@ -98,10 +98,52 @@ class Noise:
         return "; ".join(sources)
 
     def text(self) -> str:
-        parts = [f"between-start sd {self.between.text()}", f"within-start sd {self.within.text()}"]
+        one = len({c.source for c in (self.between, self.within, self.paired) if c is not None}) == 1
+        parts = [f"between-start sd {self.between.text(not one)}", f"within-start sd {self.within.text(not one)}"]
         if self.paired is not None:
-            parts.append(f"paired within-start sd {self.paired.text()}")
-        return ", ".join(parts) + (f" [provisional: {self.provisional}]" if self.provisional else "")
+            parts.append(f"paired within-start sd {self.paired.text(not one)}")
+        return (", ".join(parts) + (f" (source: {self.source})" if one else "")
+                + (f" [provisional: {self.provisional}]" if self.provisional else ""))
+
+
+def _df_json(df: float) -> float | str:
+    return "known" if math.isinf(df) else float(df)
+
+
+def noise_record(noise: Noise | None) -> dict | None:
+    """A noise estimate as JSON-able data: each component's sd, variance, df ("known" for an
+    infinite df) and source; why it is provisional, when it is."""
+    if noise is None:
+        return None
+
+    def one(c: Component | None):
+        return None if c is None else {"sd": c.sd, "var": c.var, "df": _df_json(c.df), "source": c.source}
+
+    return {"between": one(noise.between), "within": one(noise.within), "paired": one(noise.paired),
+            "source": noise.source, "provisional": noise.provisional}
+
+
+def noise_from_record(data) -> Noise | None:
+    """``noise_record``'s data read back (a run directory's plan.json: input, checked): None where a
+    component is missing, negative, NaN or of a df that is no number of 0 or more."""
+    if not isinstance(data, Mapping):
+        return None
+
+    def one(raw) -> Component | None:
+        if not isinstance(raw, Mapping):
+            return None
+        sd, df, source = raw.get("sd"), raw.get("df"), raw.get("source")
+        df = math.inf if df == "known" else df
+        if not _number(sd) or sd < 0 or isinstance(df, bool) or not isinstance(df, (int, float)) or math.isnan(df) \
+                or df < 0 or not isinstance(source, str):
+            return None
+        return Component(float(sd) ** 2, float(df), source[:300])
+
+    between, within = one(data.get("between")), one(data.get("within"))
+    if between is None or within is None:
+        return None
+    why = data.get("provisional")
+    return Noise(between, within, one(data.get("paired")), provisional=why[:500] if isinstance(why, str) else None)
 
 
 def prior(between_sd: float, within_sd: float, source: str, between_df: float = math.inf,
@@ -232,6 +274,37 @@ def combine(prior_noise: Noise | None, data: Noise) -> Noise:
     still = prior_noise.provisional if not np.any(np.asarray(data.between.df) > 0) else None
     return Noise(between, _pool(prior_noise.within, data.within), _pool(prior_noise.paired, data.paired),
                  n0=data.n0, provisional=still)
+
+
+NO_PRIOR = ("no noise profile or recorded prior for this hardware, and no setting measured over two or more "
+            f"server starts to estimate the between-start spread; {CALIBRATE} and pass it as noise: PATH")
+
+
+def by_start(values: Sequence[float], starts: Sequence[int] | None = None) -> list[list[float]]:
+    """A setting's usable runs (positive, finite) grouped by their server start (``starts``, aligned
+    with ``values``; absent or misaligned: one start)."""
+    values = list(values)
+    starts = list(starts) if starts is not None and len(starts) == len(values) else [0] * len(values)
+    groups: dict[int, list[float]] = {}
+    for v, s in zip(values, starts):
+        if v is not None and not isinstance(v, bool) and 0 < v < math.inf:
+            groups.setdefault(s, []).append(float(v))
+    return list(groups.values())
+
+
+def pooled(prior_noise: Noise | None, runs: Mapping[str, Sequence[float]],
+           starts: Mapping[str, Sequence[int]] | None = None) -> Noise:
+    """The noise of a set of settings' comparisons: the components estimated from their runs
+    (``estimate``; the between-start part only from settings with runs of two or more starts),
+    combined by df with ``prior_noise`` (a profile, or the hardware's recorded figures). Without a
+    prior and without the starts to estimate it, the between-start part is 0 and said to be
+    provisional."""
+    data = estimate({key: by_start(values, (starts or {}).get(key)) for key, values in runs.items()})
+    if prior_noise is not None:
+        return combine(prior_noise, data)
+    if float(data.between.df) > 0:
+        return data
+    return Noise(data.between, data.within, data.paired, data.n0, NO_PRIOR)
 
 
 # -- comparisons ----------------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 Each point measured in both runs is compared on output throughput, mean TPOT, mean TTFT and mean
 acceptance length: the ratio of geometric means (new over old) with its 95% interval by Welch's t on
 the mean logs (``decide.LogRatio``). Two runs are separate server starts even when nothing changed,
-so the timed figures carry the between-start log-sd ``decide.BETWEEN_SD`` on each side (shrunk by
-the starts a point's runs spread over); acceptance is counted, not timed, and carries none.
+so the timed figures carry the between-start variance of a noise estimate on each side (the runs'
+own starts pooled with their hardware's prior, ``analysis.noise``; shrunk by the starts a point's
+runs spread over); acceptance is counted, not timed, and carries none.
 
 A verdict (regressed, improved) is declared by Holm's step-down over every comparison of the
 table, both directions: at most 5% chance of any false verdict over the whole table (family-wise).
@@ -28,7 +29,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from llama4spec.analysis.decide import BETWEEN_SD, CONFIDENCE, LogRatio, holm, interval_at, start_shares
+from llama4spec.analysis.decide import CONFIDENCE, LogRatio, holm, interval_at, start_shares
+from llama4spec.analysis.noise import Noise, noise_record
 
 REGRESSED, IMPROVED, NO_CHANGE, NOT_TESTED = "regressed", "improved", "no significant change", "not tested"
 
@@ -106,21 +108,22 @@ def _median(values: Sequence[float]) -> float | None:
     return float(np.median(values)) if values else None
 
 
-def _statistic(metric: Metric, between_sd: float) -> LogRatio:
-    return LogRatio(between_sd if metric.timed else 0.0)
+def _statistic(metric: Metric, noise: Noise | None) -> LogRatio:
+    return LogRatio(noise if metric.timed else None)
 
 
-def _estimate(metric: Metric, old: Runs, new: Runs, between_sd: float):
-    statistic = _statistic(metric, between_sd)
+def _estimate(metric: Metric, old: Runs, new: Runs, noise: Noise | None):
+    statistic = _statistic(metric, noise)
     a, b = (statistic.values(np.asarray(r.usable(), float)) for r in (new, old))
     shares = [float(start_shares(r.starts[:len(r.usable())] or [1] * len(r.usable()))[-1]) for r in (new, old)]
     return statistic, statistic.compare(a, b, *shares)
 
 
 def compare_points(pairs: Mapping[tuple[str, str], Mapping[str, tuple[Runs, Runs]]],
-                   confidence: float = CONFIDENCE, between_sd: float = BETWEEN_SD) -> list[PointChange]:
+                   confidence: float = CONFIDENCE, noise: Noise | None = None) -> list[PointChange]:
     """Every point (old id, new id) -> metric key -> (old runs, new runs): its changes, with
-    verdicts by Holm over every tested comparison of the table at ``confidence``."""
+    verdicts by Holm over every tested comparison of the table at ``confidence``; the timed figures
+    carry ``noise``'s between-start term (None: none)."""
     from scipy import special
 
     out, tested, estimates = [], [], []
@@ -138,7 +141,7 @@ def compare_points(pairs: Mapping[tuple[str, str], Mapping[str, tuple[Runs, Runs
             change = Change(metric, med_old, med_new, ratio)
             point.changes.append(change)
             if len(xs) >= 2 and len(ys) >= 2:
-                statistic, est = _estimate(metric, old, new, between_sd)
+                statistic, est = _estimate(metric, old, new, noise)
                 iv = interval_at(statistic, est, confidence)
                 change.ratio, change.low, change.high = iv.ratio, iv.low, iv.high
                 t, df = float(est.t()), float(est.df)
@@ -188,20 +191,23 @@ def gate(points: Sequence[PointChange], pct: float) -> list[str]:
 
 # -- output -------------------------------------------------------------------------------------------
 
-RULE = {"test": "welch", "scale": "log of each metric", "between_sd": BETWEEN_SD,
-        "between_sd_applies_to": [m.key for m in METRICS if m.timed], "interval": "95% per comparison",
-        "multiplicity": "holm over every tested comparison of the table, both directions",
-        "controls": "family-wise error rate of the verdicts over the table"}
+def rule(noise: Noise | None) -> dict[str, Any]:
+    """The rule of every comparison of the table, with the noise estimate it used."""
+    return {"test": "welch", "scale": "log of each metric", "noise": noise_record(noise),
+            "noise_applies_to": [m.key for m in METRICS if m.timed], "interval": "95% per comparison",
+            "multiplicity": "holm over every tested comparison of the table, both directions",
+            "controls": "family-wise error rate of the verdicts over the table"}
 
 
-def rule_line(between_sd: float = BETWEEN_SD) -> str:
+def rule_line(noise: Noise | None) -> str:
+    said = noise.text() if noise is not None else "none"
     return (f"Each change is new over old (ratio of geometric means) with its 95% interval (Welch's t on the mean "
-            f"logs; throughput, TPOT and TTFT carry a between-start log-sd of {between_sd:g} a side, since two "
-            f"runs are separate server starts). Verdicts by Holm over every comparison of the table: at most 5% "
-            f"chance of any false verdict in it. Points with fewer than 2 runs a side are not tested.")
+            f"logs; throughput, TPOT and TTFT carry the between-start variance a side, since two runs are separate "
+            f"server starts; noise estimate: {said}). Verdicts by Holm over every comparison of the table: at most "
+            f"5% chance of any false verdict in it. Points with fewer than 2 runs a side are not tested.")
 
 
-def render(console: Console, points: Sequence[PointChange], heading: Sequence[str]) -> None:
+def render(console: Console, points: Sequence[PointChange], heading: Sequence[str], noise: Noise | None) -> None:
     """The heading (what differs between the runs), then one row per point and metric."""
     for line in heading:
         console.print(Text(line), highlight=False, soft_wrap=True)
@@ -219,7 +225,7 @@ def render(console: Console, points: Sequence[PointChange], heading: Sequence[st
                           f"[{style}]{c.verdict}[/{style}]" if style else c.verdict,
                           end_section=i == len(pt.changes) - 1)
     console.print(table)
-    console.print(rule_line(), markup=False, highlight=False, soft_wrap=True)
+    console.print(rule_line(noise), markup=False, highlight=False, soft_wrap=True)
 
 
 def _num(value: float | None) -> str:

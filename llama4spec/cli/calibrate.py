@@ -61,7 +61,7 @@ def _validate(args: argparse.Namespace) -> None:
 
 def _check(args: argparse.Namespace) -> int:
     from llama4spec.analysis.noise import read_profile
-    from llama4spec.calibrate.record import cpu_flags, fingerprint
+    from llama4spec.runbook.noise_prior import cpu_flags, fingerprint
     from llama4spec.calibrate.noise_table import render
     from llama4spec.cli.common import compose
     from llama4spec.results.provenance import host, versions

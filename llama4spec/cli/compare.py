@@ -21,12 +21,17 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from llama4spec.results import comparison as compare
 
+    from llama4spec.analysis.pair_headline import headline
+
     base, cand = compare.load_pair(args.baseline, args.candidate)
+    line = headline(base.samples("output_throughput"), cand.samples("output_throughput"), None,
+                    base.sample_starts("output_throughput"), cand.sample_starts("output_throughput"))
     if args.json:
-        emit(compare.document(base, cand, args.baseline, args.candidate))
+        emit({**compare.document(base, cand, args.baseline, args.candidate), "headline": line})
     elif args.markdown:
-        out.print(compare.markdown(base, cand), markup=False, highlight=False, soft_wrap=True)
+        out.print(f"{line}\n\n{compare.markdown(base, cand)}", markup=False, highlight=False, soft_wrap=True)
     else:
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
         compare.render(out, base, cand)
     return 0
 

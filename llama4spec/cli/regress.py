@@ -44,7 +44,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         emit({"schema": schema("regress"), "old": str(r.old), "new": str(r.new), "heading": regress.heading(r),
               "versions": {k: list(v) for k, v in r.versions.items()}, "host": {k: list(v) for k, v in r.host.items()},
-              "environment": r.environment, "rule": stats.RULE,
+              "environment": r.environment, "rule": stats.rule(r.noise),
               "points": [stats.point_record(pt) for pt in r.points],
               "not_comparable": [{"id": pid, "keys": keys} for pid, keys in r.not_comparable],
               "only_old": r.only_old, "only_new": r.only_new,
@@ -53,7 +53,7 @@ def _run(args: argparse.Namespace) -> int:
               "lossless": [{"id": c.id, "old": c.old, "new": c.new, "worse": c.worse} for c in r.lossless]})
     else:
         if r.points:
-            stats.render(out, r.points, regress.heading(r))
+            stats.render(out, r.points, regress.heading(r), r.noise)
         else:
             for line in regress.heading(r):
                 out.print(line, markup=False, highlight=False, soft_wrap=True)

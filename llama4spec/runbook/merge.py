@@ -249,7 +249,8 @@ def _designs(sources: list[Source]) -> dict[str, dict[str, Any]]:
         for step in s.plan:
             if step.get("kind") == "sweep" and isinstance(step.get("design"), dict):
                 out[str(step["id"])] = {str(k): v for k, v in step["design"].items()
-                                        if isinstance(v, (str, bool, int, float)) and len(str(v)) <= 300}
+                                        if isinstance(v, (str, bool, int, float)) and len(str(v)) <= 300
+                                        or k == "noise_prior" and isinstance(v, dict)}  # checked where read
     return out
 
 
@@ -389,8 +390,10 @@ def _capacity_reports(searched_out: dict[str, Any], out: Path, in_place: bool, c
 
 def _compare_reports(compares: dict[str, dict[str, str]], measured: dict[str, Measured], out: Path,
                      console: Console, comparisons: dict[str, str]) -> None:
-    """Each comparison's table from the two records it names (measured here, or a saved file)."""
+    """Each comparison's headline and table from the two records it names (measured here, or a saved file)."""
     from llama4spec.results import comparison as compare
+    from llama4spec.runbook.noise_prior import of_sweep
+    from llama4spec.runbook.steps.compare import headline
 
     for cid, refs in compares.items():
         pair = [measured[ref].record if ref in measured else (bench_record.read(Path(ref)) if "/" in ref else None)
@@ -399,8 +402,11 @@ def _compare_reports(compares: dict[str, dict[str, str]], measured: dict[str, Me
             absent = [role for role, rec in zip(("baseline", "candidate"), pair) if rec is None]
             comparisons[cid] = f"not compared: no counted record of the {' and the '.join(absent)}\n"
             continue
+        prior = of_sweep(None, [measured[ref].config for ref in refs.values() if ref in measured])
+        line = headline(*pair, prior)
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
         compare.render(console, *pair)
-        table = compare.markdown(*pair)
+        table = f"{line}\n\n{compare.markdown(*pair)}"
         write_atomic(out / cid / "table.md", table)
         comparisons[cid] = table
 

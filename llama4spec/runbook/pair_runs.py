@@ -19,6 +19,7 @@ from llama4spec.files import Expect, json_or_none, plain
 from llama4spec.runbook import merge
 from llama4spec.runbook.write_page import traits
 from llama4spec.runbook.rundir import Measured
+from llama4spec.analysis.noise import Noise, pooled
 from llama4spec.analysis.regress import METRICS, PointChange, Runs, compare_points
 
 HOST = Expect("host record", "it is not a record this tool wrote", 4 << 20)
@@ -36,6 +37,7 @@ class Regress:
     host: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     environment: list[str] = field(default_factory=list)  # variables set differently
     lossless: list[LosslessChange] = field(default_factory=list)  # lossless steps of both runs
+    noise: Noise | None = None  # the estimate the timed figures' between-start term came from
 
 
 @dataclass
@@ -147,8 +149,21 @@ def regress(old_dir: Path, new_dir: Path) -> Regress:
         raise UserError(f"nothing comparable: no point of {plain(str(old_dir))} measured what a point of "
                         f"{plain(str(new_dir))} measured{why}; give two runs of the same runbook and settings")
     table = {(a.id, b.id): {m.key: (runs_of(a, m.key), runs_of(b, m.key)) for m in METRICS} for a, b in pairs}
-    return Regress(Path(old_dir), Path(new_dir), compare_points(table), not_comparable, only_old, only_new,
-                   lossless=lossless, **_provenance(sources))
+    noise = run_noise(measured)
+    return Regress(Path(old_dir), Path(new_dir), compare_points(table, noise=noise), not_comparable, only_old,
+                   only_new, lossless=lossless, noise=noise, **_provenance(sources))
+
+
+def run_noise(measured: list[dict[str, Measured]]) -> Noise:
+    """The noise of the comparisons of two runs: each run's points' own server starts (never one
+    run's against the other's: a change between them would count as noise), pooled with the
+    hardware prior of their configs."""
+    from llama4spec.runbook.noise_prior import of_sweep
+
+    prior = of_sweep(None, [m.config for points in measured for m in points.values()])
+    runs = {f"{i}:{pid}": runs_of(m, "output_throughput") for i, points in enumerate(measured)
+            for pid, m in points.items()}
+    return pooled(prior, {key: r.values for key, r in runs.items()}, {key: r.starts for key, r in runs.items()})
 
 
 def _provenance(sources: list[merge.Source]) -> dict[str, Any]:

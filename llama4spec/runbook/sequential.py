@@ -11,6 +11,7 @@ from the records (``--resume``, ``llama4spec report``) are the ones taken while 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -30,11 +31,30 @@ class Rule:
     max_repeats: int
     confidence: float
     start: int = 1  # the server start (pass of the sweep) these decisions are taken in
+    prior: Any = None  # analysis.noise.Noise: the noise its comparisons start from (None: its points' hardware's)
 
     @classmethod
     def of(cls, keys: Any) -> "Rule":
         return cls(list(keys.points), list(keys.earlier), keys.min_repeats, keys.max_repeats, keys.confidence,
                    getattr(keys, "start", 1))
+
+    def noise(self, plan, runs: dict[str, list[float]], starts: dict[str, list[int]]):
+        """The noise of its comparisons: ``prior``, else the one the plan of the step that generated
+        its points recorded (a profile, or the hardware's), else its points' hardware config's, pooled
+        with the estimate from the runs at hand (``analysis.noise.pooled``)."""
+        from llama4spec.analysis.noise import noise_from_record, pooled
+        from llama4spec.runbook.noise_prior import hardware_prior
+
+        prior = self.prior
+        if prior is None:
+            mine = set(self.points)
+            prior = next((noise_from_record(q.step.keys.prior) for q in plan.steps
+                          if getattr(q.step.keys, "prior", None) and mine <= set(getattr(q.step.keys, "points", ()))),
+                         None)
+        if prior is None:
+            cfg = next((plan.get(pid).composed.cfg for pid in runs if plan.get(pid).composed is not None), None)
+            prior = hardware_prior(cfg.hardware) if cfg is not None else None
+        return pooled(prior, runs, starts)
 
 
 @dataclass(frozen=True)
@@ -93,10 +113,10 @@ def _groups(plan, rule: Rule, upto: int):
             yield members, runs, starts, base
 
 
-def _allocate(runs, starts, base, rule: Rule):
-    from llama4spec.analysis.decide import BETWEEN_SD, LogRatio, allocate
+def _allocate(runs, starts, base, rule: Rule, noise):
+    from llama4spec.analysis.decide import LogRatio, allocate
 
-    return allocate(runs, base, rule.min_repeats, rule.max_repeats, rule.confidence, LogRatio(BETWEEN_SD), starts)
+    return allocate(runs, base, rule.min_repeats, rule.max_repeats, rule.confidence, LogRatio(noise), starts)
 
 
 def decisions(plan, rule: Rule) -> tuple[dict[str, Decision], str | None]:
@@ -110,7 +130,8 @@ def decisions(plan, rule: Rule) -> tuple[dict[str, Decision], str | None]:
     for members, runs, starts, base in _groups(plan, rule, rule.start):
         if not any(pid in mine for pid in runs):
             continue
-        alloc = _allocate(runs, starts, base, rule)
+        noise = rule.noise(plan, runs, starts)
+        alloc = _allocate(runs, starts, base, rule, noise)
         for pid in members:
             if pid not in mine or pid not in alloc.points:
                 continue
@@ -119,7 +140,7 @@ def decisions(plan, rule: Rule) -> tuple[dict[str, Decision], str | None]:
             if len(runs) == 1 and state == "resolved" and st.runs < rule.max_repeats:
                 state = "open"  # a reference (no point to compare with yet): measured to max_repeats
             if state == "open" and st.runs >= rule.min_repeats and (
-                    _hopeless(runs, pid, base, alloc, rule) or (len(runs) > 1 and not st.useful and pid != alloc.next)):
+                    _hopeless(runs, pid, base, alloc, rule, noise) or (len(runs) > 1 and not st.useful and pid != alloc.next)):
                 # no run can settle it here, or every look it is open in waits on a point whose server
                 # is gone (frozen with fewer runs): either way only another start of that setting helps
                 state = NEEDS_START
@@ -137,10 +158,10 @@ def revisit_targets(plan, rule: Rule) -> set[str]:
     """The points another server start may still settle after the passes before ``rule.start``:
     both ends of every question left open there (a verdict against no speculation, a place
     against the leader), those below max_repeats."""
-    first = Rule(rule.points, rule.earlier, rule.min_repeats, rule.max_repeats, rule.confidence, rule.start - 1)
+    first = dataclasses.replace(rule, start=rule.start - 1)
     out: set[str] = set()
     for _, runs, starts, base in _groups(plan, first, first.start):
-        alloc = _allocate(runs, starts, base, first)
+        alloc = _allocate(runs, starts, base, first, first.noise(plan, runs, starts))
         for pid, st in alloc.points.items():
             if pid == base or st.state in ("resolved", "eliminated"):
                 continue
@@ -162,19 +183,19 @@ def revisit_targets(plan, rule: Rule) -> set[str]:
 # point's own runs move its comparisons against the reference forward, to the last look.
 
 
-def _hopeless(runs: dict[str, list[float]], pid: str, base: str, alloc, rule: Rule) -> bool:
+def _hopeless(runs: dict[str, list[float]], pid: str, base: str, alloc, rule: Rule, noise) -> bool:
     """No number of further runs against these server starts can settle the point's open questions:
     each undecided gap (to no speculation, to the leader) is within what the between-start spread
     alone leaves undecided (``decide.start_floor``, two-sided at the sweep's confidence, with the
     two sides' start shares)."""
-    from llama4spec.analysis.decide import BETWEEN_SD, start_floor
+    from llama4spec.analysis.decide import start_floor
 
-    if BETWEEN_SD <= 0:
+    if noise is None or noise.between.var <= 0:
         return False
     level = (1 - rule.confidence) / 2
     mean = {q: sum(math.log(x) for x in xs) / len(xs) for q, xs in runs.items()}
     others = [q for q in (base if alloc.points[pid].verdict in (None, "undecided") else None,
                           alloc.leader if alloc.leader != pid else None) if q and q != pid]
     return bool(others) and all(
-        abs(mean[pid] - mean[q]) < start_floor(level, BETWEEN_SD, alloc.points[pid].share + alloc.points[q].share)
+        abs(mean[pid] - mean[q]) < start_floor(level, noise, alloc.points[pid].share + alloc.points[q].share)
         for q in others)

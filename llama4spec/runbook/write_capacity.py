@@ -22,13 +22,10 @@ from llama4spec.results import bench as bench_record
 from llama4spec.analysis import capacity_report, plots
 from llama4spec.analysis.capacity_gain import Between
 from llama4spec.analysis.capacity_search import METRICS, Search, from_json
-from llama4spec.analysis.decide import BETWEEN_SD
+from llama4spec.runbook.rundir import read_config
 
-# The between-start term a fitted gain carries until a noise estimate is passed in: the constant the
-# sweeps use, a log sd of throughput between server starts, taken for a capacity (not measured for one).
-DEFAULT_BETWEEN = Between(BETWEEN_SD, "analysis.decide.BETWEEN_SD, the between-start log sd of throughput measured "
-                                      "with the tiny pair by benchmarks/spreads.py, taken for capacity (not measured "
-                                      "for it)")
+# The between-start term of a gain whose settings' hardware says nothing (no config.yaml to read).
+NO_BETWEEN = Between(0.0, "none: no setting's config.yaml names a hardware noise prior")
 
 PROBES = "probes"  # a search step's probe directories, under its own
 SEARCH = "search.json"
@@ -134,14 +131,29 @@ def reference_warnings(basis: Mapping[str, Any], medians: Mapping[str, float] | 
             f"searches measured against the recorded thresholds"] if moved else []
 
 
+def between_of(settings: list[Setting]) -> Between:
+    """The between-start term of the settings' gains: the hardware noise prior their config.yaml
+    records (``runbook.noise_prior.hardware_prior``; a GPU's is provisional, zero and said so)."""
+    from llama4spec.runbook.noise_prior import hardware_prior
+
+    for s in settings:
+        cfg = read_config(s.dir / "config.yaml")
+        if isinstance(cfg, dict) and isinstance(cfg.get("hardware"), dict):
+            noise = hardware_prior(cfg["hardware"])
+            why = f" [provisional: {noise.provisional}]" if noise.provisional else ""
+            return Between(noise.between.sd, f"{noise.between.source} (on {noise.between.df:g} df){why}")
+    return NO_BETWEEN
+
+
 def analyse(settings: list[Setting], baseline: str | None, failures: Mapping[str, str] | None = None,
-            strict: bool = False, reference: Any = None, between: Between = DEFAULT_BETWEEN) -> Found:
+            strict: bool = False, reference: Any = None, between: Between | None = None) -> Found:
     """Read every setting's search.json and analyse them; ``baseline``: the search step of no
     speculation; ``reference``: the medians (``medians_of``) of the bench step a relative SLO
     names, as its record is now. A search.json that is there but not one (cut short, altered) is
     a setting not measured, or with ``strict`` (``report``) a UserError naming the file and the fix.
     A search recorded as fitted (``search: fit``) is refitted from its runs; ``between``: the
-    between-start term its gain carries."""
+    between-start term its gain carries (default: ``between_of`` the settings)."""
+    between = between or between_of(settings)
     searches: dict[str, Search] = {}
     missing: dict[str, str] = {}
     recorded: dict[str, dict[str, Any]] = {}

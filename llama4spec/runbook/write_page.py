@@ -20,6 +20,7 @@ from llama4spec.errors import UserError
 from llama4spec.files import Expect, Unreadable, json_or_none, number, plain, read_bytes, write_atomic
 from llama4spec.runbook import write_capacity as capacity_report, colocation, merge, steps
 from llama4spec.runbook.rundir import Measured, not_run
+from llama4spec.runbook.noise_prior import of_sweep
 from llama4spec.runbook.steps import sweep as sweep_step
 from llama4spec.analysis import page as html_page
 from llama4spec.analysis.model import analyse
@@ -106,7 +107,9 @@ def _sweep(source: merge.Source, step: Mapping[str, Any], secrets: tuple[str, ..
     left_out: dict[str, str] = {}
     measured = merge.collect([source], ids, left_out)
     points = sweep_points((pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured)
-    analysis = analyse(points)
+    design = step.get("design") if isinstance(step.get("design"), dict) else None
+    analysis = analyse(points, of_sweep(design, [m.config for m in measured.values()]),
+                       margin=sweep_step.margin_of(design))
     reasons = {**not_run(source.status.get("steps") or []), **left_out}
     missing = {pid: reasons.get(pid, "no record") for pid in ids if pid not in measured}
     beside = colocation.beside_points(source.dir, {pid: m.where for pid, m in measured.items()})

@@ -116,7 +116,7 @@ def test_the_report_gives_the_fits_capacity_and_the_gain_has_an_interval(capacit
     assert set(gain) == {"ratio", "low", "high", "starts_share"} and gain["low"] >= 0
     if gain["ratio"] is not None:
         assert gain["low"] <= gain["ratio"] and (gain["high"] is None or gain["ratio"] <= gain["high"])
-    assert report["between"]["source"].startswith("analysis.decide.BETWEEN_SD")
+    assert report["between"]["source"].startswith("hardware prior: ") and report["between"]["sd"] == pytest.approx(0.13)
     md = (run_dir / "capacity" / "report.md").read_text()
     assert "| EAGLE k=3 |" in md and "](capacity-fit.png)" in md
     assert report["headline"].startswith("EAGLE k=3 carries ") and report["headline"] in md

@@ -12,7 +12,6 @@ from llama4spec.analysis.points import dotted
 from llama4spec.files import write_atomic, write_json
 from llama4spec.runbook.measured import measured_in_plan
 from llama4spec.runbook.rundir import Measured
-from llama4spec.analysis.decide import BETWEEN_SD
 
 
 def runs_of(measured: Mapping[str, Measured]) -> tuple[list[Runs], list[Runs], list[Runs]]:
@@ -38,7 +37,13 @@ def run_report(plan, planned, console: Console, not_run: dict[str, str] | None =
     ids = planned.step.keys.points
     measured = measured_in_plan(plan, ids)
     base, synthetic, real = runs_of(measured)
-    m = build(base, synthetic, real, between_sd=BETWEEN_SD)
+    from llama4spec.analysis.noise import pooled
+    from llama4spec.runbook.noise_prior import of_sweep
+
+    prior = of_sweep({"noise_prior": planned.step.keys.prior}, [m.config for m in measured.values()])
+    noise = pooled(prior, {pid: m.record.samples("output_throughput") for pid, m in measured.items()},
+                   {pid: m.record.sample_starts("output_throughput") for pid, m in measured.items()})
+    m = build(base, synthetic, real, noise=noise)
     files["report"].parent.mkdir(parents=True, exist_ok=True)
     series = report.plot(m, files["plot"]) if m.curves else []
     text = report.markdown(m, files["plot"].name if m.curves else None)

@@ -53,7 +53,9 @@ class Keys:
     extra_args: list[str] = fields.texts()  # more `vllm bench serve` flags, for every run
     repeats: int = fields.count(3, 2, fields.MAX_REPEATS)  # counted runs per server and concurrency
     warmup: int = fields.count(0, 0, fields.MAX_WARMUP)  # warm-up requests per point, unrecorded
+    noise: str | None = fields.text()  # a noise.json (`llama4spec calibrate`): the between-start term of its ratios
     points: list[str] = field(default_factory=list)  # generated: its bench steps
+    prior: dict[str, Any] | None = None  # generated: the noise its ratios carry (``noise_record``)
 
     @property
     def matrix(self) -> dict[str, list[str]]:
@@ -62,7 +64,7 @@ class Keys:
         return {"server": servers, "bench.max_concurrency": [str(c) for c in self.concurrencies]}
 
     def design_record(self) -> dict[str, Any]:
-        return {"design": "sequential", "asked": "sequential"}
+        return {"design": "sequential", "asked": "sequential", **({"noise_prior": self.prior} if self.prior else {})}
 
 
 def lengths(k: int, grid: int) -> list[float]:
@@ -134,7 +136,12 @@ def artifacts(p) -> dict[str, Any]:
 
 
 def plan(ctx, p) -> None:
+    """Its files and the noise its ratios carry (``runbook.noise_prior.at_plan``)."""
+    from llama4spec.runbook.noise_prior import at_plan
+
     p.artifacts = artifacts(p)
+    if p.step.keys.points:  # expanded (a step refused is not composed)
+        p.step.keys.prior = at_plan(ctx, p, p.step.keys.noise, p.step.keys.overrides)
 
 
 def execute(run, p) -> dict[str, Any]:
@@ -153,6 +160,11 @@ def describe(p, say) -> None:
     say(f"    concurrencies {', '.join(map(str, keys.concurrencies))}, {keys.repeats} runs each; against no "
         f"speculation: the speedup curve, the break-even acceptance length and the cost of k=0, with intervals"
         + ("; the draft placed on the map and the self-check" if keys.place else ""))
+    from llama4spec.analysis.noise import noise_from_record
+
+    noise = noise_from_record(keys.prior)
+    if noise is not None:
+        say(f"    noise: {noise.text()}")
 
 
 KIND = BaseKind("breakeven", Keys, Traits(expands=True, merges=True, measures=True, describe_first=True),

@@ -52,13 +52,34 @@ def missing_input(plan, p) -> str | None:
     return None
 
 
+def _headline(plan, p, base, cand) -> str:
+    """The comparison's headline, the baseline's hardware prior as its noise."""
+    from llama4spec.runbook.noise_prior import hardware_prior
+
+    ref = p.step.keys.baseline
+    planned = plan.get(ref) if ref in {q.id for q in plan.steps} else None
+    return headline(base, cand, hardware_prior(planned.composed.cfg.hardware)
+                    if planned is not None and planned.composed else None)
+
+
+def headline(base, cand, prior) -> str:
+    """Two records' headline (``analysis.pair_headline``): output throughput with its interval and
+    verdict on ``prior`` pooled with their runs, or why there is none (the run and ``report`` alike)."""
+    from llama4spec.analysis.pair_headline import headline as line
+
+    key = "output_throughput"
+    return line(base.samples(key), cand.samples(key), prior, base.sample_starts(key), cand.sample_starts(key))
+
+
 def execute(run, p) -> dict[str, Any]:
     try:
         base, cand = compare.load_pair(p.inputs["baseline"], p.inputs["candidate"])
     except UserError as err:
         raise StepFailed("; ".join(err.problems)) from None
+    line = _headline(run.plan, p, base, cand)
+    run.console.print(line, markup=False, highlight=False, soft_wrap=True)
     compare.render(run.console, base, cand)
-    table = compare.markdown(base, cand)
+    table = f"{line}\n\n{compare.markdown(base, cand)}"
     write_atomic(p.artifacts["table"], table)
     run.keep_comparison(p.id, table)
     return {label: {"baseline": a, "candidate": b, "speedup": s} for label, a, b, s in compare.rows(base, cand)}

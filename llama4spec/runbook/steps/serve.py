@@ -115,9 +115,11 @@ def derive_schedule(run, p) -> list[list[int]]:
     from llama4spec.analysis.model import analyse
     from llama4spec.analysis.schedule import derive
 
+    from llama4spec.runbook.noise_prior import hardware_prior
+
     draft = p.composed.cfg.draft.name
     points, missing = collect_points(run.plan, p.step.keys.derive_from)
-    schedule = derive(analyse(points), draft)
+    schedule = derive(analyse(points, hardware_prior(p.composed.cfg.hardware)), draft)
     if schedule is None or not schedule.speculates:
         why = "no speculation wins at any measured concurrency" if schedule else "no measured point of the draft"
         raise StepFailed(f"no lookahead schedule to verify for {draft}: {why} (missing: {', '.join(missing) or '-'})")
@@ -220,11 +222,16 @@ def missing_input(plan, p) -> str | None:
     if not cfg.draft.method or cfg.draft.lookahead_schedule:
         return None
     from llama4spec.runbook.measured import measured_in_plan
+    from llama4spec.runbook.noise_prior import hardware_prior
     from llama4spec.analysis.dominance import Measured, why_not
+    from llama4spec.analysis.noise import pooled
 
     planned = {q.id for q in plan.steps}
     points = []
-    for pid, m in measured_in_plan(plan, [q for q in keys.prune_from if q in planned]).items():
+    measured = measured_in_plan(plan, [q for q in keys.prune_from if q in planned])
+    noise = pooled(hardware_prior(cfg.hardware), {pid: m.record.samples("output_throughput") for pid, m in measured.items()},
+                   {pid: m.record.sample_starts("output_throughput") for pid, m in measured.items()})
+    for pid, m in measured.items():
         q = plan.get(pid)
         qc = q.composed.cfg
         acc = m.record.acceptance
@@ -233,7 +240,7 @@ def missing_input(plan, p) -> str | None:
                                throughputs=m.record.samples("output_throughput"),
                                drafts=acc.num_drafts if acc else 0, accepted_at=list(acc.accepted_per_pos) if acc else [],
                                acceptance_lengths=m.record.acceptance_samples()))
-    return why_not(cfg.draft.name, cfg.lookahead, points, keys.confidence)
+    return why_not(cfg.draft.name, cfg.lookahead, points, keys.confidence, noise)
 
 
 KIND = BaseKind("serve", Keys, Traits(starts_engine=True, loads_models=True, serves=True, shows_env=True),

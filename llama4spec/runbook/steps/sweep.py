@@ -24,7 +24,17 @@ from llama4spec.runbook.steps.base import BaseKind
 from llama4spec.analysis import plots, sweep_tables as render
 from llama4spec.analysis.decide import CONFIDENCE, MAX_REPEATS, MIN_REPEATS
 from llama4spec.analysis.model import Analysis, Point, analyse
+from llama4spec.analysis.noise import MARGIN, margin_problem
 from llama4spec.analysis.points import points as sweep_points
+
+
+def _margin(raw: dict, key: str, at: str, problems: list[str]) -> float:
+    value = raw.get(key, MARGIN)
+    problem = margin_problem(value, f"{at}: {key}")
+    if problem:
+        problems.append(problem)
+        return MARGIN
+    return float(value)
 
 
 def _matrix(raw: dict, key: str, at: str, problems: list[str]) -> dict[str, list[str]] | None:
@@ -51,13 +61,18 @@ class Keys:
     design: str = fields.choice(*DESIGNS)
     swap_devices: bool = fields.flag()  # interleaved: no speculation on the second half of the devices, not the first
     gap_s: float = fields.seconds(2.0, 600.0)  # interleaved: the least pause between one server's last request and the other's run
+    noise: str | None = fields.text()  # a noise.json (`llama4spec calibrate`): the prior of every comparison
+    margin: float = fields.custom(_margin, default=MARGIN)  # equivalent: a ratio within +-margin, decided by two one-sided tests
     fallback: str | None = None  # generated: why an interleaved sweep is measured sequentially here
+    prior: dict[str, Any] | None = None  # generated: the noise its comparisons start from (``noise_record``)
     points: list[str] = field(default_factory=list)  # generated: the bench steps it expands to
 
     def design_record(self) -> dict[str, Any]:
         """How the sweep measured its pairs (plan.json, sweep.json, the report)."""
         used = INTERLEAVED if self.design == INTERLEAVED and not self.fallback else SEQUENTIAL
-        out: dict[str, Any] = {"design": used, "asked": self.design}
+        out: dict[str, Any] = {"design": used, "asked": self.design, "margin": self.margin}
+        if self.prior is not None:
+            out["noise_prior"] = self.prior
         if self.fallback:
             out["fallback"] = self.fallback
         if used == INTERLEAVED:
@@ -80,6 +95,25 @@ def design_lines(design: dict[str, Any] | None) -> list[str]:
             f"speedup is the paired t interval of the mean log ratio of back-to-back runs, with the between-start "
             f"term (interleaving cancels drift, not a server start's offset); the device is "
             f"{design.get('devices', 'a fixed factor')} (swap_devices: true swaps them)"]
+
+
+def margin_of(design: dict[str, Any] | None) -> float:
+    """The sweep's equivalence margin as its plan recorded it (checked: the default otherwise)."""
+    value = (design or {}).get("margin")
+    return float(value) if margin_problem(value) is None else MARGIN
+
+
+def noise_lines(prior: dict[str, Any] | None, margin: float) -> list[str]:
+    """The noise a sweep's comparisons start from, and its margin of equivalence (the dry run)."""
+    from llama4spec.analysis.noise import noise_from_record
+
+    noise = noise_from_record(prior)
+    if noise is None:
+        return []
+    return [f"noise: {noise.text()}; pooled by df with the sweep's own estimate where its settings have runs "
+            f"from two or more server starts",
+            f"equivalence: two settings within +-{100 * margin:g}% of each other are declared equivalent "
+            f"(two one-sided tests; margin: sets it)"]
 
 
 def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> None:
@@ -137,7 +171,12 @@ def artifacts(step_dir: Path) -> dict[str, Path]:
 
 
 def plan(ctx, p) -> None:
+    """Its files and the noise its comparisons start from (``runbook.noise_prior.at_plan``)."""
+    from llama4spec.runbook.noise_prior import at_plan
+
     p.artifacts = artifacts(p.dir)
+    if p.step.keys.matrix and p.step.keys.points:  # expanded (a sweep refused is not composed)
+        p.step.keys.prior = at_plan(ctx, p, p.step.keys.noise, p.step.keys.overrides)
 
 
 def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
@@ -177,9 +216,11 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
     ``design``: the sweep step's ``design_record`` (said in the report when interleaving was asked for)."""
     from llama4spec.runbook.colocation import mixed
 
+    from llama4spec.runbook.noise_prior import of_sweep
+
     points = sweep_points((pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured)
     missing = [pid for pid in ids if pid not in measured]
-    analysis = analyse(points)
+    analysis = analyse(points, of_sweep(design, [m.config for m in measured.values()]), margin=margin_of(design))
     by_c: dict[int, dict[str, tuple[str, ...]]] = {}
     for pt in points if beside else []:
         by_c.setdefault(pt.concurrency, {})[pt.id] = beside.get(pt.id, ())
@@ -237,6 +278,8 @@ def describe(p, say) -> None:
         say("    matrix: " + " x ".join(f"{k} [{', '.join(v)}]" for k, v in keys.matrix.items()))
         say(f"    report over {len(keys.points)} points (speedup, efficiency, best lookahead, plots)")
         for line in design_lines(keys.design_record()):
+            say(f"    {line}")
+        for line in noise_lines(keys.prior, keys.margin):
             say(f"    {line}")
 
 

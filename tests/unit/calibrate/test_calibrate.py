@@ -10,7 +10,8 @@ import pytest
 
 from llama4spec.analysis import noise as nz
 from llama4spec.calibrate import design as calibration
-from llama4spec.calibrate.record import aa_blocks, aa_check, costs, cpu_flags, fingerprint
+from llama4spec.calibrate.record import aa_blocks, aa_check, costs
+from llama4spec.runbook.noise_prior import cpu_flags, fingerprint
 from llama4spec.calibrate.measure import make
 from llama4spec.calibrate.settings import Settings, problems
 from llama4spec.errors import UserError
@@ -100,7 +101,7 @@ def test_dry_run_says_the_design(cli, tmp_path):
 
 
 def _written(tmp_path: Path, **edit) -> Path:
-    from llama4spec.calibrate.record import cpu_flags as flags
+    from llama4spec.runbook.noise_prior import cpu_flags as flags
     from llama4spec.results.provenance import host, versions
 
     class Cfg:

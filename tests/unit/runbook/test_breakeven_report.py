@@ -13,6 +13,7 @@ from rich.console import Console
 from llama4spec.analysis import breakeven_report
 from llama4spec.analysis.breakeven_map import build
 from llama4spec.runbook.breakeven.report import runs_of
+from llama4spec.analysis.noise import prior as known_noise
 
 
 @dataclass
@@ -59,14 +60,14 @@ def test_records_are_sorted_by_their_own_config() -> None:
 
 
 def test_the_report_names_break_even_the_cost_of_k0_and_the_self_check(tmp_path: Path) -> None:
-    m = build(*runs_of(_measured()), between_sd=0.13)
+    m = build(*runs_of(_measured()), noise=known_noise(0.13, 0.0, 'test'))
     text = breakeven_report.markdown(m, "breakeven.png")
     assert "break-even acceptance length" in text and "cost of k=0" in text and "30% of throughput lost" in text
     assert "self-check: passed" in text and "![" in text
     labels = breakeven_report.plot(m, tmp_path / "b.png")
     assert (tmp_path / "b.png").stat().st_size > 1000 and "c=1 k=3 real draft (draft)" in labels
     record = json.loads(json.dumps(breakeven_report.to_record(m)))
-    assert record["curves"][0]["breakeven"]["state"] == "crosses" and record["between_sd"] == 0.13
+    assert record["curves"][0]["breakeven"]["state"] == "crosses" and record["noise"]["between"]["sd"] == 0.13
     console = Console(record=True, width=200, file=io.StringIO())
     breakeven_report.render(console, m)
     assert "self-check: passed" in console.export_text()

@@ -56,7 +56,7 @@ def test_the_page_shows_request_capacity_in_its_static_html(capacity_run: Path) 
     g = record["settings"]["EAGLE k=3"]["gain"]
     assert g["low"] < 7.0 / 3.0 < g["high"] and f"{g['ratio']:.2f}x [{g['low']:.2f}, {g['high']:.2f}]" in body
     assert "another start of each server would narrow it" in body  # the between-start term dominates here
-    assert "log sd 0.13: analysis.decide.BETWEEN_SD" in body  # where that term came from
+    assert "log sd 0.13: hardware prior: benchmarks/spreads.py" in body  # where that term came from: the cpu config's prior
     images = [a for t, a in parsed.tags if t == "img"]
     assert [a["alt"] for a in images] == ["attainment against request rate, every setting"] + [
         f"latency against request throughput, {n}" for n in ("no speculation", "EAGLE k=1", "EAGLE k=3")]

@@ -12,8 +12,9 @@ import math
 import numpy as np
 import pytest
 
+from llama4spec.analysis.noise import prior as known_noise
 from llama4spec.analysis.decide import (
-    EARLY_SHARE, STATES, LogRatio, allocate, cannot_win, holm, look_weights, replay,
+    EARLY_LOOKS_ALPHA, STATES, LogRatio, allocate, cannot_win, holm, look_weights, replay,
     speedup_bound, welch_ratio,
 )
 
@@ -25,7 +26,7 @@ Z_975 = 1.959964  # normal 97.5% quantile
 # shares its server start's effect, fitted to the spreads measured on this
 # machine (benchmarks/spreads.py): within one server start, and between starts of one setting.
 WITHIN_SD = 0.17  # measured here by benchmarks/spreads.py (pooled within-start log-sd 0.165, under load)
-BETWEEN_SD = 0.13  # and between starts (0.133): decide.BETWEEN_SD
+BETWEEN_SD = 0.13  # and between starts (0.133): the CPU hardware prior
 SWEEPS = 10_000
 POINTS = 5  # no speculation and four lookaheads (the tiny sweeps' k 1, 2, 3, 5)
 ALPHA = 0.05
@@ -61,7 +62,7 @@ def test_welch_unequal_counts_use_satterthwaite() -> None:
 
 def test_the_between_start_term_is_added_as_known() -> None:
     # no spread within either start: only the between-start term, normal quantile (df infinite)
-    iv = welch_ratio([math.e, math.e], [1.0, 1.0], between_sd=0.5)
+    iv = welch_ratio([math.e, math.e], [1.0, 1.0], noise=known_noise(0.5, 0.0, 'test'))
     half = Z_975 * math.sqrt(2 * 0.25)
     assert iv.df == math.inf
     assert (iv.low, iv.high) == pytest.approx((math.exp(1 - half), math.exp(1 + half)), rel=1e-6)
@@ -89,13 +90,13 @@ def test_holm_steps_down_and_stops_at_the_first_failure() -> None:
 def test_look_weights_keep_almost_all_alpha_for_the_last_look() -> None:
     w = look_weights(2, 10)
     assert len(w) == 9 and w.sum() == pytest.approx(1.0)
-    assert w[-1] == pytest.approx(1 - EARLY_SHARE) and w[:-1] == pytest.approx([EARLY_SHARE / 8] * 8)
+    assert w[-1] == pytest.approx(1 - EARLY_LOOKS_ALPHA) and w[:-1] == pytest.approx([EARLY_LOOKS_ALPHA / 8] * 8)
     assert look_weights(10, 10).tolist() == [1.0]
 
 
 # -- the allocation on small inputs ---------------------------------------------------------------
 
-STAT = LogRatio(BETWEEN_SD)
+STAT = LogRatio(known_noise(BETWEEN_SD, 0.0, 'test'))
 
 
 def test_points_below_min_repeats_get_the_next_runs_first() -> None:
@@ -172,7 +173,7 @@ def test_equal_settings_declare_a_difference_at_most_5_percent_of_the_time() -> 
 
 def test_without_the_between_start_term_the_same_sweeps_are_mostly_false() -> None:
     """Why the statistic carries the between-start term: runs on one start cannot average it."""
-    sim = replay(_simulate([1.0] * POINTS, 1000, seed=22), 0, statistic=LogRatio(0.0))
+    sim = replay(_simulate([1.0] * POINTS, 1000, seed=22), 0, statistic=LogRatio(None))
     assert sim.ever_above.any(axis=(1, 2)).mean() > 0.5
 
 

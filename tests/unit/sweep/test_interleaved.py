@@ -23,6 +23,7 @@ from llama4spec.analysis.decide import LogRatio, PairedLogRatio, paired_ratio, w
 from llama4spec.analysis.model import analyse
 from llama4spec.analysis.points import point
 from llama4spec.analysis.stats import compare
+from llama4spec.analysis.noise import prior as known_noise
 from tests.helpers import REPO, run_cli
 
 SHIPPED = REPO / "runbooks" / "tiny_cpu_interleaved.yaml"
@@ -55,7 +56,7 @@ def test_the_paired_statistic_is_t_on_the_mean_log_ratio() -> None:
     est = PairedLogRatio().compare(a, b)
     assert math.isclose(float(est.center), d.mean())
     assert math.isclose(float(est.se), math.sqrt(d.var(ddof=1) / 3)) and float(est.df) == 2
-    with_start = PairedLogRatio(0.1).compare(a, b)  # each arm one server start: 2 x 0.1^2 more
+    with_start = PairedLogRatio(known_noise(0.1, 0.0, 'test')).compare(a, b)  # each arm one server start: 2 x 0.1^2 more
     assert math.isclose(float(with_start.se) ** 2, d.var(ddof=1) / 3 + 2 * 0.01)
 
 
@@ -73,8 +74,8 @@ def test_pairs_cancel_drift_that_welch_counts_as_noise() -> None:
 def test_compare_tests_back_to_back_pairs_by_the_paired_t_in_one_holm_family() -> None:
     drift = np.array([1.0, 0.7, 0.5, 0.9])
     base, k1, k3 = list(100 * drift), list(120 * drift), [130.0, 70.0, 95.0, 88.0]
-    plain = compare({"base": base, "k1": k1, "k3": k3}, between_sd=0.0)
-    paired = compare({"base": base, "k1": k1, "k3": k3}, between_sd=0.0,
+    plain = compare({"base": base, "k1": k1, "k3": k3}, noise=known_noise(0.0, 0.0, 'test'))
+    paired = compare({"base": base, "k1": k1, "k3": k3}, noise=known_noise(0.0, 0.0, 'test'),
                      back_to_back={("k1", "base"): (k1, base)})
     assert plain[("k1", "base")].method == "welch" and plain[("k1", "base")].verdict == "undecided"
     assert paired[("k1", "base")].method == "paired" and paired[("k1", "base")].verdict == "faster"
@@ -189,7 +190,7 @@ def test_the_analysis_pairs_a_candidate_with_the_baseline_runs_tagged_with_it() 
     cand = BenchRecord.of_runs("c", [_run(125 * d) for d in drift])
     points = [point("b", {"draft": {"method": None}}, base),
               point("c", {"draft": {"method": "eagle", "name": "d"}, "lookahead": 2}, cand)]
-    (at,) = analyse(points, between_sd=0.0).at
+    (at,) = analyse(points, noise=known_noise(0.0, 0.0, 'test')).at
     c = at.comparisons[("c", "b")]
     assert c.method == "paired" and c.verdict == "faster" and at.paired
     assert math.isclose(c.ratio, 1.25, rel_tol=1e-9)  # against the runs tagged "c" alone
@@ -252,7 +253,9 @@ def test_two_interleaved_runs_merge_pair_by_pair_with_a_start_each(tmp_path, mon
         ratio = m["ratio"] if m["first"].startswith(CAND) else 1 / m["ratio"]
         assert math.isclose(ratio, 1.3, rel_tol=1e-9)  # every pair 1.3x, whatever the drift
         width = lambda c: math.log(c["interval"]["high"] / c["interval"]["low"])  # noqa: E731
-        assert width(m) < 0.8 * width(a)  # two starts: half the between-start variance
+        # two starts a setting: the between-start part is estimated from them (pooled with the prior)
+        assert "estimated from this sweep's starts" in m["noise"]["between"]["source"]
+        assert "hardware prior" in a["noise"]["between"]["source"] and math.isfinite(width(m))
 
 
 def test_a_launcher_dry_run_notes_sequential_sweeps_whose_groups_may_run_beside_each_other() -> None:

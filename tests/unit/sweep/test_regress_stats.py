@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from llama4spec.analysis.regress import (IMPROVED, NO_CHANGE, NOT_TESTED, REGRESSED, Runs, compare_points, gate)
+from llama4spec.analysis.noise import prior as known_noise
 
 
 def _runs(centre: float, spread: float = 0.01) -> Runs:
@@ -13,8 +14,11 @@ def _runs(centre: float, spread: float = 0.01) -> Runs:
     return Runs(tuple(centre * (1 + spread * d) for d in (-1, 0, 1)))
 
 
+NOISE = known_noise(0.13, 0.0, 'test')
+
+
 def _one(metrics: dict[str, tuple[Runs, Runs]], between_sd: float = 0.13):
-    (point,) = compare_points({("p", "p"): metrics}, between_sd=between_sd)
+    (point,) = compare_points({("p", "p"): metrics}, noise=known_noise(between_sd, 0.0, 'test'))
     return {c.metric.key: c for c in point.changes}, point
 
 
@@ -62,13 +66,13 @@ def test_verdicts_are_controlled_over_the_whole_table() -> None:
     """A change just outside one comparison's 95% interval is not declared among many comparisons
     (Holm over the table), while it is when it is the only one."""
     alone = {("p", "p"): {"output_throughput": (_runs(100.0, 0.001), _runs(62.0, 0.001))}}
-    (point,) = compare_points(alone)
+    (point,) = compare_points(alone, noise=NOISE)
     c = point.changes[0]
     assert c.high < 1.0 and c.verdict == REGRESSED
     many = dict(alone)
     for i in range(40):
         many[(f"q{i}", f"q{i}")] = {"output_throughput": (_runs(100.0), _runs(100.0))}
-    first = compare_points(many)[0].changes[0]
+    first = compare_points(many, noise=NOISE)[0].changes[0]
     assert first.high < 1.0 and first.verdict == NO_CHANGE
 
 

@@ -16,7 +16,9 @@ import yaml
 from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.sequential import NEEDS_START, Rule, decisions, revisit_targets
-from llama4spec.analysis.decide import BETWEEN_SD, LogRatio, allocate, start_floor, start_shares
+from llama4spec.analysis.decide import LogRatio, allocate, start_floor, start_shares
+from llama4spec.analysis.noise import noise_record, prior as known_noise
+BETWEEN_SD = 0.13
 from tests.helpers import REPO
 
 
@@ -33,7 +35,13 @@ def _runbook(tmp_path: Path, **keys) -> Path:
 
 
 def _plan(tmp_path: Path, **keys):
-    return plan_file(_runbook(tmp_path, **keys), lambda name: tmp_path / "run")
+    """The sweep planned, its prior a between-start sd of 0.13 taken as known (the cases below were
+    worked out with it; the CPU config's prior carries its 6 df)."""
+    plan = plan_file(_runbook(tmp_path, **keys), lambda name: tmp_path / "run")
+    for p in plan.steps:
+        if getattr(p.step.keys, "prior", None):
+            p.step.keys.prior = noise_record(known_noise(BETWEEN_SD, 0.0, "test"))
+    return plan
 
 
 def _write(planned, throughputs: list[float], starts: list[int] | None = None) -> None:
@@ -66,19 +74,19 @@ def test_start_shares_count_each_starts_runs() -> None:
 
 def test_two_starts_a_side_halve_the_between_start_term() -> None:
     a, b = np.log([110.0, 112.0, 111.0, 109.0]), np.log([100.0, 101.0, 99.0, 100.5])
-    one, two = LogRatio(BETWEEN_SD).compare(a, b), LogRatio(BETWEEN_SD).compare(a, b, 0.5, 0.5)
+    one, two = LogRatio(known_noise(BETWEEN_SD, 0.0, 'test')).compare(a, b), LogRatio(known_noise(BETWEEN_SD, 0.0, 'test')).compare(a, b, 0.5, 0.5)
     within = float(a.var(ddof=1) / 4 + b.var(ddof=1) / 4)
     assert float(one.se) ** 2 == pytest.approx(within + 2 * BETWEEN_SD ** 2)
     assert float(two.se) ** 2 == pytest.approx(within + BETWEEN_SD ** 2)
-    assert start_floor(0.025, BETWEEN_SD, 1.0) == pytest.approx(start_floor(0.025, BETWEEN_SD) / math.sqrt(2))
+    assert start_floor(0.025, known_noise(BETWEEN_SD, 0.0, 'test'), 1.0) == pytest.approx(start_floor(0.025, known_noise(BETWEEN_SD, 0.0, 'test')) / math.sqrt(2))
 
 
 def test_a_gap_one_start_cannot_settle_is_decided_over_several() -> None:
     runs = {"none": [100.0, 101.0, 99.0, 100.0] * 2, "k3": [140.0, 141.0, 139.0, 140.5] * 2}
-    one = allocate(runs, "none", max_repeats=8, statistic=LogRatio(BETWEEN_SD))
+    one = allocate(runs, "none", max_repeats=8, statistic=LogRatio(known_noise(BETWEEN_SD, 0.0, 'test')))
     assert one.points["k3"].verdict == "undecided"
     every_run = {pid: list(range(1, 9)) for pid in runs}  # each run its own start
-    many = allocate(runs, "none", max_repeats=8, statistic=LogRatio(BETWEEN_SD), starts=every_run)
+    many = allocate(runs, "none", max_repeats=8, statistic=LogRatio(known_noise(BETWEEN_SD, 0.0, 'test')), starts=every_run)
     assert many.points["k3"].verdict == "faster" and many.points["k3"].starts == 8
     with pytest.raises(ValueError, match="server starts for"):
         allocate(runs, "none", max_repeats=8, starts={"k3": [1, 2]})

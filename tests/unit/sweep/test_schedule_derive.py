@@ -5,6 +5,7 @@ from __future__ import annotations
 from llama4spec.config.schedule import schedule_problems
 from llama4spec.analysis.model import Point, analyse
 from llama4spec.analysis.schedule import derive
+from llama4spec.analysis.noise import prior as known_noise
 
 
 def _points(table: dict[int, dict[int | None, float]]) -> list[Point]:
@@ -51,7 +52,7 @@ def test_an_undecided_concurrency_keeps_speculation_when_its_median_is_higher() 
     marked undecided, instead of switching speculation off for batch sizes 5-16."""
     points = (_runs(1, {None: (100.0, 101.0, 99.0), 1: (150.0, 152.0, 148.0), 3: (300.0, 303.0, 297.0)})
               + _runs(16, {None: (800.0, 600.0, 1000.0), 1: (900.0, 700.0, 1150.0), 3: (500.0, 520.0, 480.0)}))
-    a = analyse(points, between_sd=0.10)
+    a = analyse(points, noise=known_noise(0.10, 0.0, 'test'))
     assert [x.choices["eagle"].decided for x in a.at] == [True, False]
     assert a.at[1].comparisons[("k1-c16", "none-c16")].verdict == "undecided"
     s = derive(a, "eagle")

@@ -7,9 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llama4spec.analysis.decide import BETWEEN_SD, LogRatio, allocate
+from llama4spec.analysis.decide import LogRatio, allocate
+BETWEEN_SD = 0.13
 from llama4spec.analysis.model import Point, analyse_concurrency, sequential_rule
 from llama4spec.analysis.stats import compare
+from llama4spec.analysis.noise import prior as known_noise
 
 
 def _runs(seed: int) -> dict[str, list[float]]:
@@ -22,8 +24,8 @@ def _runs(seed: int) -> dict[str, list[float]]:
 @pytest.mark.parametrize("seed", range(12))
 def test_the_reports_verdicts_are_the_allocations(seed: int) -> None:
     runs = _runs(seed)
-    alloc = allocate(runs, "none", 2, 8, 0.95, LogRatio(BETWEEN_SD))
-    found = compare(runs, 0.95, BETWEEN_SD, sequential=(2, 8))
+    alloc = allocate(runs, "none", 2, 8, 0.95, LogRatio(known_noise(BETWEEN_SD, 0.0, 'test')))
+    found = compare(runs, 0.95, known_noise(BETWEEN_SD, 0.0, 'test'), sequential=(2, 8))
     for pid, state in alloc.points.items():
         if pid != "none":
             assert found[(pid, "none")].verdict == state.verdict, (pid, found[(pid, "none")], state)
@@ -31,7 +33,7 @@ def test_the_reports_verdicts_are_the_allocations(seed: int) -> None:
 
 def test_a_gap_one_look_decides_stays_undecided_under_the_sequential_rule() -> None:
     runs = {"none": [100.0, 104.0, 97.0], "k2": [170.0, 176.0, 165.0]}
-    once, looked = compare(runs, 0.95, BETWEEN_SD)[("k2", "none")], compare(runs, 0.95, BETWEEN_SD, sequential=(2, 10))[("k2", "none")]
+    once, looked = compare(runs, 0.95, known_noise(BETWEEN_SD, 0.0, 'test'))[("k2", "none")], compare(runs, 0.95, known_noise(BETWEEN_SD, 0.0, 'test'), sequential=(2, 10))[("k2", "none")]
     assert once.verdict == "faster" and looked.verdict == "undecided"
     assert looked.interval.confidence > once.interval.confidence  # at the look's share of alpha
     assert looked.interval.low < 1 < looked.interval.high
@@ -46,8 +48,9 @@ def _point(pid: str, k: int | None, xs: list[float], rule) -> Point:
 def test_a_concurrency_measured_by_one_rule_is_compared_by_it_a_mix_at_one_look() -> None:
     rule = (2, 10, 0.95)
     base, k2 = [100.0, 104.0, 97.0], [170.0, 176.0, 165.0]
-    auto = analyse_concurrency(1, [_point("none", None, base, rule), _point("k2", 2, k2, rule)])
-    fixed = analyse_concurrency(1, [_point("none", None, base, None), _point("k2", 2, k2, None)])
+    known = known_noise(BETWEEN_SD, 0.0, "test")
+    auto = analyse_concurrency(1, [_point("none", None, base, rule), _point("k2", 2, k2, rule)], noise=known)
+    fixed = analyse_concurrency(1, [_point("none", None, base, None), _point("k2", 2, k2, None)], noise=known)
     assert auto.comparisons[("k2", "none")].verdict == "undecided"
     assert fixed.comparisons[("k2", "none")].verdict == "faster"
     assert sequential_rule([_point("none", None, base, rule), _point("k2", 2, k2, None)]) is None

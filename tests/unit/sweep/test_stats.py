@@ -13,6 +13,7 @@ import pytest
 
 from llama4spec.analysis.decide import LogRatio, allocate, runs_to_settle
 from llama4spec.analysis.stats import BOOTSTRAP_FROM, Interval, compare, fit_cost, interval
+from llama4spec.analysis.noise import prior as known_noise
 
 T_975_1 = 12.706205  # Student-t 97.5% quantile, 1 degree of freedom (table value)
 T_975_2 = 4.302653  # 2 degrees of freedom
@@ -81,7 +82,7 @@ def test_a_clearly_faster_setting_is_decided_faster_by_welch_with_the_between_st
     # se^2 = 0.01/3 + 0.01/3 + 2 * 0.01 = 0.08/3, df = se^4 / (2 (0.01/3)^2 / 2) = 64. One pair: two
     # one-sided hypotheses, the first Holm step at 0.05/2, so its interval is the two-sided 95% one.
     fast, slow = np.exp([5.0, 5.1, 4.9]), np.exp([4.0, 4.1, 3.9])
-    c = compare({"k3": fast, "none": slow}, between_sd=0.10)
+    c = compare({"k3": fast, "none": slow}, noise=known_noise(0.10, 0.0, 'test'))
     se = math.sqrt(0.08 / 3)
     ab = c[("k3", "none")]
     assert (ab.verdict, ab.hypotheses, ab.method) == ("faster", 2, "welch") and ab.level == pytest.approx(0.025)
@@ -97,7 +98,7 @@ def test_a_clearly_faster_setting_is_decided_faster_by_welch_with_the_between_st
 
 def test_without_the_between_start_term_the_same_runs_give_a_narrower_interval() -> None:
     fast, slow = np.exp([5.0, 5.1, 4.9]), np.exp([4.0, 4.1, 3.9])
-    wide, narrow = (compare({"a": fast, "b": slow}, between_sd=b)[("a", "b")].interval for b in (0.10, 0.0))
+    wide, narrow = (compare({"a": fast, "b": slow}, noise=known_noise(b, 0.0, 'test'))[("a", "b")].interval for b in (0.10, 0.0))
     # without it: se^2 = 0.02/3, df 4 (Welch with equal spreads: 2n - 2)
     assert narrow.df == pytest.approx(4.0)
     assert narrow.high == pytest.approx(math.exp(1 + T_975_4 * math.sqrt(0.02 / 3)), rel=1e-6)
@@ -109,7 +110,7 @@ def test_holm_levels_over_three_settings_and_agreement_with_the_sequential_core_
     # smallest p (Holm step 1, level 0.05/6), k3 > k1 next (0.05/5); none against k1 stays undecided,
     # its interval at Holm's next level (0.05/4): 97.5% two-sided.
     runs = {"none": np.exp([4.0, 4.1, 3.9]), "k1": np.exp([4.02, 4.12, 3.92]), "k3": np.exp([6.0, 6.1, 5.9])}
-    c = compare(runs, between_sd=0.10)
+    c = compare(runs, noise=known_noise(0.10, 0.0, 'test'))
     assert c[("k3", "none")].verdict == "faster" and c[("k3", "none")].level == pytest.approx(0.05 / 6)
     assert c[("k3", "k1")].verdict == "faster" and c[("k3", "k1")].level == pytest.approx(0.05 / 5)
     open_ = c[("k1", "none")]
@@ -118,7 +119,7 @@ def test_holm_levels_over_three_settings_and_agreement_with_the_sequential_core_
     assert c[("k3", "none")].interval.confidence == pytest.approx(1 - 0.1 / 6)
     assert {x.hypotheses for x in c.values()} == {6}
     # the same rule as analysis.decide at a single look (min_repeats = max_repeats = the runs)
-    state = allocate(runs, "none", min_repeats=3, max_repeats=3, statistic=LogRatio(0.10)).points
+    state = allocate(runs, "none", min_repeats=3, max_repeats=3, statistic=LogRatio(known_noise(0.10, 0.0, 'test'))).points
     assert {pid: state[pid].verdict for pid in ("k1", "k3")} == {pid: c[(pid, "none")].verdict for pid in ("k1", "k3")}
 
 
@@ -128,14 +129,14 @@ def test_an_undecided_pair_says_how_many_runs_would_settle_it() -> None:
     assert runs_to_settle(0.04, 0.04, 0.3, 0.025) == 5
     assert runs_to_settle(0.04, 0.04, 0.3, 0.025, start=6) == 6
     # with a between-start log-sd 0.2: z * sqrt(2) * 0.2 = 0.554 > 0.3, no number of runs settles it
-    assert runs_to_settle(0.04, 0.04, 0.3, 0.025, between_sd=0.2) is None
+    assert runs_to_settle(0.04, 0.04, 0.3, 0.025, noise=known_noise(0.2, 0.0, 'test')) is None
     assert runs_to_settle(0.04, 0.04, 0.0, 0.025) is None
     a, b = np.exp([0.3, 0.5, 0.1]), np.exp([0.0, 0.2, -0.2])  # variance 0.04 each, difference 0.3
-    c = compare({"a": a, "b": b}, between_sd=0.0)[("a", "b")]
+    c = compare({"a": a, "b": b}, noise=known_noise(0.0, 0.0, 'test'))[("a", "b")]
     assert c.verdict == "undecided" and c.runs_to_settle == 5 and not c.needs_start
     assert c.settle(short=True) == "about 5 runs a side"
     assert c.sentence().startswith("undecided: about 5 runs a side would settle it")
-    stuck = compare({"a": a, "b": b}, between_sd=0.2)[("a", "b")]
+    stuck = compare({"a": a, "b": b}, noise=known_noise(0.2, 0.0, 'test'))[("a", "b")]
     assert stuck.runs_to_settle is None and stuck.needs_start and stuck.settle(short=True) == "another server start"
 
 

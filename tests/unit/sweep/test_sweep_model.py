@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from llama4spec.analysis.noise import prior as known_noise
 from llama4spec.analysis import sweep_tables as report
 from llama4spec.analysis.model import (
     Point,
@@ -18,9 +19,10 @@ from llama4spec.analysis.model import (
 )
 
 RATES = (0.8, 0.6, 0.3)  # P(position 0, 1, 2 accepted)
-# The between-start log-sd the cases below were worked out with (decide.BETWEEN_SD is this machine's
+# The between-start log-sd the cases below were worked out with (the CPU hardware prior is this machine's
 # measured figure and moves when it is measured again).
 B = 0.10
+NB = known_noise(B, 0.0, "test")
 
 
 def test_expected_tokens_per_verification_step() -> None:
@@ -126,7 +128,7 @@ def test_a_clearly_faster_point_is_decided_faster() -> None:
     (one pair: Holm's first step at 0.05/2 a side), clear of 1."""
     base = _runs("none", None, 1, tuple(math.exp(x) for x in (4.0, 4.1, 3.9)))
     k2 = _runs("k2", 2, 1, tuple(math.exp(x) for x in (5.0, 5.1, 4.9)))
-    at = analyse([base, k2], B).at[0]
+    at = analyse([base, k2], noise=NB).at[0]
     (row,) = at.rows
     assert row.verdict == "faster" and row.speedup == pytest.approx(math.e)
     assert row.speedup_interval.low == pytest.approx(math.exp(1 - 1.997730 * math.sqrt(0.08 / 3)), rel=1e-6)
@@ -142,7 +144,7 @@ def test_two_equal_points_are_undecided_and_the_higher_median_is_kept_and_marked
     base = _runs("none", None, 1, (60.0, 62.0, 58.0))
     k1 = _runs("k1", 1, 1, (99.0, 101.0, 104.0))
     k2 = _runs("k2", 2, 1, (100.0, 98.0, 103.0))
-    at = analyse([base, k1, k2], B).at[0]
+    at = analyse([base, k1, k2], noise=NB).at[0]
     pick = at.choices["eagle"]
     assert pick.point.id == "k1" and not pick.decided and pick.undecided == ("k=2",)
     assert at.comparisons[("k1", "k2")].verdict == "undecided" and at.comparisons[("k2", "k1")].verdict == "undecided"
@@ -151,7 +153,7 @@ def test_two_equal_points_are_undecided_and_the_higher_median_is_kept_and_marked
                                "faster than no speculation")
     text = "\n".join(report.findings(at))
     assert "best lookahead by output throughput: k=1, the highest median, undecided against k=2" in text
-    record = report.to_record(analyse([base, k1, k2], B))["concurrency"][0]
+    record = report.to_record(analyse([base, k1, k2], noise=NB))["concurrency"][0]
     assert record["choices"]["eagle"] == {"recommended": "k1", "label": "k=1", "decided": False,
                                           "undecided_against": ["k=2"], "sentence": pick.sentence()}
     pair = next(c for c in record["comparisons"] if {c["first"], c["second"]} == {"k1", "k2"})
@@ -169,10 +171,10 @@ def test_runs_of_different_server_starts_are_not_paired() -> None:
     base = _runs("none", None, 4, (280.0, 365.0, 440.0))
     k1 = _runs("k1", 1, 4, (370.0, 473.0, 560.0))
     k3 = _runs("k3", 3, 4, (300.0, 459.0, 620.0))
-    at = analyse([base, k1, k3], B).at[0]
+    at = analyse([base, k1, k3], noise=NB).at[0]
     assert at.best.id == "k1" and at.choices["eagle"].label == "k=1" and not at.choices["eagle"].decided
     assert next(r for r in at.rows if r.point.id == "k1").verdict == "undecided"
-    pick = recommend([k1, k3], base, between_sd=B)
+    pick = recommend([k1, k3], base, noise=known_noise(B, 0.0, 'test'))
     assert pick.point.id == "k1" and pick.undecided == ("no speculation", "k=3")
     assert "no speculation, " not in " ".join(report.findings(at))
     assert at.status == "undecided" and not at.pays
@@ -186,21 +188,21 @@ def test_the_higher_median_is_recommended_not_the_smallest_lookahead_that_clears
     k1 = _runs("k1", 1, 1, (60.0, 110.0, 170.0))
     k2 = _runs("k2", 2, 1, (110.0, 130.0, 150.0))
     k3 = _runs("k3", 3, 1, (90.0, 140.0, 200.0))
-    pick = recommend([k1, k2, k3], base, between_sd=B)
+    pick = recommend([k1, k2, k3], base, noise=known_noise(B, 0.0, 'test'))
     assert pick.point.id == "k3" and not pick.decided
-    at = analyse([base, k1, k2, k3], B).at[0]
+    at = analyse([base, k1, k2, k3], noise=NB).at[0]
     assert at.best.id == "k3"
     flat = _runs("k2", 2, 1, (70.0, 101.0, 140.0))
-    pick = recommend([k1, flat], base, between_sd=B)
+    pick = recommend([k1, flat], base, noise=known_noise(B, 0.0, 'test'))
     assert pick.point.id == "k1" and not pick.decided
     assert not any("recommended: no speculation" in f or "by output throughput: no speculation" in f
-                   for f in report.findings(analyse([base, k1, flat], B).at[0]))
+                   for f in report.findings(analyse([base, k1, flat], noise=NB).at[0]))
 
 
 def test_equal_medians_keep_the_cheaper_setting() -> None:
     base = _runs("none", None, 1, (90.0, 100.0, 110.0))
     k2 = _runs("k2", 2, 1, (95.0, 100.0, 105.0))
-    assert recommend([k2], base, between_sd=B).point.id == "none"
+    assert recommend([k2], base, noise=known_noise(B, 0.0, 'test')).point.id == "none"
 
 
 # The issue's perfect-pair run on a loaded machine, three runs per point: k=3 at concurrency 4 had a
@@ -218,7 +220,7 @@ PERFECT = [
 def test_the_perfect_pair_with_a_wide_interval_is_not_turned_into_no_speculation() -> None:
     from llama4spec.analysis.schedule import derive
 
-    a = analyse(PERFECT, B)
+    a = analyse(PERFECT, noise=NB)
     c1, c4 = a.at
     assert c1.best.id == "k3-c1" and c1.choices["eagle"].decided  # decided faster than k=1 and no speculation
     row = next(r for r in c4.rows if r.point.id == "k3-c4")
@@ -243,7 +245,7 @@ def test_a_model_that_disagrees_with_the_recommendation_is_explained() -> None:
     base = _runs("none", None, 1, (100.0, 101.0, 99.0))
     k1 = _runs("k1", 1, 1, (180.0, 182.0, 178.0), (0.9,))
     k3 = _runs("k3", 3, 1, (170.0, 172.0, 168.0), (0.9, 0.8, 0.1))  # E(k) = 1.9, 2.7, 2.8: the fit peaks at k=2
-    at = analyse([base, k1, k3], B).at[0]
+    at = analyse([base, k1, k3], noise=NB).at[0]
     assert at.best.id == "k1" and at.fits["eagle"].best[0] == 2
     why = report.model_against_recommendation(at, at.fits["eagle"])
     assert why == ("the model's best lookahead (2, %.2fx) is not the recommendation (k=1), which follows the "
@@ -254,7 +256,7 @@ def test_a_model_that_disagrees_with_the_recommendation_is_explained() -> None:
 def test_a_sequential_verdict_that_differs_from_the_single_look_one_is_explained() -> None:
     base = _runs("none", None, 1, (60.0, 62.0, 58.0))
     k1 = replace(_runs("k1", 1, 1, (99.0, 101.0, 104.0)), stop_verdict="undecided")
-    line = next(f for f in report.findings(analyse([base, k1], B).at[0]) if f.startswith("eagle k=1 against"))
+    line = next(f for f in report.findings(analyse([base, k1], noise=NB).at[0]) if f.startswith("eagle k=1 against"))
     assert ": faster (its measuring stopped on the verdict undecided, taken among the points measured by then: " in line
     same = replace(k1, stop_verdict="faster")
-    assert "its measuring stopped" not in " ".join(report.findings(analyse([base, same], B).at[0]))
+    assert "its measuring stopped" not in " ".join(report.findings(analyse([base, same], noise=NB).at[0]))

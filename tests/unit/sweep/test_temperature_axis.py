@@ -9,6 +9,7 @@ from llama4spec.analysis import sweep_tables as render
 from llama4spec.analysis.model import Point, analyse, temperature_findings
 from llama4spec.analysis.points import _temperature
 from llama4spec.analysis.schedule import derive
+from llama4spec.analysis.noise import prior as known_noise
 
 
 def _runs(c: int, t: float, table: dict[int | None, tuple[float, ...]]) -> list[Point]:
@@ -22,7 +23,7 @@ HOT = {None: (100.0, 101.0, 99.0), 1: (160.0, 161.0, 159.0), 3: (120.0, 121.0, 1
 
 
 def test_each_temperature_is_compared_with_its_own_baseline():
-    a = analyse(_runs(1, 0.0, COLD) + _runs(1, 1.0, HOT) + _runs(4, 0.0, COLD) + _runs(4, 1.0, COLD), between_sd=0.05)
+    a = analyse(_runs(1, 0.0, COLD) + _runs(1, 1.0, HOT) + _runs(4, 0.0, COLD) + _runs(4, 1.0, COLD), noise=known_noise(0.05, 0.0, 'test'))
     assert [(x.concurrency, x.temperature) for x in a.at] == [(1, 0.0), (1, 1.0), (4, 0.0), (4, 1.0)]
     for x in a.at:
         assert x.baseline.temperature == x.temperature and all(r.point.temperature == x.temperature for r in x.rows)
@@ -38,14 +39,14 @@ def test_each_temperature_is_compared_with_its_own_baseline():
 
 
 def test_one_temperature_reads_as_before():
-    a = analyse(_runs(1, 0.0, COLD), between_sd=0.05)
+    a = analyse(_runs(1, 0.0, COLD), noise=known_noise(0.05, 0.0, 'test'))
     assert a.by_temperature == [] and a.at[0].title == "concurrency 1" and temperature_findings(a) == []
     record = render.to_record(a)
     assert record["temperatures"] == [0.0] and record["concurrency"][0]["temperature"] == 0.0
 
 
 def test_the_report_says_when_temperature_changes_the_recommendation():
-    a = analyse(_runs(1, 0.0, COLD) + _runs(1, 1.0, HOT), between_sd=0.05)
+    a = analyse(_runs(1, 0.0, COLD) + _runs(1, 1.0, HOT), noise=known_noise(0.05, 0.0, 'test'))
     text = render.markdown(a)
     assert "### concurrency 1, temperature 1" in text and "## temperature" in text
     assert "temperature changes the recommendation" in text

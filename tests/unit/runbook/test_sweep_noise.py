@@ -1,0 +1,118 @@
+"""The noise a sweep's comparisons start from, at plan time: the hardware config's prior, a profile
+of this machine (``noise: PATH``), or a provisional word on a GPU; a profile that cannot be used is
+one line, exit 2, nothing started; the dry run prints what the sweep will use."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llama4spec.analysis import noise as nz
+
+SWEEP = """name: s
+overrides: [target=tiny, memory=cpu, bench=random_tiny, serve.port=8741]
+steps:
+  - id: sweep
+    kind: sweep
+{extra}    matrix:
+      draft: [none, tiny_eagle]
+      lookahead: [1]
+"""
+
+
+def _runbook(tmp_path: Path, extra: str = "") -> Path:
+    path = tmp_path / "r.yaml"
+    path.write_text(SWEEP.format(extra="".join(f"    {line}\n" for line in extra.splitlines())))
+    return path
+
+
+def _profile(tmp_path: Path, edit=None, **fingerprint) -> Path:
+    from llama4spec.config.compose import compose_config
+    from llama4spec.runbook.noise_prior import this_machine
+
+    fp = this_machine(compose_config(["target=tiny", "memory=cpu", "bench=random_tiny"]).cfg)
+    profile = nz.Profile(nz.prior(0.03, 0.05, "x", between_df=5, within_df=18), 40.0, 8.0, fp, "sequential", 6, 4)
+    data = nz.profile_json(profile)
+    data["fingerprint"].update(fingerprint)
+    if edit:
+        edit(data)
+    path = tmp_path / "noise.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _dry(cli, tmp_path: Path, extra: str = ""):
+    return cli("run", _runbook(tmp_path, extra), "--dry-run", "--runs-dir", tmp_path / "runs")
+
+
+def test_the_dry_run_prints_the_hardware_prior_it_will_use(cli, tmp_path):
+    done = _dry(cli, tmp_path)
+    assert done.returncode == 0, done.stderr
+    line = next(x for x in done.stdout.splitlines() if "noise:" in x)
+    assert "between-start sd 0.130 (6.0 df)" in line and "hardware prior" in line
+    assert "within +-2% of each other are declared equivalent" in done.stdout
+
+
+def test_a_profile_of_this_machine_is_the_prior(cli, tmp_path):
+    path = _profile(tmp_path)
+    done = _dry(cli, tmp_path, f"noise: {path}")
+    assert done.returncode == 0, done.stderr
+    line = next(x for x in done.stdout.splitlines() if "noise:" in x)
+    assert "between-start sd 0.030 (5.0 df)" in line and f"profile {path}" in line
+
+
+def _set(key, value):
+    def edit(data):
+        data["between"][key] = value
+    return edit
+
+
+@pytest.mark.parametrize("edit, fingerprint, said", [
+    (None, {"vllm_version": "0.1.0"}, "measured with vllm version '0.1.0'"),
+    (None, {"device": "another CPU"}, "measured with device 'another CPU'"),
+    (_set("sd", -0.1), {}, "'between.sd' is -0.1"),
+    (_set("sd", float("nan")), {}, "'between.sd' is nan"),
+    (_set("df", -1), {}, "'between.df' is -1"),
+])
+def test_a_profile_that_cannot_be_used_is_one_line_and_exit_2(cli, tmp_path, edit, fingerprint, said):
+    path = _profile(tmp_path, edit, **fingerprint)
+    done = _dry(cli, tmp_path, f"noise: {path}")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("*.json"))
+
+
+def test_a_truncated_or_missing_profile_is_one_line(cli, tmp_path):
+    path = _profile(tmp_path)
+    path.write_text(path.read_text()[:40])
+    done = _dry(cli, tmp_path, f"noise: {path}")
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "noise" in done.stderr, done.stderr
+    done = _dry(cli, tmp_path, f"noise: {tmp_path / 'absent.json'}")
+    assert done.returncode == 2 and "is not a file" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_negative_margin_is_refused_in_one_line(cli, tmp_path):
+    done = _dry(cli, tmp_path, "margin: -0.01")
+    assert done.returncode == 2 and "margin: -0.01 is no equivalence margin" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_gpu_sweep_without_a_profile_says_it_is_provisional_and_how_to_calibrate(cli, tmp_path):
+    done = cli("run", "runbooks/llama4_scout_eagle_sweep.yaml", "--dry-run", "--runs-dir", tmp_path / "runs")
+    assert done.returncode == 0, done.stderr
+    line = next(x for x in done.stdout.splitlines() if "noise:" in x)
+    assert "provisional" in line and "llama4spec calibrate" in line and "noise: PATH" in line
+
+
+def test_the_sweep_command_takes_a_profile(cli, tmp_path):
+    path = _profile(tmp_path)
+    args = ("sweep", "lookahead=1", "draft=none,tiny_eagle", "target=tiny", "memory=cpu", "bench=random_tiny",
+            "--dry-run", "--runs-dir", tmp_path / "runs")
+    done = cli(*args, "--noise", path)
+    assert done.returncode == 0, done.stderr
+    assert f"profile {path}" in next(x for x in done.stdout.splitlines() if "noise:" in x)
+    done = cli(*args, "--noise", _profile(tmp_path / "other" if (tmp_path / "other").mkdir() is None else tmp_path,
+                                           vllm_build="cuda 12.8"))
+    assert done.returncode == 2 and "measured with vllm build 'cuda 12.8'" in done.stderr, done.stderr

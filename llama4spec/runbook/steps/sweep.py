@@ -103,17 +103,26 @@ def margin_of(design: dict[str, Any] | None) -> float:
     return float(value) if margin_problem(value) is None else MARGIN
 
 
-def noise_lines(prior: dict[str, Any] | None, margin: float) -> list[str]:
-    """The noise a sweep's comparisons start from, and its margin of equivalence (the dry run)."""
-    from llama4spec.analysis.noise import noise_from_record
+def noise_lines(prior: dict[str, Any] | None, margin: float, runs: tuple[int, int] = (MIN_REPEATS, MAX_REPEATS),
+                confidence: float = CONFIDENCE) -> list[str]:
+    """The noise a sweep's comparisons start from, and its margin of equivalence (the dry run);
+    from a profile (its costs recorded), the design its components and costs call for and the
+    precision it is expected to reach (``runs``: the fewest and most runs a point gets)."""
+    from llama4spec.analysis.noise import design_lines, noise_from_record
 
     noise = noise_from_record(prior)
     if noise is None:
         return []
-    return [f"noise: {noise.text()}; pooled by df with the sweep's own estimate where its settings have runs "
-            f"from two or more server starts",
-            f"equivalence: two settings within +-{100 * margin:g}% of each other are declared equivalent "
-            f"(two one-sided tests; margin: sets it)"]
+    lines = [f"noise: {noise.text()}; pooled by df with the sweep's own estimate where its settings have runs "
+             f"from two or more server starts"]
+    if isinstance(prior.get("checked"), str):
+        lines.append(f"profile: {prior['checked']}")
+    costs = prior.get("costs") if isinstance(prior.get("costs"), dict) else {}
+    start_s, run_s = number(costs.get("start_s"), 0, 1e6), number(costs.get("run_s"), 0, 1e6)
+    if noise.provisional is None:
+        lines += design_lines(noise, (start_s, run_s) if start_s and run_s else None, runs, confidence=confidence)
+    return lines + [f"equivalence: two settings within +-{100 * margin:g}% of each other are declared equivalent "
+                    f"(two one-sided tests; margin: sets it)"]
 
 
 def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> None:
@@ -279,7 +288,8 @@ def describe(p, say) -> None:
         say(f"    report over {len(keys.points)} points (speedup, efficiency, best lookahead, plots)")
         for line in design_lines(keys.design_record()):
             say(f"    {line}")
-        for line in noise_lines(keys.prior, keys.margin):
+        runs = (keys.min_repeats, keys.max_repeats) if keys.repeats == "auto" else (keys.repeats, keys.repeats)
+        for line in noise_lines(keys.prior, keys.margin, runs, keys.confidence):
             say(f"    {line}")
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.markup import escape
 
-from llama4spec.files import csv_text, number, write_atomic, write_json
+from llama4spec.files import csv_text, number, plain, write_atomic, write_json
 from llama4spec.runbook import fields
 from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import (DESIGNS, INTERLEAVED, SEQUENTIAL, TooLarge, check_matrix, expand_step,
@@ -64,6 +64,7 @@ class Keys:
     noise: str | None = fields.text()  # a noise.json (`llama4spec calibrate`): the prior of every comparison
     margin: float = fields.custom(_margin, default=MARGIN)  # equivalent: a ratio within +-margin, decided by two one-sided tests
     fallback: str | None = None  # generated: why an interleaved sweep is measured sequentially here
+    async_pinned: str | None = None  # generated: async scheduling pinned off on every server, and why
     prior: dict[str, Any] | None = None  # generated: the noise its comparisons start from (``noise_record``)
     points: list[str] = field(default_factory=list)  # generated: the bench steps it expands to
 
@@ -75,6 +76,8 @@ class Keys:
             out["noise_prior"] = self.prior
         if self.fallback:
             out["fallback"] = self.fallback
+        if self.async_pinned:
+            out["async_scheduling"] = self.async_pinned
         if used == INTERLEAVED:
             first, second = ("candidates", "no speculation") if self.swap_devices else ("no speculation", "candidates")
             out.update(gap_s=self.gap_s, swap_devices=self.swap_devices,
@@ -83,7 +86,12 @@ class Keys:
 
 
 def design_lines(design: dict[str, Any] | None) -> list[str]:
-    """The design in sentences (the dry run and the report)."""
+    """The design in sentences (the dry run and the report), and async scheduling where it was pinned."""
+    pinned = (design or {}).get("async_scheduling")
+    return _design_words(design) + ([plain(pinned, 500)] if isinstance(pinned, str) else [])
+
+
+def _design_words(design: dict[str, Any] | None) -> list[str]:
     if not design or design.get("asked") != INTERLEAVED:
         return []
     if design.get("design") != INTERLEAVED:

@@ -12,6 +12,9 @@ latency-throughput plot per setting with the SLO's lines.
 The SLO comes from the config (``slo=interactive``, ``slo.ttft_ms=...``) and is checked once here,
 before any server is planned; ``slo.relative_to: STEP`` takes multiples of a bench step's measured
 medians, resolved when that step has run and recorded in each search.json.
+
+The search's settings (``start_rate``, ``max_rate``, ``search``, ...) are one ``Settings``
+(``search_settings``), written as keys of this step and handed whole to every search step.
 """
 
 from __future__ import annotations

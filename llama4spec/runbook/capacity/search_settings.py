@@ -16,6 +16,8 @@ from llama4spec.runbook.fields import described
 
 @dataclass(frozen=True)
 class Settings:
+    """One capacity search's settings, as the capacity step's runbook keys give them."""
+
     extra_args: list[str] = described(fields.texts(), "more `vllm bench serve` flags, for every probe", flag=False)
     start_rate: float = described(fields.number(1.0, 0, cap.MAX_RATE, above=True), "the first request rate probed",
                                   metavar="RPS")
@@ -35,8 +37,8 @@ class Settings:
                                     "bisect: the most runs a probed rate gets", metavar="N")
     max_probes: int = described(fields.count(cap.MAX_PROBES, 1, cap.MAX_PROBES),
                                 "fit: the most runs a search makes; bisect: the most rates it probes", metavar="N")
-    duration_s: float = described(fields.number(30.0, 0, 3600.0, above=True), "each run sends at least S x rate requests",
-                                  metavar="S")
+    duration_s: float = described(fields.number(30.0, 0, 3600.0, above=True),
+                                  "each run sends at least S x rate requests", metavar="S")
     confirm: float | None = described(fields.number(cap.CONFIRM, 1, 100, above=True, optional=True),
                                       "bisect: after the search, one probe at X times the lowest failing rate checks "
                                       "for a cliff", metavar="X")

@@ -12,7 +12,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from llama4spec.cli.common import Command, add_settings_flags
+from llama4spec.cli.common import Command, add_settings_flags, flag_of
 from llama4spec.cli.run import add_plan_options, dry_run_or_execute, run_dir_for, validate_run_options
 from llama4spec.errors import UserError
 from llama4spec.launch.options import RunOptions
@@ -44,7 +44,7 @@ def capacity_runbook(overrides: list[str], given: dict[str, Any]):
     of.check(keys, at, problems, {})
     if problems:
         for key in given:
-            problems = [p.replace(f"'{key}'", "--" + key.replace("_", "-")) for p in problems]
+            problems = [p.replace(f"'{key}'", flag_of(key)) for p in problems]
         raise UserError(*problems)
     step = Step(id=STEP_ID, kind_of=of, keys=keys, description=f"request capacity over {', '.join(matrix)}")
     return Runbook(name=NAME, path=SOURCE, description=f"llama4spec capacity {shlex.join(overrides)}",

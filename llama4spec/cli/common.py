@@ -34,7 +34,7 @@ def add_settings_flags(p: argparse.ArgumentParser, settings_type: type) -> dict[
         meta = f.metadata
         if not meta.get("flag"):
             continue
-        flags[f.name] = flag = "--" + f.name.replace("_", "-")
+        flags[f.name] = flag = flag_of(f.name)
         kind = next(t for t in typing.get_args(hints[f.name]) or (hints[f.name],) if t is not type(None))
         said = [f"default {_shown(f.default)}"] if f.default is not None else []
         if said and meta.get("high") not in (None, f.default):
@@ -43,6 +43,11 @@ def add_settings_flags(p: argparse.ArgumentParser, settings_type: type) -> dict[
         p.add_argument(flag, type=kind, choices=meta.get("choices"), metavar=meta.get("metavar"),
                        help=text.replace("%", "%%"))
     return flags
+
+
+def flag_of(setting: str) -> str:
+    """The command line's flag for a setting: --start-rate for start_rate."""
+    return "--" + setting.replace("_", "-")
 
 
 def _shown(value: Any) -> str:

@@ -234,7 +234,7 @@ def execute(run, p) -> dict[str, Any]:
     from llama4spec.serving.process import log_tail
 
     keys, cfg = p.step.keys, p.composed.cfg
-    s = keys.settings
+    s = keys.settings  # the capacity step's; ``settings`` below: the search record's, under the SLO's attainment
     thresholds, basis = thresholds_of(run.plan, p)
     settings = s.bisect(cfg.slo.attainment)
     identity = _identity(run.plan, p, thresholds)

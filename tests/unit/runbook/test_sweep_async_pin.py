@@ -38,3 +38,12 @@ def test_methods_that_keep_it_on_or_a_sweep_that_sets_it_are_left_alone(cli, tmp
     assert len(serves) == 2 and not any("async-scheduling" in s for s in serves) and "pinned off" not in out
     out, serves = _dry(cli, tmp_path, "none, ngram", ", serve.async_scheduling=true")
     assert all("--async-scheduling" in s for s in serves) and "pinned off" not in out
+
+
+def test_a_compare_of_two_schedulers_is_named():
+    from llama4spec.runbook.steps.compare import async_note
+
+    note = async_note({"baseline": True, "candidate": False})
+    assert "the baseline with it, the candidate without it" in note and "serve.async_scheduling=false" in note
+    assert async_note({"baseline": False, "candidate": False}) == ""
+    assert async_note({"baseline": True, "candidate": None}) == ""  # a saved file: not known, not claimed

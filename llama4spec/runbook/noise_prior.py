@@ -47,7 +47,7 @@ ELSEWHERE = ("this machine has no GPU, so the profile's device and vLLM build ar
 def this_machine(cfg: Any) -> nz.Fingerprint:
     """This machine's fingerprint for ``cfg`` (its vLLM, its GPUs or CPU). A GPU config planned on a
     machine without a GPU (a dry run before the cluster) leaves the device and build empty, so
-    they are not compared (``ELSEWHERE``): the doctor refuses to start such a run here anyway."""
+    they are not compared (``ELSEWHERE``); planned again on the GPU machine, they are."""
     from llama4spec.results.provenance import host, versions
 
     try:

@@ -88,6 +88,21 @@ class CapacityPart:
 
 
 @dataclass
+class ReportPart:
+    """A merging step with no section of its own (a break-even map): the report it kept, as written,
+    and the plots it wrote."""
+
+    id: str
+    text: str
+    figures: list[Figure] = field(default_factory=list)
+
+    @property
+    def lines(self) -> str:
+        """The report's text without its Markdown image links (the plots are shown as images)."""
+        return "\n".join(line for line in self.text.splitlines() if not line.lstrip().startswith("!["))
+
+
+@dataclass
 class RunPage:
     """Everything the page shows, gathered from a run directory's records."""
 
@@ -99,6 +114,7 @@ class RunPage:
     steps: list[list[str]] = field(default_factory=list)  # id, kind, status, seconds, why
     sweeps: list[SweepPart] = field(default_factory=list)
     capacities: list[CapacityPart] = field(default_factory=list)
+    reports: list[ReportPart] = field(default_factory=list)
     comparisons: Mapping[str, str] = field(default_factory=dict)  # compare step id -> its Markdown table
     groups: list[list[str]] = field(default_factory=list)  # group, node, started, finished, beside
     provenance: list[Table] = field(default_factory=list)

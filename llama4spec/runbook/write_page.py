@@ -60,16 +60,21 @@ def gather(run_dir: Path, secrets: Iterable[str] = ()) -> html_page.RunPage:
     source = merge.load(Path(run_dir))
     secrets = tuple(secrets)
     status = source.status
-    merging = {sid for sid, k in source.kinds().items() if traits(k).merges and not traits(k).expands}
+    kinds = source.kinds()
+    merging = {sid for sid, k in kinds.items() if traits(k).merges and not traits(k).expands}
     page = html_page.RunPage(*redact(
         [_text(status.get("runbook"), "run"), _text(status.get("status"), "unknown"), _text(status.get("description")),
          _text(status.get("started")), _text(status.get("finished") or status.get("rebuilt"))], secrets))
     page.steps = redact(_steps(status), secrets)
-    page.sweeps = [_sweep(source, step, secrets) for step in source.plan
-                   if traits(step.get("kind")).expands and step.get("kind") != "capacity"]
+    page.sweeps = [_sweep(source, step, secrets) for step in source.plan if traits(step.get("kind")).decides]
     page.capacities = [_capacity(source, step, secrets) for step in source.plan if step.get("kind") == "capacity"]
     comparisons = status.get("comparisons") or {}
     page.comparisons = redact({cid: text for cid, text in comparisons.items() if cid in merging}, secrets)
+    shown = {part.id for part in [*page.sweeps, *page.capacities]}
+    page.reports = [_report(source.dir, cid, redact(_lines(text), secrets))
+                    for cid, text in comparisons.items()
+                    if isinstance(cid, str) and cid not in shown and traits(kinds.get(cid)).expands
+                    and traits(kinds.get(cid)).merges]
     page.groups = _groups(source.dir)
     page.provenance = _provenance(source.dir, status, secrets)
     page.commands = redact([(str(s["id"]), _command(s.get("argv"))) for s in source.plan if s.get("argv")
@@ -81,6 +86,28 @@ def gather(run_dir: Path, secrets: Iterable[str] = ()) -> html_page.RunPage:
 
 def _text(value: Any, default: str = "") -> str:
     return plain(value, CELL) if isinstance(value, str) else default
+
+
+REPORT_LINES = 400  # the most lines of a kept report the page shows
+
+
+def _lines(value: Any) -> str:
+    """A kept report's text, line by line as a record's text may be shown, bounded."""
+    lines = value.splitlines() if isinstance(value, str) else []
+    return "\n".join(plain(line, CELL) for line in lines[:REPORT_LINES])
+
+
+def _report(run_dir: Path, sid: str, text: str) -> html_page.ReportPart:
+    """A merging step without a section of its own (a break-even map): the report it kept and every
+    plot it wrote in its directory (read bounded)."""
+    figures = []
+    step_dir = run_dir / sid
+    for path in sorted(step_dir.glob("*.png")) if step_dir.is_dir() else []:
+        try:
+            figures.append(html_page.Figure(path.stem, read_bytes(path, PLOT)))
+        except Unreadable as err:
+            figures.append(html_page.Figure(path.stem, None, note=str(err)))
+    return html_page.ReportPart(sid, text, figures)
 
 
 def _steps(status: Mapping[str, Any]) -> list[list[str]]:

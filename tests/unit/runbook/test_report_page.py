@@ -243,3 +243,15 @@ def test_a_run_whose_page_cannot_be_written_says_so_and_keeps_its_results(tmp_pa
     said = console.export_text()
     assert "note: report.html not written" in said and "is a directory" in said
     assert (run / "summary.md").is_file() and (run / "sweep" / "report.md").is_file()
+
+
+def test_a_break_even_map_is_its_own_section_not_a_sweep(tmp_path) -> None:
+    """A breakeven step expands into servers like a sweep, but its points are synthetic acceptance
+    lengths, not lookaheads: the page shows the map it kept (and its plots), never a sweep analysis
+    of its points."""
+    from tests.recorded_runs import finished_run
+
+    run = finished_run(tmp_path / "run", runbook=Path("runbooks/tiny_cpu_breakeven.yaml"), repeats=2)
+    page = (run / "report.html").read_text()
+    assert 'id="report-breakeven"' in page and "# Break-even map: speedup against acceptance length" in page
+    assert "Sweep breakeven" not in page and "recommended" not in page

@@ -103,6 +103,16 @@ def test_acceptance_is_the_eagle_simulations_exactly(heads):
 
 
 def test_the_head_proposes_through_eagle3s_own_path():
-    """``eagle3.propose`` (the module's constants) and the perfect map agree for every token."""
+    """``eagle3.propose`` (the module's own weights, not the built files) walks the chain: after w10 the
+    target samples w11, and the head drafts w12, w13, w14."""
     head = tiny._lm_head(tiny.successor)
     assert eagle3.propose(_aux(10), 3, head) == [12, 13, 14]
+
+
+def test_the_memory_plan_counts_the_heads_parameters(heads):
+    """The memory plan's EAGLE-3 count (fc over three aux states, 2h-wide qkv, hidden_norm) is the checkpoint's size."""
+    from llama4spec.preflight import count
+
+    config, weights = heads["draft_eagle3"]
+    target, _ = heads["target"]
+    assert count.eagle_draft(config, "eagle3", target).total == sum(w.size for w in weights.values())

@@ -1,4 +1,4 @@
-"""The tiny EAGLE-3 head's weights, and its forward pass as vLLM 0.32 computes it (pure: numpy).
+"""The tiny EAGLE-3 head's weights (pure: numpy); tests/unit/tiny/test_eagle3.py runs its forward pass.
 
 vLLM's EAGLE-3 Llama head (``vllm/model_executor/models/llama_eagle3.py``) reads the target's hidden
 states after the layers ``AUX_LAYERS`` (``eagle_config.eagle_aux_hidden_state_layer_ids``; the
@@ -66,27 +66,3 @@ def mlp() -> dict[str, np.ndarray]:
         "up_proj": np.eye(INTERMEDIATE, HIDDEN, dtype=np.float32),
         "down_proj": (shift / c).astype(np.float32),
     }
-
-
-def _rms_norm(x: np.ndarray) -> np.ndarray:
-    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + EPS)
-
-
-def step(hidden: np.ndarray, weights: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """One drafting step of the head on its input hidden state (attention contributes zero):
-    (logits, the pre-norm hidden state the next step is fed)."""
-    x = _rms_norm(hidden)
-    act = _silu(x @ weights["gate_proj"].T) * (x @ weights["up_proj"].T)
-    out = hidden + act @ weights["down_proj"].T
-    return _rms_norm(out) @ weights["lm_head"].T, out
-
-
-def propose(aux: list[np.ndarray], k: int, lm_head: np.ndarray) -> list[int]:
-    """The ``k`` greedy drafts from the target's auxiliary states ``aux`` at one position, in float32."""
-    weights = {name: w.astype(np.float32) for name, w in mlp().items()} | {"lm_head": lm_head}
-    hidden = fc() @ np.concatenate(aux).astype(np.float32)
-    out = []
-    for _ in range(k):
-        logits, hidden = step(hidden, weights)
-        out.append(int(np.argmax(logits)))
-    return out

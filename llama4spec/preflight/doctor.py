@@ -218,6 +218,45 @@ def no_rope(p: Pairing) -> list[Finding]:
                     f"give exactly one entry per draft layer, e.g. \"no_rope_layers\": {[1] * (n or 1)}")]
 
 
+def eagle3_aux_layers(p: Pairing) -> list[Finding]:
+    """The target layers an EAGLE-3 head reads (vLLM 0.32, ``gpu_model_runner._get_eagle3_aux_layers_from_config``:
+    ``eagle_aux_hidden_state_layer_ids`` at the top of config.json, else in ``eagle_config``; without them the
+    model's default ``(2, n // 2, n - 3)``). The target returns its state after layer i for each distinct i in
+    0..n, in ascending order (``EagleModelMixin``); the head's fc reads ``num_aux_hidden_states`` of them
+    (else as many as ``eagle_config`` lists, else 3)."""
+    if not p.eagle or p.cfg.draft.method != "eagle3":
+        return []
+    eagle = p.d.get("eagle_config") if isinstance(p.d.get("eagle_config"), dict) else {}
+    if eagle.get("use_aux_hidden_state", True) is False:
+        return []
+    ids = p.d.get("eagle_aux_hidden_state_layer_ids") or eagle.get("eagle_aux_hidden_state_layer_ids")
+    if not ids:
+        return []
+    layers = p.t.get("num_hidden_layers")
+    listed = eagle.get("eagle_aux_hidden_state_layer_ids")
+    reads = p.d.get("num_aux_hidden_states") or (len(listed) if isinstance(listed, list) and listed else 3)
+    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        return [Finding("eagle3-aux-layers", ERROR, f"the EAGLE-3 head's eagle_aux_hidden_state_layer_ids is {ids!r}",
+                        "vLLM reads it as a list of target layer numbers", "give a list of integers, e.g. [1, 4, 7]")]
+    outside = [i for i in ids if not 0 <= i <= layers]
+    if outside:
+        return [Finding("eagle3-aux-layers", ERROR,
+                        f"the EAGLE-3 head reads target layer(s) {outside}, outside 0..{layers} (the target has {layers})",
+                        "the target returns no hidden state there, so the head's fc gets fewer states than it reads",
+                        "use a head trained for this target (its eagle_aux_hidden_state_layer_ids name the target's layers)")]
+    if len(set(ids)) != reads:
+        return [Finding("eagle3-aux-layers", ERROR,
+                        f"the EAGLE-3 head's fc reads {reads} hidden states but it names {len(set(ids))} distinct "
+                        f"target layer(s) ({ids})",
+                        "vLLM returns one state per distinct layer, so fc gets an input of the wrong width",
+                        "list one distinct layer per state the head reads (num_aux_hidden_states)")]
+    if ids != sorted(ids):
+        return [Finding("eagle3-aux-layers", WARNING, f"the EAGLE-3 head lists its target layers out of order ({ids})",
+                        f"vLLM hands the states to fc in ascending layer order ({sorted(ids)}), not as listed",
+                        "check that the head was trained on the states in ascending order")]
+    return []
+
+
 def compatible(p: Pairing) -> list[Finding]:
     if not p.eagle:
         return []
@@ -558,6 +597,7 @@ RULES: dict[str, Rule] = {
     "method-runs-here": method_runs_here,
     "draft-moe": draft_moe,
     "no-rope-layers": no_rope,
+    "eagle3-aux-layers": eagle3_aux_layers,
     "compatible": compatible,
     "parallel": parallel,
     "eagle-draft-tp": eagle_draft_tp,

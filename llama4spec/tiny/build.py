@@ -12,6 +12,10 @@ Weights are set by hand so that greedy acceptance is known exactly:
   with the target's vocabulary and the same hand-set stream (identity embedding, zero ``o_proj`` and
   ``down_proj``); its ``lm_head`` is the perfect or the imperfect draft's map, so a greedy draft model
   proposes exactly what the EAGLE draft of the same map proposes (each token depends on the last alone).
+* EAGLE-3 head (``draft_eagle3``, ``draft_eagle3_imperfect``; ``tiny.eagle3``): vLLM's Llama EAGLE-3 layer
+  reading three of the target's auxiliary hidden states (each the token embedding here) through
+  ``fc``; its MLP moves the one-hot stream one word along the chain per drafting step, so it proposes
+  what the EAGLE draft of the same map proposes up to the first rejection.
 * contrast draft (``tiny.contrast``): wrong after every word of one vocabulary block, right elsewhere.
 * spread target and draft (``tiny.spread``): the same stream, but the head puts a second word
   ``alt(i)`` beside ``succ(i)``, so the next-word distribution at temperature T is known exactly and
@@ -38,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from llama4spec.errors import UserError
-from llama4spec.tiny import contrast, spread
+from llama4spec.tiny import contrast, eagle3, spread
 from llama4spec.tiny.paths import KINDS, TINY_VERSION, describe_root, tiny_root
 from llama4spec.tiny.words import BOS, EOS, FIRST_WORD, HIDDEN, PAD, SPECIALS, UNK, VOCAB, WORDS, successor, word
 
@@ -220,6 +224,54 @@ def draft_model_files(imperfect: bool) -> tuple[dict, dict[str, np.ndarray]]:
     return config, tensors
 
 
+def eagle3_files(imperfect: bool) -> tuple[dict, dict[str, np.ndarray]]:
+    """A tiny EAGLE-3 head (vLLM's ``Eagle3LlamaForCausalLM``, as NVIDIA's Maverick head loads): see ``tiny.eagle3``."""
+    config = {
+        "architectures": ["LlamaForCausalLMEagle3"],
+        "model_type": "llama",
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "bos_token_id": BOS,
+        "eos_token_id": EOS,
+        "pad_token_id": PAD,
+        "head_dim": HEAD_DIM,
+        "hidden_act": "silu",
+        "hidden_size": HIDDEN,
+        "initializer_range": 0.02,
+        "intermediate_size": eagle3.INTERMEDIATE,
+        "max_position_embeddings": 2048,
+        "mlp_bias": False,
+        "num_attention_heads": HEADS,
+        "num_hidden_layers": 1,
+        "num_key_value_heads": KV_HEADS,
+        "rms_norm_eps": eagle3.EPS,
+        "rope_parameters": {"rope_theta": 500000.0, "rope_type": "default"},
+        "tie_word_embeddings": False,
+        "torch_dtype": "float32",
+        "vocab_size": VOCAB,
+        "draft_vocab_size": VOCAB,
+        "target_hidden_size": HIDDEN,
+        "eagle_config": {"eagle_aux_hidden_state_layer_ids": list(eagle3.AUX_LAYERS), "use_aux_hidden_state": True},
+    }
+    z = np.zeros
+    # Weight names as vLLM's EAGLE-3 loader reads them (it adds "model."); without embed_tokens the
+    # target's is shared. The first layer's q/k/v read [embedding | hidden] (2 x hidden wide).
+    tensors = {
+        "layers.0.self_attn.q_proj.weight": z((HEADS * HEAD_DIM, 2 * HIDDEN), np.float32),
+        "layers.0.self_attn.k_proj.weight": z((KV_HEADS * HEAD_DIM, 2 * HIDDEN), np.float32),
+        "layers.0.self_attn.v_proj.weight": z((KV_HEADS * HEAD_DIM, 2 * HIDDEN), np.float32),
+        "layers.0.self_attn.o_proj.weight": z((HIDDEN, HEADS * HEAD_DIM), np.float32),
+        "layers.0.input_layernorm.weight": np.ones(HIDDEN, np.float32),
+        "layers.0.hidden_norm.weight": np.ones(HIDDEN, np.float32),
+        "layers.0.post_attention_layernorm.weight": np.ones(HIDDEN, np.float32),
+        "norm.weight": np.ones(HIDDEN, np.float32),
+        "fc.weight": eagle3.fc(),
+        "lm_head.weight": _lm_head(lambda i: draft_successor(i, imperfect)),
+    }
+    tensors |= {f"layers.0.mlp.{name}.weight": w for name, w in eagle3.mlp().items()}
+    return config, tensors
+
+
 def tokenizer_json() -> str:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
 
@@ -275,7 +327,8 @@ def pair_files() -> dict[str, bytes]:
               "target_spread": spread_target_files(),
               "draft_spread": draft_files(False, head=spread.head(spread.DRAFT_GAP)),
               "draft_contrast": draft_files(False, head=_lm_head(contrast.draft_next)),
-              "draft_model": draft_model_files(False), "draft_model_imperfect": draft_model_files(True)}
+              "draft_model": draft_model_files(False), "draft_model_imperfect": draft_model_files(True),
+              "draft_eagle3": eagle3_files(False), "draft_eagle3_imperfect": eagle3_files(True)}
     for kind, (config, tensors) in models.items():
         files[f"{kind}/config.json"] = _json_bytes(config)
         files[f"{kind}/model.safetensors"] = save(tensors, metadata={"format": "pt"})

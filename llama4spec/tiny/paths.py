@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-TINY_VERSION = "v5"
+TINY_VERSION = "v6"
 KINDS = ("target", "draft", "draft_imperfect", "target_spread", "draft_spread", "draft_contrast", "draft_model",
-         "draft_model_imperfect")
+         "draft_model_imperfect", "draft_eagle3", "draft_eagle3_imperfect")
 ENV_DIR = "LLAMA4SPEC_TINY_DIR"
 
 

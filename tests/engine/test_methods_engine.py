@@ -4,6 +4,11 @@ The tiny draft models (``draft=tiny_draft_model``, ``tiny_draft_model_imperfect`
 with the target's vocabulary, vLLM's ``draft_model`` method) predict the next token from the last one
 alone, with the same maps as the EAGLE drafts, so greedy verification accepts exactly what the
 simulation of those maps says (tests/tiny_sim.py): the counters must equal it.
+
+The tiny EAGLE-3 heads (``draft=tiny_eagle3``, ``tiny_eagle3_imperfect``: vLLM's ``Eagle3LlamaForCausalLM``
+reading three of the target's auxiliary hidden states, ``llama4spec/tiny/eagle3.py``) propose what the
+EAGLE drafts of the same maps propose up to the first rejection, so their counters equal the same
+simulation's.
 """
 
 from __future__ import annotations
@@ -43,6 +48,16 @@ def draft_model_imperfect(tmp_path_factory, tiny_dir) -> dict:
     return _offline(tmp_path_factory, "tiny_draft_model_imperfect", IMPERFECT_PROMPTS)
 
 
+@pytest.fixture(scope="module")
+def eagle3(tmp_path_factory, tiny_dir) -> dict:
+    return _offline(tmp_path_factory, "tiny_eagle3", PROMPTS)
+
+
+@pytest.fixture(scope="module")
+def eagle3_imperfect(tmp_path_factory, tiny_dir) -> dict:
+    return _offline(tmp_path_factory, "tiny_eagle3_imperfect", IMPERFECT_PROMPTS)
+
+
 def _assert_counts(acc: dict, steps: int, per_pos: list[int]) -> None:
     assert acc["num_drafts"] == steps
     assert acc["num_draft_tokens"] == K * steps
@@ -69,6 +84,28 @@ def test_perfect_draft_model_accepts_every_position(draft_model) -> None:
 
 def test_imperfect_draft_model_matches_the_successor_maps(draft_model_imperfect) -> None:
     acc = draft_model_imperfect["stats"]["acceptance"]
+    steps, per_pos = tiny_sim.expected_counts(builtin_prompts(IMPERFECT_PROMPTS), MAX_TOKENS, K, tiny_sim.imperfect)
+    assert per_pos[0] < steps  # really imperfect
+    _assert_counts(acc, steps, per_pos)
+
+
+def test_perfect_eagle3_head_accepts_every_position(eagle3) -> None:
+    assert eagle3["config"]["draft"]["method"] == "eagle3"
+    acc = eagle3["stats"]["acceptance"]
+    steps, per_pos = tiny_sim.expected_counts(builtin_prompts(PROMPTS), MAX_TOKENS, K, tiny_sim.perfect)
+    _assert_counts(acc, steps, per_pos)
+    assert acc["acceptance_rate_per_position"] == [1.0] * K and acc["mean_acceptance_length"] == K + 1
+    for prompt, output in zip(builtin_prompts(PROMPTS), eagle3["outputs"]):  # the target's own greedy chain
+        x = int(prompt.split()[-1][1:])
+        chain = []
+        for _ in range(MAX_TOKENS):
+            x = successor(x)
+            chain.append(x)
+        assert output["token_ids"] == chain
+
+
+def test_imperfect_eagle3_head_matches_the_imperfect_eagle_draft(eagle3_imperfect) -> None:
+    acc = eagle3_imperfect["stats"]["acceptance"]
     steps, per_pos = tiny_sim.expected_counts(builtin_prompts(IMPERFECT_PROMPTS), MAX_TOKENS, K, tiny_sim.imperfect)
     assert per_pos[0] < steps  # really imperfect
     _assert_counts(acc, steps, per_pos)

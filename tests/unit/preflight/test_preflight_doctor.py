@@ -31,6 +31,12 @@ def target(tmp_path: Path, tiny_dir: Path, **changes) -> list[str]:
     return [f"target.model={edited(tiny_dir / 'target', tmp_path / 'target', **changes)}"]
 
 
+def eagle3_head(tmp_path: Path, tiny_dir: Path, ids, **changes) -> Path:
+    """A copy of the tiny EAGLE-3 head reading the target layers ``ids``."""
+    return edited(tiny_dir / "draft_eagle3", tmp_path / "draft_eagle3",
+                  eagle_config={"eagle_aux_hidden_state_layer_ids": ids, "use_aux_hidden_state": True}, **changes)
+
+
 # rule -> (severity expected, how to break the pair)
 BROKEN = {
     "draft-class": (ERROR, lambda tmp, tiny: draft(tmp, tiny, architectures=["Qwen2ForCausalLM"])),
@@ -53,6 +59,7 @@ BROKEN = {
     "draft-model-vocab": (ERROR, lambda tmp, tiny: [
         "draft=tiny_draft_model", f"draft.model={edited(tiny / 'draft_model', tmp / 'draft_model', vocab_size=512)}"]),
     "method-runs-here": (ERROR, lambda tmp, tiny: ["draft=ngram_gpu"]),
+    "eagle3-aux-layers": (ERROR, lambda tmp, tiny: ["draft=tiny_eagle3", f"draft.model={eagle3_head(tmp, tiny, [1, 4, 9])}"]),
 }
 # The environment a rule's fixture needs besides its overrides (the CPU fix's plugin left out).
 ENV = {"cpu-sampling": {"VLLM_PLUGINS": ""}}
@@ -77,6 +84,23 @@ def test_rule_fires_on_its_fixture(rule, tiny_dir, tmp_path, monkeypatch):
     assert all(f.what and f.why and f.fix for f in fired)
     good = pairing(compose_config([]).cfg)
     assert RULES[rule](good) == []
+
+
+@pytest.mark.parametrize("ids, changes, severity, words", [
+    ([1, 4, 7], {}, None, ""),  # the shipped head
+    ([0, 4, 8], {}, None, ""),  # 0: the embedding, 8: after the last of the target's 8 layers
+    ([1, 4, 9], {}, ERROR, "outside 0..8"),
+    ([1, 4, 4], {}, ERROR, "fc reads 3 hidden states but it names 2 distinct"),
+    ([1, 4], {"num_aux_hidden_states": 3}, ERROR, "fc reads 3 hidden states but it names 2"),
+    ([7, 4, 1], {}, WARNING, "out of order"),
+    (["1", 4, 7], {}, ERROR, "list of target layer numbers"),
+    ([1, 4, 7], {"eagle_aux_hidden_state_layer_ids": [1, 4, 20]}, ERROR, "[20]"),  # the top-level list wins
+])
+def test_eagle3_aux_layers(ids, changes, severity, words, tiny_dir, tmp_path):
+    head = eagle3_head(tmp_path, tiny_dir, ids, **changes)
+    found = RULES["eagle3-aux-layers"](pairing(compose_config(["draft=tiny_eagle3", f"draft.model={head}"]).cfg))
+    assert [f.severity for f in found] == ([severity] if severity else [])
+    assert all(words in f.line() for f in found)
 
 
 def test_removed_speculative_config_key(tiny_dir):

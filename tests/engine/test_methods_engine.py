@@ -8,7 +8,9 @@ simulation of those maps says (tests/tiny_sim.py): the counters must equal it.
 The tiny EAGLE-3 heads (``draft=tiny_eagle3``, ``tiny_eagle3_imperfect``: vLLM's ``Eagle3LlamaForCausalLM``
 reading three of the target's auxiliary hidden states, ``llama4spec/tiny/eagle3.py``) propose what the
 EAGLE drafts of the same maps propose up to the first rejection, so their counters equal the same
-simulation's.
+simulation's. The imperfect head runs here (its exact counts need every part of the head right); the
+perfect one's chain is checked on its built weights in tests/unit/tiny/test_eagle3.py, one engine
+start fewer.
 """
 
 from __future__ import annotations
@@ -49,11 +51,6 @@ def draft_model_imperfect(tmp_path_factory, tiny_dir) -> dict:
 
 
 @pytest.fixture(scope="module")
-def eagle3(tmp_path_factory, tiny_dir) -> dict:
-    return _offline(tmp_path_factory, "tiny_eagle3", PROMPTS)
-
-
-@pytest.fixture(scope="module")
 def eagle3_imperfect(tmp_path_factory, tiny_dir) -> dict:
     return _offline(tmp_path_factory, "tiny_eagle3_imperfect", IMPERFECT_PROMPTS)
 
@@ -87,21 +84,6 @@ def test_imperfect_draft_model_matches_the_successor_maps(draft_model_imperfect)
     steps, per_pos = tiny_sim.expected_counts(builtin_prompts(IMPERFECT_PROMPTS), MAX_TOKENS, K, tiny_sim.imperfect)
     assert per_pos[0] < steps  # really imperfect
     _assert_counts(acc, steps, per_pos)
-
-
-def test_perfect_eagle3_head_accepts_every_position(eagle3) -> None:
-    assert eagle3["config"]["draft"]["method"] == "eagle3"
-    acc = eagle3["stats"]["acceptance"]
-    steps, per_pos = tiny_sim.expected_counts(builtin_prompts(PROMPTS), MAX_TOKENS, K, tiny_sim.perfect)
-    _assert_counts(acc, steps, per_pos)
-    assert acc["acceptance_rate_per_position"] == [1.0] * K and acc["mean_acceptance_length"] == K + 1
-    for prompt, output in zip(builtin_prompts(PROMPTS), eagle3["outputs"]):  # the target's own greedy chain
-        x = int(prompt.split()[-1][1:])
-        chain = []
-        for _ in range(MAX_TOKENS):
-            x = successor(x)
-            chain.append(x)
-        assert output["token_ids"] == chain
 
 
 def test_imperfect_eagle3_head_matches_the_imperfect_eagle_draft(eagle3_imperfect) -> None:

@@ -24,6 +24,15 @@ RESULT, ACCEPTANCE = "result", "acceptance"  # where a run's value comes from
 
 
 @dataclass(frozen=True)
+class Plot:
+    """A sweep figure drawn against concurrency (medians, 95% intervals as error bars): a PNG."""
+
+    stem: str  # its file (``<stem>.png`` in the sweep's directory) and its key in sweep.json's plots
+    title: str  # the picture's title; lower-cased, its caption in report.md and report.html
+    axis: str  # the y axis
+
+
+@dataclass(frozen=True)
 class Figure:
     key: str  # vLLM's result key (or the record's own, for acceptance); the JSON key everywhere
     name: str  # in a sentence and a compare row: "output throughput" -> "output throughput (tok/s)"
@@ -41,6 +50,7 @@ class Figure:
     # a latency an SLO may bind: (vLLM's --goodput name, its name in a sentence); this figure is the
     # step's median the multipliers of a capacity search scale
     slo: tuple[str, str] | None = None
+    plot: Plot | None = None  # a sweep figure drawn against concurrency
 
     @property
     def title(self) -> str:
@@ -59,7 +69,8 @@ def _latency(stat: str, metric: str, views: frozenset[str] = _BOTH, **kw) -> Fig
 FIGURES: tuple[Figure, ...] = (
     Figure("request_throughput", "request throughput", "req/s", True, views=_BOTH),
     Figure("output_throughput", "output throughput", "tok/s", True, ".1f", _BOTH | {REGRESS}, column=0,
-           label="output tok/s", short="tok/s", row="tok/s", interval_column=True),
+           label="output tok/s", short="tok/s", row="tok/s", interval_column=True,
+           plot=Plot("throughput_vs_concurrency", "Throughput vs concurrency", "output tokens/s (median, 95% interval)")),
     Figure("total_token_throughput", "total token throughput", "tok/s", True, views=_BOTH),
     _latency("mean", "ttft", views=_BOTH | {REGRESS}, column=2, label="TTFT ms", short="TTFT", row="TTFT ms"),
     _latency("median", "ttft", slo=("ttft", "TTFT")),
@@ -87,6 +98,11 @@ def shown_in(view: str) -> tuple[Figure, ...]:
 def sweep() -> tuple[Figure, ...]:
     """The sweep's figures (its table columns, sweep.json's rows and intervals, a point's samples)."""
     return tuple(sorted((f for f in FIGURES if f.column is not None), key=lambda f: f.column or 0))
+
+
+def plotted() -> tuple[tuple[Figure, Plot], ...]:
+    """The sweep figures drawn against concurrency, each with its plot, in the sweep's order."""
+    return tuple((f, f.plot) for f in sweep() if f.plot is not None)
 
 
 def regressed() -> tuple[Figure, ...]:

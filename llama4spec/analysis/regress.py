@@ -37,7 +37,6 @@ from llama4spec.analysis.noise import Noise, noise_record
 REGRESSED, IMPROVED, NO_CHANGE, NOT_TESTED = "regressed", "improved", "no significant change", "not tested"
 
 
-METRICS = registry.regressed()  # each a figures.Figure: its key, row label, direction, and timed or counted
 
 
 @dataclass(frozen=True)
@@ -122,7 +121,7 @@ def compare_points(pairs: Mapping[tuple[str, str], Mapping[str, tuple[Runs, Runs
     out, tested, estimates = [], [], []
     for (old_id, new_id), metrics in pairs.items():
         point = PointChange(old_id, new_id)
-        for metric in METRICS:
+        for metric in registry.regressed():
             if metric.key not in metrics:
                 continue
             old, new = metrics[metric.key]
@@ -187,7 +186,7 @@ def gate(points: Sequence[PointChange], pct: float) -> list[str]:
 def rule(noise: Noise | None) -> dict[str, Any]:
     """The rule of every comparison of the table, with the noise estimate it used."""
     return {"test": "welch", "scale": "log of each metric", "noise": noise_record(noise),
-            "noise_applies_to": [m.key for m in METRICS if m.timed], "interval": "95% per comparison",
+            "noise_applies_to": [m.key for m in registry.regressed() if m.timed], "interval": "95% per comparison",
             "multiplicity": "holm over every tested comparison of the table, both directions",
             "controls": "family-wise error rate of the verdicts over the table"}
 

@@ -24,11 +24,19 @@ from llama4spec.analysis.stats import BOOTSTRAP_FROM, CONFIDENCE, Comparison, In
 SCHEDULE_NOTE = ("client concurrency approximates the server's running batch size; batch sizes above the last "
                  "range carry its k forward (vLLM)")
 
-# the sweep's figures (``figures.sweep()``) stand between the setting and the speedup; the narrow
-# table gives the interval of a figure marked ``interval_column`` a column of its own
-COLUMNS = ("setting", *(f.label for f in registry.sweep()), "speedup", "bound", "efficiency", "predicted", "vs none")
-SHORT_COLUMNS = ("setting", *(c for f in registry.sweep() for c in (f.short, "95% CI")[:1 + f.interval_column]),
-                 "speedup", "95% CI", "bound", "eff", "model")
+
+
+def columns() -> list[str]:
+    """The wide (Markdown, page) table's header: the sweep's figures (``figures.sweep()``) stand
+    between the setting and the speedup."""
+    return ["setting", *(f.label for f in registry.sweep()), "speedup", "bound", "efficiency", "predicted", "vs none"]
+
+
+def short_columns() -> list[str]:
+    """The narrow (terminal) table's header: a figure marked ``interval_column`` has its 95% interval
+    in a column of its own."""
+    figures = [c for f in registry.sweep() for c in (f.short, "95% CI")[:1 + f.interval_column]]
+    return ["setting", *figures, "speedup", "95% CI", "bound", "eff", "model"]
 
 
 def _f(value: float | None, fmt: str = ".2f", suffix: str = "") -> str:
@@ -330,8 +338,8 @@ def markdown(analysis: Analysis, images: dict[str, str] | None = None) -> str:
              "against no speculation (faster, slower or undecided).", "",
              method_line(analysis), ""]
     for a in analysis.at:
-        lines += [f"### {a.title}", "", "| " + " | ".join(COLUMNS) + " |",
-                  "|---|" + "---:|" * (len(COLUMNS) - 1)]
+        header = columns()
+        lines += [f"### {a.title}", "", "| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
         lines += ["| " + " | ".join(cells) + " |" for cells in rows(a)]
         lines += [""] + [f"- {line}" for line in findings(a)] + [""]
     stats = category_stats(analysis)
@@ -368,7 +376,7 @@ def render(console: Console, analysis: Analysis) -> None:
         title = a.title + (f", draft {drafts}" if len(a.fits) == 1 else "")
         table = Table(title=escape(f"{title} (TPOT, TTFT: mean ms; model: predicted speedup)"),
                       title_justify="left", padding=(0, 1))
-        for i, col in enumerate(SHORT_COLUMNS):
+        for i, col in enumerate(short_columns()):
             table.add_column(col, justify="left" if i == 0 else "right", no_wrap=True)
         for cells in rows(a, short=True):
             table.add_row(*(Text(cell) for cell in cells))

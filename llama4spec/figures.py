@@ -87,7 +87,6 @@ FIGURES: tuple[Figure, ...] = (
     Figure("acceptance_length", "mean acceptance length", "", True, views=frozenset({REGRESS}), column=3,
            label="accept len", short="acc len", row="acc len", timed=False, source=ACCEPTANCE),
 )
-BY_KEY = {f.key: f for f in FIGURES}
 
 
 def shown_in(view: str) -> tuple[Figure, ...]:

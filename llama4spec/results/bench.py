@@ -229,7 +229,7 @@ class BenchRecord:
         columns = [data.get(k) for k in ("ttfts", "latencies", "output_lens", "queue_times", "errors")]
         if not all(isinstance(c, list) for c in columns) or len({len(c) for c in columns}) != 1 or not columns[0]:
             return None
-        good = {m: 0 for m in thresholds if m in ("ttft", "tpot", "e2el")}
+        good = {m: 0 for m in thresholds if m in registry.SLO_METRICS}
         for ttft, latency, tokens, queue, error in zip(*columns):
             if any(number(v) is None for v in (ttft, latency, tokens, queue)):
                 return None

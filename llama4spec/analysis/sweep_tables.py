@@ -25,18 +25,13 @@ SCHEDULE_NOTE = ("client concurrency approximates the server's running batch siz
                  "range carry its k forward (vLLM)")
 
 
-
-def columns() -> list[str]:
-    """The wide (Markdown, page) table's header: the sweep's figures (``figures.sweep()``) stand
-    between the setting and the speedup."""
+def columns(short: bool = False) -> list[str]:
+    """A table's header: the sweep's figures (``figures.sweep()``) between the setting and the speedup;
+    narrow (terminal), a figure marked ``interval_column`` has its 95% interval in a column of its own."""
+    if short:
+        figures = [c for f in registry.sweep() for c in (f.short, "95% CI")[:1 + f.interval_column]]
+        return ["setting", *figures, "speedup", "95% CI", "bound", "eff", "model"]
     return ["setting", *(f.label for f in registry.sweep()), "speedup", "bound", "efficiency", "predicted", "vs none"]
-
-
-def short_columns() -> list[str]:
-    """The narrow (terminal) table's header: a figure marked ``interval_column`` has its 95% interval
-    in a column of its own."""
-    figures = [c for f in registry.sweep() for c in (f.short, "95% CI")[:1 + f.interval_column]]
-    return ["setting", *figures, "speedup", "95% CI", "bound", "eff", "model"]
 
 
 def _f(value: float | None, fmt: str = ".2f", suffix: str = "") -> str:
@@ -74,9 +69,7 @@ def rows(a: AtConcurrency, short: bool = False) -> list[list[str]]:
     name = (lambda p: short_name(p, a)) if short else (lambda p: p.name)
 
     def cells(p: Point, speedup: list[str], rest: list[str]) -> list[str]:
-        if short:
-            return [name(p), *figure_cells(p, short=True), *speedup, *rest]
-        return [name(p), *figure_cells(p), speedup[0], *rest]
+        return [name(p), *figure_cells(p, short), *(speedup if short else speedup[:1]), *rest]
 
     if a.baseline is not None:
         out.append(cells(a.baseline, ["1.00x", "-"] if short else ["1.00x"], ["-", "-", "-"] + ([] if short else ["-"])))
@@ -93,15 +86,10 @@ def rows(a: AtConcurrency, short: bool = False) -> list[list[str]]:
 def figure_cells(p: Point, short: bool = False) -> list[str]:
     """A point's cells of the sweep's figures: the median and its 95% interval in brackets; narrow:
     the median alone, and the interval in a column of its own where the figure asks for one."""
-    out = []
-    for f in registry.sweep():
-        if not short:
-            out.append(_iv(p.interval(f.key), f.fmt))
-            continue
-        out.append(_f(p.value(f.key), f.fmt))
-        if f.interval_column:
-            out.append(_ci(p.interval(f.key), f.fmt))
-    return out
+    if not short:
+        return [_iv(p.interval(f.key), f.fmt) for f in registry.sweep()]
+    return [c for f in registry.sweep()
+            for c in (_f(p.value(f.key), f.fmt), _ci(p.interval(f.key), f.fmt))[:1 + f.interval_column]]
 
 
 def noise_sentence(noise: Noise | None) -> str:
@@ -376,7 +364,7 @@ def render(console: Console, analysis: Analysis) -> None:
         title = a.title + (f", draft {drafts}" if len(a.fits) == 1 else "")
         table = Table(title=escape(f"{title} (TPOT, TTFT: mean ms; model: predicted speedup)"),
                       title_justify="left", padding=(0, 1))
-        for i, col in enumerate(short_columns()):
+        for i, col in enumerate(columns(short=True)):
             table.add_column(col, justify="left" if i == 0 else "right", no_wrap=True)
         for cells in rows(a, short=True):
             table.add_row(*(Text(cell) for cell in cells))

@@ -33,7 +33,7 @@ def test_entries_are_sound() -> None:
 def test_every_view_reads_the_registry() -> None:
     sweep = figures.sweep()
     assert sweep_tables.columns()[1:2 + len(sweep)] == [f.label for f in sweep] + ["speedup"]
-    short = [c for c in sweep_tables.short_columns()[1:] if c != "95% CI"]
+    short = [c for c in sweep_tables.columns(short=True)[1:] if c != "95% CI"]
     assert short[:len(sweep)] == [f.short for f in sweep]
     old, new = regress.Runs((100.0, 101.0, 99.0)), regress.Runs((100.0, 102.0, 98.0))
     pairs = {("a", "a"): {f.key: (old, new) for f in figures.FIGURES}}
@@ -72,7 +72,7 @@ def test_a_new_sweep_figure_is_one_entry(with_e2e) -> None:
                         "bench": {"max_concurrency": 1}}, _record(150.0, 600.0, 2))
     assert spec.value("mean_e2el_ms") == 600.0 and spec.samples["mean_e2el_ms"] == (599.0, 600.0, 601.0)
     analysis = analyse([base, spec])
-    assert sweep_tables.columns()[5] == "E2E ms" and sweep_tables.short_columns()[6] == "E2E"
+    assert sweep_tables.columns()[5] == "E2E ms" and sweep_tables.columns(short=True)[6] == "E2E"
     wide = sweep_tables.rows(analysis.at[0])
     assert wide[1][5].startswith("600.00 [")  # after setting and the four figures: the new column
     narrow = sweep_tables.rows(analysis.at[0], short=True)

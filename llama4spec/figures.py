@@ -1,10 +1,12 @@
 """THE registry of figures: every number of a benchmark that a table, a CSV, a plot, a JSON record
 or ``regress`` shows, declared once with its label, unit, direction, format and where it is shown.
 
-Consumers ask the registry (``shown_in``, ``sweep``, ``regressed``, ``slo_figures``) and never list figures of
-their own, so adding a figure to a view is one entry here. The registry's order is the order of
-vLLM's result JSON (the run summary and the compare tables list figures in it); the sweep's tables,
-its JSON, its points and ``regress`` list theirs by ``column``, the figure's place among them.
+Consumers ask the registry (``shown_in``, ``sweep``, ``plotted``, ``regressed``, ``slo_figures``) and
+never list figures of their own, so adding a figure to a view is one entry here. The registry's order
+is the order of vLLM's result JSON (the run summary and the compare tables list figures in it); the
+sweep's tables, its JSON, its points and ``regress`` list theirs by ``column``, the figure's place
+among them. The CSVs need no entry: ``sweep.csv`` holds every number of vLLM's result per run
+(``result.*``) and ``requests.csv`` each request's own fields.
 
 It sits beneath every layer (it imports nothing of the package): the SLO validation in ``config``
 reads the latencies an SLO may bind from it, as the results, analysis and report modules read the

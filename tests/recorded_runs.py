@@ -102,24 +102,23 @@ CAPACITY = REPO / "runbooks" / "tiny_cpu_capacity.yaml"
 CAPACITIES = {"capacity-none-search": 3.0, "capacity-tiny_eagle-k1-search": 5.0, "capacity-tiny_eagle-k3-search": 7.0}
 
 
-def simulated_search(keys, capacity: float):
-    """A whole request capacity search, as the search step with ``keys`` makes it (``search: fit``
-    by default, ``bisect`` when the keys say so), against a server whose attainment falls smoothly
+def simulated_search(settings, capacity: float):
+    """A whole request capacity search, as the search step with ``settings`` (a capacity step's
+    ``Settings``) makes it (``search: fit`` by default, ``bisect`` when they say so), against a server whose attainment falls smoothly
     through the target 0.9 at ``capacity`` req/s (logistic in log rate, slope 8), each run's share
     rounded to whole requests with a seeded spread; TPOT binds (TTFT holds in every run)."""
     from llama4spec.analysis import capacity_search as cap
-    from llama4spec.runbook.steps import search as search_step
+    from llama4spec.runbook.capacity import search as search_step
 
-    settings = search_step.settings_of(keys, 0.9)
     rng = random.Random(int(capacity * 1000))
-    search = cap.begin(settings)
-    requests = cap.decidable_requests(settings)
-    while (move := search_step.next_move(keys, search))[0] is not None:
+    search = cap.begin(settings.bisect(0.9))
+    requests = cap.decidable_requests(search.settings)
+    while (move := search_step.next_move(settings, search))[0] is not None:
         rate = move[0]
         mean = 1 / (1 + math.exp(-(math.log(9) - 8 * math.log(rate / capacity))))
         good = sum(rng.random() < mean for _ in range(requests))
         run = cap.Run(good / requests, requests, "tpot", 30.0 * rate, 1.5, {"ttft": 1.0, "tpot": good / requests})
-        search = search_step.add_run(search, rate, run, move[1]) if keys.search == "fit" \
+        search = search_step.add_run(search, rate, run, move[1]) if settings.fitted \
             else cap.record_run(search, rate, run)
     return search
 
@@ -146,9 +145,9 @@ def finished_capacity_run(run_dir: Path, capacities: dict[str, float] | None = N
     executor as a resumed run writes them; returns it."""
     from llama4spec.results.bench import BenchRecord
     from llama4spec.runbook import execute
-    from llama4spec.runbook.write_capacity import probe_dir
+    from llama4spec.runbook.capacity.write_report import probe_dir
     from llama4spec.runbook.plan import plan_file
-    from llama4spec.runbook.steps import search as search_step
+    from llama4spec.runbook.capacity import search as search_step
 
     plan = plan_file(CAPACITY, lambda name: run_dir, [])
     base = plan.get("bench_baseline")
@@ -159,10 +158,10 @@ def finished_capacity_run(run_dir: Path, capacities: dict[str, float] | None = N
     for sid, capacity in (capacities or CAPACITIES).items():
         p = plan.get(sid)
         thresholds, basis = search_step.thresholds_of(plan, p)
-        search = simulated_search(p.step.keys, capacity)
+        search = simulated_search(p.step.keys.settings, capacity)
         p.artifacts["search"].parent.mkdir(parents=True, exist_ok=True)
         p.artifacts["search"].write_text(json.dumps(search_step.document(
-            search, search_step._identity(plan, p, thresholds), thresholds, basis, p.step.keys)))
+            search, search_step._identity(plan, p, thresholds), thresholds, basis, p.step.keys.settings)))
         for probe in search.probes:
             where = probe_dir(p.dir, probe.rate)
             where.mkdir(parents=True, exist_ok=True)

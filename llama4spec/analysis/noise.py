@@ -480,6 +480,32 @@ def starts_for(noise: Noise, precision: float, runs: int, confidence: float = CO
                              f"({noise.text()})")
 
 
+def half_width(noise: Noise, runs: int, starts: int = 1, confidence: float = CONFIDENCE) -> float:
+    """The expected relative half-width of a speedup between two settings, each measured from
+    ``starts`` server starts of ``runs`` runs (the components as given, Satterthwaite's df)."""
+    var, df = comparison_variance(noise, runs * starts, runs * starts, 1.0 / starts, 1.0 / starts)
+    return math.expm1(t_quantile(df, 0.5 + confidence / 2) * math.sqrt(var))
+
+
+def design_lines(noise: Noise, costs: tuple[float, float] | None, runs: tuple[int, int],
+                 precision: float = 0.05, confidence: float = CONFIDENCE) -> list[str]:
+    """What a sweep on ``noise`` is expected to reach: with ``costs`` (seconds a server start, a
+    run: a profile's), the runs a start that buy the most precision per second; the half-width of
+    a speedup at one start a point with the sweep's fewest and most runs (``runs``); and the starts
+    a comparison within ``precision`` needs."""
+    lo, hi = runs
+    lines = []
+    per_start = hi
+    if costs is not None:
+        best = runs_per_start(noise, *costs)
+        lines.append(f"design: {best.why} (Kalibera and Jones' rule)")
+        per_start = best.runs
+    spans = ", ".join(f"+-{100 * half_width(noise, n, 1, confidence):.1f}% at {n} runs" for n in dict.fromkeys((lo, hi)))
+    need = starts_for(noise, precision, per_start, confidence)
+    return lines + [f"expected precision: a speedup of two points, one server start each: {spans} "
+                    f"({100 * confidence:g}% interval); {need.why.split(' (')[0]}"]
+
+
 # -- checks of the keys ---------------------------------------------------------------------------
 
 def _number(value) -> bool:

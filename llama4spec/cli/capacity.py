@@ -7,11 +7,12 @@ runs/capacity/<timestamp>."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shlex
 from pathlib import Path
 from typing import Any
 
-from llama4spec.cli.common import Command
+from llama4spec.cli.common import Command, add_settings_flags, flag_of
 from llama4spec.cli.run import add_plan_options, dry_run_or_execute, run_dir_for, validate_run_options
 from llama4spec.errors import UserError
 from llama4spec.launch.options import RunOptions
@@ -19,15 +20,13 @@ from llama4spec.launch.options import RunOptions
 NAME = "capacity"  # the runbook's name: runs/capacity/<timestamp>
 STEP_ID = "capacity"
 SOURCE = Path("<capacity>")
-# option -> the step's key (the same reader and bounds as a runbook's)
-KEYS = {"search": "--search", "start_rate": "--start-rate", "max_rate": "--max-rate", "precision": "--precision",
-        "min_probe_runs": "--min-probe-runs", "max_probe_runs": "--max-probe-runs", "max_probes": "--max-probes",
-        "duration_s": "--duration-s", "confirm": "--confirm"}
 
 
 def step_keys(args: dict[str, Any]) -> dict[str, Any]:
     """The step's keys the command line gives (those left out keep the kind's defaults)."""
-    return {k: args[k] for k in KEYS if args.get(k) is not None}
+    from llama4spec.runbook.capacity.search_settings import Settings
+
+    return {f.name: args[f.name] for f in dataclasses.fields(Settings) if args.get(f.name) is not None}
 
 
 def capacity_runbook(overrides: list[str], given: dict[str, Any]):
@@ -44,8 +43,8 @@ def capacity_runbook(overrides: list[str], given: dict[str, Any]):
     keys = read_keys(of.Keys, {**given, "matrix": matrix}, at, problems)
     of.check(keys, at, problems, {})
     if problems:
-        for key, flag in KEYS.items():
-            problems = [p.replace(f"'{key}'", flag) for p in problems]
+        for key in given:
+            problems = [p.replace(f"'{key}'", flag_of(key)) for p in problems]
         raise UserError(*problems)
     step = Step(id=STEP_ID, kind_of=of, keys=keys, description=f"request capacity over {', '.join(matrix)}")
     return Runbook(name=NAME, path=SOURCE, description=f"llama4spec capacity {shlex.join(overrides)}",
@@ -62,26 +61,12 @@ def runbook_yaml(runbook, given: dict[str, Any], argv: list[str]) -> str:
 
 
 def _arguments(p: argparse.ArgumentParser) -> None:
+    from llama4spec.runbook.capacity.search_settings import Settings
+
     p.add_argument("overrides", nargs="*",
                    help="Hydra overrides; those with a sweep (draft=none,tiny_eagle lookahead=1,3) are the server "
                         "settings compared, the rest (the SLO among them: slo=interactive) apply to every server")
-    p.add_argument("--start-rate", type=float, metavar="RPS", help="the first request rate probed (default 1)")
-    p.add_argument("--max-rate", type=float, metavar="RPS", help="no probe above this rate (default 10000)")
-    p.add_argument("--search", choices=("fit", "bisect"),
-                   help="fit (default): each run at the crossing of one curve of attainment against the rate fitted "
-                        "to every run; bisect: a verdict at each rate, bisecting between them")
-    p.add_argument("--precision", type=float, metavar="X",
-                   help="fit: stop when the capacity's 95%% interval is within +-X of it (in (0, 1), default 0.10); "
-                        "bisect: stop when the highest rate that holds is within X of the lowest that fails (default 0.05)")
-    p.add_argument("--min-probe-runs", type=int, metavar="N", help="bisect: runs every probed rate gets (default 2)")
-    p.add_argument("--max-probe-runs", type=int, metavar="N", help="bisect: the most runs a probed rate gets (default 6)")
-    p.add_argument("--max-probes", type=int, metavar="N",
-                   help="fit: the most runs a search makes; bisect: the most rates it probes (default and most 64)")
-    p.add_argument("--duration-s", type=float, metavar="S",
-                   help="each run sends at least S x rate requests (default 30, at most 3600)")
-    p.add_argument("--confirm", type=float, metavar="X",
-                   help="bisect: after the search, one probe at X times the lowest failing rate checks for a cliff "
-                        "(default 1.5)")
+    add_settings_flags(p, Settings)
     add_plan_options(p, "continue the searches in DIR (runs/capacity/<timestamp>): recorded probes are reused")
 
 

@@ -4,9 +4,11 @@ printing log tails. Only the CLI layer and renderers print."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from rich.console import Console
 
@@ -19,6 +21,37 @@ err = Console(stderr=True)
 RUNS_DIR = Path("runs")
 OVERRIDES_HELP = ("Hydra overrides (group=option or key=value), e.g. target=llama4_scout draft=eagle_llama4_scout "
                   "lookahead=5; your own config directories: hydra.searchpath=[file://DIR]")
+
+
+def add_settings_flags(p: argparse.ArgumentParser, settings_type: type) -> dict[str, str]:
+    """One flag per setting of a feature's settings dataclass that offers one (``runbook.fields.described``):
+    ``--start-rate`` for ``start_rate``, its type and choices from the field, its help with the default
+    and bounds the field declares. Left out, a flag is None (the setting keeps its default). Returns
+    setting -> flag."""
+    hints = typing.get_type_hints(settings_type)
+    flags = {}
+    for f in dataclasses.fields(settings_type):
+        meta = f.metadata
+        if not meta.get("flag"):
+            continue
+        flags[f.name] = flag = flag_of(f.name)
+        kind = next(t for t in typing.get_args(hints[f.name]) or (hints[f.name],) if t is not type(None))
+        said = [f"default {_shown(f.default)}"] if f.default is not None else []
+        if said and meta.get("high") not in (None, f.default):
+            said.append(f"at most {_shown(meta['high'])}")
+        text = meta["help"] + (f" ({', '.join(said)})" if said else "")
+        p.add_argument(flag, type=kind, choices=meta.get("choices"), metavar=meta.get("metavar"),
+                       help=text.replace("%", "%%"))
+    return flags
+
+
+def flag_of(setting: str) -> str:
+    """The command line's flag for a setting: --start-rate for start_rate."""
+    return "--" + setting.replace("_", "-")
+
+
+def _shown(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 @dataclass

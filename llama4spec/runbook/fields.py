@@ -109,8 +109,9 @@ def _flag(raw: dict, key: str, at: str, problems: list[str], default: bool = Fal
 
 
 # -- the keys a kind declares ----------------------------------------------------------------------
-def _key(read: Reader, **default: Any) -> Any:
-    return dataclasses.field(metadata={"read": read}, **default)
+def _key(read: Reader, bounds: dict[str, Any] | None = None, **default: Any) -> Any:
+    """A runbook key: its reader, and what it accepts (``low``, ``high``, ``choices``) for help texts."""
+    return dataclasses.field(metadata={"read": read, **(bounds or {})}, **default)
 
 
 def overrides() -> Any:
@@ -136,7 +137,8 @@ def label() -> Any:
 
 def count(default: int, low: int, high: int) -> Any:
     """A whole number from ``low`` to ``high``."""
-    return _key(lambda raw, key, at, problems: _count(raw, key, default, low, high, at, problems), default=default)
+    return _key(lambda raw, key, at, problems: _count(raw, key, default, low, high, at, problems),
+                {"low": low, "high": high}, default=default)
 
 
 def _repeats(raw: dict, key: str, default: int | str, at: str, problems: list[str]) -> int | str:
@@ -183,7 +185,8 @@ def _choice(raw: dict, key: str, options: tuple[str, ...], at: str, problems: li
 
 def choice(*options: str) -> Any:
     """One of ``options`` (the first is the default)."""
-    return _key(lambda raw, key, at, problems: _choice(raw, key, options, at, problems), default=options[0])
+    return _key(lambda raw, key, at, problems: _choice(raw, key, options, at, problems), {"choices": options},
+                default=options[0])
 
 
 def _seconds(raw: dict, key: str, default: float, high: float, at: str, problems: list[str]) -> float:
@@ -219,7 +222,7 @@ def _number(raw: dict, key: str, default: float | None, low: float, high: float,
 def number(default: float | None, low: float, high: float, *, above: bool = False, optional: bool = False) -> Any:
     """A finite number from ``low`` (``above``: above it) up to ``high``; ``optional``: or null."""
     return _key(lambda raw, key, at, problems: _number(raw, key, default, low, high, above, optional, at, problems),
-                default=default)
+                {"low": low, "high": high}, default=default)
 
 
 def custom(read: Reader, **default: Any) -> Any:
@@ -227,9 +230,30 @@ def custom(read: Reader, **default: Any) -> Any:
     return _key(read, **default)
 
 
+def described(key: Any, text: str, *, flag: bool = True, metavar: str | None = None) -> Any:
+    """``key`` (a field from this module) with its help ``text``; ``flag``: a command line that runs
+    the kind offers it as ``--key-name`` (its type, choices, default and bounds from the field)."""
+    return dataclasses.field(default=key.default, default_factory=key.default_factory,
+                             metadata={**key.metadata, "help": text, "flag": flag, "metavar": metavar})
+
+
+def group(settings_type: type) -> Any:
+    """A feature's settings: a frozen dataclass whose fields are keys of the step itself (written
+    beside its other keys), read together and carried whole into the steps it generates."""
+    return _key(lambda raw, key, at, problems: read_keys(settings_type, raw, at, problems), {"group": settings_type},
+                default_factory=settings_type)
+
+
 def runbook_keys(keys_type: type) -> set[str]:
-    """The keys a runbook may write for a kind (generated-only fields have no reader)."""
-    return {f.name for f in dataclasses.fields(keys_type) if "read" in f.metadata}
+    """The keys a runbook may write for a kind (generated-only fields have no reader; a group's
+    fields are the step's own keys)."""
+    out: set[str] = set()
+    for f in dataclasses.fields(keys_type):
+        if "group" in f.metadata:
+            out |= runbook_keys(f.metadata["group"])
+        elif "read" in f.metadata:
+            out.add(f.name)
+    return out
 
 
 def read_keys(keys_type: type, raw: dict, at: str, problems: list[str]) -> Any:

@@ -320,6 +320,25 @@ def server_groups(runbook: Runbook, step: Step, matrix: dict[str, list[str]], cl
     return list(groups.values())
 
 
+def pin_async_scheduling(groups: list[ServerGroup]) -> str | None:
+    """Where one of a sweep's servers runs a method vLLM 0.32 schedules without async scheduling
+    (``config.methods``), every server gets ``serve.async_scheduling=false``, so that a speedup
+    compares methods and not schedulers: the sentence that says so, None where nothing was pinned
+    (every method keeps it on, or a server sets it itself)."""
+    from llama4spec.config import methods
+
+    cfgs = [g.cfg for g in groups if g.cfg is not None]
+    names = [c.draft.method for c in cfgs]
+    if len(cfgs) < 2 or methods.pinned_async_scheduling(names) is not False \
+            or any(c.serve.async_scheduling is not None for c in cfgs):
+        return None
+    for g in groups:
+        g.overrides.append("serve.async_scheduling=false")
+    off = sorted({methods.label(n) for n in names if not methods.async_scheduling(n)})
+    return (f"async scheduling pinned off on every server: vLLM 0.32 turns it off for {', '.join(off)}, so "
+            f"each speedup compares methods under one scheduler (serve.async_scheduling=true|false sets it yourself)")
+
+
 def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], make: Make,
                 problems: list[str], environ: Mapping[str, str] | None = None) -> list[Step]:
     """The serve/bench/stop steps a sweep step stands for, followed by the sweep step itself
@@ -364,6 +383,10 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
         return new_id(f"{step.id}-{name}"), " ".join(f"{a}={v}" for a, v in constant) or "the sweep's server"
 
     groups = server_groups(runbook, step, matrix, cli, problems)
+    pinned = pin_async_scheduling(groups)
+    if pinned:
+        step = dataclasses.replace(step, keys=dataclasses.replace(keys, async_pinned=pinned))
+        keys = step.keys
     if keys.design == INTERLEAVED and keys.repeats == AUTO:
         problems.append(f"{at}: design: interleaved measures a fixed number of back-to-back pairs, and repeats is "
                         f"auto (in the runbook or by --repeats auto); give repeats: N or --repeats N (e.g. 5), "

@@ -199,7 +199,7 @@ def _sweeps(sources: list[Source]) -> dict[str, list[str]]:
 def _capacities(sources: list[Source]) -> dict[str, tuple[list[Any], str | None]]:
     """Capacity step id -> (its settings, the baseline's search step), from plan.json; each search
     read where it lies (the run directories and their groups, in order)."""
-    from llama4spec.runbook.write_capacity import from_plan_record
+    from llama4spec.runbook.capacity.write_report import from_plan_record
 
     runs = [r for s in sources for r in s.runs]
     out: dict[str, tuple[list[Any], str | None]] = {}
@@ -214,7 +214,7 @@ def _capacities(sources: list[Source]) -> dict[str, tuple[list[Any], str | None]
 def reference_medians(sources: list[Source], settings: list[Any]) -> dict[str, float] | None:
     """The medians, as its record is now, of the bench step a relative SLO names (its first
     search's search.json says which); None without one."""
-    from llama4spec.runbook.write_capacity import SEARCH, medians_of, slo_basis
+    from llama4spec.runbook.capacity.write_report import SEARCH, medians_of, slo_basis
 
     for setting in settings:
         data, _ = json_or_none(setting.dir / SEARCH)
@@ -228,7 +228,7 @@ def reference_medians(sources: list[Source], settings: list[Any]) -> dict[str, f
 def _write_searches(out: Path, found) -> None:
     """A merged run's searches (search.json and each probe's record) in directories of its own, so
     that the merged directory is itself a run directory for ``report`` and its page."""
-    from llama4spec.runbook.write_capacity import SEARCH, probe_dir
+    from llama4spec.runbook.capacity.write_report import SEARCH, probe_dir
 
     for setting in found.settings:
         search = found.searches.get(setting.name)
@@ -290,7 +290,7 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     """Rebuild (or, from several run directories, merge) the sweep reports, comparisons and summary
     from the records alone; write them into ``out`` (default: the one run directory given).
     Returns 0, or 1 when a point of a sweep has no counted record anywhere."""
-    from llama4spec.runbook import write_capacity as capacity_report
+    from llama4spec.runbook.capacity import write_report as capacity_report
 
     seen: dict[Path, Path] = {}
     for d in run_dirs:
@@ -373,7 +373,7 @@ def _capacity_reports(searched_out: dict[str, Any], out: Path, in_place: bool, c
                       comparisons: dict[str, str]) -> int:
     """Each capacity step's report from its searches (read before), written into ``out`` with the
     searches themselves when ``out`` is a new directory; returns the settings missing."""
-    from llama4spec.runbook import write_capacity as capacity_report
+    from llama4spec.runbook.capacity import write_report as capacity_report
 
     missing = 0
     for cid, found in searched_out.items():

@@ -40,15 +40,31 @@ def cpu_flags(cpuinfo: str) -> str:
     return f"flags sha256:{hashlib.sha256(flags.encode()).hexdigest()[:12]}" if flags else "flags unknown"
 
 
+ELSEWHERE = ("this machine has no GPU, so the profile's device and vLLM build are not compared: a run for GPU "
+             "hardware is planned here and measured there, where they are")
+
+
 def this_machine(cfg: Any) -> nz.Fingerprint:
-    """This machine's fingerprint for ``cfg`` (its vLLM, its GPUs or CPU)."""
+    """This machine's fingerprint for ``cfg`` (its vLLM, its GPUs or CPU). A GPU config planned on a
+    machine without a GPU (a dry run before the cluster) leaves the device and build empty, so
+    they are not compared (``ELSEWHERE``): the doctor refuses to start such a run here anyway."""
     from llama4spec.results.provenance import host, versions
 
     try:
         flags = cpu_flags(Path("/proc/cpuinfo").read_text())
     except OSError:
         flags = "flags unknown"
-    return fingerprint(cfg, host(), versions(), flags)
+    here = fingerprint(cfg, host(), versions(), flags)
+    if planned_elsewhere(cfg, here):
+        return nz.Fingerprint(here.vllm_version, "", "", "", here.target, here.tensor_parallel_size,
+                              here.concurrency)
+    return here
+
+
+def planned_elsewhere(cfg: Any, here: nz.Fingerprint) -> bool:
+    """A config for GPU hardware on a machine whose fingerprint is a CPU's."""
+    device = str(_get(_get(cfg, "hardware"), "device") or "cpu")
+    return device != "cpu" and here.vllm_build == "cpu"
 
 
 def _get(data: Any, key: str) -> Any:
@@ -117,7 +133,18 @@ def at_plan(ctx, p, profile: str | None, overrides: list[str]) -> dict[str, Any]
     if composed is None:
         return None
     try:
-        return nz.noise_record(prior(composed.cfg, found, check_machine=True))
+        record = nz.noise_record(prior(composed.cfg, found, check_machine=True))
+        if found is not None:
+            record["costs"] = profile_costs(found)
+            if not this_machine(composed.cfg).device:
+                record["checked"] = ELSEWHERE
+        return record
     except UserError as err:
         ctx.report(p.id, [f"noise: {line}" for line in err.problems])
         return None
+
+
+def profile_costs(path: Path) -> dict[str, float]:
+    """A profile's measured costs: seconds to start a server and per counted run."""
+    read = nz.read_profile(Path(path))
+    return {"start_s": read.start_s, "run_s": read.run_s}

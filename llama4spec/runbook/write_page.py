@@ -18,7 +18,8 @@ from typing import Any, Iterable, Mapping
 from llama4spec.engine.secrets import redact
 from llama4spec.errors import UserError
 from llama4spec.files import Expect, Unreadable, json_or_none, number, plain, read_bytes, write_atomic
-from llama4spec.runbook import write_capacity as capacity_report, colocation, merge, steps
+from llama4spec.runbook import colocation, merge, steps
+from llama4spec.runbook.capacity import write_report as capacity_report
 from llama4spec.runbook.rundir import Measured, not_run
 from llama4spec.runbook.noise_prior import of_sweep
 from llama4spec.runbook.steps import sweep as sweep_step

@@ -66,6 +66,7 @@ def test_two_servers_on_their_own_cores_with_runs_alternating(interleaved_run) -
 
 
 def test_the_speedup_is_the_paired_interval_of_the_records(interleaved_run) -> None:
+    from llama4spec.analysis.noise import noise_from_record
     from llama4spec.analysis.stats import compare
 
     runbook, run_dir = interleaved_run
@@ -76,7 +77,10 @@ def test_the_speedup_is_the_paired_interval_of_the_records(interleaved_run) -> N
     assert reported["method"] == "paired"
     xs = [r["result"]["output_throughput"] for r in _record(run_dir, CAND)["runs"]]
     ys = [r["result"]["output_throughput"] for r in _record(run_dir, BASE)["runs"]]
-    again = compare({BASE: ys, CAND: xs}, back_to_back={(CAND, BASE): (xs, ys)})[(reported["first"], reported["second"])]
+    noise = noise_from_record(reported["noise"])  # the estimate the sweep's comparison says it used
+    assert noise is not None and noise.between.source.startswith("hardware prior")
+    again = compare({BASE: ys, CAND: xs}, noise=noise, back_to_back={(CAND, BASE): (xs, ys)},
+                    margin=reported["margin"])[(reported["first"], reported["second"])]
     assert again.method == "paired" and again.verdict == reported["verdict"]
     assert again.interval.low == pytest.approx(reported["interval"]["low"], rel=1e-9)
     assert again.interval.high == pytest.approx(reported["interval"]["high"], rel=1e-9)

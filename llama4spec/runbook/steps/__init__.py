@@ -7,7 +7,8 @@ itself:
                            run's status (``steps.failed.StepFailed`` on failure)
     describe(p, say)       the dry run's lines for it beyond the common ones
 
-A new kind is one new module, named in ``KINDS``.
+A new kind is one new module, named in ``KINDS``; a feature's kinds live in the feature's package
+(``runbook/capacity/``), named in ``MODULES``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from llama4spec.runbook.spec import Step, StepKind, Traits
 
 KINDS = ("serve", "bench", "stop", "offline", "compare", "sweep", "fetch", "settle", "capacity", "search", "lossless",
          "breakeven")
+MODULES = {"capacity": "llama4spec.runbook.capacity.kind", "search": "llama4spec.runbook.capacity.search"}
 
 
 @functools.cache
@@ -27,7 +29,7 @@ def kind(name: str) -> StepKind:
     """The step kind ``name`` (ValueError for a kind there is not)."""
     if name not in KINDS:
         raise ValueError(f"unknown step kind {name!r}")
-    return importlib.import_module(f"llama4spec.runbook.steps.{name}").KIND
+    return importlib.import_module(MODULES.get(name, f"llama4spec.runbook.steps.{name}")).KIND
 
 
 def traits_of(name: Any) -> Traits:

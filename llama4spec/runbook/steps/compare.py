@@ -79,10 +79,35 @@ def execute(run, p) -> dict[str, Any]:
     line = _headline(run.plan, p, base, cand)
     run.console.print(line, markup=False, highlight=False, soft_wrap=True)
     compare.render(run.console, base, cand)
+    sides = {role: _async_scheduling(run, ref) for role, ref in (("baseline", p.step.keys.baseline),
+                                                                  ("candidate", p.step.keys.candidate))}
+    note = async_note(sides)
+    if note:
+        run.console.print(f"warning: {note}", markup=False, highlight=False, soft_wrap=True)
+        line = f"{line}\n\nwarning: {note}"
     table = f"{line}\n\n{compare.markdown(base, cand)}"
     write_atomic(p.artifacts["table"], table)
     run.keep_comparison(p.id, table)
     return {label: {"baseline": a, "candidate": b, "speedup": s} for label, a, b, s in compare.rows(base, cand)}
+
+
+def _async_scheduling(run, ref: str | None) -> bool | None:
+    """Whether the server a bench step of this run measured ran with async scheduling (its serve
+    step's result, read from the server's own flags and log); None when not known (a saved file)."""
+    planned = run.plan.get(ref) if ref in run.kinds else None
+    server = getattr(planned.step.keys, "server", None) if planned is not None else None
+    result = run.entries.get(server, {}).get("result") if server else None
+    value = result.get("async_scheduling") if isinstance(result, dict) else None
+    return value if isinstance(value, bool) else None
+
+
+def async_note(sides: dict[str, bool | None]) -> str:
+    """The sentence naming a comparison of async scheduling on against off ("" when equal or unknown)."""
+    if None in sides.values() or len(set(sides.values())) < 2:
+        return ""
+    said = ", ".join(f"the {role} {'with' if on else 'without'} it" for role, on in sides.items())
+    return (f"the two servers ran with different schedulers ({said}: async scheduling): the comparison also "
+            f"compares the scheduler; pin it with serve.async_scheduling=false on both sides")
 
 
 def describe(p, say) -> None:

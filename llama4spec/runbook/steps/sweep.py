@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from llama4spec import figures as registry
-from llama4spec.files import csv_text, number, write_atomic, write_json
+from llama4spec.files import csv_text, number, plain, write_atomic, write_json
 from llama4spec.runbook import fields
 from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import (DESIGNS, INTERLEAVED, SEQUENTIAL, TooLarge, check_matrix, expand_step,
@@ -65,6 +65,7 @@ class Keys:
     noise: str | None = fields.text()  # a noise.json (`llama4spec calibrate`): the prior of every comparison
     margin: float = fields.custom(_margin, default=MARGIN)  # equivalent: a ratio within +-margin, decided by two one-sided tests
     fallback: str | None = None  # generated: why an interleaved sweep is measured sequentially here
+    async_pinned: str | None = None  # generated: async scheduling pinned off on every server, and why
     prior: dict[str, Any] | None = None  # generated: the noise its comparisons start from (``noise_record``)
     points: list[str] = field(default_factory=list)  # generated: the bench steps it expands to
 
@@ -76,6 +77,8 @@ class Keys:
             out["noise_prior"] = self.prior
         if self.fallback:
             out["fallback"] = self.fallback
+        if self.async_pinned:
+            out["async_scheduling"] = self.async_pinned
         if used == INTERLEAVED:
             first, second = ("candidates", "no speculation") if self.swap_devices else ("no speculation", "candidates")
             out.update(gap_s=self.gap_s, swap_devices=self.swap_devices,
@@ -84,7 +87,12 @@ class Keys:
 
 
 def design_lines(design: dict[str, Any] | None) -> list[str]:
-    """The design in sentences (the dry run and the report)."""
+    """The design in sentences (the dry run and the report), and async scheduling where it was pinned."""
+    pinned = (design or {}).get("async_scheduling")
+    return _design_words(design) + ([plain(pinned, 500)] if isinstance(pinned, str) else [])
+
+
+def _design_words(design: dict[str, Any] | None) -> list[str]:
     if not design or design.get("asked") != INTERLEAVED:
         return []
     if design.get("design") != INTERLEAVED:
@@ -104,17 +112,26 @@ def margin_of(design: dict[str, Any] | None) -> float:
     return float(value) if margin_problem(value) is None else MARGIN
 
 
-def noise_lines(prior: dict[str, Any] | None, margin: float) -> list[str]:
-    """The noise a sweep's comparisons start from, and its margin of equivalence (the dry run)."""
-    from llama4spec.analysis.noise import noise_from_record
+def noise_lines(prior: dict[str, Any] | None, margin: float, runs: tuple[int, int] = (MIN_REPEATS, MAX_REPEATS),
+                confidence: float = CONFIDENCE) -> list[str]:
+    """The noise a sweep's comparisons start from, and its margin of equivalence (the dry run);
+    from a profile (its costs recorded), the design its components and costs call for and the
+    precision it is expected to reach (``runs``: the fewest and most runs a point gets)."""
+    from llama4spec.analysis.noise import design_lines, noise_from_record
 
     noise = noise_from_record(prior)
     if noise is None:
         return []
-    return [f"noise: {noise.text()}; pooled by df with the sweep's own estimate where its settings have runs "
-            f"from two or more server starts",
-            f"equivalence: two settings within +-{100 * margin:g}% of each other are declared equivalent "
-            f"(two one-sided tests; margin: sets it)"]
+    lines = [f"noise: {noise.text()}; pooled by df with the sweep's own estimate where its settings have runs "
+             f"from two or more server starts"]
+    if isinstance(prior.get("checked"), str):
+        lines.append(f"profile: {prior['checked']}")
+    costs = prior.get("costs") if isinstance(prior.get("costs"), dict) else {}
+    start_s, run_s = number(costs.get("start_s"), 0, 1e6), number(costs.get("run_s"), 0, 1e6)
+    if noise.provisional is None:
+        lines += design_lines(noise, (start_s, run_s) if start_s and run_s else None, runs, confidence=confidence)
+    return lines + [f"equivalence: two settings within +-{100 * margin:g}% of each other are declared equivalent "
+                    f"(two one-sided tests; margin: sets it)"]
 
 
 def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> None:
@@ -280,7 +297,8 @@ def describe(p, say) -> None:
         say(f"    report over {len(keys.points)} points (speedup, efficiency, best lookahead, plots)")
         for line in design_lines(keys.design_record()):
             say(f"    {line}")
-        for line in noise_lines(keys.prior, keys.margin):
+        runs = (keys.min_repeats, keys.max_repeats) if keys.repeats == "auto" else (keys.repeats, keys.repeats)
+        for line in noise_lines(keys.prior, keys.margin, runs, keys.confidence):
             say(f"    {line}")
 
 

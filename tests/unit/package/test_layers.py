@@ -54,7 +54,7 @@ def test_building_the_parser_imports_no_engine():
 KIND_NAMES_STILL_COMPARED = {
     "runbook/merge.py": 5,  # _sweeps, _capacities, _designs, _compares, refuse_unrelated
     "runbook/write_page.py": 2,  # the sweep and capacity parts of the page
-    "runbook/write_capacity.py": 1,  # a capacity step's searches in plan.json
+    "runbook/capacity/write_report.py": 1,  # a capacity step's searches in plan.json
 }
 
 

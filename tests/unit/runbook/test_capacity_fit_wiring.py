@@ -11,10 +11,11 @@ import pytest
 from rich.console import Console
 
 from llama4spec.errors import UserError
-from llama4spec.runbook.write_capacity import FIT_FIGURE, Found, fitted_section
+from llama4spec.runbook.capacity.write_report import FIT_FIGURE, Found, fitted_section
 from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.render import plan_text
-from llama4spec.runbook.steps import search as search_step
+from llama4spec.runbook.capacity import search as search_step
+from llama4spec.runbook.capacity.search_settings import Settings
 from llama4spec.analysis import capacity_search as cap
 from tests.helpers import REPO, png_series
 
@@ -53,23 +54,23 @@ def _measured(rate: float) -> cap.Run:
 
 
 def test_the_fitted_search_moves_to_the_crossing_and_records_the_fit() -> None:
-    keys = search_step.Keys(search="fit", start_rate=8.0, precision=0.1)
-    search = cap.Search(search_step.settings_of(keys, 0.9))
+    s = Settings(search="fit", start_rate=8.0, precision=0.1)
+    search = cap.Search(s.bisect(0.9))
     seen = []
-    while (rate := search_step.next_move(keys, search)[0]) is not None and len(seen) < 40:
+    while (rate := search_step.next_move(s, search)[0]) is not None and len(seen) < 40:
         search = search_step.add_run(search, rate, _measured(rate), "why")
         seen.append(rate)
     assert 5 <= len(seen) < 40 and len(seen) > len(search.probes)  # rates repeat: the run is the unit
-    record = search_step.document(search, {}, {"ttft": 60.0}, {}, keys)
+    record = search_step.document(search, {}, {"ttft": 60.0}, {}, s)
     assert record["search"] == "fit" and record["fit"]["next"]["stop"] == "precision"
     low, high = record["fit"]["interval"]
     assert low <= 25.0 <= high and record["fit"]["estimate"] == pytest.approx(25.0, rel=0.05)
 
 
 def test_the_report_refits_the_fitted_searches_and_draws_them(tmp_path: Path) -> None:
-    keys = search_step.Keys(search="fit", start_rate=8.0, precision=0.1)
-    search = cap.Search(search_step.settings_of(keys, 0.9))
-    while (rate := search_step.next_move(keys, search)[0]) is not None:
+    s = Settings(search="fit", start_rate=8.0, precision=0.1)
+    search = cap.Search(s.bisect(0.9))
+    while (rate := search_step.next_move(s, search)[0]) is not None:
         search = search_step.add_run(search, rate, _measured(rate), "why")
     found = Found({}, {"no speculation": search, "EAGLE k=3": search},
                   {"no speculation": {"fit": True}, "EAGLE k=3": {"fit": False}})
@@ -80,13 +81,13 @@ def test_the_report_refits_the_fitted_searches_and_draws_them(tmp_path: Path) ->
 
 
 def test_search_json_reads_back_every_run_a_fitted_search_repeats_at_one_rate() -> None:
-    keys = search_step.Keys(start_rate=8.0)  # the fitted search: the default
-    settings = search_step.settings_of(keys, 0.9)
+    s = Settings(start_rate=8.0)  # the fitted search: the default
+    settings = s.bisect(0.9)
     search = cap.Search(settings)
     for i in range(30):  # more runs at one rate than a bisecting probe takes (RUNS_CAP)
         search = search_step.add_run(search, 8.0, cap.Run(0.9, 100, per_metric={"ttft": 0.95, "tpot": 0.9}), "w")
     assert 30 > cap.RUNS_CAP
-    back = cap.from_json(search_step.document(search, {}, {"ttft": 60.0, "tpot": 20.0}, {}, keys), settings)
+    back = cap.from_json(search_step.document(search, {}, {"ttft": 60.0, "tpot": 20.0}, {}, s), settings)
     assert back.probes == search.probes and back.probes[0].runs[0].per_metric == {"ttft": 0.95, "tpot": 0.9}
 
 

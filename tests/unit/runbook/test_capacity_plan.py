@@ -16,7 +16,7 @@ from llama4spec.errors import UserError
 from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.render import plan_text
-from llama4spec.runbook.steps import search as search_step
+from llama4spec.runbook.capacity import search as search_step
 from llama4spec.analysis import capacity_search as cap
 from llama4spec.tiny.paths import tiny_root
 from tests.recorded_runs import simulated_search
@@ -181,14 +181,14 @@ def test_thresholds_are_the_multiples_of_the_baselines_medians_and_resume_reuses
     thresholds, basis = search_step.thresholds_of(plan, p)
     assert thresholds == {"ttft": 100.0, "tpot": 20.0}
     assert basis["relative_to"] == "bench_baseline" and basis["medians"] == {"ttft": 20.0, "tpot": 10.0}
-    settings = search_step.settings_of(p.step.keys, 0.9)
+    settings = p.step.keys.settings.bisect(0.9)
     identity = search_step._identity(plan, p, thresholds)
-    done = simulated_search(p.step.keys, 5.0)  # the fitted search, the default
+    done = simulated_search(p.step.keys.settings, 5.0)  # the fitted search, the default
     p.artifacts["search"].parent.mkdir(parents=True)
-    p.artifacts["search"].write_text(json.dumps(search_step.document(done, identity, thresholds, basis, p.step.keys)))
+    p.artifacts["search"].write_text(json.dumps(search_step.document(done, identity, thresholds, basis, p.step.keys.settings)))
     assert not search_step.pending(plan, p)  # a finished search: a resumed run starts no server for it
     half = cap.Search(settings, done.probes[:2])
-    p.artifacts["search"].write_text(json.dumps(search_step.document(half, identity, thresholds, basis, p.step.keys)))
+    p.artifacts["search"].write_text(json.dumps(search_step.document(half, identity, thresholds, basis, p.step.keys.settings)))
     assert search_step.pending(plan, p)
     assert search_step._recorded(p, settings, identity).probes == half.probes  # continued from its probes
     _baseline_record(plan, ttft=25.0)  # another baseline: other thresholds, so the search starts again
@@ -198,7 +198,7 @@ def test_thresholds_are_the_multiples_of_the_baselines_medians_and_resume_reuses
 
 
 def test_the_report_gives_each_capacity_its_gain_with_an_interval_and_a_plot(tmp_path: Path) -> None:
-    from llama4spec.runbook.write_capacity import run_report
+    from llama4spec.runbook.capacity.write_report import run_report
 
     plan = _plan(TINY, run_dir=tmp_path)
     _baseline_record(plan)
@@ -206,7 +206,7 @@ def test_the_report_gives_each_capacity_its_gain_with_an_interval_and_a_plot(tmp
                           ("capacity-tiny_eagle-k3-search", 7.0)):
         p = plan.get(sid)
         thresholds, basis = search_step.thresholds_of(plan, p)
-        settings = search_step.settings_of(p.step.keys, 0.9)
+        settings = p.step.keys.settings.bisect(0.9)
         search = _simulate(settings, capacity)
         p.artifacts["search"].parent.mkdir(parents=True)
         p.artifacts["search"].write_text(json.dumps(search_step.document(

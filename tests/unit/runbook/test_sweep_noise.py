@@ -5,6 +5,7 @@ one line, exit 2, nothing started; the dry run prints what the sweep will use.""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,40 @@ def test_the_sweep_command_takes_a_profile(cli, tmp_path):
     done = cli(*args, "--noise", _profile(tmp_path / "other" if (tmp_path / "other").mkdir() is None else tmp_path,
                                            vllm_build="cuda 12.8"))
     assert done.returncode == 2 and "measured with vllm build 'cuda 12.8'" in done.stderr, done.stderr
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "noise"
+
+
+def test_the_scout_sweep_planned_here_with_a_gpu_profile_prints_its_design_and_precision(cli, tmp_path):
+    """A quiet H100 node's profile (a fixture of made-up figures: between 0.02, within 0.04): the
+    Scout sweep planned on this GPU-less machine takes it (its device and build not compared here,
+    and said so), and its dry run prints the runs a start its costs call for and the precision
+    expected at the sweep's fewest and most runs."""
+    profile = tmp_path / "h100.json"
+    profile.write_text((FIXTURES / "h100_scout_tp4.json").read_text())
+    text = Path("runbooks/llama4_scout_eagle_sweep.yaml").read_text()
+    runbook = tmp_path / "scout.yaml"
+    runbook.write_text(text.replace("    repeats: auto\n", "    repeats: auto\n    noise: h100.json\n", 1))
+    done = cli("run", runbook, "--dry-run", "--runs-dir", tmp_path / "runs")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "between-start sd 0.020 (5.0 df), within-start sd 0.040 (18.0 df)" in out and "provisional" not in out
+    assert "the profile's device and vLLM build are not compared" in out
+    noise = nz.read_profile(profile).noise
+    best = nz.runs_per_start(noise, 420.0, 75.0)
+    assert f"design: {best.runs} runs a start: a start costs 420 s, a run 75 s" in out
+    spans = f"+-{100 * nz.half_width(noise, 2):.1f}% at 2 runs, +-{100 * nz.half_width(noise, 10):.1f}% at 10 runs"
+    assert f"expected precision: a speedup of two points, one server start each: {spans}" in out
+    assert nz.half_width(noise, 10) < nz.half_width(noise, 2) < 0.2  # a quiet node: runs narrow it, within +-20%
+    # the same profile against a CPU config measured here is another machine
+    done = _dry(cli, tmp_path, f"noise: {profile}")
+    assert done.returncode == 2 and "measured with" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_half_width_shrinks_with_runs_and_starts_and_never_below_the_start_term():
+    noise = nz.prior(0.13, 0.165, "x", 6, 72)
+    one, many = nz.half_width(noise, 2), nz.half_width(noise, 100)
+    assert many < one and nz.half_width(noise, 10, starts=4) < nz.half_width(noise, 10)
+    floor = math.expm1(nz.t_quantile(6, 0.975) * math.sqrt(2) * 0.13)
+    assert many > floor * 0.98  # runs against one start each never average the start offsets away

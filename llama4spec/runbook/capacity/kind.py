@@ -12,6 +12,9 @@ latency-throughput plot per setting with the SLO's lines.
 The SLO comes from the config (``slo=interactive``, ``slo.ttft_ms=...``) and is checked once here,
 before any server is planned; ``slo.relative_to: STEP`` takes multiples of a bench step's measured
 medians, resolved when that step has run and recorded in each search.json.
+
+The search's settings (``start_rate``, ``max_rate``, ``search``, ...) are one ``Settings``
+(``search_settings``), written as keys of this step and handed whole to every search step.
 """
 
 from __future__ import annotations
@@ -28,10 +31,8 @@ from llama4spec.runbook import fields
 from llama4spec.runbook.matrix import (TooLarge, bounded_id, check_matrix, file_label, is_client_axis,
                                        matrix_points, points_problem, server_groups)
 from llama4spec.runbook.spec import Reference, Traits
+from llama4spec.runbook.capacity.search_settings import Settings
 from llama4spec.runbook.steps.base import BaseKind
-from llama4spec.runbook.steps.search import fit_settings
-from llama4spec.analysis import capacity_fit as cf
-from llama4spec.analysis import capacity_search as cap
 
 CLIENT_KEYS = ("slo",)  # a capacity matrix varies servers; the SLO and the client are the step's own
 
@@ -46,19 +47,7 @@ def _matrix(raw: dict, key: str, at: str, problems: list[str]) -> dict[str, list
 class Keys:
     matrix: dict[str, list[str]] | None = fields.custom(_matrix, default=None)  # server settings: key -> values
     overrides: list[str] = fields.overrides()  # every server's, and the SLO (slo=interactive, slo.relative_to=...)
-    extra_args: list[str] = fields.texts()  # more `vllm bench serve` flags, for every probe
-    start_rate: float = fields.number(1.0, 0, cap.MAX_RATE, above=True)  # req/s: the first rate probed
-    max_rate: float = fields.number(cap.MAX_RATE, 0, cap.MAX_RATE, above=True)  # req/s: no probe goes above it
-    search: str = fields.choice("fit", "bisect")  # fit: runs at one fitted curve's crossing; bisect: a verdict a rate
-    # fit: stop when the interval's half-width is at most this x the capacity (default 0.10);
-    # bisect: stop when U / L - 1 is at most this (default 0.05)
-    precision: float | None = fields.number(None, 0.01, 1, optional=True)
-    min_probe_runs: int = fields.count(cap.MIN_PROBE_RUNS, 2, cap.RUNS_CAP)  # runs every probe gets
-    max_probe_runs: int = fields.count(cap.MAX_PROBE_RUNS, 2, cap.RUNS_CAP)  # the most a probe gets
-    max_probes: int = fields.count(cap.MAX_PROBES, 1, cap.MAX_PROBES)  # rates a search may probe
-    duration_s: float = fields.number(30.0, 0, 3600.0, above=True)  # each run: at least this many seconds of requests
-    confirm: float | None = fields.number(cap.CONFIRM, 1, 100, above=True, optional=True)  # the cliff check's factor
-    confidence: float = fields.level(0.95)  # of each verdict at one rate
+    settings: Settings = fields.group(Settings)  # the search's (start_rate, max_rate, ...): written beside these
     # generated:
     points: list[str] = field(default_factory=list)  # its search steps, one per server
     names: dict[str, str] = field(default_factory=dict)  # search step -> the setting in words
@@ -72,23 +61,6 @@ class Keys:
         """plan.json's ``capacity``: each search step's setting in words, and the baseline's search
         (what ``report`` and report.html need to analyse the searches again from their records)."""
         return {"names": dict(self.names), "baseline": self.baseline}
-
-
-def settings_problems(keys: Keys, target: float = 0.95) -> list[str]:
-    """Every problem of the search settings the keys give: the rates, runs and probes as a bisecting
-    search reads them (``capacity.settings_problems``), and for a fitted search (the default) its
-    precision, confidence and probe budget (``capacity_fit.settings_problems``)."""
-    fitted = keys.search == "fit"
-    default = cf.PRECISION if fitted else cap.PRECISION
-    problems = cap.settings_problems(cap.Settings(start=keys.start_rate, target=target,
-                                                  precision=keys.precision or default,
-                                                  cap=keys.max_rate, min_runs=keys.min_probe_runs,
-                                                  max_runs=keys.max_probe_runs, max_probes=keys.max_probes,
-                                                  confidence=keys.confidence, confirm=keys.confirm))
-    if not fitted:
-        return problems
-    own = [p for p in cf.settings_problems(fit_settings(keys, target)) if not p.startswith(("the rates", "the start"))]
-    return [*(p for p in problems if not p.startswith("the precision")), *own]
 
 
 def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> None:
@@ -109,9 +81,9 @@ def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> No
                 keys.matrix, state["too_large"] = None, True
             else:
                 state["points"] = before + matrix_points(keys.matrix)
-    problems.extend(fields.warmup_flag_problems(keys.extra_args, at))
-    problems.extend(fields.own_flag_problems(keys.extra_args, at, fields.PROBE_OWN_FLAGS))
-    problems.extend(f"{at}: {p}" for p in settings_problems(keys))
+    problems.extend(fields.warmup_flag_problems(keys.settings.extra_args, at))
+    problems.extend(fields.own_flag_problems(keys.settings.extra_args, at, fields.PROBE_OWN_FLAGS))
+    problems.extend(f"{at}: {p}" for p in keys.settings.problems())
 
 
 def slo_check(cfg) -> list[str]:
@@ -155,9 +127,6 @@ def expand(runbook, step, cli: list[str], taken: set[str], make, problems: list[
     groups = server_groups(runbook, step, keys.matrix or {}, cli, problems)
     axes = list(keys.matrix or {})
     out, points, names, baseline, previous = [], [], {}, None, None
-    search_keys = {f.name: getattr(keys, f.name) for f in dataclasses.fields(keys)
-                   if f.name in ("extra_args", "start_rate", "max_rate", "search", "precision", "min_probe_runs",
-                                 "max_probe_runs", "max_probes", "duration_s", "confirm", "confidence")}
     for group in groups:
         label = "-".join(file_label(a, v) for a, v in group.constant(axes)) or "server"
         sid = bounded_id(f"{step.id}-{label}")
@@ -176,7 +145,7 @@ def expand(runbook, step, cli: list[str], taken: set[str], make, problems: list[
                         description=f"capacity '{step.id}': server for {name}",
                         overrides=[*keys.overrides, *group.overrides]))
         out.append(make("search", ids[1], needs=needs, description=f"capacity '{step.id}': request capacity of {name}",
-                        server=sid, relative_to=ref, **search_keys))
+                        server=sid, relative_to=ref, settings=keys.settings))
         out.append(make("stop", ids[2], server=sid))
         previous = ids[2]
         points.append(ids[1])
@@ -202,7 +171,7 @@ def plan(ctx, p) -> None:
 
 
 def execute(run, p) -> dict[str, Any]:
-    from llama4spec.runbook.write_capacity import FIT_FIGURE, run_report
+    from llama4spec.runbook.capacity.write_report import FIT_FIGURE, run_report
 
     text, record = run_report(run.plan, p, run.console, run.not_run())
     run.keep_comparison(p.id, text.replace("](latency-", f"]({p.id}/latency-").replace(f"]({FIT_FIGURE})",

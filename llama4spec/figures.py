@@ -118,3 +118,4 @@ def slo_figures() -> tuple[Figure, ...]:
 
 SLO_METRICS = tuple(f.slo[0] for f in slo_figures())  # vLLM's --goodput names: ttft, tpot, e2el
 SLO_NAMES = {f.slo[0]: f.slo[1] for f in slo_figures()}  # ttft -> TTFT
+SLO_MEDIANS = {f.slo[0]: f.key for f in slo_figures()}  # ttft -> median_ttft_ms: what an SLO multiplier scales

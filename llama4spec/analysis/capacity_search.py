@@ -48,6 +48,8 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 
 from llama4spec.errors import UserError
+from llama4spec.figures import SLO_METRICS as METRICS  # the latencies an SLO may bind (ttft, tpot, e2el)
+from llama4spec.figures import SLO_NAMES as NAMES
 from llama4spec.files import MAX_COUNT, count, number, shown
 from llama4spec.results.bench import BenchRecord
 from llama4spec.analysis.decide import CONFIDENCE, Estimate, interval_at, looks
@@ -69,8 +71,6 @@ PROBE_EARLY_ALPHA = 0.25
 UNDECIDED_ZONE = 4
 CONFIRM = 1.5  # the confirming probe: this many times the lowest failing rate
 ROUND_DIGITS = 4  # significant digits of a probed rate (the rate recorded is the rate sent)
-METRICS = ("ttft", "tpot", "e2el")
-NAMES = {"ttft": "TTFT", "tpot": "TPOT", "e2el": "E2E"}
 KIND = "llama4spec.capacity_search"
 
 OPEN, HOLDS, FAILS, UNDECIDED = "open", "holds", "fails", "undecided"

@@ -72,6 +72,8 @@ class Point:
     # every counted run's value per figure (output_throughput, mean_tpot_ms, mean_ttft_ms,
     # acceptance_length); the figures above are their medians
     samples: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    # the record's value of every other sweep figure (``figures.sweep()``) vLLM reports, by key
+    figures: Mapping[str, float | None] = field(default_factory=dict)
     category: str | None = None  # the prompts' category, when the point measured one
     prompts: int | None = None  # a category point: its category's distinct prompts, when known
     # measured until decided (repeats: auto): the verdict against no speculation the sequential rule
@@ -94,9 +96,13 @@ class Point:
         """The 95% interval of a figure over the repeats (one sample: the figure alone, no interval)."""
         values = self.samples.get(key)
         if values is None:
-            value = getattr(self, key, None)
+            value = self.value(key)
             values = () if value is None else (value,)
         return interval(values)
+
+    def value(self, key: str) -> float | None:
+        """A figure of the point by its key (``figures.Figure.key``): its field, else its record's value."""
+        return getattr(self, key) if hasattr(self, key) else self.figures.get(key)
 
     @property
     def repeats(self) -> int:

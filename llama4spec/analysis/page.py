@@ -142,7 +142,7 @@ def stop_text(stop: Mapping[str, Any] | None) -> str:
 def concurrency_table(a: AtConcurrency, stops: Mapping[str, Mapping[str, Any]]) -> Table:
     """One concurrency's table (``render.rows``: medians with 95% intervals, the speedup's interval
     and verdict), with the stop reason of each point measured until decided."""
-    header, cells = list(render.COLUMNS), render.rows(a)
+    header, cells = render.columns(), render.rows(a)
     points = _points(a)
     if any(p.id in stops for p in points):
         header.append("stop")

@@ -11,6 +11,7 @@ import io
 import json
 from pathlib import Path
 
+from llama4spec.figures import Figure, Plot
 from llama4spec.files import write_atomic
 from llama4spec.analysis.model import Analysis, Point
 
@@ -68,18 +69,19 @@ def _errors(values: list[tuple[float, float | None, float | None]]) -> list[list
             [max(0.0, high - y) if high is not None else 0.0 for y, _, high in values]]
 
 
-def throughput_vs_concurrency(points: list[Point], path: Path) -> list[str]:
-    """Output throughput (medians) against concurrency, one line per lookahead (and no speculation),
-    with the 95% intervals as error bars."""
+def figure_vs_concurrency(points: list[Point], figure: Figure, plot: Plot, path: Path) -> list[str]:
+    """A sweep figure (medians; output throughput, say) against concurrency, one line per lookahead
+    (and no speculation), with the 95% intervals as error bars."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     lines: dict[str, list[tuple[int, float, float | None, float | None]]] = {}
     several = len({p.temperature for p in points}) > 1
     for p in sorted(points, key=lambda p: (p.temperature, p.speculative, p.draft, p.lookahead or 0, p.concurrency)):
-        if p.output_throughput is not None and not p.category:
-            iv = p.interval("output_throughput")
+        value = p.value(figure.key)
+        if value is not None and not p.category:
+            iv = p.interval(figure.key)
             name = f"{p.name} T={p.temperature:g}" if several else p.name
-            lines.setdefault(name, []).append((p.concurrency, p.output_throughput, iv.low, iv.high))
+            lines.setdefault(name, []).append((p.concurrency, value, iv.low, iv.high))
     for name, xy in lines.items():
         ax.errorbar([x for x, *_ in xy], [y for _, y, *_ in xy], yerr=_errors([v[1:] for v in xy]), marker="o",
                     label=name, capsize=3, linestyle="--" if name.startswith("no speculation") else "-")
@@ -87,8 +89,8 @@ def throughput_vs_concurrency(points: list[Point], path: Path) -> list[str]:
     ticks = sorted({x for xy in lines.values() for x, *_ in xy})
     ax.set_xticks(ticks, [str(t) for t in ticks])
     ax.set_xlabel("max concurrency")
-    ax.set_ylabel("output tokens/s (median, 95% interval)")
-    return _save(fig, ax, path, "Throughput vs concurrency")
+    ax.set_ylabel(plot.axis)
+    return _save(fig, ax, path, plot.title)
 
 
 def speedup_measured_vs_predicted(analysis: Analysis, path: Path) -> list[str]:

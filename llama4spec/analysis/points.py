@@ -9,11 +9,11 @@ import json
 from dataclasses import replace
 from typing import Any, Iterable, Mapping
 
+from llama4spec import figures as registry
 from llama4spec.files import count
 from llama4spec.results.bench import BenchRecord
 from llama4spec.analysis.model import SCHEDULED, Point
 
-FIGURES = ("output_throughput", "mean_tpot_ms", "mean_ttft_ms")
 # config keys a point's name or its table already says: the draft, the lookahead, the concurrency,
 # the prompts' category and the sampling temperature
 NAMED = ("draft.", "lookahead", "bench.max_concurrency", "bench.category", "bench.temperature")
@@ -77,7 +77,8 @@ def point(step_id: str, config: Mapping[str, Any], record: BenchRecord) -> Point
     acc = record.acceptance if k else None
     concurrency = record.figure("max_concurrency") or dotted(config, "bench.max_concurrency")
     category = dotted(config, "bench.category")
-    samples: dict[str, tuple[float, ...]] = {key: tuple(record.samples(key)) for key in FIGURES}
+    measured = [f.key for f in registry.sweep() if f.source == registry.RESULT]
+    samples: dict[str, tuple[float, ...]] = {key: tuple(record.samples(key)) for key in measured}
     if k:
         samples["acceptance_length"] = tuple(record.acceptance_samples())
     draft = "none"
@@ -96,6 +97,7 @@ def point(step_id: str, config: Mapping[str, Any], record: BenchRecord) -> Point
         num_drafts=acc.num_drafts if acc else 0,
         accepted_per_pos=tuple(acc.accepted_per_pos) if acc else (),
         samples={key: values for key, values in samples.items() if values},
+        figures={key: record.figure(key) for key in measured if not hasattr(Point, key)},
         category=str(category) if category is not None else None,
         prompts=record.category_prompts,
         stop_verdict=(record.stop or {}).get("verdict") if k else None,

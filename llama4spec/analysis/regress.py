@@ -29,22 +29,14 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from llama4spec import figures as registry
+from llama4spec.figures import Figure
 from llama4spec.analysis.decide import CONFIDENCE, LogRatio, holm, interval_at, start_shares
 from llama4spec.analysis.noise import Noise, noise_record
 
 REGRESSED, IMPROVED, NO_CHANGE, NOT_TESTED = "regressed", "improved", "no significant change", "not tested"
 
 
-@dataclass(frozen=True)
-class Metric:
-    key: str
-    label: str
-    higher_is_better: bool
-    timed: bool  # carries the between-start term
-
-
-METRICS = (Metric("output_throughput", "tok/s", True, True), Metric("mean_tpot_ms", "TPOT ms", False, True),
-           Metric("mean_ttft_ms", "TTFT ms", False, True), Metric("acceptance_length", "acc len", True, False))
 
 
 @dataclass(frozen=True)
@@ -62,7 +54,7 @@ class Runs:
 class Change:
     """One metric of one point, new against old."""
 
-    metric: Metric
+    metric: Figure
     old: float | None  # median of the old runs
     new: float | None
     ratio: float | None  # geometric means (medians with fewer than 2 runs a side), new over old
@@ -108,11 +100,11 @@ def _median(values: Sequence[float]) -> float | None:
     return float(np.median(values)) if values else None
 
 
-def _statistic(metric: Metric, noise: Noise | None) -> LogRatio:
+def _statistic(metric: Figure, noise: Noise | None) -> LogRatio:
     return LogRatio(noise if metric.timed else None)
 
 
-def _estimate(metric: Metric, old: Runs, new: Runs, noise: Noise | None):
+def _estimate(metric: Figure, old: Runs, new: Runs, noise: Noise | None):
     statistic = _statistic(metric, noise)
     a, b = (statistic.values(np.asarray(r.usable(), float)) for r in (new, old))
     shares = [float(start_shares(r.starts[:len(r.usable())] or [1] * len(r.usable()))[-1]) for r in (new, old)]
@@ -129,7 +121,7 @@ def compare_points(pairs: Mapping[tuple[str, str], Mapping[str, tuple[Runs, Runs
     out, tested, estimates = [], [], []
     for (old_id, new_id), metrics in pairs.items():
         point = PointChange(old_id, new_id)
-        for metric in METRICS:
+        for metric in registry.regressed():
             if metric.key not in metrics:
                 continue
             old, new = metrics[metric.key]
@@ -182,7 +174,7 @@ def gate(points: Sequence[PointChange], pct: float) -> list[str]:
     """One line per point regressed by more than ``pct`` percent with confidence, naming its metrics."""
     out = []
     for pt in points:
-        worse = [f"{c.metric.label} {c.old:.4g} -> {c.new:.4g} (at least {c.loss_pct:.1f}% slower)" for c in pt.changes
+        worse = [f"{c.metric.row} {c.old:.4g} -> {c.new:.4g} (at least {c.loss_pct:.1f}% slower)" for c in pt.changes
                  if c.verdict == REGRESSED and c.loss_pct is not None and c.loss_pct > pct and c.old and c.new]
         if worse:
             out.append(f"{pt.id}: {'; '.join(worse)}")
@@ -194,7 +186,7 @@ def gate(points: Sequence[PointChange], pct: float) -> list[str]:
 def rule(noise: Noise | None) -> dict[str, Any]:
     """The rule of every comparison of the table, with the noise estimate it used."""
     return {"test": "welch", "scale": "log of each metric", "noise": noise_record(noise),
-            "noise_applies_to": [m.key for m in METRICS if m.timed], "interval": "95% per comparison",
+            "noise_applies_to": [m.key for m in registry.regressed() if m.timed], "interval": "95% per comparison",
             "multiplicity": "holm over every tested comparison of the table, both directions",
             "controls": "family-wise error rate of the verdicts over the table"}
 
@@ -221,7 +213,7 @@ def render(console: Console, points: Sequence[PointChange], heading: Sequence[st
     for pt in points:
         for i, c in enumerate(pt.changes):
             style = {REGRESSED: "red", IMPROVED: "green"}.get(c.verdict)
-            table.add_row(escape(pt.id) if i == 0 else "", c.metric.label, _num(c.old), _num(c.new), c.text(),
+            table.add_row(escape(pt.id) if i == 0 else "", c.metric.row, _num(c.old), _num(c.new), c.text(),
                           f"[{style}]{c.verdict}[/{style}]" if style else c.verdict,
                           end_section=i == len(pt.changes) - 1)
     console.print(table)

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.text import Text
 from rich.table import Table
 
+from llama4spec import figures as registry
 from llama4spec.analysis import categories, tail
 from llama4spec.analysis.decide import RatioInterval
 from llama4spec.analysis.model import SCHEDULED, Analysis, AtConcurrency, Fit, Point, Row, label, runs, temperature_findings
@@ -23,10 +24,14 @@ from llama4spec.analysis.stats import BOOTSTRAP_FROM, CONFIDENCE, Comparison, In
 SCHEDULE_NOTE = ("client concurrency approximates the server's running batch size; batch sizes above the last "
                  "range carry its k forward (vLLM)")
 
-COLUMNS = ("setting", "output tok/s", "TPOT ms", "TTFT ms", "accept len", "speedup", "bound", "efficiency",
-           "predicted", "vs none")
-SHORT_COLUMNS = ("setting", "tok/s", "95% CI", "TPOT", "TTFT", "acc len", "speedup", "95% CI", "bound", "eff",
-                 "model")
+
+def columns(short: bool = False) -> list[str]:
+    """A table's header: the sweep's figures (``figures.sweep()``) between the setting and the speedup;
+    narrow (terminal), a figure marked ``interval_column`` has its 95% interval in a column of its own."""
+    if short:
+        figures = [c for f in registry.sweep() for c in (f.short, "95% CI")[:1 + f.interval_column]]
+        return ["setting", *figures, "speedup", "95% CI", "bound", "eff", "model"]
+    return ["setting", *(f.label for f in registry.sweep()), "speedup", "bound", "efficiency", "predicted", "vs none"]
 
 
 def _f(value: float | None, fmt: str = ".2f", suffix: str = "") -> str:
@@ -64,12 +69,7 @@ def rows(a: AtConcurrency, short: bool = False) -> list[list[str]]:
     name = (lambda p: short_name(p, a)) if short else (lambda p: p.name)
 
     def cells(p: Point, speedup: list[str], rest: list[str]) -> list[str]:
-        tput = p.interval("output_throughput")
-        if short:
-            return [name(p), _f(p.output_throughput, ".1f"), _ci(tput), _f(p.mean_tpot_ms), _f(p.mean_ttft_ms),
-                    _f(p.acceptance_length), *speedup, *rest]
-        return [name(p), _iv(tput), _iv(p.interval("mean_tpot_ms"), ".2f"), _iv(p.interval("mean_ttft_ms"), ".2f"),
-                _iv(p.interval("acceptance_length"), ".2f"), speedup[0], *rest]
+        return [name(p), *figure_cells(p, short), *(speedup if short else speedup[:1]), *rest]
 
     if a.baseline is not None:
         out.append(cells(a.baseline, ["1.00x", "-"] if short else ["1.00x"], ["-", "-", "-"] + ([] if short else ["-"])))
@@ -81,6 +81,15 @@ def rows(a: AtConcurrency, short: bool = False) -> list[list[str]]:
                                     _f(None if r.efficiency is None else 100 * r.efficiency, ".0f", "%"),
                                     _f(r.predicted, ".2f", "x")] + ([] if short else [r.verdict or "-"])))
     return out
+
+
+def figure_cells(p: Point, short: bool = False) -> list[str]:
+    """A point's cells of the sweep's figures: the median and its 95% interval in brackets; narrow:
+    the median alone, and the interval in a column of its own where the figure asks for one."""
+    if not short:
+        return [_iv(p.interval(f.key), f.fmt) for f in registry.sweep()]
+    return [c for f in registry.sweep()
+            for c in (_f(p.value(f.key), f.fmt), _ci(p.interval(f.key), f.fmt))[:1 + f.interval_column]]
 
 
 def noise_sentence(noise: Noise | None) -> str:
@@ -317,8 +326,8 @@ def markdown(analysis: Analysis, images: dict[str, str] | None = None) -> str:
              "against no speculation (faster, slower or undecided).", "",
              method_line(analysis), ""]
     for a in analysis.at:
-        lines += [f"### {a.title}", "", "| " + " | ".join(COLUMNS) + " |",
-                  "|---|" + "---:|" * (len(COLUMNS) - 1)]
+        header = columns()
+        lines += [f"### {a.title}", "", "| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
         lines += ["| " + " | ".join(cells) + " |" for cells in rows(a)]
         lines += [""] + [f"- {line}" for line in findings(a)] + [""]
     stats = category_stats(analysis)
@@ -355,7 +364,7 @@ def render(console: Console, analysis: Analysis) -> None:
         title = a.title + (f", draft {drafts}" if len(a.fits) == 1 else "")
         table = Table(title=escape(f"{title} (TPOT, TTFT: mean ms; model: predicted speedup)"),
                       title_justify="left", padding=(0, 1))
-        for i, col in enumerate(SHORT_COLUMNS):
+        for i, col in enumerate(columns(short=True)):
             table.add_column(col, justify="left" if i == 0 else "right", no_wrap=True)
         for cells in rows(a, short=True):
             table.add_row(*(Text(cell) for cell in cells))
@@ -429,8 +438,7 @@ def to_record(analysis: Analysis) -> dict[str, Any]:
                 "rows": [
                     {"id": r.point.id, "draft": r.point.draft, "lookahead": r.point.lookahead,
                      "category": r.point.category, "repeats": r.point.repeats,
-                     "output_throughput": r.point.output_throughput, "mean_tpot_ms": r.point.mean_tpot_ms,
-                     "mean_ttft_ms": r.point.mean_ttft_ms, "acceptance_length": r.point.acceptance_length,
+                     **{f.key: r.point.value(f.key) for f in registry.sweep()},
                      "acceptance_rate_per_position": list(r.point.rates), "speedup": r.speedup,
                      "speedup_interval": _ratio_interval(r.speedup_interval),
                      "verdict": r.verdict,
@@ -463,8 +471,6 @@ RULE = {"test": "welch", "scale": "log output throughput", "multiplicity": "holm
         "controls": "family-wise error rate of the verdicts at each concurrency",
         "recommendation": "highest median among the settings no other is declared faster than; undecided unless "
                           "declared faster than every other"}
-
-FIGURES = ("output_throughput", "mean_tpot_ms", "mean_ttft_ms", "acceptance_length")
 
 
 def _interval(iv: Interval | None) -> dict[str, Any] | None:
@@ -500,4 +506,5 @@ def _comparisons(a: AtConcurrency) -> list[dict[str, Any]]:
 
 def _intervals(p: Point) -> dict[str, Any]:
     """Each figure's median and 95% interval over the point's repeats, and the samples themselves."""
-    return {key: {**_interval(p.interval(key)), "samples": list(p.samples.get(key, ()))} for key in FIGURES}
+    return {f.key: {**_interval(p.interval(f.key)), "samples": list(p.samples.get(f.key, ()))}
+            for f in registry.sweep()}

@@ -16,6 +16,7 @@ from llama4spec.config.layout import host_problem, layout_problems
 from llama4spec.config.schedule import schedule_problems
 from llama4spec.config.schema import Config, SloConfig
 from llama4spec.config.synthetic import synthetic_problems
+from llama4spec.figures import SLO_METRICS  # vLLM's --goodput names (ttft, tpot, e2el)
 from llama4spec.tiny.paths import is_tiny_path
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
@@ -132,9 +133,6 @@ def _positive(value) -> bool:
     """A finite number above 0 (not a bool)."""
     return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
             and value > 0)
-
-
-SLO_METRICS = ("ttft", "tpot", "e2el")  # vLLM's --goodput names
 
 
 def slo_problems(slo: SloConfig) -> list[str]:

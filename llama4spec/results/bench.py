@@ -14,16 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from llama4spec import figures as registry
 from llama4spec.files import count, json_or_none, number, plain
 from llama4spec.results import requests as per_request
 from llama4spec.results.acceptance import AcceptanceCounters
 from llama4spec.results.requests import RequestRow
 
 KIND = "llama4spec.bench"
-# Figures of vLLM's result JSON a summary shows.
-FIGURES = ("request_throughput", "output_throughput", "total_token_throughput", "mean_ttft_ms",
-           "median_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms",
-           "mean_itl_ms", "median_itl_ms", "p99_itl_ms", "completed", "failed")
 
 
 @dataclass
@@ -232,7 +229,7 @@ class BenchRecord:
         columns = [data.get(k) for k in ("ttfts", "latencies", "output_lens", "queue_times", "errors")]
         if not all(isinstance(c, list) for c in columns) or len({len(c) for c in columns}) != 1 or not columns[0]:
             return None
-        good = {m: 0 for m in thresholds if m in ("ttft", "tpot", "e2el")}
+        good = {m: 0 for m in thresholds if m in registry.SLO_METRICS}
         for ttft, latency, tokens, queue, error in zip(*columns):
             if any(number(v) is None for v in (ttft, latency, tokens, queue)):
                 return None
@@ -246,10 +243,11 @@ class BenchRecord:
 
     def figures(self) -> dict[str, Any]:
         """The figures a run summary shows."""
-        out: dict[str, Any] = {k: (self.result or {})[k] for k in FIGURES if k in (self.result or {})}
+        result = self.result or {}
+        out: dict[str, Any] = {f.key: result[f.key] for f in registry.shown_in(registry.SUMMARY) if f.key in result}
         if self.request_goodput is not None:  # an SLO: goodput, attainment and the P99 of every metric it may bind
             out.update(request_goodput=self.request_goodput, attainment=self.attainment,
-                       **{f"p99_{m}_ms": self.figure(f"p99_{m}_ms") for m in ("ttft", "tpot", "e2el")})
+                       **{f"p99_{m}_ms": self.figure(f"p99_{m}_ms") for m in registry.SLO_METRICS})
         out["mean_acceptance_length"] = self.acceptance.mean_acceptance_length if self.acceptance else None
         out["acceptance_rate_per_position"] = (self.acceptance.rate_per_position(self.lookahead)
                                                if self.acceptance else None)

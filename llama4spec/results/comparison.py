@@ -12,23 +12,18 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from llama4spec import figures as registry
 from llama4spec.errors import UserError
 from llama4spec.files import Expect, number, read_json, shown
 from llama4spec.results.bench import KIND, BenchRecord
 from llama4spec.results.requests import MAX_POSITIONS
 
 RESULT = Expect("benchmark result", "give a llama4spec bench record or a `vllm bench serve --save-result` JSON file")
-# (label, key in vLLM's result JSON, higher is better)
-THROUGHPUT = [
-    ("request throughput (req/s)", "request_throughput", True),
-    ("output throughput (tok/s)", "output_throughput", True),
-    ("total token throughput (tok/s)", "total_token_throughput", True),
-]
-LATENCY = [
-    (f"{stat} {metric.upper()} (ms)", f"{stat}_{metric}_ms", False)
-    for metric in ("ttft", "tpot", "itl")
-    for stat in ("mean", "median", "p99")
-]
+
+
+def _rows() -> list[tuple[str, str, bool]]:
+    """(label, key in vLLM's result JSON, higher is better) of every figure a comparison shows."""
+    return [(f.title, f.key, f.higher_is_better) for f in registry.shown_in(registry.COMPARE)]
 
 
 def from_json(data: dict[str, Any], fallback_label: str) -> BenchRecord:
@@ -123,7 +118,7 @@ def metrics(baseline: BenchRecord, candidate: BenchRecord) -> list[dict[str, Any
     say so in their label and carry no speedup (TPOT is the per-token figure to compare)."""
     chunked = speculative(baseline) or speculative(candidate)
     out = []
-    for label, key, higher in THROUGHPUT + LATENCY:
+    for label, key, higher in _rows():
         a, b = baseline.figure(key), candidate.figure(key)
         if chunked and _per_chunk(key):
             out.append({"metric": key, "label": label.replace("(ms)", "(ms, per chunk)"), "baseline": a,
@@ -202,7 +197,7 @@ def render_single(console: Console, res: BenchRecord) -> None:
     table = Table(title=escape(res.label))
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for label, key, _ in THROUGHPUT + LATENCY:
+    for label, key, _ in _rows():
         table.add_row(label, _fmt(res.figure(key)))
     table.add_row("acceptance length", _fmt(res.acceptance_length))
     for i, rate in enumerate(res.acceptance_rates or []):

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from llama4spec.errors import UserError
+from llama4spec.figures import regressed
 from llama4spec.files import Expect, json_or_none, plain
 from llama4spec.runbook import merge
 from llama4spec.runbook.write_page import traits
 from llama4spec.runbook.rundir import Measured
 from llama4spec.analysis.noise import Noise, pooled
-from llama4spec.analysis.regress import METRICS, PointChange, Runs, compare_points
+from llama4spec.analysis.regress import PointChange, Runs, compare_points
 
 HOST = Expect("host record", "it is not a record this tool wrote", 4 << 20)
 
@@ -148,7 +149,7 @@ def regress(old_dir: Path, new_dir: Path) -> Regress:
                f" (no point id or setting in common: {len(only_old)} and {len(only_new)} points)")
         raise UserError(f"nothing comparable: no point of {plain(str(old_dir))} measured what a point of "
                         f"{plain(str(new_dir))} measured{why}; give two runs of the same runbook and settings")
-    table = {(a.id, b.id): {m.key: (runs_of(a, m.key), runs_of(b, m.key)) for m in METRICS} for a, b in pairs}
+    table = {(a.id, b.id): {m.key: (runs_of(a, m.key), runs_of(b, m.key)) for m in regressed()} for a, b in pairs}
     noise = run_noise(measured)
     return Regress(Path(old_dir), Path(new_dir), compare_points(table, noise=noise), not_comparable, only_old,
                    only_new, lossless=lossless, noise=noise, **_provenance(sources))

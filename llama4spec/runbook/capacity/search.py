@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llama4spec.config.validate import SLO_METRICS
+from llama4spec.figures import SLO_MEDIANS, SLO_METRICS
 from llama4spec.engine.bench_flags import (display_argv, goodput_pairs, probe_flags, probe_prompts, resolve_thresholds,
                                      static_thresholds)
 from llama4spec.errors import UserError
@@ -139,7 +139,7 @@ def thresholds_of(plan, p) -> tuple[dict[str, float], dict[str, Any]]:
     if record is None or not record.counted:
         raise StepFailed(f"slo.relative_to={slo.relative_to}: that step has no counted record to take medians from; "
                          f"run it first (it is in this step's needs)")
-    medians = {m: v for m in SLO_METRICS if (v := record.figure(f"median_{m}_ms")) is not None}
+    medians = {m: v for m, key in SLO_MEDIANS.items() if (v := record.figure(key)) is not None}
     try:
         thresholds = resolve_thresholds(cfg, medians)
     except UserError as err:

@@ -17,6 +17,7 @@ from rich.console import Console
 from llama4spec.analysis import capacity_fit as cf
 from llama4spec.analysis.capacity_plot import capacity_fits
 from llama4spec.errors import UserError
+from llama4spec.figures import SLO_MEDIANS
 from llama4spec.files import json_or_none, number, plain, write_atomic, write_json
 from llama4spec.results import bench as bench_record
 from llama4spec.analysis import capacity_report, plots
@@ -114,7 +115,7 @@ def medians_of(record) -> dict[str, float] | None:
     """A bench record's median TTFT, TPOT and E2E latency (ms): what an SLO relative to it multiplies."""
     if record is None:
         return None
-    return {m: v for m in METRICS if (v := record.figure(f"median_{m}_ms")) is not None}
+    return {m: v for m, key in SLO_MEDIANS.items() if (v := record.figure(key)) is not None}
 
 
 def reference_warnings(basis: Mapping[str, Any], medians: Mapping[str, float] | None) -> list[str]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.markup import escape
 
+from llama4spec import figures as registry
 from llama4spec.files import csv_text, number, plain, write_atomic, write_json
 from llama4spec.runbook import fields
 from llama4spec.runbook.fields import AUTO
@@ -175,7 +176,7 @@ def conflicts(keys: Keys, at: str, written: frozenset[str]) -> list[str]:
 
 IMAGES = {
     "acceptance by position": "acceptance_by_position",
-    "throughput vs concurrency": "throughput_vs_concurrency",
+    **{plot.title.lower(): plot.stem for _, plot in registry.plotted()},  # a sweep figure against concurrency
     "speedup, measured vs predicted": "speedup",
     "acceptance length per request": "acceptance_per_request",
 }
@@ -206,7 +207,7 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
     files["report"].parent.mkdir(parents=True, exist_ok=True)
     series = {
         "acceptance_by_position": plots.acceptance_by_position(points, files["acceptance_by_position"]),
-        "throughput_vs_concurrency": plots.throughput_vs_concurrency(points, files["throughput_vs_concurrency"]),
+        **{plot.stem: plots.figure_vs_concurrency(points, f, plot, files[plot.stem]) for f, plot in registry.plotted()},
         "speedup": plots.speedup_measured_vs_predicted(analysis, files["speedup"]),
         "acceptance_per_request": plots.acceptance_per_request(points, files["acceptance_per_request"]),
     }

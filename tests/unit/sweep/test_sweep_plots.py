@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from llama4spec import figures
 from llama4spec.analysis import plots, sweep_tables as report
 from llama4spec.analysis.model import Point, analyse
 from llama4spec.runbook.steps.sweep import artifacts, write
@@ -85,5 +86,7 @@ def test_intervals_become_error_bars(tmp_path) -> None:
     analysis = analyse(points)
     assert all(r.speedup_interval is not None and r.speedup_interval.low < r.speedup < r.speedup_interval.high
                for r in analysis.at[0].rows)
-    assert plots.throughput_vs_concurrency(points, tmp_path / "t.png") == ["no speculation", "eagle k=1", "eagle k=3"]
+    throughput, plot = next((f, plot) for f, plot in figures.plotted() if f.key == "output_throughput")
+    assert plots.figure_vs_concurrency(points, throughput, plot, tmp_path / "t.png") == ["no speculation", "eagle k=1",
+                                                                                         "eagle k=3"]
     assert plots.speedup_measured_vs_predicted(analysis, tmp_path / "s.png")[0] == "measured c=1"

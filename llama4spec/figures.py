@@ -1,4 +1,4 @@
-"""THE registry of figures: every number of a benchmark that a table, a CSV, a plot, a JSON record
+"""The registry of figures: every number of a benchmark that a table, a CSV, a plot, a JSON record
 or ``regress`` shows, declared once with its label, unit, direction, format and where it is shown.
 
 Consumers ask the registry (``shown_in``, ``sweep``, ``plotted``, ``regressed``, ``slo_figures``) and

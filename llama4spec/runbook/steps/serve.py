@@ -153,8 +153,7 @@ def describe(p, say) -> None:
 
 
 def missing_input(plan, p) -> str | None:
-    """Why the server must not start now: its gate's word (a sweep's dominated lookahead, a revisit
-    with nothing left to settle)."""
+    """Why the server must not start now: its gate's word (``Gate``; None without one)."""
     gate = p.step.keys.gate
     return gate.missing_input(plan, p) if gate is not None else None
 

@@ -75,7 +75,7 @@ def group_members(steps: Iterable[Step]) -> dict[str, tuple[list[str], list[str]
             owner[s.id] = root[s.server]
     after = {}
     for s in steps:
-        derive = getattr(s.keys, "derive_from", None)  # a serve step whose schedule its points derive
+        derive = getattr(getattr(s.keys, "gate", None), "derive_from", None)  # a serve step whose schedule its points derive
         if s.id in groups and derive:
             after[s.id] = list(dict.fromkeys(owner[b] for b in derive if b in owner))
     return {name: (ids, after.get(name, [])) for name, ids in groups.items()}

@@ -354,7 +354,7 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
 def _sweep_reports(sources: list[Source], sweeps: dict[str, list[str]], measured: dict[str, Measured],
                    reasons: dict[str, str], out: Path, console: Console, comparisons: dict[str, str]) -> int:
     """Each sweep's report rebuilt from its points' records into ``out``; returns the points missing."""
-    from llama4spec.runbook.steps import sweep as sweep_step
+    from llama4spec.runbook.sweep import kind as sweep_step
 
     missing = 0
     beside = _colocation(sources, measured)

@@ -22,7 +22,7 @@ from llama4spec.runbook import colocation, merge, steps
 from llama4spec.runbook.capacity import write_report as capacity_report
 from llama4spec.runbook.rundir import Measured, not_run
 from llama4spec.runbook.noise_prior import of_sweep
-from llama4spec.runbook.steps import sweep as sweep_step
+from llama4spec.runbook.sweep import kind as sweep_step
 from llama4spec.analysis import page as html_page
 from llama4spec.analysis.model import analyse
 from llama4spec.analysis.points import points as sweep_points

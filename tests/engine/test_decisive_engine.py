@@ -61,14 +61,14 @@ def test_a_verdict_follows_the_measured_medians(sequential_run) -> None:
 
 def test_decisions_recomputed_from_the_records_are_the_recorded_ones(sequential_run) -> None:
     from llama4spec.runbook.plan import plan_file
-    from llama4spec.runbook.sequential import Rule, decisions
+    from llama4spec.runbook.sweep.sequential import Settling, decisions
 
     runbook, run_dir = sequential_run
     plan = plan_file(runbook, lambda name: run_dir)
     for p in plan.steps:
         if p.kind != "settle" or not p.id.startswith("perfect-"):
             continue
-        found, pick = decisions(plan, Rule.of(p.step.keys))
+        found, pick = decisions(plan, Settling.of(p.step.keys))
         assert pick is None, p.id
         for pid, d in found.items():
             assert d.record() == _record(run_dir, pid)["stop"], pid

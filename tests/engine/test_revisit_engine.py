@@ -32,13 +32,13 @@ def _record(run_dir: Path, pid: str) -> dict:
 
 def test_servers_start_again_exactly_for_the_points_left_undecided(sequential_run) -> None:
     from llama4spec.runbook.plan import plan_file
-    from llama4spec.runbook.sequential import Rule, revisit_targets
+    from llama4spec.runbook.sweep.sequential import Settling, revisit_targets
 
     runbook, run_dir = sequential_run
     status = {s["id"]: s for s in json.loads((run_dir / "status.json").read_text())["steps"]}
     plan = plan_file(runbook, lambda name: run_dir)
     settle = next(p for p in plan.steps if p.kind == "settle" and p.step.keys.start == 2)
-    targets = revisit_targets(plan, Rule.of(settle.step.keys))  # from the first start's runs alone
+    targets = revisit_targets(plan, Settling.of(settle.step.keys))  # from the first start's runs alone
     for pid in POINTS:
         server = pid.removesuffix("-c4")
         again = status[f"{server}-revisit"]
@@ -61,7 +61,7 @@ def test_servers_start_again_exactly_for_the_points_left_undecided(sequential_ru
 
 def test_revisit_decisions_recompute_and_resume_starts_nothing(sequential_run) -> None:
     from llama4spec.runbook.plan import plan_file
-    from llama4spec.runbook.sequential import Rule, decisions
+    from llama4spec.runbook.sweep.sequential import Settling, decisions
 
     runbook, run_dir = sequential_run
     plan = plan_file(runbook, lambda name: run_dir)
@@ -69,7 +69,7 @@ def test_revisit_decisions_recompute_and_resume_starts_nothing(sequential_run) -
     last: dict[str, dict] = {}  # point -> the decision of the last settle step that ran over it
     for p in plan.steps:
         if p.kind == "settle" and p.id.startswith("sweep-") and status[p.id]["status"] == "done":
-            found, pick = decisions(plan, Rule.of(p.step.keys))
+            found, pick = decisions(plan, Settling.of(p.step.keys))
             assert pick is None, p.id
             last.update({pid: d.record() for pid, d in found.items()})
     assert set(last) == set(POINTS)

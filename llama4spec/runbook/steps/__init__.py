@@ -8,7 +8,7 @@ itself:
     describe(p, say)       the dry run's lines for it beyond the common ones
 
 A new kind is one new module, named in ``KINDS``; a feature's kinds live in the feature's package
-(``runbook/capacity/``), named in ``MODULES``.
+(``runbook/capacity/``, ``runbook/sweep/``), named in ``MODULES``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from llama4spec.runbook.spec import Step, StepKind, Traits
 
 KINDS = ("serve", "bench", "stop", "offline", "compare", "sweep", "fetch", "settle", "capacity", "search", "lossless",
          "breakeven")
-MODULES = {"capacity": "llama4spec.runbook.capacity.kind", "search": "llama4spec.runbook.capacity.search"}
+MODULES = {"capacity": "llama4spec.runbook.capacity.kind", "search": "llama4spec.runbook.capacity.search",
+           "sweep": "llama4spec.runbook.sweep.kind", "settle": "llama4spec.runbook.sweep.settle"}
 
 
 @functools.cache

@@ -3,7 +3,7 @@ it until its stop step or the end of the run."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,17 +18,27 @@ from llama4spec.serving.process import ServerError
 from llama4spec.serving.watch import async_scheduling
 
 
+class Gate:
+    """What the feature that generated a server decides about it at run time (a sweep's:
+    ``runbook.sweep.gates``); by default nothing."""
+
+    def missing_input(self, plan, p) -> str | None:
+        """Why the server must not start now (None: it starts)."""
+        return None
+
+    def before_start(self, run, p) -> dict[str, Any]:
+        """What it settles before the server starts (its config may change), for the step's record."""
+        return {}
+
+    def describe(self, p, say) -> None:
+        """The dry run's lines for it."""
+
+
 @dataclass
 class Keys:
     overrides: list[str] = fields.overrides()
-    derive_from: list[str] = field(default_factory=list)  # generated: derive its schedule from these points
     log: Path | None = None  # not a runbook key: `llama4spec serve --log PATH` (multi-node: PATH's stem a directory)
-    prune_from: list[str] = field(default_factory=list)  # generated: a sweep's points before it (skip_dominated)
-    confidence: float = 0.95  # generated: of the bounds that may find it dominated (and of a revisit's decisions)
-    revisit_of: list[str] = field(default_factory=list)  # generated: a revisit's points (started only if one is undecided)
-    first_pass: list[str] = field(default_factory=list)  # generated: a revisit: every point of the sweep's first pass
-    min_repeats: int = 2  # generated: a revisit: the sweep's rule
-    max_repeats: int = 10
+    gate: Gate | None = None  # generated: what the feature that made it decides about it (``Gate``)
     slot: int | None = None  # generated: design: interleaved: which half of the devices (engine.devices.split)
     beside: str | None = None  # generated: design: interleaved: the serve step that stays up beside it
 
@@ -104,49 +114,9 @@ def server_for(p, secret_env: dict[str, str]):
                   engine_nice=cfg.serve.engine_nice)
 
 
-def derive_schedule(run, p) -> list[list[int]]:
-    """A verification server's lookahead schedule, derived now from the points measured before it
-    (a second phase of the sweep); its config, commands and record are rebuilt with it."""
-    from llama4spec.config.compose import compose_config
-    from llama4spec.config.schedule import schedule_problems
-    from llama4spec.config.validate import validate
-    from llama4spec.files import write_json
-    from llama4spec.runbook.measured import collect_points
-    from llama4spec.analysis.model import analyse
-    from llama4spec.analysis.schedule import derive
-
-    from llama4spec.runbook.noise_prior import hardware_prior
-
-    draft = p.composed.cfg.draft.name
-    points, missing = collect_points(run.plan, p.step.keys.derive_from)
-    schedule = derive(analyse(points, hardware_prior(p.composed.cfg.hardware)), draft)
-    if schedule is None or not schedule.speculates:
-        why = "no speculation wins at any measured concurrency" if schedule else "no measured point of the draft"
-        raise StepFailed(f"no lookahead schedule to verify for {draft}: {why} (missing: {', '.join(missing) or '-'})")
-    found = schedule_problems(schedule.ranges, p.composed.cfg.lookahead)
-    if found:
-        raise StepFailed(f"the derived schedule {schedule.ranges} is not valid: {'; '.join(found)}")
-    ranges = ",".join(f"[{a},{b},{k}]" for a, b, k in schedule.ranges)
-    derived = [f"lookahead={schedule.lookahead}", f"draft.lookahead_schedule=[{ranges}]"]  # as deployed
-    composed = compose_config([*p.composed.overrides, *derived])
-    problems = validate(composed.cfg)
-    if problems:
-        raise StepFailed(f"the derived schedule's config is not valid: {'; '.join(problems)}")
-    p.composed = composed
-    for q in run.plan.steps:  # its benchmarks record the schedule's lookahead
-        if q.step.server == p.id and q.step.traits.benchmarks and q.composed is not None:
-            q.composed = compose_config([*q.composed.overrides, *derived])
-    fill(p, run.plan.runbook.env)
-    run.write_config(p)
-    write_json(p.dir / "schedule.json", {"draft": draft, "schedule": schedule.ranges,
-                                          "override": schedule.override(), "from_points": schedule.from_points,
-                                          "missing": missing})
-    run.say(f"      lookahead schedule derived from {len(points)} measured points: {schedule.ranges}")
-    return schedule.ranges
-
-
 def execute(run, p) -> dict[str, Any]:
-    schedule = derive_schedule(run, p) if p.step.keys.derive_from else None
+    gate = p.step.keys.gate
+    settled = gate.before_start(run, p) if gate is not None else {}
     server = server_for(p, run.secrets(p))
     run.progress.note(f"      starting; log: {server.log_path}")
     try:  # a spinner with the phase read from the log (-v: the log itself), nothing with -q
@@ -160,7 +130,7 @@ def execute(run, p) -> dict[str, Any]:
     run.output.result(run, ready)  # the serve command shows it even with -q
     result = {"url": server.url, "ready_after_s": server.ready_after_s, "pid": server.proc.pid,
               "async_scheduling": async_scheduling(_text(server.log_path), p.exec_argv)}
-    return {**result, "lookahead_schedule": schedule} if schedule else result
+    return {**result, **settled}
 
 
 def _text(path) -> str:
@@ -173,9 +143,8 @@ def _text(path) -> str:
 
 
 def describe(p, say) -> None:
-    if p.step.keys.derive_from:
-        say(f"    lookahead schedule: derived at run time from points {', '.join(p.step.keys.derive_from)}, "
-            f"validated before this server starts")
+    if p.step.keys.gate is not None:
+        p.step.keys.gate.describe(p, say)
     for node in p.nodes[1:]:  # multi-node: the command above is the leader's, run here
         from llama4spec.engine.args import shell_line
 
@@ -183,64 +152,10 @@ def describe(p, say) -> None:
         say(f"      runs as: {shell_line(node.exec_argv)}")
 
 
-def _revisit_problem(plan, p) -> str | None:
-    """A revisit server with nothing left to settle (or without the first pass's records, as in a
-    launcher's group): not started, and why."""
-    from llama4spec.runbook.sequential import Rule, revisit_targets
-
-    keys = p.step.keys
-    planned = {q.id for q in plan.steps}
-    absent = [q for q in keys.first_pass if q not in planned]
-    if absent:
-        return (f"not revisited: this group does not hold the first pass's points ({', '.join(absent[:3])}"
-                f"{', ...' if len(absent) > 3 else ''}); a revisit runs in the process that ran the first pass")
-    from llama4spec.runbook.measured import measured_in_plan
-
-    if not measured_in_plan(plan, list(keys.revisit_of)):
-        return "not revisited: the first pass measured none of its points"
-    rule = Rule(list(keys.revisit_of), [q for q in keys.first_pass if q not in keys.revisit_of],
-                keys.min_repeats, keys.max_repeats, keys.confidence, start=2)
-    try:
-        targets = revisit_targets(plan, rule)
-    except ValueError as err:  # records the rule cannot take: its settle step says so too
-        return f"not revisited: {err}"
-    if not targets & set(keys.revisit_of):
-        return "not revisited: the first pass left none of its points undecided (below max_repeats)"
-    return None
-
-
 def missing_input(plan, p) -> str | None:
-    """A sweep's larger lookahead that cannot win, from the points measured before it
-    (``analysis.dominance``): not started, and the report says why. A revisit server whose points
-    are all settled: not started either."""
-    keys = p.step.keys
-    if keys.revisit_of:
-        return _revisit_problem(plan, p)
-    if not keys.prune_from or p.composed is None:
-        return None
-    cfg = p.composed.cfg
-    if not cfg.draft.method or cfg.draft.lookahead_schedule:
-        return None
-    from llama4spec.runbook.measured import measured_in_plan
-    from llama4spec.runbook.noise_prior import hardware_prior
-    from llama4spec.analysis.dominance import Measured, why_not
-    from llama4spec.analysis.noise import pooled
-
-    planned = {q.id for q in plan.steps}
-    points = []
-    measured = measured_in_plan(plan, [q for q in keys.prune_from if q in planned])
-    noise = pooled(hardware_prior(cfg.hardware), {pid: m.record.samples("output_throughput") for pid, m in measured.items()},
-                   {pid: m.record.sample_starts("output_throughput") for pid, m in measured.items()})
-    for pid, m in measured.items():
-        q = plan.get(pid)
-        qc = q.composed.cfg
-        acc = m.record.acceptance
-        points.append(Measured(client=tuple(q.step.keys.overrides), draft=qc.draft.name if qc.draft.method else None,
-                               lookahead=qc.lookahead if qc.draft.method else None,
-                               throughputs=m.record.samples("output_throughput"),
-                               drafts=acc.num_drafts if acc else 0, accepted_at=list(acc.accepted_per_pos) if acc else [],
-                               acceptance_lengths=m.record.acceptance_samples()))
-    return why_not(cfg.draft.name, cfg.lookahead, points, keys.confidence, noise)
+    """Why the server must not start now: its gate's word (``Gate``; None without one)."""
+    gate = p.step.keys.gate
+    return gate.missing_input(plan, p) if gate is not None else None
 
 
 KIND = BaseKind("serve", Keys, Traits(starts_engine=True, loads_models=True, serves=True, shows_env=True),

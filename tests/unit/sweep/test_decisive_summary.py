@@ -161,7 +161,7 @@ def test_generated_runbook_is_the_shipped_sweep_over_four_lookaheads(tmp_path: P
     (sweep,) = loaded.steps
     assert sweep.keys.matrix == {"draft": ["none", D], "lookahead": ["1", "2", "3", "5"],
                                  "bench.max_concurrency": ["1", "4"]}
-    assert (sweep.keys.repeats, sweep.keys.max_repeats, sweep.keys.warmup) == ("auto", 10, 2)
+    assert (sweep.keys.repeats, sweep.keys.rule.max_repeats, sweep.keys.warmup) == ("auto", 10, 2)
     assert sweep.keys.extra_args == ["--ignore-eos"]
     assert with_measurement(loaded, 10).steps[0].keys.repeats == 10  # the fixed design: --repeats 10
 

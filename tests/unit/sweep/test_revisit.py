@@ -15,7 +15,8 @@ import yaml
 
 from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.plan import plan_file
-from llama4spec.runbook.sequential import NEEDS_START, Rule, decisions, revisit_targets
+from llama4spec.runbook.sweep.gates import Revisit
+from llama4spec.runbook.sweep.sequential import NEEDS_START, Settling, decisions, revisit_targets
 from llama4spec.analysis.decide import LogRatio, allocate, start_floor, start_shares
 from llama4spec.analysis.noise import noise_record, prior as known_noise
 BETWEEN_SD = 0.13
@@ -96,7 +97,7 @@ def test_revisit_plans_a_second_start_of_every_server_after_the_first_pass(tmp_p
     plan = _plan(tmp_path)
     order = [p.id for p in plan.steps]
     assert order[-1] == "sweep"
-    revisits = [p for p in plan.steps if p.kind == "serve" and p.step.keys.revisit_of]
+    revisits = [p for p in plan.steps if p.kind == "serve" and isinstance(p.step.keys.gate, Revisit)]
     assert [p.id for p in revisits] == ["sweep-none-k3-revisit", "sweep-tiny_eagle-k3-revisit"]
     assert order.index("sweep-tiny_eagle-k3-stop") < order.index("sweep-none-k3-revisit")
     settle = _step(plan, "sweep-tiny_eagle-k3-revisit-settle").step.keys
@@ -116,9 +117,9 @@ def test_revisit_needs_repeats_auto_in_the_runbook_and_from_the_command_line(tmp
 
 def test_only_servers_with_an_undecided_point_are_started_again(tmp_path: Path) -> None:
     plan, bench = _first_pass(tmp_path)
-    first = Rule.of(_step(plan, "sweep-tiny_eagle-k3-settle").step.keys)
+    first = Settling.of(_step(plan, "sweep-tiny_eagle-k3-settle").step.keys)
     assert decisions(plan, first)[0]["sweep-tiny_eagle-k3-c4"].state == NEEDS_START
-    rule = Rule.of(_step(plan, "sweep-tiny_eagle-k3-revisit-settle").step.keys)
+    rule = Settling.of(_step(plan, "sweep-tiny_eagle-k3-revisit-settle").step.keys)
     assert revisit_targets(plan, rule) == {"sweep-none-k3-c4", "sweep-tiny_eagle-k3-c4"}
     serve = _step(plan, "sweep-tiny_eagle-k3-revisit")
     assert serve.step.kind_of.missing_input(plan, serve) is None
@@ -131,7 +132,7 @@ def test_only_servers_with_an_undecided_point_are_started_again(tmp_path: Path) 
 
 def test_a_revisit_measures_its_undecided_points_on_the_new_start_first(tmp_path: Path) -> None:
     plan, bench = _first_pass(tmp_path)
-    rule = Rule.of(_step(plan, "sweep-none-k3-revisit-settle").step.keys)
+    rule = Settling.of(_step(plan, "sweep-none-k3-revisit-settle").step.keys)
     found, pick = decisions(plan, rule)
     assert pick == "sweep-none-k3-c4" and found["sweep-none-k3-c4"].this_start == 0
     assert "sweep-none-k3-c1" not in revisit_targets(plan, rule)
@@ -140,7 +141,7 @@ def test_a_revisit_measures_its_undecided_points_on_the_new_start_first(tmp_path
     assert found["sweep-none-k3-c4"].starts == 2 and found["sweep-none-k3-c4"].this_start == 2
     assert found["sweep-none-k3-c4"].record()["starts"] == 2
     # the first pass's decisions, recomputed, see only the first start's runs: the ones it took
-    first = Rule.of(_step(plan, "sweep-none-k3-settle").step.keys)
+    first = Settling.of(_step(plan, "sweep-none-k3-settle").step.keys)
     assert decisions(plan, first)[0]["sweep-none-k3-c4"].runs == 3
 
 

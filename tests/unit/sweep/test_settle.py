@@ -15,7 +15,7 @@ from llama4spec.analysis.noise import noise_record, prior as known_noise
 from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.resume import finished_steps
-from llama4spec.runbook.sequential import NEEDS_START, Rule, decisions
+from llama4spec.runbook.sweep.sequential import NEEDS_START, Settling, decisions
 from tests.helpers import REPO
 
 RUNBOOK = REPO / "runbooks" / "tiny_cpu_sweep.yaml"
@@ -62,7 +62,7 @@ def test_a_point_far_above_no_speculation_is_resolved_faster_an_equal_one_needs_
     _write(bench["sweep-none-c4"], [300.0, 303.0])
     _write(bench["sweep-tiny_eagle-k1-c1"], [400.0, 404.0, 398.0, 401.0])  # 4x: decided
     _write(bench["sweep-tiny_eagle-k1-c4"], [301.0, 299.0, 302.0, 300.0])  # equal: no run settles it
-    found, pick = decisions(plan, Rule.of(_settle(plan, "sweep-tiny_eagle-k1").step.keys))
+    found, pick = decisions(plan, Settling.of(_settle(plan, "sweep-tiny_eagle-k1").step.keys))
     assert found["sweep-tiny_eagle-k1-c1"].state == "resolved"
     assert found["sweep-tiny_eagle-k1-c1"].verdict == "faster"
     assert found["sweep-tiny_eagle-k1-c4"].state == NEEDS_START
@@ -78,10 +78,10 @@ def test_an_open_point_gets_the_next_run_until_max_repeats(tmp_path: Path) -> No
     gap = math.exp(0.9)  # far beyond what the between-start spread leaves undecided, but noisy
     _write(bench["sweep-tiny_eagle-k1-c4"], [300.0 * gap, 300.0 * gap / 1.6])
     keys = _settle(plan, "sweep-tiny_eagle-k1").step.keys
-    found, pick = decisions(plan, Rule.of(keys))
+    found, pick = decisions(plan, Settling.of(keys))
     assert found["sweep-tiny_eagle-k1-c4"].state == "open" and pick == "sweep-tiny_eagle-k1-c4"
     _write(bench["sweep-tiny_eagle-k1-c4"], [300.0 * gap, 300.0 * gap / 1.6] * 5)  # 10 runs: max_repeats
-    found, pick = decisions(plan, Rule.of(keys))
+    found, pick = decisions(plan, Settling.of(keys))
     assert found["sweep-tiny_eagle-k1-c4"].runs == 10 and found["sweep-tiny_eagle-k1-c4"].state != "open"
 
 
@@ -137,12 +137,12 @@ def test_a_point_measured_alone_gets_max_repeats_runs(tmp_path: Path) -> None:
     keys = _settle(plan, "sweep-none").step.keys
     _write(bench["sweep-none-c1"], [113.0, 153.7])
     _write(bench["sweep-none-c4"], [300.0, 301.0])  # precise already: still measured on
-    found, pick = decisions(plan, Rule.of(keys))
+    found, pick = decisions(plan, Settling.of(keys))
     assert found["sweep-none-c1"].state == "open" and found["sweep-none-c4"].state == "open"
     assert pick in ("sweep-none-c1", "sweep-none-c4")
     _write(bench["sweep-none-c1"], [113.0, 153.7] * 5)  # 10 runs: max_repeats
     _write(bench["sweep-none-c4"], [300.0, 301.0] * 5)
-    found, pick = decisions(plan, Rule.of(keys))
+    found, pick = decisions(plan, Settling.of(keys))
     assert found["sweep-none-c1"].state == "resolved" and pick is None
 
 
@@ -158,7 +158,7 @@ def test_a_point_whose_open_questions_wait_on_a_stopped_server_stops_and_says_so
     _write(bench["sweep-tiny_eagle-k1-c4"], [450.0, 455.0])
     _write(bench["sweep-tiny_eagle-k3-c1"], [300.0, 303.0, 298.0])
     _write(bench["sweep-tiny_eagle-k3-c4"], [900.0, 905.0, 898.0])
-    found, pick = decisions(plan, Rule.of(_settle(plan, "sweep-tiny_eagle-k3").step.keys))
+    found, pick = decisions(plan, Settling.of(_settle(plan, "sweep-tiny_eagle-k3").step.keys))
     k3 = found["sweep-tiny_eagle-k3-c1"]
     assert k3.verdict == "faster" and k3.state == NEEDS_START and k3.runs == 3, k3
     assert pick is None

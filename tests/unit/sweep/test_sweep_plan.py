@@ -41,7 +41,7 @@ def test_tiny_sweep_starts_three_servers_and_measures_each_at_every_concurrency(
     assert len({tuple(p.argv) for p in serves[:3]}) == 3
     # verify_schedule: a fourth server whose schedule is derived at run time from the six fixed points
     schedule = serves[-1]
-    assert schedule.step.keys.derive_from == [p.id for p in plan.steps if p.kind == "bench"][:6]
+    assert schedule.step.keys.gate.derive_from == [p.id for p in plan.steps if p.kind == "bench"][:6]
     assert schedule.needs == ["sweep-tiny_eagle-k3-stop"]
     for server in serves:
         benches = [p for p in plan.steps if p.kind == "bench" and p.step.server == server.id]

@@ -17,26 +17,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from llama4spec.runbook.measured import measured_in_plan
+from llama4spec.runbook.sweep.rule import Rule
 
 NEEDS_START = "needs another server start"
 
 
 @dataclass(frozen=True)
-class Rule:
-    """What a sequential step measures by (its generated keys)."""
+class Settling:
+    """What a sequential step measures by (its generated keys): its points, against which, by the
+    sweep's one ``Rule``, in which server start."""
 
     points: list[str]  # the server's bench steps
     earlier: list[str]  # the sweep's bench steps measured before them
-    min_repeats: int
-    max_repeats: int
-    confidence: float
+    rule: Rule = Rule()  # the sweep's rule (min_repeats, max_repeats, confidence)
     start: int = 1  # the server start (pass of the sweep) these decisions are taken in
     prior: Any = None  # analysis.noise.Noise: the noise its comparisons start from (None: its points' hardware's)
 
     @classmethod
-    def of(cls, keys: Any) -> "Rule":
-        return cls(list(keys.points), list(keys.earlier), keys.min_repeats, keys.max_repeats, keys.confidence,
-                   getattr(keys, "start", 1))
+    def of(cls, keys: Any) -> "Settling":
+        return cls(list(keys.points), list(keys.earlier), keys.rule, getattr(keys, "start", 1))
 
     def noise(self, plan, runs: dict[str, list[float]], starts: dict[str, list[int]]):
         """The noise of its comparisons: ``prior``, else the one the plan of the step that generated
@@ -67,7 +66,7 @@ class Decision:
     speedup: Any = None  # decide.RatioInterval against no speculation, when there is one
     starts: int = 1  # the server starts its runs came from
     this_start: int = 0  # its runs in the step's own start
-    rule: tuple[int, int, float] = (2, 10, 0.95)  # min_repeats, max_repeats, confidence
+    rule: Rule = Rule()  # the rule it was decided by
 
     def record(self) -> dict[str, Any]:
         out: dict[str, Any] = {"reason": self.state, "runs": self.runs}
@@ -75,7 +74,7 @@ class Decision:
             out["verdict"] = self.verdict
         if self.starts > 1:
             out["starts"] = self.starts
-        out["rule"] = dict(zip(("min_repeats", "max_repeats", "confidence"), self.rule))
+        out["rule"] = self.rule.record()
         return out
 
 
@@ -88,11 +87,11 @@ def _no_speculation(p) -> bool:
     return p.composed is not None and not p.composed.cfg.draft.method
 
 
-def _groups(plan, rule: Rule, upto: int):
+def _groups(plan, at: Settling, upto: int):
     """Per client setting: (its members, their runs, their starts, the baseline), runs of starts
     up to ``upto`` only, at most max_repeats a point."""
     planned = {q.id for q in plan.steps}  # a launcher's group plans only its own points
-    ids = [pid for pid in (*rule.earlier, *rule.points) if pid in planned]
+    ids = [pid for pid in (*at.earlier, *at.points) if pid in planned]
     measured = measured_in_plan(plan, ids)
     groups: dict[tuple[str, ...], list[str]] = {}
     for pid in ids:
@@ -105,7 +104,7 @@ def _groups(plan, rule: Rule, upto: int):
             record = measured[pid].record
             kept = [(x, s) for x, s in zip(record.samples("output_throughput"),
                                            record.sample_starts("output_throughput")) if s <= upto]
-            kept = kept[: rule.max_repeats]
+            kept = kept[: at.rule.max_repeats]
             if kept:
                 runs[pid], starts[pid] = [x for x, _ in kept], [s for _, s in kept]
         if runs:
@@ -113,52 +112,52 @@ def _groups(plan, rule: Rule, upto: int):
             yield members, runs, starts, base
 
 
-def _allocate(runs, starts, base, rule: Rule, noise):
+def _allocate(runs, starts, base, at: Settling, noise):
     from llama4spec.analysis.decide import LogRatio, allocate
 
-    return allocate(runs, base, rule.min_repeats, rule.max_repeats, rule.confidence, LogRatio(noise), starts)
+    return allocate(runs, base, at.rule.min_repeats, at.rule.max_repeats, at.rule.confidence, LogRatio(noise), starts)
 
 
-def decisions(plan, rule: Rule) -> tuple[dict[str, Decision], str | None]:
+def decisions(plan, at: Settling) -> tuple[dict[str, Decision], str | None]:
     """Every point's decision from the records (this server's and those measured before it), and the
     one of this server's points that gets the next run (None: all stopped). In a revisit (start > 1)
     a point the first pass left undecided first gets min_repeats runs of the new start."""
-    mine = set(rule.points)
-    targets = revisit_targets(plan, rule) if rule.start > 1 else set()
+    mine = set(at.points)
+    targets = revisit_targets(plan, at) if at.start > 1 else set()
     out: dict[str, Decision] = {}
     wanted: list[tuple[int, int, str]] = []  # (priority, runs so far, point): this server's open points
-    for members, runs, starts, base in _groups(plan, rule, rule.start):
+    for members, runs, starts, base in _groups(plan, at, at.start):
         if not any(pid in mine for pid in runs):
             continue
-        noise = rule.noise(plan, runs, starts)
-        alloc = _allocate(runs, starts, base, rule, noise)
+        noise = at.noise(plan, runs, starts)
+        alloc = _allocate(runs, starts, base, at, noise)
         for pid in members:
             if pid not in mine or pid not in alloc.points:
                 continue
             st = alloc.points[pid]
-            state, here = st.state, starts[pid].count(rule.start)
-            if len(runs) == 1 and state == "resolved" and st.runs < rule.max_repeats:
+            state, here = st.state, starts[pid].count(at.start)
+            if len(runs) == 1 and state == "resolved" and st.runs < at.rule.max_repeats:
                 state = "open"  # a reference (no point to compare with yet): measured to max_repeats
-            if state == "open" and st.runs >= rule.min_repeats and (
-                    _hopeless(runs, pid, base, alloc, rule, noise) or (len(runs) > 1 and not st.useful and pid != alloc.next)):
+            if state == "open" and st.runs >= at.rule.min_repeats and (
+                    _hopeless(runs, pid, base, alloc, at, noise) or (len(runs) > 1 and not st.useful and pid != alloc.next)):
                 # no run can settle it here, or every look it is open in waits on a point whose server
                 # is gone (frozen with fewer runs): either way only another start of that setting helps
                 state = NEEDS_START
-            if pid in targets and here < rule.min_repeats and st.runs < rule.max_repeats:
+            if pid in targets and here < at.rule.min_repeats and st.runs < at.rule.max_repeats:
                 state = "open"  # a revisited point: min_repeats runs of this start before anything else
                 wanted.append((-1, here, pid))
             elif state == "open":
                 wanted.append((0 if alloc.next == pid else 1, st.runs, pid))
             out[pid] = Decision(state, st.runs, st.verdict, st.speedup, st.starts, here,
-                                (rule.min_repeats, rule.max_repeats, rule.confidence))
+                                at.rule)
     return out, (min(wanted)[2] if wanted else None)
 
 
-def revisit_targets(plan, rule: Rule) -> set[str]:
-    """The points another server start may still settle after the passes before ``rule.start``:
+def revisit_targets(plan, at: Settling) -> set[str]:
+    """The points another server start may still settle after the passes before ``at.start``:
     both ends of every question left open there (a verdict against no speculation, a place
     against the leader), those below max_repeats."""
-    first = dataclasses.replace(rule, start=rule.start - 1)
+    first = dataclasses.replace(at, start=at.start - 1)
     out: set[str] = set()
     for _, runs, starts, base in _groups(plan, first, first.start):
         alloc = _allocate(runs, starts, base, first, first.noise(plan, runs, starts))
@@ -171,7 +170,7 @@ def revisit_targets(plan, rule: Rule) -> set[str]:
             if st.below is None and alloc.leader not in (None, pid):
                 ends.add(alloc.leader)
             if len(ends) > 1:
-                out |= {q for q in ends if len(runs[q]) < rule.max_repeats}
+                out |= {q for q in ends if len(runs[q]) < at.rule.max_repeats}
     return out
 
 
@@ -183,7 +182,7 @@ def revisit_targets(plan, rule: Rule) -> set[str]:
 # point's own runs move its comparisons against the reference forward, to the last look.
 
 
-def _hopeless(runs: dict[str, list[float]], pid: str, base: str, alloc, rule: Rule, noise) -> bool:
+def _hopeless(runs: dict[str, list[float]], pid: str, base: str, alloc, at: Settling, noise) -> bool:
     """No number of further runs against these server starts can settle the point's open questions:
     each undecided gap (to no speculation, to the leader) is within what the between-start spread
     alone leaves undecided (``decide.start_floor``, two-sided at the sweep's confidence, with the
@@ -192,7 +191,7 @@ def _hopeless(runs: dict[str, list[float]], pid: str, base: str, alloc, rule: Ru
 
     if noise is None or noise.between.var <= 0:
         return False
-    level = (1 - rule.confidence) / 2
+    level = (1 - at.rule.confidence) / 2
     mean = {q: sum(math.log(x) for x in xs) / len(xs) for q, xs in runs.items()}
     others = [q for q in (base if alloc.points[pid].verdict in (None, "undecided") else None,
                           alloc.leader if alloc.leader != pid else None) if q and q != pid]

@@ -1,5 +1,5 @@
 """A ``sweep`` step's report: the matrix expanded into serve/bench/stop steps before it (see
-``runbook.matrix``); this step reads their records, analyses them and writes the report, the
+``runbook.sweep.expand``); this step reads their records, analyses them and writes the report, the
 analysis JSON and CSV, and the plots into its own directory."""
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from llama4spec import figures as registry
 from llama4spec.files import csv_text, number, plain, write_atomic, write_json
 from llama4spec.runbook import fields
 from llama4spec.runbook.fields import AUTO
-from llama4spec.runbook.matrix import (DESIGNS, INTERLEAVED, SEQUENTIAL, TooLarge, check_matrix, expand_step,
-                                       matrix_points, points_problem)
+from llama4spec.runbook.matrix import TooLarge, check_matrix, matrix_points, points_problem
 from llama4spec.runbook.measured import measured_in_plan
 from llama4spec.runbook.rundir import Measured, csv_rows
 from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps.base import BaseKind
+from llama4spec.runbook.sweep.rule import Rule
+from llama4spec.runbook.sweep.expand import DESIGNS, INTERLEAVED, SEQUENTIAL, expand_step
 from llama4spec.analysis import plots, sweep_tables as render
 from llama4spec.analysis.decide import CONFIDENCE, MAX_REPEATS, MIN_REPEATS
 from llama4spec.analysis.model import Analysis, Point, analyse
@@ -52,9 +53,7 @@ class Keys:
     verify_schedule: bool = fields.flag()  # also measure the lookahead schedule derived from its points
     repeats: int | str = fields.repeats(3)  # counted runs per point, or auto: until its comparisons are decided
     warmup: int = fields.count(0, 0, fields.MAX_WARMUP)  # warm-up requests per point, unrecorded
-    min_repeats: int = fields.count(MIN_REPEATS, 2, fields.MAX_REPEATS)  # repeats: auto: runs every point gets
-    max_repeats: int = fields.count(MAX_REPEATS, 2, fields.MAX_REPEATS)  # repeats: auto: the most a point gets
-    confidence: float = fields.level(CONFIDENCE)  # repeats: auto: of every verdict at one concurrency together
+    rule: Rule = fields.group(Rule)  # repeats: auto: min_repeats, max_repeats, confidence (written beside these)
     skip_dominated: bool = fields.flag(True)  # a larger lookahead whose bound cannot reach the leader is not started
     revisit: bool = fields.flag()  # repeats: auto: start again the servers whose points the first pass left undecided
     # interleaved: no speculation stays up beside each candidate on the other half of the devices, their
@@ -164,9 +163,7 @@ def conflicts(keys: Keys, at: str, written: frozenset[str]) -> list[str]:
     if keys.revisit and keys.repeats != AUTO:
         problems.append(f"{at}: revisit: true restarts the servers of points still undecided, which needs "
                         f"'repeats: auto' (this step has repeats: {keys.repeats}); set repeats: auto or drop revisit")
-    if keys.min_repeats > keys.max_repeats:
-        problems.append(f"{at}: min_repeats ({keys.min_repeats}) is larger than max_repeats ({keys.max_repeats}); "
-                        f"lower min_repeats or raise max_repeats")
+    problems.extend(f"{at}: {p}" for p in keys.rule.problems())
     for design, names in DESIGN_KEYS.items():
         idle = [name for name in names if name in written]
         if idle and keys.design != design:
@@ -297,8 +294,9 @@ def describe(p, say) -> None:
         say(f"    report over {len(keys.points)} points (speedup, efficiency, best lookahead, plots)")
         for line in design_lines(keys.design_record()):
             say(f"    {line}")
-        runs = (keys.min_repeats, keys.max_repeats) if keys.repeats == "auto" else (keys.repeats, keys.repeats)
-        for line in noise_lines(keys.prior, keys.margin, runs, keys.confidence):
+        rule = keys.rule
+        runs = (rule.min_repeats, rule.max_repeats) if keys.repeats == "auto" else (keys.repeats, keys.repeats)
+        for line in noise_lines(keys.prior, keys.margin, runs, rule.confidence):
             say(f"    {line}")
 
 

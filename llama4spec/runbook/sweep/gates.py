@@ -1,0 +1,141 @@
+"""What a sweep decides about the servers it generates, at run time, from the points measured
+before them: each is a serve step's ``gate`` (``steps.serve.Gate``), made by the expansion
+(``expand``) and carried by the serve step.
+
+    Dominance   skip_dominated: a larger lookahead whose bound cannot reach the leader is not started
+    Revisit     revisit: true: a second start of a server, only if the first pass left its points undecided
+    Schedule    verify_schedule: true: the lookahead schedule derived from the points, before the server starts
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from llama4spec.runbook.steps.failed import StepFailed
+from llama4spec.runbook.steps.serve import Gate, fill
+from llama4spec.runbook.sweep.rule import Rule
+
+
+@dataclass(frozen=True)
+class Dominance(Gate):
+    """A sweep's larger lookahead that cannot win, from the points measured before it
+    (``analysis.dominance``): not started, and the report says why."""
+
+    earlier: list[str]  # the sweep's points before this server
+    rule: Rule  # its confidence: of the bounds that may find the server dominated
+
+    def missing_input(self, plan, p) -> str | None:
+        if not self.earlier or p.composed is None:
+            return None
+        cfg = p.composed.cfg
+        if not cfg.draft.method or cfg.draft.lookahead_schedule:
+            return None
+        from llama4spec.runbook.measured import measured_in_plan
+        from llama4spec.runbook.noise_prior import hardware_prior
+        from llama4spec.analysis.dominance import Measured, why_not
+        from llama4spec.analysis.noise import pooled
+
+        planned = {q.id for q in plan.steps}
+        points = []
+        measured = measured_in_plan(plan, [q for q in self.earlier if q in planned])
+        noise = pooled(hardware_prior(cfg.hardware),
+                       {pid: m.record.samples("output_throughput") for pid, m in measured.items()},
+                       {pid: m.record.sample_starts("output_throughput") for pid, m in measured.items()})
+        for pid, m in measured.items():
+            q = plan.get(pid)
+            qc = q.composed.cfg
+            acc = m.record.acceptance
+            points.append(Measured(client=tuple(q.step.keys.overrides), draft=qc.draft.name if qc.draft.method else None,
+                                   lookahead=qc.lookahead if qc.draft.method else None,
+                                   throughputs=m.record.samples("output_throughput"),
+                                   drafts=acc.num_drafts if acc else 0,
+                                   accepted_at=list(acc.accepted_per_pos) if acc else [],
+                                   acceptance_lengths=m.record.acceptance_samples()))
+        return why_not(cfg.draft.name, cfg.lookahead, points, self.rule.confidence, noise)
+
+
+@dataclass(frozen=True)
+class Revisit(Gate):
+    """A revisit server (``revisit: true``) with nothing left to settle, or without the first pass's
+    records (as in a launcher's group): not started, and why."""
+
+    points: list[str]  # its points (started only if one is undecided)
+    first_pass: list[str]  # every point of the sweep's first pass
+    rule: Rule
+
+    def missing_input(self, plan, p) -> str | None:
+        from llama4spec.runbook.measured import measured_in_plan
+        from llama4spec.runbook.sweep.sequential import Settling, revisit_targets
+
+        planned = {q.id for q in plan.steps}
+        absent = [q for q in self.first_pass if q not in planned]
+        if absent:
+            return (f"not revisited: this group does not hold the first pass's points ({', '.join(absent[:3])}"
+                    f"{', ...' if len(absent) > 3 else ''}); a revisit runs in the process that ran the first pass")
+        if not measured_in_plan(plan, list(self.points)):
+            return "not revisited: the first pass measured none of its points"
+        at = Settling(list(self.points), [q for q in self.first_pass if q not in self.points], self.rule, start=2)
+        try:
+            targets = revisit_targets(plan, at)
+        except ValueError as err:  # records the rule cannot take: its settle step says so too
+            return f"not revisited: {err}"
+        if not targets & set(self.points):
+            return "not revisited: the first pass left none of its points undecided (below max_repeats)"
+        return None
+
+
+@dataclass(frozen=True)
+class Schedule(Gate):
+    """A verification server (``verify_schedule: true``, a second phase of the sweep): its lookahead
+    schedule derived, before it starts, from the points measured before it."""
+
+    derive_from: list[str]
+
+    def before_start(self, run, p) -> dict[str, Any]:
+        return {"lookahead_schedule": derive_schedule(run, p, self.derive_from)}
+
+    def describe(self, p, say) -> None:
+        say(f"    lookahead schedule: derived at run time from points {', '.join(self.derive_from)}, "
+            f"validated before this server starts")
+
+
+def derive_schedule(run, p, derive_from: list[str]) -> list[list[int]]:
+    """A verification server's lookahead schedule, derived now from the points measured before it;
+    its config, commands and record are rebuilt with it."""
+    from llama4spec.config.compose import compose_config
+    from llama4spec.config.schedule import schedule_problems
+    from llama4spec.config.validate import validate
+    from llama4spec.files import write_json
+    from llama4spec.runbook.measured import collect_points
+    from llama4spec.analysis.model import analyse
+    from llama4spec.analysis.schedule import derive
+
+    from llama4spec.runbook.noise_prior import hardware_prior
+
+    draft = p.composed.cfg.draft.name
+    points, missing = collect_points(run.plan, derive_from)
+    schedule = derive(analyse(points, hardware_prior(p.composed.cfg.hardware)), draft)
+    if schedule is None or not schedule.speculates:
+        why = "no speculation wins at any measured concurrency" if schedule else "no measured point of the draft"
+        raise StepFailed(f"no lookahead schedule to verify for {draft}: {why} (missing: {', '.join(missing) or '-'})")
+    found = schedule_problems(schedule.ranges, p.composed.cfg.lookahead)
+    if found:
+        raise StepFailed(f"the derived schedule {schedule.ranges} is not valid: {'; '.join(found)}")
+    ranges = ",".join(f"[{a},{b},{k}]" for a, b, k in schedule.ranges)
+    derived = [f"lookahead={schedule.lookahead}", f"draft.lookahead_schedule=[{ranges}]"]  # as deployed
+    composed = compose_config([*p.composed.overrides, *derived])
+    problems = validate(composed.cfg)
+    if problems:
+        raise StepFailed(f"the derived schedule's config is not valid: {'; '.join(problems)}")
+    p.composed = composed
+    for q in run.plan.steps:  # its benchmarks record the schedule's lookahead
+        if q.step.server == p.id and q.step.traits.benchmarks and q.composed is not None:
+            q.composed = compose_config([*q.composed.overrides, *derived])
+    fill(p, run.plan.runbook.env)
+    run.write_config(p)
+    write_json(p.dir / "schedule.json", {"draft": draft, "schedule": schedule.ranges,
+                                          "override": schedule.override(), "from_points": schedule.from_points,
+                                          "missing": missing})
+    run.say(f"      lookahead schedule derived from {len(points)} measured points: {schedule.ranges}")
+    return schedule.ranges

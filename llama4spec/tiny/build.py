@@ -184,11 +184,11 @@ def draft_files(imperfect: bool, head: np.ndarray | None = None) -> tuple[dict, 
     return config, tensors
 
 
-def draft_model_files(imperfect: bool) -> tuple[dict, dict[str, np.ndarray]]:
-    """A small stand-alone draft model (vLLM's ``draft_model`` method): a one-layer Llama with the
-    target's vocabulary and tokenizer, predicting ``draft_successor`` from the last token."""
+def _llama_config(architecture: str, **changes) -> dict:
+    """A one-layer Llama config on the tiny target's vocabulary, tokens and attention shape (the
+    draft model's and the EAGLE-3 head's); ``changes`` replace or add keys."""
     config = {
-        "architectures": ["LlamaForCausalLM"],
+        "architectures": [architecture],
         "model_type": "llama",
         "attention_bias": False,
         "attention_dropout": 0.0,
@@ -211,6 +211,14 @@ def draft_model_files(imperfect: bool) -> tuple[dict, dict[str, np.ndarray]]:
         "torch_dtype": "float32",
         "vocab_size": VOCAB,
     }
+    config.update(changes)
+    return config
+
+
+def draft_model_files(imperfect: bool) -> tuple[dict, dict[str, np.ndarray]]:
+    """A small stand-alone draft model (vLLM's ``draft_model`` method): a one-layer Llama with the
+    target's vocabulary and tokenizer, predicting ``draft_successor`` from the last token."""
+    config = _llama_config("LlamaForCausalLM")
     z = np.zeros
     tensors = {
         "model.embed_tokens.weight": np.eye(VOCAB, HIDDEN, dtype=np.float32),
@@ -226,33 +234,10 @@ def draft_model_files(imperfect: bool) -> tuple[dict, dict[str, np.ndarray]]:
 
 def eagle3_files(imperfect: bool) -> tuple[dict, dict[str, np.ndarray]]:
     """A tiny EAGLE-3 head (vLLM's ``Eagle3LlamaForCausalLM``, as NVIDIA's Maverick head loads): see ``tiny.eagle3``."""
-    config = {
-        "architectures": ["LlamaForCausalLMEagle3"],
-        "model_type": "llama",
-        "attention_bias": False,
-        "attention_dropout": 0.0,
-        "bos_token_id": BOS,
-        "eos_token_id": EOS,
-        "pad_token_id": PAD,
-        "head_dim": HEAD_DIM,
-        "hidden_act": "silu",
-        "hidden_size": HIDDEN,
-        "initializer_range": 0.02,
-        "intermediate_size": eagle3.INTERMEDIATE,
-        "max_position_embeddings": 2048,
-        "mlp_bias": False,
-        "num_attention_heads": HEADS,
-        "num_hidden_layers": 1,
-        "num_key_value_heads": KV_HEADS,
-        "rms_norm_eps": eagle3.EPS,
-        "rope_parameters": {"rope_theta": 500000.0, "rope_type": "default"},
-        "tie_word_embeddings": False,
-        "torch_dtype": "float32",
-        "vocab_size": VOCAB,
-        "draft_vocab_size": VOCAB,
-        "target_hidden_size": HIDDEN,
-        "eagle_config": {"eagle_aux_hidden_state_layer_ids": list(eagle3.AUX_LAYERS), "use_aux_hidden_state": True},
-    }
+    config = _llama_config(
+        "LlamaForCausalLMEagle3", intermediate_size=eagle3.INTERMEDIATE, rms_norm_eps=eagle3.EPS,
+        draft_vocab_size=VOCAB, target_hidden_size=HIDDEN,
+        eagle_config={"eagle_aux_hidden_state_layer_ids": list(eagle3.AUX_LAYERS), "use_aux_hidden_state": True})
     z = np.zeros
     # Weight names as vLLM's EAGLE-3 loader reads them (it adds "model."); without embed_tokens the
     # target's is shared. The first layer's q/k/v read [embedding | hidden] (2 x hidden wide).

@@ -83,6 +83,16 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
         names.add(name)
         return new_id(f"{step.id}-{name}"), " ".join(f"{a}={v}" for a, v in constant) or "the sweep's server"
 
+    def measured_by(sid: str) -> list[Step]:
+        """A server's points (one per client combination, added to ``points``), then their settle step."""
+        earlier = list(points)
+        steps = []
+        for combo, label in zip(client_combos, client_labels):
+            bid = new_id(f"{sid}-{label}" if client_axes else f"{sid}-bench")
+            steps.append(_point(make, keys, bid, sid, client_axes, combo))
+            points.append(bid)
+        return steps + _settle(make, keys, new_id, sid, points[len(earlier):], earlier)
+
     groups = server_groups(runbook, step, matrix, cli, problems)
     pinned = pin_async_scheduling(groups)
     if pinned:
@@ -111,15 +121,11 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
                      overrides=[*keys.overrides, *group.overrides],
                      gate=Dominance(list(points), keys.rule) if keys.skip_dominated else None)
         out.append(serve)
-        earlier = list(points)
-        for combo, label in zip(client_combos, client_labels):
-            bid = new_id(f"{sid}-{label}" if client_axes else f"{sid}-bench")
-            out.append(_point(make, keys, bid, sid, client_axes, combo))
-            points.append(bid)
-        out += _settle(make, keys, new_id, sid, points[len(earlier):], earlier)
+        first = len(points)
+        out += measured_by(sid)
         previous_stop = new_id(f"{sid}-stop")
         out.append(make("stop", previous_stop, server=sid))
-        first_pass.append((sid, [*keys.overrides, *group.overrides], points[len(earlier):]))
+        first_pass.append((sid, [*keys.overrides, *group.overrides], points[first:]))
     if keys.repeats == AUTO and keys.revisit:  # a second start of each server the first pass left undecided
         measured = list(points)
         for sid, overrides, mine in first_pass:
@@ -142,12 +148,7 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
             out.append(make("serve", sid, needs=[previous_stop] if previous_stop else list(step.needs),
                                description=f"sweep '{step.id}': the lookahead schedule derived from its points",
                                overrides=[*keys.overrides, *found], gate=Schedule(list(points))))
-            earlier = list(points)
-            for combo, label in zip(client_combos, client_labels):
-                bid = new_id(f"{sid}-{label}" if client_axes else f"{sid}-bench")
-                out.append(_point(make, keys, bid, sid, client_axes, combo))
-                points.append(bid)
-            out += _settle(make, keys, new_id, sid, points[len(earlier):], earlier)
+            out += measured_by(sid)
             out.append(make("stop", new_id(f"{sid}-stop"), server=sid))
     if clash is not None:
         problems.append(f"{at}: the generated step id '{clash}' is already used by another step (or made "

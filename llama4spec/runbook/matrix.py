@@ -289,6 +289,16 @@ class ServerGroup:
         return [(a, self.combos[0][a]) for a in axes if all(c[a] == self.combos[0][a] for c in self.combos)]
 
 
+def shared_config(runbook: Runbook, step: Step, cli: list[str], problems: list[str]) -> Any | None:
+    """The config every server of an expanding ``step`` shares (the runbook's overrides, the step's
+    and the command line's); None when they do not compose, their problems added, naming the step."""
+    try:
+        return compose_config([*runbook.overrides, *step.keys.overrides, *cli]).cfg
+    except UserError as err:
+        problems.extend(f"{runbook.path}: step '{step.id}': {x}" for x in err.problems)
+        return None
+
+
 def server_groups(runbook: Runbook, step: Step, matrix: dict[str, list[str]], cli: list[str],
                   problems: list[str]) -> list[ServerGroup]:
     """Server-side combinations grouped by the server they imply, in matrix order: one composition per

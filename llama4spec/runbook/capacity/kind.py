@@ -24,12 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llama4spec.config import methods
-from llama4spec.config.compose import compose_config
 from llama4spec.config.validate import slo_problems
-from llama4spec.errors import UserError
 from llama4spec.runbook import fields
 from llama4spec.runbook.matrix import (TooLarge, bounded_id, check_matrix, file_label, is_client_axis,
-                                       matrix_points, points_problem, server_groups)
+                                       matrix_points, points_problem, server_groups, shared_config)
 from llama4spec.runbook.spec import Reference, Traits
 from llama4spec.runbook.capacity.search_settings import Settings
 from llama4spec.runbook.steps.base import BaseKind
@@ -114,10 +112,8 @@ def expand(runbook, step, cli: list[str], taken: set[str], make, problems: list[
     checked once, on the overrides every server shares: a problem there is one line, nothing planned."""
     at = f"{runbook.path}: step '{step.id}'"
     keys = step.keys
-    try:
-        cfg = compose_config([*runbook.overrides, *keys.overrides, *cli]).cfg
-    except UserError as err:
-        problems.extend(f"{at}: {x}" for x in err.problems)
+    cfg = shared_config(runbook, step, cli, problems)
+    if cfg is None:
         return [step]
     found = slo_check(cfg)
     if found:

@@ -15,10 +15,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from llama4spec.config.compose import compose_config
-from llama4spec.errors import UserError
 from llama4spec.runbook import fields
-from llama4spec.runbook.matrix import bounded_id
+from llama4spec.runbook.matrix import bounded_id, shared_config
 from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps.base import BaseKind
 
@@ -88,10 +86,8 @@ def expand(runbook, step, cli: list[str], taken: set[str], make, problems: list[
     """The servers and bench runs the map needs (see the module's docstring), then this step."""
     at = f"{runbook.path}: step '{step.id}'"
     keys = step.keys
-    try:
-        cfg = compose_config([*runbook.overrides, *keys.overrides, *cli]).cfg
-    except UserError as err:
-        problems.extend(f"{at}: {x}" for x in err.problems)
+    cfg = shared_config(runbook, step, cli, problems)
+    if cfg is None:
         return [step]
     if cfg.draft.method is None:
         problems.append(f"{at}: a break-even map measures what verifying a draft's tokens costs; name the draft in "

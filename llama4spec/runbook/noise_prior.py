@@ -90,20 +90,6 @@ def hardware_prior(hardware: Any) -> nz.Noise:
     return nz.prior(between, within, f"hardware prior: {source.strip()}", b_df, w_df)
 
 
-def profile_prior(path: Path, cfg: Any | None = None) -> nz.Noise:
-    """A profile read and checked (``analysis.noise.read_profile``; UserError in one line): against
-    this machine's fingerprint for ``cfg`` when given (plan time), as it is when not (a report read
-    back later, perhaps elsewhere)."""
-    return nz.read_profile(Path(path), this_machine(cfg) if cfg is not None else None).noise
-
-
-def prior(cfg: Any, profile: Path | None = None, check_machine: bool = False) -> nz.Noise:
-    """The prior of a run's comparisons: the profile when one is given, else ``cfg``'s hardware's."""
-    if profile is not None:
-        return profile_prior(profile, cfg if check_machine else None)
-    return hardware_prior(_get(cfg, "hardware"))
-
-
 def of_sweep(design: Mapping[str, Any] | None, configs: list[Any]) -> nz.Noise:
     """A sweep's prior read back: the one its plan recorded (``design.noise_prior``, checked), else
     the hardware prior of its points' configs (as their config.yaml holds them)."""
@@ -132,19 +118,16 @@ def at_plan(ctx, p, profile: str | None, overrides: list[str]) -> dict[str, Any]
     composed = ctx.compose(list(overrides), p.id)
     if composed is None:
         return None
+    if found is None:
+        return nz.noise_record(hardware_prior(_get(composed.cfg, "hardware")))
+    here = this_machine(composed.cfg)
     try:
-        record = nz.noise_record(prior(composed.cfg, found, check_machine=True))
-        if found is not None:
-            record["costs"] = profile_costs(found)
-            if not this_machine(composed.cfg).device:
-                record["checked"] = ELSEWHERE
-        return record
+        read = nz.read_profile(Path(found), here)
     except UserError as err:
         ctx.report(p.id, [f"noise: {line}" for line in err.problems])
         return None
-
-
-def profile_costs(path: Path) -> dict[str, float]:
-    """A profile's measured costs: seconds to start a server and per counted run."""
-    read = nz.read_profile(Path(path))
-    return {"start_s": read.start_s, "run_s": read.run_s}
+    record = nz.noise_record(read.noise)
+    record["costs"] = {"start_s": read.start_s, "run_s": read.run_s}
+    if not here.device:
+        record["checked"] = ELSEWHERE
+    return record

@@ -100,14 +100,9 @@ def _lines(value: Any) -> str:
 def _report(run_dir: Path, sid: str, text: str) -> html_page.ReportPart:
     """A merging step without a section of its own (a break-even map): the report it kept and every
     plot it wrote in its directory (read bounded)."""
-    figures = []
     step_dir = run_dir / sid
-    for path in sorted(step_dir.glob("*.png")) if step_dir.is_dir() else []:
-        try:
-            figures.append(html_page.Figure(path.stem, read_bytes(path, PLOT)))
-        except Unreadable as err:
-            figures.append(html_page.Figure(path.stem, None, note=str(err)))
-    return html_page.ReportPart(sid, text, figures)
+    paths = sorted(step_dir.glob("*.png")) if step_dir.is_dir() else []
+    return html_page.ReportPart(sid, text, [_figure(path.stem, path) for path in paths])
 
 
 def _steps(status: Mapping[str, Any]) -> list[list[str]]:
@@ -161,19 +156,21 @@ def _capacity(source: merge.Source, step: Mapping[str, Any], secrets: tuple[str,
     figures = []
     if found.searches:  # every setting's runs against the rate, with the fitted curves
         title = "attainment against request rate, every setting"
-        try:
-            figures.append(html_page.Figure(title, read_bytes(source.dir / sid / capacity_report.FIT_FIGURE, PLOT)))
-        except Unreadable as err:
-            figures.append(html_page.Figure(title, None, note=str(err)))
+        figures.append(_figure(title, source.dir / sid / capacity_report.FIT_FIGURE))
     for s in settings:
         if s.name not in found.searches:
             continue
         title = redact(f"latency against request throughput, {s.name}", secrets)
-        try:
-            figures.append(html_page.Figure(title, read_bytes(source.dir / sid / f"latency-{s.id}.png", PLOT)))
-        except Unreadable as err:
-            figures.append(html_page.Figure(title, None, note=str(err)))
+        figures.append(_figure(title, source.dir / sid / f"latency-{s.id}.png"))
     return html_page.CapacityPart(sid, redact(found.record, secrets), figures)
+
+
+def _figure(title: str, path: Path) -> html_page.Figure:
+    """A plot a step wrote (its PNG read bounded), or why it is not shown."""
+    try:
+        return html_page.Figure(title, read_bytes(path, PLOT))
+    except Unreadable as err:
+        return html_page.Figure(title, None, note=str(err))
 
 
 def _stops(measured: Mapping[str, Measured]) -> dict[str, dict[str, Any]]:
@@ -182,14 +179,7 @@ def _stops(measured: Mapping[str, Measured]) -> dict[str, dict[str, Any]]:
 
 def _figures(step_dir: Path) -> list[html_page.Figure]:
     """The sweep's plots as it wrote them (a PNG each, read bounded)."""
-    out = []
-    for title, stem in sweep_step.IMAGES.items():
-        path = step_dir / f"{stem}.png"
-        try:
-            out.append(html_page.Figure(title, read_bytes(path, PLOT)))
-        except Unreadable as err:
-            out.append(html_page.Figure(title, None, note=str(err)))
-    return out
+    return [_figure(title, step_dir / f"{stem}.png") for title, stem in sweep_step.IMAGES.items()]
 
 
 def _groups(run_dir: Path) -> list[list[str]]:

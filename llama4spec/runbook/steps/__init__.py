@@ -33,9 +33,15 @@ def kind(name: str) -> StepKind:
     return importlib.import_module(MODULES.get(name, f"llama4spec.runbook.steps.{name}")).KIND
 
 
+def named(name: Any) -> StepKind | None:
+    """The kind a record names (None for a kind there is not: plan.json is input)."""
+    return kind(name) if isinstance(name, str) and name in KINDS else None
+
+
 def traits_of(name: Any) -> Traits:
     """The traits of the kind a record names (none for a kind there is not: plan.json is input)."""
-    return kind(name).traits if isinstance(name, str) and name in KINDS else Traits()
+    of = named(name)
+    return of.traits if of is not None else Traits()
 
 
 def make(kind_name: str, step_id: str, needs: list[str] | None = None, description: str = "", **keys: Any) -> Step:

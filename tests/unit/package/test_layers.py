@@ -52,8 +52,6 @@ def test_building_the_parser_imports_no_engine():
 # the merging kinds' own parts of ``report A B --out M`` and of report.html, which move into hooks on
 # the kind. The scan fails on any other, and on one of these gone (so the list only shrinks).
 KIND_NAMES_STILL_COMPARED = {
-    "runbook/merge.py": 5,  # _sweeps, _capacities, _designs, _compares, refuse_unrelated
-    "runbook/write_page.py": 1,  # the capacity part of the page (sweeps: the kinds that decide)
     "runbook/capacity/write_report.py": 1,  # a capacity step's searches in plan.json
 }
 

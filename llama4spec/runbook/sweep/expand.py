@@ -2,6 +2,7 @@
 appending to one ``expansion.Expansion``: ``design_interleaved`` (``design: interleaved``: no
 speculation's server beside each candidate), ``design_sequential`` (per server a serve step, a bench
 step per client-side setting, with ``repeats: auto`` a settle step, then a stop step),
+``design_starts`` (``starts: N``: each server started N times, in a random order),
 ``design_revisit`` (``revisit: true``: a second start of every server) and ``design_schedule``
 (``verify_schedule: true``: a server running the lookahead schedule derived from the points). The
 matrix itself (checking it, grouping its combinations by server): ``runbook.matrix``.
@@ -19,6 +20,7 @@ from llama4spec.runbook.sweep.design_interleaved import interleave
 from llama4spec.runbook.sweep.design_revisit import revisit
 from llama4spec.runbook.sweep.design_schedule import schedule
 from llama4spec.runbook.sweep.design_sequential import sequential
+from llama4spec.runbook.sweep.design_starts import repeated_starts
 from llama4spec.runbook.sweep.expansion import Expansion
 
 SEQUENTIAL, INTERLEAVED = DESIGNS = ("sequential", "interleaved")  # a sweep's design (its first is the default)
@@ -51,7 +53,8 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
     ``environ``: where an interleaved sweep reads the devices it may split (this process's).
 
     The designs in the order their steps run: interleaved pairs (where asked for and two copies fit),
-    the sequential pass over the servers left, a revisit of that pass, the schedule phase."""
+    the sequential pass over the servers left (or their repeated starts), a revisit of that pass,
+    the schedule phase."""
     at = f"{runbook.path}: step '{step.id}'"
     matrix = step.keys.matrix or {}
     x = Expansion.of(step, make, taken, matrix)
@@ -61,6 +64,9 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
         x.refine(async_pinned=pinned)
     if x.keys.design == INTERLEAVED:
         groups = interleave(x, groups, environ, problems, at)
+    if x.keys.starts > 1:  # each setting's server started again in rounds of a random order
+        repeated_starts(x, groups)
+        groups = []
     first_pass = sequential(x, groups)
     if x.keys.repeats == AUTO and x.keys.revisit:  # a second start of each server the first pass left undecided
         revisit(x, first_pass)

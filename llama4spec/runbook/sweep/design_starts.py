@@ -46,8 +46,9 @@ def repeated_starts(x: Expansion, groups: list[ServerGroup]) -> None:
             else:
                 for pid, combo, label in zip(points_of[sid], x.client_combos, x.client_labels):
                     point = x.point(x.bench_id(rid, label), rid, combo)
-                    x.out.append(dataclasses.replace(point, keys=dataclasses.replace(point.keys, label=pid,
-                                                                                     adds_to=pid, start=k)))
+                    x.out.append(dataclasses.replace(point, needs=[pid],  # skipped where its first start failed
+                                                     keys=dataclasses.replace(point.keys, label=pid, adds_to=pid,
+                                                                              start=k)))
             x.stop(rid)
             order.append(rid)
     x.points = [*before, *(pid for sid, _, _ in servers for pid in points_of[sid])]

@@ -63,6 +63,7 @@ def test_each_setting_is_started_n_times_in_the_recorded_order(tmp_path: Path) -
             assert keys.start in (2, 3) and p.step.server.endswith(f"-start{keys.start}")
             assert p.artifacts["record"] == point.artifacts["record"] and ids.index(point.id) < ids.index(p.id)
             assert keys.label == point.id and keys.repeats == 2 and point.step.keys.overrides == keys.overrides
+            assert point.id in p.needs  # skipped, not failed, where the first start measured nothing
     assert sum(1 for p in plan.steps if p.kind == "bench" and p.step.keys.adds_to) == 12  # 3 servers x 2 concurrencies x 2
     assert all(p.step.keys.gate is None for p in plan.steps if p.kind == "serve")  # nothing skipped as dominated
 

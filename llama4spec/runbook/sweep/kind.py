@@ -21,6 +21,8 @@ from llama4spec.runbook.sweep.report import artifacts, design_lines, linked, mer
 from llama4spec.analysis.decide import CONFIDENCE, MAX_REPEATS, MIN_REPEATS
 from llama4spec.analysis.noise import MARGIN, margin_problem
 
+MAX_STARTS, MAX_SEED = 20, 2 ** 31 - 1  # starts: N (each a server start per setting), its order_seed
+
 
 def _margin(raw: dict, key: str, at: str, problems: list[str]) -> float:
     value = raw.get(key, MARGIN)
@@ -51,6 +53,10 @@ class Keys:
     # interleaved: no speculation stays up beside each candidate on the other half of the devices, their
     # runs alternate (A B A B ...) and each speedup is the paired ratio of back-to-back runs
     design: str = fields.choice(*DESIGNS)
+    # sequential: each setting's server started this many times, in rounds of a seeded random order, so the
+    # sweep's own runs estimate the between-start noise
+    starts: int = fields.count(1, 1, MAX_STARTS)
+    order_seed: int = fields.count(0, 0, MAX_SEED)  # starts: the seed of that order (recorded in plan.json)
     swap_devices: bool = fields.flag()  # interleaved: no speculation on the second half of the devices, not the first
     gap_s: float = fields.seconds(2.0, 600.0)  # interleaved: the least pause between one server's last request and the other's run
     noise: str | None = fields.text()  # a noise.json (`llama4spec calibrate`): the prior of every comparison
@@ -59,6 +65,7 @@ class Keys:
     async_pinned: str | None = None  # generated: async scheduling pinned off on every server, and why
     prior: dict[str, Any] | None = None  # generated: the noise its comparisons start from (``noise_record``)
     points: list[str] = field(default_factory=list)  # generated: the bench steps it expands to
+    start_order: list[str] = field(default_factory=list)  # generated: starts: its serve steps in the order they run
 
     def design_record(self) -> dict[str, Any]:
         """How the sweep measured its pairs (plan.json, sweep.json, the report)."""
@@ -70,6 +77,8 @@ class Keys:
             out["fallback"] = self.fallback
         if self.async_pinned:
             out["async_scheduling"] = self.async_pinned
+        if self.starts > 1:
+            out["starts"] = {"starts": self.starts, "order_seed": self.order_seed, "order": list(self.start_order)}
         if used == INTERLEAVED:
             first, second = ("candidates", "no speculation") if self.swap_devices else ("no speculation", "candidates")
             out.update(gap_s=self.gap_s, swap_devices=self.swap_devices,
@@ -130,12 +139,29 @@ def conflicts(keys: Keys, at: str, written: frozenset[str]) -> list[str]:
         problems.append(f"{at}: revisit: true restarts the servers of points still undecided, which needs "
                         f"'repeats: auto' (this step has repeats: {keys.repeats}); set repeats: auto or drop revisit")
     problems.extend(f"{at}: {p}" for p in keys.rule.problems())
+    problems.extend(_starts_problems(keys, at, written))
     for design, names in DESIGN_KEYS.items():
         idle = [name for name in names if name in written]
         if idle and keys.design != design:
             problems.append(f"{at}: {', '.join(idle)} act only in the {design} design, and this sweep's design is "
                             f"{keys.design}; drop {', '.join(idle)} or set design: {design}")
     return problems
+
+
+def _starts_problems(keys: Keys, at: str, written: frozenset[str]) -> list[str]:
+    """starts: N starts each setting's server N times one after another: not with design:
+    interleaved, not with repeats: auto (whose further starts are revisit's)."""
+    if keys.starts == 1:
+        return [f"{at}: order_seed orders the starts of starts: N, and this sweep starts each server once; "
+                f"drop order_seed or set starts: N (e.g. 3)"] if "order_seed" in written else []
+    if keys.design == INTERLEAVED:
+        return [f"{at}: starts: {keys.starts} starts each setting's server {keys.starts} times one after another "
+                f"(the sequential design), and this sweep's design is interleaved; drop starts or set design: sequential"]
+    if keys.repeats == AUTO:
+        return [f"{at}: starts: {keys.starts} gives every start a fixed number of runs, and repeats is auto; give "
+                f"repeats: N (e.g. 3), or keep repeats: auto and start undecided servers again with revisit: true"]
+    return []
+
 
 
 def plan(ctx, p) -> None:

@@ -27,11 +27,25 @@ from llama4spec.analysis.model import Analysis, Point, analyse
 from llama4spec.analysis.noise import MARGIN, margin_problem
 from llama4spec.analysis.points import points as sweep_points
 
+MAX_SHOWN = 200  # server starts named in the design's sentence
+
 
 def design_lines(design: dict[str, Any] | None) -> list[str]:
     """The design in sentences (the dry run and the report), and async scheduling where it was pinned."""
     pinned = (design or {}).get("async_scheduling")
-    return _design_words(design) + ([plain(pinned, 500)] if isinstance(pinned, str) else [])
+    return _design_words(design) + _starts_words(design) + ([plain(pinned, 500)] if isinstance(pinned, str) else [])
+
+
+def _starts_words(design: dict[str, Any] | None) -> list[str]:
+    starts = (design or {}).get("starts")
+    if not isinstance(starts, dict) or not isinstance(starts.get("order"), list):
+        return []
+    order = ", ".join(plain(str(sid), 200) for sid in starts["order"][:MAX_SHOWN])
+    more = len(starts["order"]) - MAX_SHOWN
+    return [f"starts: each setting's server is started {plain(str(starts.get('starts')), 10)} times, in rounds of a "
+            f"random order (order_seed {plain(str(starts.get('order_seed')), 20)}; every setting once a round), so "
+            f"the between-start noise is estimated from the sweep's own runs; no larger lookahead is skipped as "
+            f"dominated. Order: {order}" + (f" and {more} more" if more > 0 else "")]
 
 
 def _design_words(design: dict[str, Any] | None) -> list[str]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from llama4spec.analysis.breakeven_map import Given, Range
+from llama4spec.analysis.model import SCHEDULED
 from llama4spec.analysis.points import dotted
 from llama4spec.files import count, json_or_none, number, plain
 from llama4spec.results.bench import read_record
@@ -50,9 +51,10 @@ def read(path: Path, target: str | None, lookaheads: Sequence[int],
     return ([given], []) if problem is None else ([], [problem])
 
 
-def _bench(directory: Path, target: str | None, name: str = "record.json",
-           speedup: Range | None = None, confidence: float = 0.95) -> tuple[Given | None, str | None]:
-    """One bench step's record and config read back as a placed draft, or the one-line problem."""
+def _bench(directory: Path, target: str | None, name: str = "record.json", speedup: Range | None = None,
+           confidence: float = 0.95, in_sweep: bool = False) -> tuple[Given | None, str | None]:
+    """One bench step's record and config read back as a placed draft, or the one-line problem;
+    (None, None) for a sweep's point that ran a lookahead schedule (at no one lookahead: left out)."""
     where = plain(str(directory / name))
     if name != "record.json":
         return None, f"draft_from {where} is neither a bench record (record.json) nor a sweep's sweep.json; {FIX}"
@@ -73,6 +75,9 @@ def _bench(directory: Path, target: str | None, name: str = "record.json",
             dotted(config, "draft.synthetic_acceptance_rates") is not None:
         return None, (f"draft_from {where} measured synthetic acceptance, not a draft; give a record of the draft "
                       f"itself")
+    if dotted(config, "draft.lookahead_schedule"):
+        return None, None if in_sweep else (f"draft_from {where} ran a lookahead schedule, whose k varies with the batch; give a record "
+                      f"measured at one lookahead")
     acceptance = tuple(record.acceptance_samples())
     k, c = count(dotted(config, "lookahead")), count(dotted(config, "bench.max_concurrency"), 1)
     if not dotted(config, "draft.method") or not acceptance or not k or c is None:
@@ -131,7 +136,7 @@ def _sweep(path: Path, target: str | None, lookaheads: Sequence[int],
             if rows > MAX_ROWS:
                 return [], [f"draft_from {where} has more than {MAX_ROWS} rows; it is not a sweep this tool wrote"]
             if not isinstance(row, dict) or row.get("draft") in (None, "none") or count(row.get("lookahead")) \
-                    not in lookaheads:
+                    not in lookaheads or str(row.get("draft")).endswith(SCHEDULED):  # a schedule: no one k
                 continue
             sid = row.get("id")
             if not isinstance(sid, str) or not STEP_ID.fullmatch(sid) or len(sid) > MAX_STEP_ID:
@@ -139,7 +144,9 @@ def _sweep(path: Path, target: str | None, lookaheads: Sequence[int],
                                 f"sweep this tool wrote")
                 continue
             speedup, level = _speedup(row)
-            given, problem = _bench(run_dir / sid, target, speedup=speedup, confidence=level)
+            given, problem = _bench(run_dir / sid, target, speedup=speedup, confidence=level, in_sweep=True)
+            if given is None and problem is None:
+                continue
             if problem is None and (given.lookahead, given.concurrency) != (row.get("lookahead"), c):
                 problem = (f"draft_from {where}: row {sid} says k={row.get('lookahead')}, c={c}, its record's config "
                            f"k={given.lookahead}, c={given.concurrency}; the two disagree")

@@ -175,3 +175,18 @@ def test_a_given_draft_off_the_maps_curves_is_named_in_the_notes():
 def test_the_shipped_tiny_map_is_unchanged_without_draft_from():
     plan = plan_file(REPO / "runbooks" / "tiny_cpu_breakeven.yaml", lambda name: Path("runs/x"), [])
     assert plan.get("breakeven").step.keys.given == [] and "draft_from" not in plan.get("breakeven").inputs
+
+
+def test_a_recorded_tiny_sweep_places_its_fixed_lookahead_points_with_their_speedups(tmp_path):
+    from tests.recorded_runs import finished_run
+
+    run = finished_run(tmp_path / "sweep-run")
+    analysis = json.loads((run / "sweep" / "sweep.json").read_text())
+    recorded = {r["id"]: r for a in analysis["concurrency"] for r in a["rows"]}
+    given = {g.label.split("(")[1].rstrip(")"): g for g in
+             _plan(tmp_path, run / "sweep" / "sweep.json").get("breakeven").step.keys.given}
+    assert {"sweep-tiny_eagle-k1-c1", "sweep-tiny_eagle-k3-c1", "sweep-tiny_eagle-k1-c4",
+            "sweep-tiny_eagle-k3-c4"} <= set(given)
+    for sid, g in given.items():
+        iv = recorded[sid]["speedup_interval"]
+        assert g.speedup == Range(iv["ratio"], iv["low"], iv["high"]) and g.acceptance == (float(g.lookahead + 1),) * 3

@@ -111,3 +111,18 @@ def test_the_dry_run_says_it_before_the_records(cli, tmp_path):
     records = [i for i, line in enumerate(lines) if line.startswith("records: ")]
     assert len(warned) == 1 and warned[0] < records[0]
     assert "fix: set serve.async_scheduling=false on the other side" in lines[warned[0]]
+
+
+def test_the_doctor_checks_a_runbook_with_its_steps_and_the_rules_across_them(cli, tmp_path):
+    import json
+
+    path = tmp_path / "rb.yaml"
+    path.write_text(PAIR.format(candidate="ngram", baseline="none", cand_extra="", base_extra=""))
+    done = cli("doctor", "--runbook", path)
+    assert done.returncode == 0, done.stderr  # a warning, no error
+    assert f"warning {RULE}: step 'versus' compares server 'cand' (n-gram)" in done.stdout
+    assert "step cand: vLLM 0.32 serves n-gram" in done.stdout  # the step's own pairing rules, named by step
+    found = json.loads(cli("doctor", "--runbook", path, "--json").stdout)["findings"]
+    assert [(f["rule"], f["steps"]) for f in found] == [(RULE, []), ("async-scheduling", ["cand"])]
+    fixed = cli("doctor", "--runbook", path, "serve.async_scheduling=false")
+    assert fixed.returncode == 0 and RULE not in fixed.stdout

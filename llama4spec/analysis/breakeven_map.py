@@ -64,6 +64,15 @@ class Runs:
 
 
 @dataclass(frozen=True)
+class Range:
+    """A figure and its interval (None: beyond the grid on that side)."""
+
+    value: float | None
+    low: float | None
+    high: float | None
+
+
+@dataclass(frozen=True)
 class Given:
     """A draft measured outside this map (a record given): one lookahead and concurrency."""
 
@@ -71,17 +80,8 @@ class Given:
     concurrency: int
     acceptance: tuple[float, ...]  # mean acceptance length per counted run, from vLLM's counters
     label: str
-    speedup: "Range | None" = None  # its speedup over no speculation as the record measured it
+    speedup: Range | None = None  # its speedup over no speculation as the record measured it
     confidence: float = 0.95  # of that speedup's interval
-
-
-@dataclass(frozen=True)
-class Range:
-    """A figure and its interval (None: beyond the grid on that side)."""
-
-    value: float | None
-    low: float | None
-    high: float | None
 
 
 @dataclass(frozen=True)

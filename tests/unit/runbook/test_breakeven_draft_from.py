@@ -11,6 +11,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from omegaconf import OmegaConf
 from rich.console import Console
 
@@ -18,6 +19,7 @@ from llama4spec.analysis import breakeven_report
 from llama4spec.analysis.breakeven_map import Given, Range, Runs, build
 from llama4spec.analysis.noise import prior as known_noise
 from llama4spec.config.compose import compose_config
+from llama4spec.errors import UserError
 from llama4spec.results.acceptance import AcceptanceCounters
 from llama4spec.results.bench import BenchRecord
 from llama4spec.results.provenance import public_config
@@ -33,6 +35,8 @@ steps:
     overrides: [draft=tiny_eagle_imperfect]
     lookaheads: [1, 3]
     concurrencies: [1, 4]
+    grid: 2
+    place: false
     draft_from: {path}
 """
 
@@ -104,37 +108,42 @@ def test_a_sweep_json_places_its_drafts_at_the_maps_points_with_their_recorded_s
     assert (g.lookahead, g.concurrency, g.speedup) == (3, 4, Range(1.6, 1.3, 1.9))
 
 
-def _problems(cli, tmp_path: Path, path) -> list[str]:
+def _problems(tmp_path: Path, path) -> list[str]:
+    with pytest.raises(UserError) as err:
+        _plan(tmp_path, path)
+    return [line for line in err.value.problems if "draft_from" in line]
+
+
+def test_bad_input_is_one_line_exit_2_and_nothing_starts(cli, tmp_path):
     rb = tmp_path / "be.yaml"
-    rb.write_text(RUNBOOK.format(path=path))
+    rb.write_text(RUNBOOK.format(path=tmp_path / "nowhere"))
     done = cli("run", rb, "--dry-run", "--runs-dir", tmp_path / "runs")
     assert done.returncode == 2 and "Traceback" not in done.stderr and "[1/" not in done.stdout, done.stderr
-    return [line for line in done.stderr.splitlines() if "draft_from" in line]
-
-
-def test_bad_records_are_refused_in_one_line_each_before_anything_starts(cli, tmp_path):
-    (line,) = _problems(cli, tmp_path, tmp_path / "nowhere")
+    (line,) = done.stderr.strip().splitlines()
     assert "draft_from" in line and "does not exist" in line and "bench step's directory" in line
+
+
+def test_bad_records_are_refused_in_one_line_each_before_anything_starts(tmp_path):
     other = _bench_dir(tmp_path / "a", "b", "draft=tiny_eagle_imperfect", "lookahead=3", "target.model=/elsewhere/scout")
-    (line,) = _problems(cli, tmp_path, other)
+    (line,) = _problems(tmp_path, other)
     assert "measured target /elsewhere/scout, not this map's" in line and "same target" in line
     k5 = _bench_dir(tmp_path / "c", "b", "draft=tiny_eagle_imperfect", "lookahead=5")
-    (line,) = _problems(cli, tmp_path, k5)
+    (line,) = _problems(tmp_path, k5)
     assert "measured lookahead 5, which is not on the map (lookaheads 1, 3)" in line
     none = _bench_dir(tmp_path / "d", "b", "draft=none")
-    (line,) = _problems(cli, tmp_path, none)
+    (line,) = _problems(tmp_path, none)
     assert "holds no acceptance from vLLM's counters" in line
     synthetic = _bench_dir(tmp_path / "e", "b", "draft=tiny_eagle_imperfect", "lookahead=3",
                            "draft.synthetic_acceptance_length=2.0")
-    (line,) = _problems(cli, tmp_path, synthetic)
+    (line,) = _problems(tmp_path, synthetic)
     assert "measured synthetic acceptance, not a draft" in line
     foreign = tmp_path / "f" / "record.json"
     foreign.parent.mkdir()
     foreign.write_text(json.dumps({"output_throughput": 1.0}))
-    (line,) = _problems(cli, tmp_path, foreign)
+    (line,) = _problems(tmp_path, foreign)
     assert "not a llama4spec bench record" in line
     hostile = _sweep_json(tmp_path / "g", [{"id": "../../etc", "draft": "x", "lookahead": 3}])
-    (line,) = _problems(cli, tmp_path, hostile)
+    (line,) = _problems(tmp_path, hostile)
     assert "is not a step id" in line
 
 
@@ -147,11 +156,12 @@ def _map(given):
 
 def test_a_given_draft_is_placed_as_the_draft_beside_the_map_is():
     plain_ = Given(3, 1, (2.4, 2.5, 2.45), "head (bench)")
-    (curve,) = _map([plain_]).curves
+    m = _map([plain_])
+    (curve,) = m.curves
     (p,) = curve.placements
     assert p.given and p.measured is None and p.agrees is None and p.difference is None
     assert 0.9 < p.predicted.value < 1.1 and p.headroom.value is not None and p.limit in ("pays", "draft quality")
-    text = breakeven_report.markdown(_map([plain_]), None)
+    text = breakeven_report.markdown(m, None)
     assert "head (bench) (given)" in text and "self-check: not made" in text
 
 

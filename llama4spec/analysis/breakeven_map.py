@@ -19,7 +19,11 @@ speculation, and optionally of a real draft. Output, per (lookahead, concurrency
 - a real draft placed on the map: its acceptance length from vLLM's counters, the speedup the map
   predicts there, its headroom above break-even, what limits it (engine cost when no acceptance
   within [1, k + 1] pays, else draft quality when it sits below break-even), and the self-check:
-  its measured log speedup minus the map's prediction, whose bootstrap interval must hold 0.
+  its measured log speedup minus the map's prediction, whose bootstrap interval must hold 0;
+- a draft measured elsewhere (``Given``: a record handed to the map) placed the same way at its
+  acceptance length from vLLM's counters; its measured speedup, where the record has one, is the
+  record's own (against its own no speculation, with its own interval), so the self-check draws it
+  as a normal on the log scale with the sd that interval implies.
 
 The x axis is the acceptance length vLLM's counters measured at each synthetic point (the set
 length where a point has no counters), so the real draft and the map are read on one scale.
@@ -69,6 +73,18 @@ class Range:
 
 
 @dataclass(frozen=True)
+class Given:
+    """A draft measured outside this map (a record given): one lookahead and concurrency."""
+
+    lookahead: int
+    concurrency: int
+    acceptance: tuple[float, ...]  # mean acceptance length per counted run, from vLLM's counters
+    label: str
+    speedup: Range | None = None  # its speedup over no speculation as the record measured it
+    confidence: float = 0.95  # of that speedup's interval
+
+
+@dataclass(frozen=True)
 class MapPoint:
     label: str
     set_length: float | None
@@ -91,12 +107,13 @@ class BreakEven:
 class Placement:
     label: str
     acceptance_length: float  # vLLM's counters, mean over its runs
-    measured: Range  # its speedup against no speculation
+    measured: Range | None  # its speedup against no speculation (None: a record given without one)
     predicted: Range  # the map's speedup at its acceptance length
     headroom: Range  # its acceptance length minus break-even (None: break-even outside the grid)
     limit: str  # "pays", "draft quality" or "engine cost"
-    difference: Range  # measured / predicted speedup (1: agreement)
-    agrees: bool  # the self-check: the difference's interval holds 1
+    difference: Range | None  # measured / predicted speedup (1: agreement; None: nothing measured)
+    agrees: bool | None  # the self-check: the difference's interval holds 1 (None: nothing measured)
+    given: bool = False  # measured outside this map (a record given), not beside it
 
 
 @dataclass(frozen=True)
@@ -194,9 +211,10 @@ def ratio(numerator: Sequence[float], denominator: Sequence[float], confidence: 
 # -- the map -----------------------------------------------------------------------------------------
 def build(baseline: Sequence[Runs], synthetic: Sequence[Runs], real: Sequence[Runs] = (), *,
           noise: Noise, confidence: float = CONFIDENCE, draws: int = DRAWS,
-          seed: int = SEED) -> BreakEvenMap:
+          seed: int = SEED, given: Sequence[Given] = ()) -> BreakEvenMap:
     """The map from no speculation's runs (one per concurrency), the synthetic points and the real
-    draft's points (each with its lookahead and concurrency). Points without a baseline at their
+    draft's points (each with its lookahead and concurrency), with drafts measured elsewhere
+    (``given``) placed where a curve of their lookahead and concurrency exists. Points without a baseline at their
     concurrency, and (lookahead, concurrency) pairs with fewer than 2 grid lengths, are left out
     and named in the notes."""
     rng = np.random.default_rng(seed)
@@ -217,12 +235,16 @@ def build(baseline: Sequence[Runs], synthetic: Sequence[Runs], real: Sequence[Ru
             notes.append(f"k={k}, c={c}: fewer than 2 acceptance lengths; no curve")
             continue
         curves.append(_curve(k, c, base[c], points, [r for r in real if r.lookahead == k and r.concurrency == c],
-                             noise, confidence, draws, rng))
+                             noise, confidence, draws, rng,
+                             [g for g in given if g.lookahead == k and g.concurrency == c and g.acceptance]))
+    placed = {(c.lookahead, c.concurrency) for c in curves}
+    notes += [f"{g.label}: no curve at k={g.lookahead}, c={g.concurrency}; not placed" for g in given
+              if (g.lookahead, g.concurrency) not in placed]
     return BreakEvenMap(tuple(curves), noise, confidence, draws, tuple(notes))
 
 
 def _curve(k: int, c: int, base: Runs, points: list[Runs], real: list[Runs], noise: Noise, confidence: float,
-           draws: int, rng: np.random.Generator) -> Curve:
+           draws: int, rng: np.random.Generator, given: Sequence[Given] = ()) -> Curve:
     between_sd = noise.between.sd
     x = np.array([p.length for p in points], float)
     base_mean, base_se, _ = _log_stats(base)
@@ -245,31 +267,71 @@ def _curve(k: int, c: int, base: Runs, points: list[Runs], real: list[Runs], noi
     k0 = ratio(zero.throughputs, base.throughputs, confidence, noise) if zero else None
     placements = tuple(_place(r, base, base_draws, x, fit, fit_draws, cross, cross_draws, state, noise,
                               confidence, rng, draws) for r in real if r.acceptance)
+    placements += tuple(_place_given(g, x, fit, fit_draws, cross, cross_draws, state, confidence, rng, draws)
+                        for g in given)
     return Curve(k, c, map_points, breakeven, k0, placements)
 
 
 def _place(r: Runs, base: Runs, base_draws: np.ndarray, x: np.ndarray, fit: np.ndarray, fit_draws: np.ndarray,
            cross: float, cross_draws: np.ndarray, state: str, noise: Noise, confidence: float,
            rng: np.random.Generator, draws: int) -> Placement:
-    acc = np.asarray(r.acceptance, float)
+    at = _at(r.acceptance, x, fit, fit_draws, cross, cross_draws, state, confidence, rng, draws)
+    real_draws = _draw(r, noise.between.sd, rng, draws) - base_draws
+    d_low, d_high = _quantiles(real_draws - at.predicted_draws, confidence)
+    measured = ratio(r.throughputs, base.throughputs, confidence, noise)
+    d = _log_stats(r)[0] - _log_stats(base)[0] - at.pred
+    return Placement(r.label, at.a, measured, at.predicted, at.headroom, at.limit,
+                     Range(math.exp(d), math.exp(d_low), math.exp(d_high)), d_low <= 0.0 <= d_high)
+
+
+@dataclass(frozen=True)
+class _At:
+    """Where an acceptance length sits on a curve: the prediction with its draws, headroom, limit."""
+
+    a: float
+    pred: float  # log speedup the fit predicts
+    predicted_draws: np.ndarray
+    predicted: Range
+    headroom: Range
+    limit: str
+
+
+def _at(acceptance: Sequence[float], x: np.ndarray, fit: np.ndarray, fit_draws: np.ndarray, cross: float,
+        cross_draws: np.ndarray, state: str, confidence: float, rng: np.random.Generator, draws: int) -> _At:
+    acc = np.asarray(acceptance, float)
     a = float(acc.mean())
     a_se = float(acc.std(ddof=1) / math.sqrt(acc.size)) if acc.size > 1 else 0.0
     a_draws = a + (a_se * rng.standard_t(acc.size - 1, draws) if acc.size > 1 else 0.0)
     predicted_draws = np.array([np.interp(ad, x, f) for ad, f in zip(np.broadcast_to(a_draws, (draws,)), fit_draws)])
     pred = float(np.interp(a, x, fit))
     p_low, p_high = _quantiles(predicted_draws, confidence)
-    real_draws = _draw(r, noise.between.sd, rng, draws) - base_draws
-    d_low, d_high = _quantiles(real_draws - predicted_draws, confidence)
-    measured = ratio(r.throughputs, base.throughputs, confidence, noise)
-    head_draws = a_draws - cross_draws
-    h_low, h_high = _quantiles(head_draws, confidence)
+    h_low, h_high = _quantiles(a_draws - cross_draws, confidence)
     headroom = Range(a - cross if math.isfinite(cross) else None, _finite(h_low), _finite(h_high))
-    if state == NEVER:
-        limit = "engine cost"
-    elif pred < 0:
-        limit = "draft quality"
-    else:
-        limit = "pays"
-    d = _log_stats(r)[0] - _log_stats(base)[0] - pred
-    return Placement(r.label, a, measured, Range(math.exp(pred), math.exp(p_low), math.exp(p_high)), headroom, limit,
-                     Range(math.exp(d), math.exp(d_low), math.exp(d_high)), d_low <= 0.0 <= d_high)
+    limit = "engine cost" if state == NEVER else "draft quality" if pred < 0 else "pays"
+    return _At(a, pred, predicted_draws, Range(math.exp(pred), math.exp(p_low), math.exp(p_high)), headroom, limit)
+
+
+def _place_given(g: Given, x: np.ndarray, fit: np.ndarray, fit_draws: np.ndarray, cross: float,
+                 cross_draws: np.ndarray, state: str, confidence: float, rng: np.random.Generator,
+                 draws: int) -> Placement:
+    """A draft measured elsewhere, placed as the draft beside the map is; its self-check draws its
+    measured log speedup as a normal with the sd its own interval implies (a record without a speedup:
+    placed, not checked)."""
+    at = _at(g.acceptance, x, fit, fit_draws, cross, cross_draws, state, confidence, rng, draws)
+    s = g.speedup
+    if s is None or s.value is None:
+        return Placement(g.label, at.a, None, at.predicted, at.headroom, at.limit, None, None, given=True)
+    sd = 0.0
+    if s.low is not None and s.high is not None and 0 < s.low <= s.high:
+        sd = (math.log(s.high) - math.log(s.low)) / (2 * _normal_quantile(0.5 + g.confidence / 2))
+    measured_draws = math.log(s.value) + sd * rng.standard_normal(draws)
+    d_low, d_high = _quantiles(measured_draws - at.predicted_draws, confidence)
+    d = math.log(s.value) - at.pred
+    return Placement(g.label, at.a, s, at.predicted, at.headroom, at.limit,
+                     Range(math.exp(d), math.exp(d_low), math.exp(d_high)), d_low <= 0.0 <= d_high, given=True)
+
+
+def _normal_quantile(p: float) -> float:
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(p)

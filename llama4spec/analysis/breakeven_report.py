@@ -63,9 +63,11 @@ def placement_rows(m: BreakEvenMap) -> list[list[str]]:
     out = []
     for c in m.curves:
         for p in c.placements:
-            out.append([p.label, str(c.lookahead), str(c.concurrency), f"{p.acceptance_length:.2f}",
-                        range_text(p.measured), range_text(p.predicted), range_text(p.headroom), p.limit,
-                        f"{'agrees' if p.agrees else 'DISAGREES'} ({range_text(p.difference)})"])
+            check = ("- (no measured speedup in the record)" if p.agrees is None
+                     else f"{'agrees' if p.agrees else 'DISAGREES'} ({range_text(p.difference)})")
+            out.append([p.label + (" (given)" if p.given else ""), str(c.lookahead), str(c.concurrency),
+                        f"{p.acceptance_length:.2f}", range_text(p.measured), range_text(p.predicted),
+                        range_text(p.headroom), p.limit, check])
     return out
 
 
@@ -73,6 +75,10 @@ GRID_HEADER = ["k", "concurrency", "acceptance length: speedup", "break-even acc
                "cost of k=0 (length 1.0 vs none)"]
 PLACE_HEADER = ["real draft", "k", "concurrency", "acceptance length", "measured speedup", "map predicts",
                 "headroom above break-even", "limited by", "self-check (measured / predicted)"]
+
+
+NO_CHECK = ("self-check: not made: no draft placed here has a measured speedup (a record given without one is placed "
+            "at its acceptance length only)")
 
 
 def _md_table(header: list[str], body: list[list[str]]) -> str:
@@ -83,7 +89,7 @@ def _md_table(header: list[str], body: list[list[str]]) -> str:
 
 def verdict(m: BreakEvenMap) -> str | None:
     """The self-check over every placement (None: no real draft was placed)."""
-    places = [p for c in m.curves for p in c.placements]
+    places = [p for c in m.curves for p in c.placements if p.agrees is not None]
     if not places:
         return None
     bad = [f"{p.label}" for p in places if not p.agrees]
@@ -97,7 +103,7 @@ def markdown(m: BreakEvenMap, image: str | None) -> str:
     text = f"# {TITLE}\n\n" + _md_table(GRID_HEADER, rows(m))
     if placement_rows(m):
         text += "\n## The real draft on the map\n\n" + _md_table(PLACE_HEADER, placement_rows(m))
-        text += f"\n{verdict(m)}\n"
+        text += f"\n{verdict(m) or NO_CHECK}\n"
     if image:
         text += f"\n![{TITLE}]({image})\n"
     text += "\n" + "".join(f"- {n}\n" for n in m.notes)
@@ -121,7 +127,7 @@ def render(console, m: BreakEvenMap) -> None:
         for r in placement_rows(m):
             p.add_row(*r)
         console.print(p)
-        console.print(verdict(m), highlight=False, markup=False, soft_wrap=True)
+        console.print(verdict(m) or NO_CHECK, highlight=False, markup=False, soft_wrap=True)
     for n in m.notes:
         console.print(f"note: {n}", highlight=False, markup=False, soft_wrap=True)
 
@@ -176,7 +182,11 @@ def _draw_curve(ax, curve: Curve, colour: str) -> None:
         if b.low is not None and b.high is not None:
             ax.hlines(1.0, b.low, b.high, color=colour, linewidth=3, alpha=0.4)
     for p in curve.placements:
+        if p.measured is None:  # a record given without a speedup: where the map puts it
+            ax.plot([p.acceptance_length], [p.predicted.value], marker="D", color=colour, markersize=8,
+                    markerfacecolor="none", linestyle="none", label=f"k={curve.lookahead} given draft ({p.label})")
+            continue
         ax.errorbar([p.acceptance_length], [p.measured.value],
                     yerr=[[max(0.0, p.measured.value - p.measured.low)], [max(0.0, p.measured.high - p.measured.value)]],
                     fmt="*", color=colour, markersize=11, markeredgecolor="black", capsize=3,
-                    label=f"k={curve.lookahead} real draft ({p.label})")
+                    label=f"k={curve.lookahead} {'given' if p.given else 'real'} draft ({p.label})")

@@ -19,7 +19,7 @@ NAME = "breakeven"  # the runbook's name: runs/breakeven/<timestamp>
 STEP_ID = "breakeven"
 SOURCE = Path("<breakeven>")
 KEYS = {"lookaheads": "--lookaheads", "concurrencies": "--concurrencies", "grid": "--grid", "repeats": "--repeats",
-        "warmup": "--warmup", "place": "--no-place"}
+        "warmup": "--warmup", "place": "--no-place", "draft_from": "--draft-from"}
 
 
 def _list(text: str) -> list[int]:
@@ -75,6 +75,9 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=int, metavar="N", help="unrecorded warm-up requests before each point (default 0)")
     p.add_argument("--no-place", dest="place", action="store_const", const=False,
                    help="do not measure the draft itself (no placement, no self-check)")
+    p.add_argument("--draft-from", metavar="PATH",
+                   help="also place a draft measured earlier: a bench step's directory of a run, its record.json, "
+                        "or a sweep's sweep.json")
     add_plan_options(p, "continue the map in DIR (runs/breakeven/<timestamp>): recorded points are reused")
 
 

@@ -383,6 +383,10 @@ def run(plan: Plan, console: Console, gate: Gate | None = None, environ: Mapping
         finished = finished_steps(plan, notes)
     preflight(plan, gate, finished or {})
     run_ = Run(plan, console, environ, finished, progress, stop_on_error)
+    from llama4spec.runbook.schedulers import findings
+
+    for f in findings(plan):  # across steps: said once, before anything starts
+        run_.say(f"doctor: {f.severity} {f.rule}: {f.line()}")
     for line in notes:  # a record cut short or foreign: said once, its step measured again
         run_.say(f"note: {line}")
     return run_.execute()

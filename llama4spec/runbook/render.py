@@ -65,6 +65,11 @@ def plan_text(console: Console, plan: Plan, environ: Mapping[str, str] | None = 
             say(f"    {role}: {path}")
         for name, path in step.artifacts.items():
             say(f"    {name}: {path}")
+    from llama4spec.runbook.schedulers import findings
+
+    for f in findings(plan):  # what the doctor warns of across steps, before anything starts
+        say()
+        say(f"doctor: {f.severity} {f.rule}: {f.line()}")
     say()
     say(f"records: {plan.run_dir / STATUS}, {plan.run_dir / 'summary.md'}, "
         f"{plan.run_dir / 'plan.json'}, {plan.run_dir / 'environment.json'}, {plan.run_dir / 'host.json'}")

@@ -43,7 +43,7 @@ def run_report(plan, planned, console: Console, not_run: dict[str, str] | None =
     prior = of_sweep({"noise_prior": planned.step.keys.prior}, [m.config for m in measured.values()])
     noise = pooled(prior, {pid: m.record.samples("output_throughput") for pid, m in measured.items()},
                    {pid: m.record.sample_starts("output_throughput") for pid, m in measured.items()})
-    m = build(base, synthetic, real, noise=noise)
+    m = build(base, synthetic, real, noise=noise, given=planned.step.keys.given)
     files["report"].parent.mkdir(parents=True, exist_ok=True)
     series = report.plot(m, files["plot"]) if m.curves else []
     text = report.markdown(m, files["plot"].name if m.curves else None)

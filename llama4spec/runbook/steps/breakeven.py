@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from llama4spec.files import plain
 from llama4spec.runbook import fields
 from llama4spec.runbook.matrix import bounded_id, shared_config
 from llama4spec.runbook.spec import Traits
@@ -52,6 +54,9 @@ class Keys:
     repeats: int = fields.count(3, 2, fields.MAX_REPEATS)  # counted runs per server and concurrency
     warmup: int = fields.count(0, 0, fields.MAX_WARMUP)  # warm-up requests per point, unrecorded
     noise: str | None = fields.text()  # a noise.json (`llama4spec calibrate`): the between-start term of its ratios
+    draft_from: str | None = fields.text()  # a draft measured earlier (a bench step's directory or record, a
+    #   sweep.json): placed on the map too (``runbook.breakeven.draft_from``)
+    given: list[Any] = field(default_factory=list)  # generated: the drafts draft_from holds (``Given``)
     points: list[str] = field(default_factory=list)  # generated: its bench steps
     prior: dict[str, Any] | None = None  # generated: the noise its ratios carry (``noise_record``)
 
@@ -136,8 +141,27 @@ def plan(ctx, p) -> None:
     from llama4spec.runbook.noise_prior import at_plan
 
     p.artifacts = artifacts(p)
-    if p.step.keys.points:  # expanded (a step refused is not composed)
-        p.step.keys.prior = at_plan(ctx, p, p.step.keys.noise, p.step.keys.overrides)
+    keys = p.step.keys
+    if keys.points:  # expanded (a step refused is not composed)
+        keys.prior = at_plan(ctx, p, keys.noise, keys.overrides)
+        if keys.draft_from:
+            _read_draft(ctx, p)
+
+
+def _read_draft(ctx, p) -> None:
+    """The drafts ``draft_from`` holds, read and checked now (a dry run too): every problem one line."""
+    from llama4spec.runbook.breakeven.draft_from import FIX, read, resolve
+
+    keys = p.step.keys
+    path = resolve(keys.draft_from, [ctx.runbook.path.parent, Path.cwd()])
+    if path is None:
+        ctx.report(p.id, [f"draft_from '{plain(keys.draft_from)}' does not exist; {FIX}"])
+        return
+    first = ctx.planned.get(keys.points[0])
+    target = first.composed.cfg.target.model if first is not None and first.composed is not None else None
+    keys.given, problems = read(path, target, keys.lookaheads, keys.concurrencies)
+    p.inputs["draft_from"] = path
+    ctx.report(p.id, problems)
 
 
 def execute(run, p) -> dict[str, Any]:
@@ -156,6 +180,11 @@ def describe(p, say) -> None:
     say(f"    concurrencies {', '.join(map(str, keys.concurrencies))}, {keys.repeats} runs each; against no "
         f"speculation: the speedup curve, the break-even acceptance length and the cost of k=0, with intervals"
         + ("; the draft placed on the map and the self-check" if keys.place else ""))
+    for g in keys.given:
+        measured = f", its speedup {g.speedup.value:.2f} as recorded" if g.speedup is not None else ""
+        say(f"    the draft from {plain(keys.draft_from)}: {g.label} at k={g.lookahead}, concurrency {g.concurrency}, "
+            f"acceptance length {sum(g.acceptance) / len(g.acceptance):.2f} (vLLM's counters, {len(g.acceptance)} "
+            f"run(s)){measured}: placed on the map")
     from llama4spec.analysis.noise import noise_from_record
 
     noise = noise_from_record(keys.prior)

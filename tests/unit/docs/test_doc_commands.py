@@ -187,6 +187,8 @@ def safe_argv(command: DocCommand, tmp_path: Path, recorded=None) -> list[str]:
     name = args[0]
     if name == "fetch":  # it downloads: the documented fetch runs as its dry run
         return args if "--dry-run" in args else [*args, "--dry-run"]
+    if name == "breakeven" and "--draft-from" in args:  # a draft from runs/<runbook>/before/...: a recorded run
+        args = [_recorded_path(a, recorded) if i and args[i - 1] == "--draft-from" else a for i, a in enumerate(args)]
     if name in ("serve", "run", "sweep", "capacity", "lossless", "calibrate", "breakeven"):
         return args if "--dry-run" in args else [*args, "--dry-run"]
     if name in ("offline", "bench"):
@@ -206,6 +208,13 @@ def safe_argv(command: DocCommand, tmp_path: Path, recorded=None) -> list[str]:
         return [str(recorded(Path(a).name)) if not a.startswith("-") and Path(a).name in RECORDED else a for a in args]
     assert name in NO_ENGINE_AS_IS, f"unknown command in the docs: {command.text!r}"
     return args
+
+
+def _recorded_path(arg: str, recorded) -> str:
+    """``runs/<runbook>/before/sweep/sweep.json`` -> the same file in the recorded run standing for ``before``."""
+    parts = Path(arg).parts
+    at = next((i for i, part in enumerate(parts) if part in RECORDED), None)
+    return arg if at is None else str(recorded(parts[at]).joinpath(*parts[at + 1:]))
 
 
 def expected_exit(command: DocCommand) -> int:

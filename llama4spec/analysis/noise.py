@@ -433,7 +433,12 @@ def block_interval(blocks: Sequence[Sequence[float]], confidence: float = CONFID
 class Design:
     starts: int  # per setting (or blocks)
     runs: int  # per start (or per block and side)
-    why: str
+    why: str  # the design in one clause
+    on: str = ""  # what it rests on (the noise), "" when ``why`` says it
+
+    def text(self) -> str:
+        """``why``, followed by what it rests on in brackets where that is apart."""
+        return f"{self.why} ({self.on})" if self.on else self.why
 
 
 def _kj(cost_ratio: float, low_var: float, high_var: float, cap: int) -> int:
@@ -475,9 +480,8 @@ def starts_for(noise: Noise, precision: float, runs: int, confidence: float = CO
     for m in range(2, cap + 1):
         if t_quantile(2 * (m - 1), 0.5 + confidence / 2) * math.sqrt(per / m) <= target:
             return Design(m, runs, f"{m} starts of {runs} runs a setting reach +-{100 * precision:g}% at "
-                                   f"{100 * confidence:g}% ({noise.text()})")
-    return Design(cap, runs, f"even {cap} starts of {runs} runs do not reach +-{100 * precision:g}% "
-                             f"({noise.text()})")
+                                   f"{100 * confidence:g}%", noise.text())
+    return Design(cap, runs, f"even {cap} starts of {runs} runs do not reach +-{100 * precision:g}%", noise.text())
 
 
 def half_width(noise: Noise, runs: int, starts: int = 1, confidence: float = CONFIDENCE) -> float:
@@ -503,7 +507,7 @@ def design_lines(noise: Noise, costs: tuple[float, float] | None, runs: tuple[in
     spans = ", ".join(f"+-{100 * half_width(noise, n, 1, confidence):.1f}% at {n} runs" for n in dict.fromkeys((lo, hi)))
     need = starts_for(noise, precision, per_start, confidence)
     return lines + [f"expected precision: a speedup of two points, one server start each: {spans} "
-                    f"({100 * confidence:g}% interval); {need.why.split(' (')[0]}"]
+                    f"({100 * confidence:g}% interval); {need.why}"]
 
 
 # -- checks of the keys ---------------------------------------------------------------------------

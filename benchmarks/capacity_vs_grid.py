@@ -3,8 +3,10 @@ tiny pair, vLLM's CPU build).
 
 First a server without a draft is measured at concurrency 1 (the SLO's reference, as in
 runbooks/tiny_cpu_capacity.yaml: TTFT <= 5x its median TTFT, TPOT <= 2x its median TPOT). Then,
-for each setting (no speculation, EAGLE k=3), one server start: the search (``analysis.capacity_search``, the
-probes of the capacity step: open loop, no client concurrency cap, ``--goodput``), then on the same
+for each setting (no speculation, EAGLE k=3), one server start: the search (the capacity step's default,
+``analysis.capacity_fit``: the crossing of a logistic fitted to every run, each next run placed at the
+fitted crossing; ``--search bisect``: ``analysis.capacity_search``, a test per rate; the probes of the
+capacity step: open loop, no client concurrency cap, ``--goodput``), then on the same
 server a grid of request rates spaced by the search's precision (geometric, factor 1 + precision)
 over [0.5, 2] x the search's capacity, 3 runs each; the grid's boundary is the highest rate whose
 mean attainment is at least the target.
@@ -13,7 +15,8 @@ Printed per setting: the search's interval and runs, the grid's boundary and run
 search used at most a third of the grid's runs, and whether the grid's boundary lies in the search's
 interval allowing one grid step ([L / (1 + precision), U x (1 + precision)]).
 
-    .venv/bin/python benchmarks/capacity_vs_grid.py [--precision 0.05] [--attainment 0.9] [--output-len 32]
+    .venv/bin/python benchmarks/capacity_vs_grid.py [--search fit|bisect] [--precision 0.1] [--max-runs 24]
+        [--attainment 0.9] [--output-len 32] [--duration-s 15] [--start-rate 8]
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +40,7 @@ from llama4spec.engine.bench_flags import probe_flags, probe_prompts, resolve_th
 from llama4spec.serving.benchmark import BenchFiles, free_result, run_bench, run_probe
 from llama4spec.serving.bench_runner import BenchRunner
 from llama4spec.serving.process import is_healthy
+from llama4spec.analysis import capacity_fit as cf
 from llama4spec.analysis import capacity_search as cap
 
 # serve.engine_nice: on 2 cores the engine's polling processes otherwise starve the API server and
@@ -101,6 +106,36 @@ def search(cfg, url, where, settings, duration, thresholds, runner) -> cap.Searc
     return state
 
 
+@dataclass(frozen=True)
+class Found:
+    """A search's answer as this benchmark compares it with the grid."""
+
+    estimate: float | None
+    low: float | None
+    high: float | None
+    runs: int
+    words: str
+
+
+def bisected(cfg, url, where, settings, duration, thresholds, runner) -> Found:
+    a = cap.capacity(search(cfg, url, where, settings, duration, thresholds, runner))
+    return Found(a.rate, a.rate, a.high, a.runs, f"[{a.rate}, {a.high}]")
+
+
+def fitted(cfg, url, where, settings: cf.Settings, duration, thresholds, runner, least: int) -> Found:
+    """The fitted search (``capacity_fit.decide``): every run at the fitted crossing until the interval is
+    within ``precision`` or the budget is spent."""
+    runs: list[cf.Run] = []
+    while (d := cf.decide(settings, runs)).rate is not None:
+        run = one_run(cfg, url, where / f"search-{len(runs)}-{d.rate:g}", d.rate, duration, thresholds, least, runner)
+        runs.append(cf.Run(d.rate, run.attainment * run.requests, run.requests, run.per_metric))
+        print(f"    search: {d.rate:g} req/s attainment {runs[-1].attainment:.3f} ({d.reason})", flush=True)
+    a = d.final
+    print(f"    {cf.describe('fitted', a)} ({d.reason})", flush=True)
+    return Found(a.estimate, a.low, a.high, a.runs, f"{a.estimate and round(a.estimate, 2)} [{a.low and round(a.low, 2)}, "
+                 f"{a.high and round(a.high, 2)}]")
+
+
 def grid(cfg, url, where, settings, center: float, duration, thresholds, runner) -> tuple[list[float], dict]:
     step = 1 + settings.precision
     n = math.ceil(math.log(4) / math.log(step))
@@ -116,11 +151,13 @@ def grid(cfg, url, where, settings, center: float, duration, thresholds, runner)
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--precision", type=float, default=0.05)
+    ap.add_argument("--search", choices=("fit", "bisect"), default="fit")
+    ap.add_argument("--precision", type=float, default=0.1)
+    ap.add_argument("--max-runs", type=int, default=24, help="the fitted search's probe budget")
     ap.add_argument("--attainment", type=float, default=0.9)
     ap.add_argument("--output-len", type=int, default=32)
-    ap.add_argument("--duration-s", type=float, default=5.0)
-    ap.add_argument("--start-rate", type=float, default=4.0)
+    ap.add_argument("--duration-s", type=float, default=15.0)
+    ap.add_argument("--start-rate", type=float, default=8.0)
     ap.add_argument("--ttft", type=float, default=5.0, help="the SLO's TTFT: this many times the baseline's median")
     ap.add_argument("--tpot", type=float, default=2.0, help="the SLO's TPOT: this many times the baseline's median")
     args = ap.parse_args()
@@ -145,22 +182,27 @@ def main() -> None:
                                     confirm=None)
             print(f"{name}:", flush=True)
             with server([*COMMON, *overrides], work) as url:
-                found = search(cfg, url, work / name, settings, args.duration_s, thresholds, runner)
-                answer = cap.capacity(found)
-                center = answer.rate if answer.rate is not None else (answer.high or args.start_rate) / 2
+                if args.search == "fit":
+                    fit_settings = cf.Settings(start=args.start_rate, target=args.attainment, precision=args.precision,
+                                               max_runs=args.max_runs)
+                    found = fitted(cfg, url, work / name, fit_settings, args.duration_s, thresholds, runner,
+                                   cap.decidable_requests(settings))
+                else:
+                    found = bisected(cfg, url, work / name, settings, args.duration_s, thresholds, runner)
+                center = found.estimate if found.estimate is not None else (found.high or args.start_rate) / 2
                 rates, means = grid(cfg, url, work / name, settings, center, args.duration_s, thresholds, runner)
             held = [r for r in rates if means[r] >= args.attainment]
             boundary = max(held) if held else None
             step = 1 + args.precision
-            inside = (boundary is not None and answer.rate is not None and answer.high is not None
-                      and answer.rate / step <= boundary <= answer.high * step)
-            rows.append((name, answer, boundary, 3 * len(rates), inside))
-    print(f"\n{'setting':16} {'search interval (req/s)':26} {'search runs':>11} {'grid boundary':>13} "
+            inside = (boundary is not None and found.low is not None and found.high is not None
+                      and found.low / step <= boundary <= found.high * step)
+            rows.append((name, found, boundary, 3 * len(rates), inside))
+    print(f"\nsearch: {args.search}, precision {args.precision:g}, runs of {args.duration_s:g} s")
+    print(f"{'setting':16} {'search: capacity [interval] (req/s)':36} {'search runs':>11} {'grid boundary':>13} "
           f"{'grid runs':>9} {'runs ratio':>10}  boundary in interval (one grid step)")
-    for name, answer, boundary, grid_runs, inside in rows:
-        interval = f"[{answer.rate}, {answer.high}]"
-        print(f"{name:16} {interval:26} {answer.runs:>11} {boundary if boundary is not None else '-':>13} "
-              f"{grid_runs:>9} {answer.runs / grid_runs:>10.2f}  {'yes' if inside else 'no'}")
+    for name, found, boundary, grid_runs, inside in rows:
+        print(f"{name:16} {found.words:36} {found.runs:>11} {boundary if boundary is not None else '-':>13} "
+              f"{grid_runs:>9} {found.runs / grid_runs:>10.2f}  {'yes' if inside else 'no'}")
     print(f"\n{(time.monotonic() - started) / 60:.1f} min")
 
 

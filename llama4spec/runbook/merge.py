@@ -32,7 +32,8 @@ from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.recorder import Recorder
 from llama4spec.runbook.rundir import (STATUS, Measured, bench_files, config_or_problem, flatten, is_step_id, not_run,
                                        status_or_problem, vllm_runs)
-from llama4spec.runbook.steps import traits_of
+from llama4spec.runbook.spec import MergePart
+from llama4spec.runbook.steps import named, traits_of
 
 GROUPS = "groups"  # <run>/groups/<group>/: the run directory of one server group run on its own
 # Keys that say where a point ran, not what it measured.
@@ -184,91 +185,6 @@ def collect(sources: list[Source], ids: list[str], problems: dict[str, str] | No
     return out
 
 
-def _sweeps(sources: list[Source]) -> dict[str, list[str]]:
-    """Sweep step id -> its points (bench step ids), over every source in order."""
-    sweeps: dict[str, list[str]] = {}
-    for s in sources:
-        kinds = s.kinds()
-        for step in s.plan:
-            if step.get("kind") == "sweep":
-                ids = [n for n in step.get("needs") or [] if traits_of(kinds.get(n)).benchmarks]
-                sweeps[str(step["id"])] = list(dict.fromkeys([*sweeps.get(str(step["id"]), []), *ids]))
-    return sweeps
-
-
-def _capacities(sources: list[Source]) -> dict[str, tuple[list[Any], str | None]]:
-    """Capacity step id -> (its settings, the baseline's search step), from plan.json; each search
-    read where it lies (the run directories and their groups, in order)."""
-    from llama4spec.runbook.capacity.write_report import from_plan_record
-
-    runs = [r for s in sources for r in s.runs]
-    out: dict[str, tuple[list[Any], str | None]] = {}
-    for s in sources:
-        kinds = s.kinds()
-        for step in s.plan:
-            if step.get("kind") == "capacity" and str(step["id"]) not in out:
-                out[str(step["id"])] = from_plan_record(step, kinds, runs)
-    return out
-
-
-def reference_medians(sources: list[Source], settings: list[Any]) -> dict[str, float] | None:
-    """The medians, as its record is now, of the bench step a relative SLO names (its first
-    search's search.json says which); None without one."""
-    from llama4spec.runbook.capacity.write_report import SEARCH, medians_of, slo_basis
-
-    for setting in settings:
-        data, _ = json_or_none(setting.dir / SEARCH)
-        step = slo_basis(data.get("slo")).get("relative_to") if isinstance(data, dict) else None
-        if step:
-            found = collect(sources, [step]) if is_step_id(step) else {}
-            return medians_of(found[step].record) if step in found else None
-    return None
-
-
-def _write_searches(out: Path, found) -> None:
-    """A merged run's searches (search.json and each probe's record) in directories of its own, so
-    that the merged directory is itself a run directory for ``report`` and its page."""
-    from llama4spec.runbook.capacity.write_report import SEARCH, probe_dir
-
-    for setting in found.settings:
-        search = found.searches.get(setting.name)
-        if search is None or setting.dir.parent == out:
-            continue
-        data, _ = json_or_none(setting.dir / SEARCH)
-        write_json(out / setting.id / SEARCH, data)
-        for probe in search.probes:
-            record = bench_record.read(probe_dir(setting.dir, probe.rate) / "record.json")
-            if record is not None:
-                record.write(probe_dir(out / setting.id, probe.rate) / "record.json")
-
-
-def _designs(sources: list[Source]) -> dict[str, dict[str, Any]]:
-    """Sweep step id -> how it measured (its plan.json's ``design``), the last source's."""
-    out: dict[str, dict[str, Any]] = {}
-    for s in sources:
-        for step in s.plan:
-            if step.get("kind") == "sweep" and isinstance(step.get("design"), dict):
-                out[str(step["id"])] = {str(k): v for k, v in step["design"].items()
-                                        if isinstance(v, (str, bool, int, float)) and len(str(v)) <= 300
-                                        or k == "noise_prior" and isinstance(v, dict)}  # checked where read
-    return out
-
-
-def _compares(sources: list[Source]) -> dict[str, dict[str, str]]:
-    """Compare step id -> {role: bench step id or file}, over every source in order."""
-    out: dict[str, dict[str, str]] = {}
-    for s in sources:
-        kinds = s.kinds()
-        for step in s.plan:
-            if step.get("kind") == "compare" and isinstance(step.get("inputs"), dict):
-                refs = {}
-                for role, path in step["inputs"].items():
-                    name = Path(str(path)).parent.name
-                    refs[role] = name if traits_of(kinds.get(name)).benchmarks else str(path)
-                out.setdefault(str(step["id"]), refs)
-    return out
-
-
 def _hosts(sources: list[Source]) -> list[str]:
     """One line per distinct machine the runs (and groups) ran on, when there is more than one."""
     seen: dict[str, list[str]] = {}
@@ -286,12 +202,44 @@ def _hosts(sources: list[Source]) -> list[str]:
     return [f"points ran on different machine types: {kind} ({', '.join(dirs)})" for kind, dirs in seen.items()]
 
 
-def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
-    """Rebuild (or, from several run directories, merge) the sweep reports, comparisons and summary
-    from the records alone; write them into ``out`` (default: the one run directory given).
-    Returns 0, or 1 when a point of a sweep has no counted record anywhere."""
-    from llama4spec.runbook.capacity import write_report as capacity_report
+@dataclass
+class Rebuild:
+    """What the merging kinds' parts of ``report`` read and write (``spec.MergePart``)."""
 
+    sources: list[Source]
+    out: Path
+    in_place: bool
+    console: Console
+    measured: dict[str, Measured] = field(default_factory=dict)  # point id -> its records merged
+    reasons: dict[str, str] = field(default_factory=dict)  # point id -> why it has no counted record
+    failures: dict[str, str] = field(default_factory=dict)  # step id -> why it did not run (the statuses)
+    comparisons: dict[str, str] = field(default_factory=dict)  # step id -> the report the status keeps
+
+    def collect(self, ids: list[str], problems: dict[str, str] | None = None) -> dict[str, Measured]:
+        return collect(self.sources, ids, problems)
+
+
+def merge_parts(sources: list[Source]) -> dict[str, MergePart]:
+    """Step id -> its part of the report, for every step of a kind that merges (its ``merge_part``),
+    in the order of the plans, first source first."""
+    kinds: dict[str, str] = {}
+    for s in sources:
+        for sid, name in s.kinds().items():
+            kinds.setdefault(sid, name)  # one kind for each step id (refuse_unrelated)
+    parts = {}
+    for sid, name in kinds.items():
+        of = named(name)
+        part = of.merge_part(sid, sources) if of is not None and of.traits.merges and of.merge_part else None
+        if part is not None:
+            parts[sid] = part
+    return parts
+
+
+def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
+    """Rebuild (or, from several run directories, merge) the merging steps' reports (a sweep's, a
+    comparison's, a capacity step's: each kind's ``merge_part``) and the summary from the records
+    alone; write them into ``out`` (default: the one run directory given). Returns 0, or 1 when a
+    point (or a setting) a report needs has no counted record anywhere."""
     seen: dict[Path, Path] = {}
     for d in run_dirs:
         if Path(d).resolve() in seen:
@@ -299,6 +247,7 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
         seen[Path(d).resolve()] = Path(d)
     sources = [load(d) for d in run_dirs]
     refuse_unrelated(sources)
+    parts = merge_parts(sources)
     if out is None:
         if len(sources) > 1:
             raise UserError("several run directories are merged into a new one: give --out DIR")
@@ -311,37 +260,30 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     if not in_place:
         refuse_foreign(out)
     first = sources[0]
-    sweeps, compares = _sweeps(sources), _compares(sources)
-    ids = list(dict.fromkeys(pid for points in sweeps.values() for pid in points))
-    ids += [ref for refs in compares.values() for ref in refs.values() if ref not in ids and "/" not in ref]
-    capacities = _capacities(sources)
-    searched = [s.id for settings, _ in capacities.values() for s in settings]
-    refuse_escapes(out, [*sweeps, *compares, *capacities, *([] if in_place else [*ids, *searched])])
+    ids = list(dict.fromkeys(pid for part in parts.values() for pid in part.points))
+    written = [sid for part in parts.values() for sid in part.writes]
+    refuse_escapes(out, [*parts, *([] if in_place else [*ids, *written])])
+    ctx = Rebuild(sources, out, in_place, console)
     left_out: dict[str, str] = {}
-    measured = collect(sources, ids, left_out)  # a point measured differently is named here
+    ctx.measured = collect(sources, ids, left_out)  # a point measured differently is named here
     refuse_other_settings(sources)
-    failures = {k: v for s in sources for k, v in not_run(s.status.get("steps") or []).items()}
-    searched_out = {cid: capacity_report.analyse(settings, baseline, failures, strict=True,  # read before any write
-                                                 reference=reference_medians(sources, settings))
-                    for cid, (settings, baseline) in capacities.items()}
-    reasons: dict[str, str] = {}
+    ctx.failures = {k: v for s in sources for k, v in not_run(s.status.get("steps") or []).items()}
+    for part in parts.values():  # what each reads (and may refuse) before anything is written
+        part.read(ctx)
     for s in sources:
-        reasons.update(not_run(s.status.get("steps") or []))
-    reasons.update(left_out)
-    for pid in measured:
-        reasons.pop(pid, None)
-    comparisons: dict[str, str] = {}
-    missing = _sweep_reports(sources, sweeps, measured, reasons, out, console, comparisons)
-    missing += _capacity_reports(searched_out, out, in_place, console, comparisons)
-    _compare_reports(compares, measured, out, console, comparisons)
+        ctx.reasons.update(not_run(s.status.get("steps") or []))
+    ctx.reasons.update(left_out)
+    for pid in ctx.measured:
+        ctx.reasons.pop(pid, None)
+    missing = sum(part.write(ctx) for part in parts.values())
     notes = _hosts(sources)
     if in_place:
         status = dict(first.status)
     else:
-        status = _merged_status(sources, out, measured)
-        _write_points(out, measured)
+        status = _merged_status(sources, out, ctx.measured)
+        _write_points(out, ctx.measured)
         recorder.copy_start(first.dir, first.plan)
-    status["comparisons"] = {**(status.get("comparisons") or {}), **comparisons}
+    status["comparisons"] = {**(status.get("comparisons") or {}), **ctx.comparisons}
     status["rebuilt"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     if notes:
         status["notes"] = notes
@@ -351,70 +293,10 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     return 1 if missing else 0
 
 
-def _sweep_reports(sources: list[Source], sweeps: dict[str, list[str]], measured: dict[str, Measured],
-                   reasons: dict[str, str], out: Path, console: Console, comparisons: dict[str, str]) -> int:
-    """Each sweep's report rebuilt from its points' records into ``out``; returns the points missing."""
-    from llama4spec.runbook.sweep import kind as sweep_step
-
-    missing = 0
-    beside = _colocation(sources, measured)
-    designs = _designs(sources)
-    for sid, points in sweeps.items():
-        files = sweep_step.artifacts(out / sid)
-        text, record = sweep_step.report_points(points, measured, files, console, reasons,
-                                                {pid: beside[pid] for pid in points if pid in beside},
-                                                designs.get(sid))
-        comparisons[sid] = sweep_step.linked(text, sid)
-        missing += len(record["missing"])
-    return missing
-
-
-def _capacity_reports(searched_out: dict[str, Any], out: Path, in_place: bool, console: Console,
-                      comparisons: dict[str, str]) -> int:
-    """Each capacity step's report from its searches (read before), written into ``out`` with the
-    searches themselves when ``out`` is a new directory; returns the settings missing."""
-    from llama4spec.runbook.capacity import write_report as capacity_report
-
-    missing = 0
-    for cid, found in searched_out.items():
-        settings = found.settings
-        files = {"report": out / cid / "report.md", "analysis": out / cid / "capacity.json",
-                 **{f"latency-{s.id}": out / cid / f"latency-{s.id}.png" for s in settings}}
-        text = capacity_report.write(found, files, console)
-        if not in_place:
-            _write_searches(out, found)
-        comparisons[cid] = text.replace("](latency-", f"]({cid}/latency-")
-        missing += len(found.record["missing"])
-    return missing
-
-
-def _compare_reports(compares: dict[str, dict[str, str]], measured: dict[str, Measured], out: Path,
-                     console: Console, comparisons: dict[str, str]) -> None:
-    """Each comparison's headline and table from the two records it names (measured here, or a saved file)."""
-    from llama4spec.results import comparison as compare
-    from llama4spec.runbook.noise_prior import of_sweep
-    from llama4spec.runbook.steps.compare import headline
-
-    for cid, refs in compares.items():
-        pair = [measured[ref].record if ref in measured else (bench_record.read(Path(ref)) if "/" in ref else None)
-                for ref in (refs.get("baseline", ""), refs.get("candidate", ""))]
-        if pair[0] is None or pair[1] is None:
-            absent = [role for role, rec in zip(("baseline", "candidate"), pair) if rec is None]
-            comparisons[cid] = f"not compared: no counted record of the {' and the '.join(absent)}\n"
-            continue
-        prior = of_sweep(None, [measured[ref].config for ref in refs.values() if ref in measured])
-        line = headline(*pair, prior)
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
-        compare.render(console, *pair)
-        table = f"{line}\n\n{compare.markdown(*pair)}"
-        write_atomic(out / cid / "table.md", table)
-        comparisons[cid] = table
-
-
 def refuse_unrelated(sources: list[Source]) -> None:
     """Runs merged into one report must be runs of one runbook with the same settings: the same
-    runbook and command-line overrides, one kind for each step id, one design for each sweep, and
-    each capacity search in one run only (a search is continued by --resume, never by a merge).
+    runbook and command-line overrides, one kind for each step id, one design for each sweep (and
+    what each merging kind's ``merge_part`` refuses: a capacity search lies in one run only).
     UserError (one line) naming the first difference and the fix; nothing is reduced to the first."""
     if len(sources) < 2:
         return
@@ -442,16 +324,6 @@ def refuse_unrelated(sources: list[Source]) -> None:
                     raise UserError(f"sweep '{sid}' measured its pairs {shown(known[0])} in {where(known[1])} and "
                                     f"{shown(design)} in {where(s)}: one report cannot pair the runs of both; report "
                                     f"each on its own")
-    searched: dict[str, Source] = {}
-    for s in sources:
-        for step in s.plan:
-            if step.get("kind") != "capacity":
-                continue
-            sid = str(step["id"])
-            if sid in searched and searched[sid] is not s:
-                raise UserError(f"capacity step '{sid}' searched in {where(searched[sid])} and in {where(s)}: a "
-                                f"search goes on with --resume, never by a merge; report each run on its own")
-            searched[sid] = s
 
 
 def _measuring(overrides: Any) -> list[str]:
@@ -509,17 +381,6 @@ def refuse_escapes(out: Path, step_ids: list[str]) -> None:
                 refuse(path)
             if name in dirs and outside(out, path / "x"):
                 refuse(path)
-
-
-def _colocation(sources: list[Source], measured: dict[str, Measured]) -> dict[str, tuple[str, ...]]:
-    """Point id -> the groups that ran beside its group on its node (``runbook.colocation``), for
-    the points measured in a launcher's groups."""
-    from llama4spec.runbook import colocation
-
-    out: dict[str, tuple[str, ...]] = {}
-    for s in sources:
-        out.update(colocation.beside_points(s.dir, {pid: m.where for pid, m in measured.items() if pid not in out}))
-    return out
 
 
 def _merged_status(sources: list[Source], out: Path, measured: dict[str, Measured]) -> dict[str, Any]:

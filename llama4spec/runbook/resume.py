@@ -40,9 +40,17 @@ def finished_record(planned, notes: list[str] | None = None) -> BenchRecord | No
         if problem is not None and notes is not None:
             notes.append(f"step '{planned.id}' is measured again: {problem}")
         if (record and record.counted and _command(record.argv) == _command(planned.argv)
-                and record.repeats >= planned.step.keys.repeats):  # fewer runs than asked for: measured again
+                and _runs_of(record, planned.step.keys) >= planned.step.keys.repeats):  # fewer: measured again
             return record
     return None
+
+
+def _runs_of(record: BenchRecord, keys: Any) -> int:
+    """The runs a bench step finds done in its record: all of them, or for a later server start of a
+    sweep's setting (``adds_to``: its runs join that point's record) the counted runs of its start."""
+    if not getattr(keys, "adds_to", None):
+        return record.repeats
+    return sum(1 for r in record.counted_runs() if r.start == keys.start)
 
 
 def _earlier_commands(run_dir: Path) -> dict[str, Any]:

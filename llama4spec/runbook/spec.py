@@ -1,8 +1,11 @@
 """A runbook once read, and what a step kind is.
 
 Each step holds its kind (``StepKind``: ``steps/<kind>.py``'s ``KIND``) and that kind's keys
-(``Keys``: a dataclass whose fields are the runbook keys). Code outside ``steps/`` asks a kind's
-traits, never its name; a step asks the run that executes it only what ``StepRun`` offers.
+(``Keys``: a dataclass whose fields are the runbook keys). Code outside a kind's own module (or
+its feature's package) asks the kind's traits and hooks, never its name; a step asks the run that
+executes it only what ``StepRun`` offers. A kind that merges results reports itself: what it adds
+to plan.json (``plan_record``), its part of ``llama4spec report`` (``merge_part``, a ``MergePart``)
+and its section of report.html (``page_part``).
 """
 
 from __future__ import annotations
@@ -61,6 +64,45 @@ class StepRun(Protocol):
     def partial(self, step_id: str, result: dict[str, Any]) -> None: ...
 
 
+class ReadBack(Protocol):
+    """Run directories read back as ``report`` reads them (``runbook.merge``): all of it is input."""
+
+    sources: list[Any]  # runbook.merge.Source: the run directories given, in order
+
+    def collect(self, ids: list[str], problems: dict[str, str] | None = None) -> dict[str, Any]: ...
+
+
+class PageRead(ReadBack, Protocol):
+    """A run directory read back for its report.html (``runbook.write_page``)."""
+
+    secrets: tuple[str, ...]  # what the page redacts
+
+    def figure(self, title: str, path: Path) -> Any: ...  # a plot the step wrote, or why it is not shown
+
+
+class MergeRead(ReadBack, Protocol):
+    """Run directories read back for ``report`` (``runbook.merge.rebuild``)."""
+
+    out: Path  # where the report is written
+    in_place: bool  # ``out`` is the one run directory given
+    console: Console
+    measured: dict[str, Any]  # point id -> its records merged (runbook.rundir.Measured)
+    reasons: dict[str, str]  # point id -> why it has no counted record
+    failures: dict[str, str]  # step id -> why it did not run (the runs' statuses)
+    comparisons: dict[str, str]  # step id -> the report the status keeps
+
+
+class MergePart(Protocol):
+    """One merging step's part of ``report A B --out M`` (``runbook.merge.rebuild``), from its
+    plan.json entries in the run directories given."""
+
+    points: list[str]  # the bench steps whose records it reports (collected and merged by ``report``)
+    writes: list[str]  # other step directories it writes into a new output directory
+
+    def read(self, ctx: MergeRead) -> None: ...  # what it reads before anything is written (refused: UserError)
+    def write(self, ctx: MergeRead) -> int: ...  # its report into ctx.out and ctx.comparisons; returns what is missing
+
+
 class StepKind(Protocol):
     name: str
     Keys: type  # a dataclass; its fields with readers are the runbook keys
@@ -79,6 +121,13 @@ class StepKind(Protocol):
     def pending(self, plan: Any, p: Any) -> bool: ...
     def plan_record(self, keys: Any) -> dict[str, Any]: ...
     expand: Callable[..., list[Any]] | None  # an expanding kind: the steps it stands for
+    # a merging kind: (step id, the run directories given, runbook.merge.Source, in order) -> its part
+    # of ``report`` from its plan.json entries there (None: nothing to report); UserError when they
+    # cannot merge
+    merge_part: Callable[[str, list[Any]], MergePart | None] | None
+    # a kind with a section of its own in report.html: (the run directory read back, its plan.json
+    # entry, the page: analysis.page.RunPage) adds that section to the page
+    page_part: Callable[[PageRead, Mapping[str, Any], Any], None] | None
 
 
 @dataclass

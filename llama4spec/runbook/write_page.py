@@ -1,7 +1,8 @@
 """A run directory's ``report.html`` (``analysis.page``), gathered from its records alone: the status,
-the plan, every sweep's points (analysed again from their records, as ``report`` does), the plots
-the sweep wrote, the groups' job records, host.json and environment.json. Written at the end of a
-run, by ``llama4spec report`` and after a launcher's groups are merged.
+the plan, a section for each step whose kind has one (its ``page_part``: a sweep's points analysed
+again from their records, as ``report`` does, with the plots it wrote; a capacity step's searches),
+the reports and comparisons the run kept, the groups' job records, host.json and environment.json.
+Written at the end of a run, by ``llama4spec report`` and after a launcher's groups are merged.
 
 Everything read is a record checked as ``report`` checks it (``merge.load``, ``merge.collect``);
 what the page shows of the records is redacted once more with the run's secrets.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import shlex
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -19,13 +21,8 @@ from llama4spec.engine.secrets import redact
 from llama4spec.errors import UserError
 from llama4spec.files import Expect, Unreadable, json_or_none, number, plain, read_bytes, write_atomic
 from llama4spec.runbook import colocation, merge, steps
-from llama4spec.runbook.capacity import write_report as capacity_report
-from llama4spec.runbook.rundir import Measured, not_run
-from llama4spec.runbook.noise_prior import of_sweep
-from llama4spec.runbook.sweep import kind as sweep_step
+from llama4spec.runbook.rundir import Measured
 from llama4spec.analysis import page as html_page
-from llama4spec.analysis.model import analyse
-from llama4spec.analysis.points import points as sweep_points
 
 PAGE = "report.html"
 PLOT = Expect("plot", "rebuild it with: llama4spec report RUN_DIR", 16 << 20)
@@ -66,11 +63,15 @@ def gather(run_dir: Path, secrets: Iterable[str] = ()) -> html_page.RunPage:
         [_text(status.get("runbook"), "run"), _text(status.get("status"), "unknown"), _text(status.get("description")),
          _text(status.get("started")), _text(status.get("finished") or status.get("rebuilt"))], secrets))
     page.steps = redact(_steps(status), secrets)
-    page.sweeps = [_sweep(source, step, secrets) for step in source.plan if traits(step.get("kind")).decides]
-    page.capacities = [_capacity(source, step, secrets) for step in source.plan if step.get("kind") == "capacity"]
+    read = Read([source], secrets)
+    shown = set()
+    for step in source.plan:  # a section of its own: each kind that has one adds it (a sweep's, a capacity step's)
+        of = steps.named(step.get("kind"))
+        if of is not None and of.page_part is not None:
+            of.page_part(read, step, page)
+            shown.add(str(step["id"]))
     comparisons = status.get("comparisons") or {}
     page.comparisons = redact({cid: text for cid, text in comparisons.items() if cid in merging}, secrets)
-    shown = {part.id for part in [*page.sweeps, *page.capacities]}
     page.reports = [_report(source.dir, cid, redact(_lines(text), secrets))
                     for cid, text in comparisons.items()
                     if isinstance(cid, str) and cid not in shown and traits(kinds.get(cid)).expands
@@ -82,6 +83,22 @@ def gather(run_dir: Path, secrets: Iterable[str] = ()) -> html_page.RunPage:
     notes = status.get("notes") or []
     page.notes = redact([_text(n) for n in notes if isinstance(n, str)], secrets)
     return page
+
+
+@dataclass(frozen=True)
+class Read:
+    """The run directory read back for its page (``spec.ReadBack``), with the run's secrets: what a
+    kind's ``page_part`` reads its records through."""
+
+    sources: list[merge.Source]
+    secrets: tuple[str, ...]
+
+    def collect(self, ids: list[str], problems: dict[str, str] | None = None) -> dict[str, Measured]:
+        return merge.collect(self.sources, ids, problems)
+
+    @staticmethod
+    def figure(title: str, path: Path) -> html_page.Figure:
+        return _figure(title, path)
 
 
 def _text(value: Any, default: str = "") -> str:
@@ -115,71 +132,12 @@ def _steps(status: Mapping[str, Any]) -> list[list[str]]:
     return rows
 
 
-def _design(step: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The sweep's ``design`` as plan.json holds it (scalars only, as ``report`` reads it)."""
-    design = step.get("design")
-    if not isinstance(design, dict):
-        return None
-    return {str(k): v for k, v in design.items() if isinstance(v, (str, bool, int, float)) and len(str(v)) <= 300}
-
-
-def _sweep(source: merge.Source, step: Mapping[str, Any], secrets: tuple[str, ...]) -> html_page.SweepPart:
-    """One sweep: its points analysed from their records, its plots, stops, co-location."""
-    kinds = source.kinds()
-    ids = [n for n in step.get("needs") or [] if traits(kinds.get(n)).benchmarks]
-    left_out: dict[str, str] = {}
-    measured = merge.collect([source], ids, left_out)
-    points = sweep_points((pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured)
-    design = step.get("design") if isinstance(step.get("design"), dict) else None
-    analysis = analyse(points, of_sweep(design, [m.config for m in measured.values()]),
-                       margin=sweep_step.margin_of(design))
-    reasons = {**not_run(source.status.get("steps") or []), **left_out}
-    missing = {pid: reasons.get(pid, "no record") for pid in ids if pid not in measured}
-    beside = colocation.beside_points(source.dir, {pid: m.where for pid, m in measured.items()})
-    by_c: dict[int, dict[str, tuple[str, ...]]] = {}
-    for pt in points if beside else []:
-        by_c.setdefault(pt.concurrency, {})[pt.id] = beside.get(pt.id, ())
-    notes = [f"warning: {line}" for line in colocation.mixed(by_c)] + sweep_step.design_lines(_design(step))
-    sid = str(step["id"])
-    return html_page.SweepPart(
-        id=sid, analysis=analysis, figures=_figures(source.dir / sid), stops=_stops(measured),
-        not_measured=redact(missing, secrets), beside=beside, notes=redact(notes, secrets))
-
-
-def _capacity(source: merge.Source, step: Mapping[str, Any], secrets: tuple[str, ...]) -> html_page.CapacityPart:
-    """One capacity step: its searches analysed again from their search.json files (one that is
-    not a record is a setting not measured, with why), each setting's plot as the step wrote it."""
-    settings, baseline = capacity_report.from_plan_record(step, source.kinds(), source.runs)
-    found = capacity_report.analyse(settings, baseline, not_run(source.status.get("steps") or []),
-                                    reference=merge.reference_medians([source], settings))
-    sid = str(step["id"])
-    figures = []
-    if found.searches:  # every setting's runs against the rate, with the fitted curves
-        title = "attainment against request rate, every setting"
-        figures.append(_figure(title, source.dir / sid / capacity_report.FIT_FIGURE))
-    for s in settings:
-        if s.name not in found.searches:
-            continue
-        title = redact(f"latency against request throughput, {s.name}", secrets)
-        figures.append(_figure(title, source.dir / sid / f"latency-{s.id}.png"))
-    return html_page.CapacityPart(sid, redact(found.record, secrets), figures)
-
-
 def _figure(title: str, path: Path) -> html_page.Figure:
     """A plot a step wrote (its PNG read bounded), or why it is not shown."""
     try:
         return html_page.Figure(title, read_bytes(path, PLOT))
     except Unreadable as err:
         return html_page.Figure(title, None, note=str(err))
-
-
-def _stops(measured: Mapping[str, Measured]) -> dict[str, dict[str, Any]]:
-    return {pid: dict(m.record.stop) for pid, m in measured.items() if m.record.stop}
-
-
-def _figures(step_dir: Path) -> list[html_page.Figure]:
-    """The sweep's plots as it wrote them (a PNG each, read bounded)."""
-    return [_figure(title, step_dir / f"{stem}.png") for title, stem in sweep_step.IMAGES.items()]
 
 
 def _groups(run_dir: Path) -> list[list[str]]:

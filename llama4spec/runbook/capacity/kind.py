@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from llama4spec.config import methods
 from llama4spec.config.validate import slo_problems
 from llama4spec.runbook import fields
 from llama4spec.runbook.matrix import (TooLarge, bounded_id, check_matrix, file_label, is_client_axis,
                                        matrix_points, points_problem, server_groups, shared_config)
-from llama4spec.runbook.spec import Reference, Traits
+from llama4spec.runbook.spec import PageRead, Reference, Traits
 from llama4spec.runbook.capacity.search_settings import Settings
 from llama4spec.runbook.steps.base import BaseKind
 
@@ -175,6 +175,20 @@ def execute(run, p) -> dict[str, Any]:
     return record
 
 
+def merge_part(sid: str, sources: list[Any]) -> Any:
+    """Its part of ``llama4spec report`` (``capacity.read_back``, read only when a report is rebuilt)."""
+    from llama4spec.runbook.capacity import read_back
+
+    return read_back.merge_part(sid, sources)
+
+
+def page_part(read: PageRead, step: Mapping[str, Any], page: Any) -> None:
+    """Its section of report.html (``capacity.read_back``)."""
+    from llama4spec.runbook.capacity import read_back
+
+    read_back.page_part(read, step, page)
+
+
 def describe(p, say) -> None:
     keys = p.step.keys
     if keys.matrix:
@@ -185,4 +199,5 @@ def describe(p, say) -> None:
 
 KIND = BaseKind("capacity", Keys, Traits(expands=True, merges=True, describe_first=True), plan, execute, describe,
                 check=check, references=references, expand=expand,
-                plan_record=lambda keys: {"design": keys.design_record(), "capacity": keys.settings_record()})
+                plan_record=lambda keys: {"design": keys.design_record(), "capacity": keys.settings_record()},
+                merge_part=merge_part, page_part=page_part)

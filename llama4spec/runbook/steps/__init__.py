@@ -6,6 +6,11 @@ itself:
     execute(run, p)        run it through ``run`` (``spec.StepRun``); return its figures for the
                            run's status (``steps.failed.StepFailed`` on failure)
     describe(p, say)       the dry run's lines for it beyond the common ones
+    plan_record(keys)      what it adds to its plan.json entry
+
+and a kind that merges results reports itself: ``merge_part`` (its part of ``llama4spec report``)
+and ``page_part`` (its section of report.html); ``report`` and the page loop over the kinds that
+declare them (``named``), never over kind names.
 
 A new kind is one new module, named in ``KINDS``; a feature's kinds live in the feature's package
 (``runbook/capacity/``, ``runbook/sweep/``), named in ``MODULES``.
@@ -33,9 +38,15 @@ def kind(name: str) -> StepKind:
     return importlib.import_module(MODULES.get(name, f"llama4spec.runbook.steps.{name}")).KIND
 
 
+def named(name: Any) -> StepKind | None:
+    """The kind a record names (None for a kind there is not: plan.json is input)."""
+    return kind(name) if isinstance(name, str) and name in KINDS else None
+
+
 def traits_of(name: Any) -> Traits:
     """The traits of the kind a record names (none for a kind there is not: plan.json is input)."""
-    return kind(name).traits if isinstance(name, str) and name in KINDS else Traits()
+    of = named(name)
+    return of.traits if of is not None else Traits()
 
 
 def make(kind_name: str, step_id: str, needs: list[str] | None = None, description: str = "", **keys: Any) -> Step:

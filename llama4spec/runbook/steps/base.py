@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
-from llama4spec.runbook.spec import Reference, StepRun, Traits
+from llama4spec.runbook.spec import MergePart, PageRead, Reference, StepRun, Traits
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,9 @@ class BaseKind:
     # (runbook, step, cli, taken, make, problems): the steps an expanding kind stands for (runbook.matrix.expand)
     expand: Callable[..., list[Any]] | None = None
     plan_record: Callable[[Any], dict[str, Any]] = lambda keys: {}  # (keys): what it adds to its plan.json entry
+    # a merging kind's part of ``report`` and its section of report.html (``spec.StepKind``)
+    merge_part: Callable[[str, list[Any]], MergePart | None] | None = None
+    page_part: Callable[[PageRead, Mapping[str, Any], Any], None] | None = None
 
 
 def server_ref(keys: Any) -> list[Reference]:

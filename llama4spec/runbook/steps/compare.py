@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from llama4spec.errors import UserError
-from llama4spec.results import comparison as compare
+from llama4spec.results import bench as bench_record, comparison as compare
 from llama4spec.files import write_atomic
 from llama4spec.runbook import fields
 from llama4spec.runbook.rundir import bench_files, step_dir
 from llama4spec.runbook.steps.failed import StepFailed
-from llama4spec.runbook.spec import Reference, Traits
+from llama4spec.runbook.spec import MergeRead, Reference, Traits
+from llama4spec.runbook.steps import traits_of
 from llama4spec.runbook.steps.base import BaseKind
 
 
@@ -114,5 +115,56 @@ def describe(p, say) -> None:
     pass
 
 
+@dataclass
+class Rebuilt:
+    """A comparison's part of ``report``: role -> the bench step it names (its records merged from
+    every run directory given), or the saved file."""
+
+    id: str
+    refs: dict[str, str]
+    writes: list[str] = field(default_factory=list)
+
+    @property
+    def points(self) -> list[str]:
+        return [ref for ref in self.refs.values() if "/" not in ref]
+
+    def read(self, ctx: MergeRead) -> None:
+        pass
+
+    def write(self, ctx: MergeRead) -> int:
+        """Its headline and table from the two records it names, into ``ctx.out``."""
+        from llama4spec.runbook.noise_prior import of_sweep
+
+        refs, measured = self.refs, ctx.measured
+        pair = [measured[ref].record if ref in measured else (bench_record.read(Path(ref)) if "/" in ref else None)
+                for ref in (refs.get("baseline", ""), refs.get("candidate", ""))]
+        if pair[0] is None or pair[1] is None:
+            absent = [role for role, rec in zip(("baseline", "candidate"), pair) if rec is None]
+            ctx.comparisons[self.id] = f"not compared: no counted record of the {' and the '.join(absent)}\n"
+            return 0
+        prior = of_sweep(None, [measured[ref].config for ref in refs.values() if ref in measured])
+        line = headline(*pair, prior)
+        ctx.console.print(line, markup=False, highlight=False, soft_wrap=True)
+        compare.render(ctx.console, *pair)
+        table = f"{line}\n\n{compare.markdown(*pair)}"
+        write_atomic(ctx.out / self.id / "table.md", table)
+        ctx.comparisons[self.id] = table
+        return 0
+
+
+def merge_part(sid: str, sources: list[Any]) -> Rebuilt | None:
+    """A compare step's part of ``report``: what it compared, as the first source that planned it
+    recorded (a bench step of the run, or a saved file); None when none did."""
+    for source in sources:
+        step, kinds = source.step(sid), source.kinds()
+        if step is not None and isinstance(step.get("inputs"), dict):
+            refs = {}
+            for role, path in step["inputs"].items():
+                name = Path(str(path)).parent.name
+                refs[role] = name if traits_of(kinds.get(name)).benchmarks else str(path)
+            return Rebuilt(sid, refs)
+    return None
+
+
 KIND = BaseKind("compare", Keys, Traits(merges=True), plan, execute, describe, required=("baseline", "candidate"),
-                references=references, missing_input=missing_input)
+                references=references, missing_input=missing_input, merge_part=merge_part)

@@ -1,0 +1,102 @@
+"""The back-to-back design (``design: interleaved``): no speculation's server first, then each
+candidate's beside it on the other half of the devices, its points alternating runs with no
+speculation's; no speculation's own points last (they only collect what the pairs measured), then
+its stop. Where two copies do not fit, the sequential design, with the reason kept as the step's
+``fallback``; where the sweep cannot be interleaved at all, one problem."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Mapping
+
+from llama4spec.runbook.fields import AUTO
+from llama4spec.runbook.matrix import ServerGroup
+from llama4spec.runbook.sweep.expansion import Expansion
+from llama4spec.runbook.sweep.gates import Dominance
+
+
+@dataclasses.dataclass(frozen=True)
+class Interleaving:
+    """Which server is the baseline and how the devices split (``why``: they do not)."""
+
+    baseline: int  # index among the sweep's servers
+    why: str | None
+
+
+def interleave(x: Expansion, groups: list[ServerGroup], environ: Mapping[str, str] | None,
+               problems: list[str], at: str) -> list[ServerGroup]:
+    """An interleaved sweep's pairs, appended to ``x``; returns the servers left to the sequential
+    design (all of them where two copies do not fit or the sweep is refused, none otherwise).
+    ``environ``: where it reads the devices it may split (this process's)."""
+    if x.keys.repeats == AUTO:
+        problems.append(f"{at}: design: interleaved measures a fixed number of back-to-back pairs, and repeats is "
+                        f"auto (in the runbook or by --repeats auto); give repeats: N or --repeats N (e.g. 5), "
+                        f"or measure until decided with design: sequential")
+        return groups
+    if not groups:
+        return groups
+    found = interleaving(groups, environ)
+    if isinstance(found, str):
+        problems.append(f"{at}: design: interleaved: {found}")
+        return groups
+    if found.why is not None:  # two copies do not fit: sequential, and the dry run and report say so
+        x.refine(fallback=found.why)
+        return groups
+    interleaved(x, groups, found.baseline)
+    return []  # a later phase (verify_schedule) starts after them
+
+
+def interleaving(groups: list[ServerGroup], environ: Mapping[str, str] | None) -> Interleaving | str:
+    """The baseline of an interleaved sweep and whether two of its servers fit side by side; a
+    string when the sweep cannot be interleaved at all."""
+    import os
+
+    from llama4spec.engine.devices import split
+
+    base = [i for i, g in enumerate(groups) if g.cfg is not None and not g.cfg.draft.method]
+    if len(base) != 1 or len(groups) < 2:
+        return ("it pairs each candidate with the one server without speculation; the matrix gives "
+                f"{len(base)} such server{'s' if len(base) != 1 else ''} and {len(groups) - len(base)} "
+                f"candidate{'s' if len(groups) - len(base) != 1 else ''}: sweep draft over none and a draft, "
+                f"e.g. draft: [none, tiny_eagle]")
+    widest = max(groups, key=lambda g: g.cfg.parallel.tensor_parallel_size * g.cfg.parallel.pipeline_parallel_size)
+    cfg = widest.cfg
+    if max(1, cfg.parallel.nnodes) > 1:
+        return Interleaving(base[0], "its servers span nodes; two multi-node servers are not kept side by side")
+    per_node = cfg.parallel.tensor_parallel_size * cfg.parallel.pipeline_parallel_size
+    found = split(cfg.hardware.device, per_node, cfg.hardware.devices_per_node,
+                  os.environ if environ is None else environ)
+    return Interleaving(base[0], found.why)
+
+
+def interleaved(x: Expansion, groups: list[ServerGroup], found: int) -> None:
+    """An interleaved sweep's steps, appended to ``x``, and its points (no speculation's first);
+    ``found``: the index of no speculation's server among ``groups``."""
+    keys, step = x.keys, x.step
+    base = groups[found]
+    base_slot, cand_slot = (1, 0) if keys.swap_devices else (0, 1)
+    bsid, _ = x.server_id(found + 1, base)
+    x.out.append(x.make("serve", bsid, needs=x.needs(), overrides=[*keys.overrides, *base.overrides], slot=base_slot,
+                        description=f"sweep '{step.id}': no speculation, up beside each candidate in turn (interleaved)"))
+    base_points = [x.bench_id(bsid, label) for label in x.client_labels]
+    previous, candidates = bsid, []
+    for n, group in enumerate(groups, 1):
+        if group is base:
+            continue
+        sid, what = x.server_id(n, group)
+        x.out.append(x.make("serve", sid, needs=[previous], slot=cand_slot, beside=bsid,
+                            overrides=[*keys.overrides, *group.overrides],
+                            gate=Dominance(list(candidates), keys.rule) if keys.skip_dominated else None,
+                            description=f"sweep '{step.id}': server for {what}, beside {bsid} (interleaved)"))
+        for combo, label, paired in zip(x.client_combos, x.client_labels, base_points):
+            point = x.point(x.bench_id(sid, label), sid, combo)
+            x.out.append(dataclasses.replace(point, keys=dataclasses.replace(point.keys, pair_with=paired,
+                                                                             gap_s=keys.gap_s)))
+            candidates.append(point.id)
+        x.stop(sid)
+        previous = x.previous_stop
+    for bid, combo in zip(base_points, x.client_combos):  # its runs come from the pairs above
+        point = x.point(bid, bsid, combo)
+        x.out.append(dataclasses.replace(point, keys=dataclasses.replace(point.keys, paired=True)))
+    x.stop(bsid)
+    x.points = [*base_points, *candidates]

@@ -1,0 +1,46 @@
+"""A schedule phase (``verify_schedule: true``): after the sweep's servers, one more server running
+the lookahead schedule derived from their points (gated by ``Schedule``, which derives it before the
+server starts), measured like the others."""
+
+from __future__ import annotations
+
+from llama4spec.config.compose import compose_config
+from llama4spec.errors import UserError
+from llama4spec.runbook.spec import Runbook
+from llama4spec.runbook.sweep.expansion import Expansion
+from llama4spec.runbook.sweep.gates import Schedule
+
+
+def schedule(x: Expansion, runbook: Runbook, matrix: dict[str, list[str]], cli: list[str],
+             problems: list[str], at: str) -> None:
+    """The schedule-verifying server, appended to ``x`` (or why there can be none, in ``problems``)."""
+    found = schedule_server(runbook, x.keys.overrides, matrix, cli)
+    if isinstance(found, str):
+        problems.append(f"{at}: verify_schedule: {found}")
+        return
+    sid = x.new_id(f"{x.step.id}-schedule")
+    x.out.append(x.make("serve", sid, needs=x.needs(),
+                        description=f"sweep '{x.step.id}': the lookahead schedule derived from its points",
+                        overrides=[*x.keys.overrides, *found], gate=Schedule(list(x.points))))
+    x.out += x.measured_by(sid)
+    x.stop(sid)
+
+
+def schedule_server(runbook: Runbook, overrides: list[str], matrix: dict[str, list[str]],
+                    cli: list[str]) -> list[str] | str:
+    """The overrides of the schedule-verifying server (its draft, and lookahead = the largest swept),
+    or why there can be none."""
+    try:
+        cfg = compose_config([*runbook.overrides, *overrides, *cli]).cfg
+    except UserError:
+        return "the sweep's own overrides do not compose (reported above)"
+    drafts = [d for d in matrix.get("draft", [cfg.draft.name if cfg.draft.method else "none"])
+              if d not in ("none", "null")]
+    if len(drafts) != 1:
+        return (f"needs exactly one draft in the sweep besides none (found {', '.join(drafts) or 'none'}); "
+                f"a schedule is derived per draft")
+    try:
+        lookahead = max(int(v) for v in matrix.get("lookahead", [str(cfg.lookahead)]))
+    except ValueError:
+        return "the lookahead values are not whole numbers"
+    return [f"draft={drafts[0]}", f"lookahead={lookahead}"]

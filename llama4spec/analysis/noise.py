@@ -495,7 +495,7 @@ def half_width(noise: Noise, runs: int, starts: int = 1, confidence: float = CON
 
 def design_lines(noise: Noise, costs: tuple[float, float] | None, runs: tuple[int, int],
                  precision: float | None = None, confidence: float = CONFIDENCE,
-                 max_repeats: int | None = None) -> list[str]:
+                 max_repeats: int | None = None, starts: int | None = None) -> list[str]:
     """What a sweep on ``noise`` is expected to reach: with ``costs`` (seconds a server start, a
     run: a profile's), the runs a start that buy the most precision per second; the half-width of
     a speedup at one start a point with the sweep's fewest and most runs (``runs``); and the starts
@@ -503,7 +503,8 @@ def design_lines(noise: Noise, costs: tuple[float, float] | None, runs: tuple[in
 
     With ``precision`` asked for (a sweep's ``precision`` key), also what those starts cost a
     setting where ``costs`` are known, and whether ``max_repeats`` (a ``repeats: auto`` rule's, the
-    most runs a point gets over every start) caps a point below the runs they make."""
+    most runs a point gets over all its starts) caps a point below the runs they make, and whether
+    ``starts`` (the server starts the sweep gives each setting) are fewer than the design's."""
     lo, hi = runs
     lines = []
     per_start = hi
@@ -515,14 +516,15 @@ def design_lines(noise: Noise, costs: tuple[float, float] | None, runs: tuple[in
     need = starts_for(noise, PRECISION if precision is None else precision, per_start, confidence)
     lines.append(f"expected precision: a speedup of two points, one server start each: {spans} "
                  f"({100 * confidence:g}% interval); {need.why}")
-    return lines if precision is None else lines + _asked(need, costs, precision, max_repeats)
+    return lines if precision is None else lines + _asked(need, costs, precision, max_repeats, starts)
 
 
 PRECISION = 0.05  # the relative half-width a design is stated for where none is asked for
 
 
-def _asked(need: Design, costs: tuple[float, float] | None, precision: float, max_repeats: int | None) -> list[str]:
-    """The design for a precision asked for: its starts, runs and time a setting; the cap on them."""
+def _asked(need: Design, costs: tuple[float, float] | None, precision: float, max_repeats: int | None,
+           starts: int | None) -> list[str]:
+    """The design for a precision asked for: its starts, runs and time a setting; the caps on them."""
     wanted = f"+-{100 * precision:g}%"
     if not need.reached:
         return [f"precision: {wanted} is out of reach on this noise (more than {need.starts} server starts of "
@@ -536,6 +538,10 @@ def _asked(need: Design, costs: tuple[float, float] | None, precision: float, ma
     else:
         line += f"; its time is not known without a profile's costs ({CALIBRATE} and pass it as noise: PATH)"
     lines = [line]
+    if starts is not None and starts < need.starts:
+        times = "once" if starts == 1 else f"{starts} times"
+        lines.append(f"the sweep starts each setting's server {times}, fewer than the {need.starts} starts of this "
+                     f"design (starts: N sets it)")
     if max_repeats is not None and max_repeats < total:
         lines.append(f"max_repeats ({max_repeats}) caps a point at {max_repeats} runs over all its starts, below the "
                      f"{total} of this design: the sweep stops short of {wanted} (raise max_repeats, or ask for a "

@@ -99,11 +99,12 @@ class Keys:
 
 def noise_lines(prior: dict[str, Any] | None, margin: float, runs: tuple[int, int] = (MIN_REPEATS, MAX_REPEATS),
                 confidence: float = CONFIDENCE, precision: float | None = None,
-                max_repeats: int | None = None) -> list[str]:
+                max_repeats: int | None = None, starts: int | None = None) -> list[str]:
     """The noise a sweep's comparisons start from, and its margin of equivalence (the dry run);
     from a profile (its costs recorded), the design its components and costs call for and the
     precision it is expected to reach (``runs``: the fewest and most runs a point gets); with the
-    ``precision`` key, the starts, runs and time it needs and whether ``max_repeats`` caps them."""
+    ``precision`` key, the starts, runs and time it needs and whether ``max_repeats`` or ``starts``
+    fall short of them."""
     from llama4spec.analysis.noise import design_lines, noise_from_record
 
     noise = noise_from_record(prior)
@@ -117,7 +118,7 @@ def noise_lines(prior: dict[str, Any] | None, margin: float, runs: tuple[int, in
     start_s, run_s = number(costs.get("start_s"), 0, 1e6), number(costs.get("run_s"), 0, 1e6)
     if noise.provisional is None:
         lines += design_lines(noise, (start_s, run_s) if start_s and run_s else None, runs, precision, confidence,
-                              max_repeats)
+                              max_repeats, starts)
     elif precision is not None:
         lines.append(f"precision: +-{100 * precision:g}% is not planned: the noise above is provisional")
     return lines + [f"equivalence: two settings within +-{100 * margin:g}% of each other are declared equivalent "
@@ -205,7 +206,7 @@ def describe(p, say) -> None:
         rule = keys.rule
         runs = (rule.min_repeats, rule.max_repeats) if keys.repeats == "auto" else (keys.repeats, keys.repeats)
         cap = rule.max_repeats if keys.repeats == "auto" else None
-        for line in noise_lines(keys.prior, keys.margin, runs, rule.confidence, keys.precision, cap):
+        for line in noise_lines(keys.prior, keys.margin, runs, rule.confidence, keys.precision, cap, keys.starts):
             say(f"    {line}")
 
 

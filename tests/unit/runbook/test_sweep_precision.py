@@ -48,6 +48,10 @@ def test_with_a_profile_the_dry_run_gives_the_starts_runs_and_time_the_precision
         f"design: the sweep stops short of +-4% (raise max_repeats, or ask for a coarser precision)"]
     fixed = _lines(_dry(cli, tmp_path, f"noise: {path}\nprecision: 0.04\nrepeats: 2"))
     assert not any(x.startswith("max_repeats") for x in fixed)  # no repeats: auto rule, no cap to speak of
+    assert f"the sweep starts each setting's server once, fewer than the {need.starts} starts of this design " \
+           f"(starts: N sets it)" in fixed
+    enough = _lines(_dry(cli, tmp_path, f"noise: {path}\nprecision: 0.04\nrepeats: 2\nstarts: {need.starts}"))
+    assert not any(x.startswith("the sweep starts") for x in enough) and any(x.startswith("precision:") for x in enough)
 
 
 def test_without_costs_the_time_is_said_to_be_unknown_and_out_of_reach_is_said(cli, tmp_path):
@@ -96,6 +100,6 @@ def test_the_scout_sweep_with_the_h100_profile_prints_what_docs_noise_md_shows(c
     runbook.write_text(text.replace("    repeats: auto\n", "    repeats: auto\n    noise: h100.json\n    precision: 0.05\n", 1))
     out = _lines(cli("run", runbook, "--dry-run", "--runs-dir", tmp_path / "runs"))
     docs = Path("docs/noise.md").read_text()
-    shown = [x for x in out if x.startswith(("precision:", "max_repeats"))]
-    assert len(shown) == 2 and all(f"\n{x}\n" in docs for x in shown), shown
+    shown = [x for x in out if x.startswith(("precision:", "max_repeats", "the sweep starts"))]
+    assert len(shown) == 3 and all(f"\n{x}\n" in docs for x in shown), shown
     assert shown[0].startswith("precision: +-5% needs 4 server starts of 5 runs a setting (20 runs), 53.0 min")

@@ -433,7 +433,13 @@ def block_interval(blocks: Sequence[Sequence[float]], confidence: float = CONFID
 class Design:
     starts: int  # per setting (or blocks)
     runs: int  # per start (or per block and side)
-    why: str
+    why: str  # the design in one clause
+    on: str = ""  # what it rests on (the noise), "" when ``why`` says it
+    reached: bool = True  # False: even the most starts tried do not reach the precision asked for
+
+    def text(self) -> str:
+        """``why``, followed by what it rests on in brackets where that is apart."""
+        return f"{self.why} ({self.on})" if self.on else self.why
 
 
 def _kj(cost_ratio: float, low_var: float, high_var: float, cap: int) -> int:
@@ -475,9 +481,9 @@ def starts_for(noise: Noise, precision: float, runs: int, confidence: float = CO
     for m in range(2, cap + 1):
         if t_quantile(2 * (m - 1), 0.5 + confidence / 2) * math.sqrt(per / m) <= target:
             return Design(m, runs, f"{m} starts of {runs} runs a setting reach +-{100 * precision:g}% at "
-                                   f"{100 * confidence:g}% ({noise.text()})")
-    return Design(cap, runs, f"even {cap} starts of {runs} runs do not reach +-{100 * precision:g}% "
-                             f"({noise.text()})")
+                                   f"{100 * confidence:g}%", noise.text())
+    return Design(cap, runs, f"even {cap} starts of {runs} runs do not reach +-{100 * precision:g}%", noise.text(),
+                  reached=False)
 
 
 def half_width(noise: Noise, runs: int, starts: int = 1, confidence: float = CONFIDENCE) -> float:
@@ -488,11 +494,17 @@ def half_width(noise: Noise, runs: int, starts: int = 1, confidence: float = CON
 
 
 def design_lines(noise: Noise, costs: tuple[float, float] | None, runs: tuple[int, int],
-                 precision: float = 0.05, confidence: float = CONFIDENCE) -> list[str]:
+                 precision: float | None = None, confidence: float = CONFIDENCE,
+                 max_repeats: int | None = None, starts: int | None = None) -> list[str]:
     """What a sweep on ``noise`` is expected to reach: with ``costs`` (seconds a server start, a
     run: a profile's), the runs a start that buy the most precision per second; the half-width of
     a speedup at one start a point with the sweep's fewest and most runs (``runs``); and the starts
-    a comparison within ``precision`` needs."""
+    a comparison within ``precision`` needs (+-5% where none is asked for).
+
+    With ``precision`` asked for (a sweep's ``precision`` key), also what those starts cost a
+    setting where ``costs`` are known, and whether ``max_repeats`` (a ``repeats: auto`` rule's, the
+    most runs a point gets over all its starts) caps a point below the runs they make, and whether
+    ``starts`` (the server starts the sweep gives each setting) are fewer than the design's."""
     lo, hi = runs
     lines = []
     per_start = hi
@@ -501,9 +513,49 @@ def design_lines(noise: Noise, costs: tuple[float, float] | None, runs: tuple[in
         lines.append(f"design: {best.why} (Kalibera and Jones' rule)")
         per_start = best.runs
     spans = ", ".join(f"+-{100 * half_width(noise, n, 1, confidence):.1f}% at {n} runs" for n in dict.fromkeys((lo, hi)))
-    need = starts_for(noise, precision, per_start, confidence)
-    return lines + [f"expected precision: a speedup of two points, one server start each: {spans} "
-                    f"({100 * confidence:g}% interval); {need.why.split(' (')[0]}"]
+    need = starts_for(noise, PRECISION if precision is None else precision, per_start, confidence)
+    lines.append(f"expected precision: a speedup of two points, one server start each: {spans} "
+                 f"({100 * confidence:g}% interval); {need.why}")
+    return lines if precision is None else lines + _asked(need, costs, precision, max_repeats, starts)
+
+
+PRECISION = 0.05  # the relative half-width a design is stated for where none is asked for
+
+
+def _asked(need: Design, costs: tuple[float, float] | None, precision: float, max_repeats: int | None,
+           starts: int | None) -> list[str]:
+    """The design for a precision asked for: its starts, runs and time a setting; the caps on them."""
+    wanted = f"+-{100 * precision:g}%"
+    if not need.reached:
+        return [f"precision: {wanted} is out of reach on this noise (more than {need.starts} server starts of "
+                f"{need.runs} runs a setting); ask for a coarser precision"]
+    total = need.starts * need.runs
+    line = f"precision: {wanted} needs {need.starts} server starts of {need.runs} runs a setting ({total} runs)"
+    if costs is not None:
+        start_s, run_s = costs
+        line += (f", {_duration(need.starts * (start_s + need.runs * run_s))} a setting at {start_s:.0f} s a start "
+                 f"and {run_s:.0f} s a run")
+    else:
+        line += f"; its time is not known without a profile's costs ({CALIBRATE} and pass it as noise: PATH)"
+    lines = [line]
+    if starts is not None and starts < need.starts:
+        times = "once" if starts == 1 else f"{starts} times"
+        lines.append(f"the sweep starts each setting's server {times}, fewer than the {need.starts} starts of this "
+                     f"design (starts: N sets it)")
+    if max_repeats is not None and max_repeats < total:
+        lines.append(f"max_repeats ({max_repeats}) caps a point at {max_repeats} runs over all its starts, below the "
+                     f"{total} of this design: the sweep stops short of {wanted} (raise max_repeats, or ask for a "
+                     f"coarser precision)")
+    return lines
+
+
+def _duration(seconds: float) -> str:
+    """``45 s``, ``12.5 min``, ``3.2 h``."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 # -- checks of the keys ---------------------------------------------------------------------------

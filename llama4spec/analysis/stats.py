@@ -239,11 +239,8 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
     against the margin reject at that level (two one-sided tests, Schuirmann 1987), so the family's
     error bound covers these verdicts too.
     """
-    from scipy import special
-
     alpha = 1.0 - confidence
     statistic, paired = LogRatio(noise), PairedLogRatio(noise)
-    diffs: dict[tuple[str, str], np.ndarray] = {}  # a paired comparison's per-pair log ratios
     values = {pid: _usable(xs) for pid, xs in settings.items()}
     logs = {pid: statistic.values(np.asarray(xs)) for pid, xs in values.items() if len(xs) >= 2}
     ids = list(settings)
@@ -251,66 +248,106 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
     tested = [(a, b) for a, b in pairs if a in logs and b in logs]
     seq = {pid: _shares(values[pid], (starts or {}).get(pid)) for pid in logs}
     share = {pid: 1.0 if shares is None else float(shares[-1]) for pid, shares in seq.items()}
+    diffs: dict[tuple[str, str], np.ndarray] = {}  # a paired comparison's per-pair log ratios
     if sequential is not None:
         look = {(a, b): pair_look(logs[a], logs[b], statistic, *sequential, seq[a], seq[b]) for a, b in tested}
         est = {pair: lk.estimate for pair, lk in look.items()}
         weight = {pair: lk.weight for pair, lk in look.items()}
         p = np.array([look[pair].up for pair in tested] + [look[pair].down for pair in tested])
     else:
-        est = {(a, b): statistic.compare(logs[a], logs[b], share[a], share[b]) for a, b in tested}
-        for (a, b), (xs, ys) in (back_to_back or {}).items():
-            # both arms of a pair come from the same server starts: the candidate's (a merge numbers
-            # each run directory's runs as starts of their own)
-            both = share.get(a, 1.0)
-            if (a, b) not in est:  # given the other way round
-                (a, b), (xs, ys) = (b, a), (ys, xs)
-            pa, pb = (statistic.values(np.asarray(_usable(v))) for v in (xs, ys))
-            n = min(pa.size, pb.size)
-            if (a, b) in est and n >= 2:
-                est[(a, b)], diffs[(a, b)] = paired.compare(pa, pb, both, both), pa[:n] - pb[:n]
+        est, diffs = _fixed_estimates(tested, logs, share, statistic, paired, back_to_back)
         weight = dict.fromkeys(tested, 1.0)
-        # one-sided p-values: "a is faster than b" (up), then "b is faster than a" (down)
-        t = np.array([float(est[pair].t()) for pair in tested])
-        df = np.array([float(est[pair].df) for pair in tested])
-        p = np.concatenate([special.stdtr(df, -t), special.stdtr(df, t)]) if tested else np.zeros(0)
-    m = p.size
-    rejected = holm(p, alpha) if m else np.zeros(0, dtype=bool)
-    order = np.argsort(np.nan_to_num(p, nan=1.0), kind="stable")
-    step = np.empty(m, dtype=int)
-    step[order] = np.arange(m)
-    next_level = alpha / max(m - int(rejected.sum()), 1)
-
+        p = _one_sided(est, tested)
+    family = _Family.of(tested, est, weight, p, alpha)
     out: dict[tuple[str, str], Comparison] = {}
     for a, b in pairs:
         if (a, b) not in est:
             med_a, med_b = (float(np.median(values[x])) if values[x] else None for x in (a, b))
             ratio = med_a / med_b if med_a is not None and med_b else None
-            c = Comparison(a, b, ratio, None, "undecided", None, m, noise=noise, margin=margin)
+            c = Comparison(a, b, ratio, None, "undecided", None, family.m, noise=noise, margin=margin)
         else:
-            u = tested.index((a, b))
-            e = est[(a, b)]
-            if rejected[u] or rejected[u + len(tested)]:
-                side = u if rejected[u] else u + len(tested)
-                verdict, level = ("faster" if rejected[u] else "slower"), alpha / (m - int(step[side]))
-                runs, needs_start = None, False
-            else:
-                verdict, level = "undecided", next_level
-                va, vb = (float(np.var(logs[x], ddof=1)) for x in (a, b))
-                if (a, b) in diffs:  # paired: the spread of the differences, nothing on the other side
-                    va, vb = float(np.var(diffs[(a, b)], ddof=1)), 0.0
-                center = float(e.center)
-                shares = share[a] + share[b]
-                final = level * (look_weights(*sequential)[-1] if sequential else 1.0)  # the last look's level
-                runs = runs_to_settle(va, vb, center, final, noise, max(len(logs[a]), len(logs[b])),
-                                      shares=shares)
-                needs_start = runs is None and abs(center) <= start_floor(final, noise, shares)
-            level *= weight[(a, b)]
-            iv = interval_at(paired if (a, b) in diffs else statistic, e, 1.0 - 2.0 * level)
-            if verdict == "undecided" and margin is not None and 1 / (1 + margin) <= iv.low and iv.high <= 1 + margin:
-                verdict, runs, needs_start = EQUIVALENT, None, False
-            c = Comparison(a, b, iv.ratio, iv, verdict, level, m, runs, needs_start, noise, margin)
+            c = family.judge((a, b), logs, diffs, share, sequential, noise, margin,
+                             paired if (a, b) in diffs else statistic)
         out[(a, b)], out[(b, a)] = c, c.mirrored()
     return out
+
+
+def _fixed_estimates(tested, logs, share, statistic, paired, back_to_back):
+    """A fixed design's estimate for each tested pair (Welch's on the log throughputs, or the paired
+    t where the pair was measured back to back), and the paired pairs' per-pair log ratios."""
+    diffs: dict[tuple[str, str], np.ndarray] = {}
+    est = {(a, b): statistic.compare(logs[a], logs[b], share[a], share[b]) for a, b in tested}
+    for (a, b), (xs, ys) in (back_to_back or {}).items():
+        # both arms of a pair come from the same server starts: the candidate's (a merge numbers
+        # each run directory's runs as starts of their own)
+        both = share.get(a, 1.0)
+        if (a, b) not in est:  # given the other way round
+            (a, b), (xs, ys) = (b, a), (ys, xs)
+        pa, pb = (statistic.values(np.asarray(_usable(v))) for v in (xs, ys))
+        n = min(pa.size, pb.size)
+        if (a, b) in est and n >= 2:
+            est[(a, b)], diffs[(a, b)] = paired.compare(pa, pb, both, both), pa[:n] - pb[:n]
+    return est, diffs
+
+
+def _one_sided(est, tested) -> np.ndarray:
+    """One-sided p-values: "a is faster than b" for every tested pair (up), then "b is faster than a"
+    (down)."""
+    from scipy import special
+
+    t = np.array([float(est[pair].t()) for pair in tested])
+    df = np.array([float(est[pair].df) for pair in tested])
+    return np.concatenate([special.stdtr(df, -t), special.stdtr(df, t)]) if tested else np.zeros(0)
+
+
+@dataclass(frozen=True)
+class _Family:
+    """The Holm family of one concurrency: each tested pair's estimate and look weight, its two
+    one-sided p-values, which of them Holm's step-down rejects, and each one's step."""
+    tested: list[tuple[str, str]]
+    est: dict
+    weight: dict
+    alpha: float
+    m: int
+    rejected: np.ndarray
+    step: np.ndarray
+    next_level: float
+
+    @classmethod
+    def of(cls, tested, est, weight, p: np.ndarray, alpha: float) -> "_Family":
+        m = p.size
+        rejected = holm(p, alpha) if m else np.zeros(0, dtype=bool)
+        order = np.argsort(np.nan_to_num(p, nan=1.0), kind="stable")
+        step = np.empty(m, dtype=int)
+        step[order] = np.arange(m)
+        next_level = alpha / max(m - int(rejected.sum()), 1)
+        return cls(tested, est, weight, alpha, m, rejected, step, next_level)
+
+    def judge(self, pair, logs, diffs, share, sequential, noise, margin, statistic) -> Comparison:
+        """The tested ``pair``'s comparison: its verdict, level and interval, and when undecided what
+        would settle it."""
+        a, b = pair
+        u, e = self.tested.index(pair), self.est[pair]
+        if self.rejected[u] or self.rejected[u + len(self.tested)]:
+            side = u if self.rejected[u] else u + len(self.tested)
+            verdict, level = ("faster" if self.rejected[u] else "slower"), self.alpha / (self.m - int(self.step[side]))
+            runs, needs_start = None, False
+        else:
+            verdict, level = "undecided", self.next_level
+            va, vb = (float(np.var(logs[x], ddof=1)) for x in (a, b))
+            if pair in diffs:  # paired: the spread of the differences, nothing on the other side
+                va, vb = float(np.var(diffs[pair], ddof=1)), 0.0
+            center = float(e.center)
+            shares = share[a] + share[b]
+            final = level * (look_weights(*sequential)[-1] if sequential else 1.0)  # the last look's level
+            runs = runs_to_settle(va, vb, center, final, noise, max(len(logs[a]), len(logs[b])),
+                                  shares=shares)
+            needs_start = runs is None and abs(center) <= start_floor(final, noise, shares)
+        level *= self.weight[pair]
+        iv = interval_at(statistic, e, 1.0 - 2.0 * level)
+        if verdict == "undecided" and margin is not None and 1 / (1 + margin) <= iv.low and iv.high <= 1 + margin:
+            verdict, runs, needs_start = EQUIVALENT, None, False
+        return Comparison(a, b, iv.ratio, iv, verdict, level, self.m, runs, needs_start, noise, margin)
 
 
 def _shares(values: Sequence[float], starts: Sequence[int] | None) -> np.ndarray | None:

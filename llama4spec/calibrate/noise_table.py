@@ -41,6 +41,6 @@ def render(console: Console, profile: nz.Profile, path, precision: float = 0.05,
     elif profile.run_s > 0:
         design = nz.runs_per_start(profile.noise, profile.start_s, profile.run_s)
         console.print(design.why)
-        console.print(nz.starts_for(profile.noise, precision, design.runs).why)
+        console.print(nz.starts_for(profile.noise, precision, design.runs).text())
     console.print(aa_of(profile).sentence())
     console.print(f"{verb}: {path}")

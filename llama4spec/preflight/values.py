@@ -93,6 +93,24 @@ def problems(config: dict[str, Any]) -> list[str]:
     if archs is not None and not (isinstance(archs, list) and all(isinstance(a, str) for a in archs)):
         out.append(f"'architectures' is {_show(archs)}: it must be a list of class names such as [\"Llama4ForCausalLM\"]")
 
+    bad = _integers(text, prefix, out)
+    _sizes(config, text, prefix, bad, out)
+    quant = [config.get("quantization_config")] + ([text.get("quantization_config")] if nested else [])
+    for where, q in zip(("", prefix), quant):
+        if q is None:
+            continue
+        if not isinstance(q, dict):
+            out.append(f"'{where}quantization_config' is {_show(q)}: it must be an object with a quant_method")
+        elif q.get("quant_method") is not None and not isinstance(q["quant_method"], str):
+            out.append(f"'{where}quantization_config.quant_method' is {_show(q['quant_method'])}: it must be a "
+                       f"string such as \"fp8\"")
+    _vision(config.get("vision_config"), out)
+    return out
+
+
+def _integers(text: dict[str, Any], prefix: str, out: list[str]) -> set[str]:
+    """The language model's integers and integer lists that are not what they must be, each one's
+    problem appended to ``out``; returns their keys."""
     bad: set[str] = set()
     for key in POSITIVE_INTS + NON_NEGATIVE_INTS:
         value, least = text.get(key), 0 if key in NON_NEGATIVE_INTS else 1
@@ -111,7 +129,12 @@ def problems(config: dict[str, Any]) -> list[str]:
         if value is not None and not (isinstance(value, list) and all(is_int(v) for v in value)):
             out.append(f"'{prefix}{key}' is {_show(value)}: it must be a list of integers")
             bad.add(key)
+    return bad
 
+
+def _sizes(config: dict[str, Any], text: dict[str, Any], prefix: str, bad: set[str], out: list[str]) -> None:
+    """The sizes the weights are shaped by that are absent or do not fit together (``bad``: keys
+    already reported malformed, grown by those found here), appended to ``out``."""
     llama4 = text.get("model_type") == "llama4_text" or config.get("model_type") == "llama4"
     absent = [k for k in REQUIRED_SIZES if text.get(k) is None]
     absent += [k for k in REQUIRED_LLAMA4 if llama4 and k not in text]
@@ -143,17 +166,9 @@ def problems(config: dict[str, Any]) -> list[str]:
             out.append(f"'{prefix}moe_layers' has {outside[:5]} outside the {layers} layer(s): give layer indices "
                        f"from 0 to {layers - 1}")
 
-    quant = [config.get("quantization_config")] + ([text.get("quantization_config")] if nested else [])
-    for where, q in zip(("", prefix), quant):
-        if q is None:
-            continue
-        if not isinstance(q, dict):
-            out.append(f"'{where}quantization_config' is {_show(q)}: it must be an object with a quant_method")
-        elif q.get("quant_method") is not None and not isinstance(q["quant_method"], str):
-            out.append(f"'{where}quantization_config.quant_method' is {_show(q['quant_method'])}: it must be a "
-                       f"string such as \"fp8\"")
 
-    vision = config.get("vision_config")
+def _vision(vision: Any, out: list[str]) -> None:
+    """The vision tower's problems (``vision_config``, None when absent), appended to ``out``."""
     if vision is not None and not isinstance(vision, dict):
         out.append(f"'vision_config' is {_kind(vision)}, not an object")
     elif vision:
@@ -166,7 +181,6 @@ def problems(config: dict[str, Any]) -> list[str]:
         if not (isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and math.isfinite(ratio) and ratio > 0):
             state = "absent" if ratio is None else _show(ratio)
             out.append(f"'vision_config.pixel_shuffle_ratio' is {state}: it must be a positive number")
-    return out
 
 
 def planner_problems(config: dict[str, Any]) -> list[str]:

@@ -19,7 +19,7 @@ from llama4spec.runbook.sweep.rule import Rule
 from llama4spec.runbook.sweep.expand import DESIGNS, INTERLEAVED, SEQUENTIAL, expand_step
 from llama4spec.runbook.sweep.report import artifacts, design_lines, linked, merge_part, page_part, run_report
 from llama4spec.analysis.decide import CONFIDENCE, MAX_REPEATS, MIN_REPEATS
-from llama4spec.analysis.noise import MARGIN, margin_problem
+from llama4spec.analysis.noise import MARGIN, margin_problem, precision_problem
 
 MAX_STARTS, MAX_SEED = 20, 2 ** 31 - 1  # starts: N (each a server start per setting), its order_seed
 
@@ -31,6 +31,14 @@ def _margin(raw: dict, key: str, at: str, problems: list[str]) -> float:
         problems.append(problem)
         return MARGIN
     return float(value)
+
+
+def _precision(raw: dict, key: str, at: str, problems: list[str]) -> float | None:
+    value = raw.get(key)
+    problem = None if value is None else precision_problem(value, f"{at}: {key}")
+    if problem:
+        problems.append(problem)
+    return None if value is None or problem else float(value)
 
 
 def _matrix(raw: dict, key: str, at: str, problems: list[str]) -> dict[str, list[str]] | None:
@@ -61,6 +69,7 @@ class Keys:
     gap_s: float = fields.seconds(2.0, 600.0)  # interleaved: the least pause between one server's last request and the other's run
     noise: str | None = fields.text()  # a noise.json (`llama4spec calibrate`): the prior of every comparison
     margin: float = fields.custom(_margin, default=MARGIN)  # equivalent: a ratio within +-margin, decided by two one-sided tests
+    precision: float | None = fields.custom(_precision, default=None)  # the relative half-width wanted: the design's starts and runs
     fallback: str | None = None  # generated: why an interleaved sweep is measured sequentially here
     async_pinned: str | None = None  # generated: async scheduling pinned off on every server, and why
     prior: dict[str, Any] | None = None  # generated: the noise its comparisons start from (``noise_record``)
@@ -71,6 +80,8 @@ class Keys:
         """How the sweep measured its pairs (plan.json, sweep.json, the report)."""
         used = INTERLEAVED if self.design == INTERLEAVED and not self.fallback else SEQUENTIAL
         out: dict[str, Any] = {"design": used, "asked": self.design, "margin": self.margin}
+        if self.precision is not None:
+            out["precision"] = self.precision
         if self.prior is not None:
             out["noise_prior"] = self.prior
         if self.fallback:
@@ -87,10 +98,13 @@ class Keys:
 
 
 def noise_lines(prior: dict[str, Any] | None, margin: float, runs: tuple[int, int] = (MIN_REPEATS, MAX_REPEATS),
-                confidence: float = CONFIDENCE) -> list[str]:
+                confidence: float = CONFIDENCE, precision: float | None = None,
+                max_repeats: int | None = None, starts: int | None = None) -> list[str]:
     """The noise a sweep's comparisons start from, and its margin of equivalence (the dry run);
     from a profile (its costs recorded), the design its components and costs call for and the
-    precision it is expected to reach (``runs``: the fewest and most runs a point gets)."""
+    precision it is expected to reach (``runs``: the fewest and most runs a point gets); with the
+    ``precision`` key, the starts, runs and time it needs and whether ``max_repeats`` or ``starts``
+    fall short of them."""
     from llama4spec.analysis.noise import design_lines, noise_from_record
 
     noise = noise_from_record(prior)
@@ -103,7 +117,10 @@ def noise_lines(prior: dict[str, Any] | None, margin: float, runs: tuple[int, in
     costs = prior.get("costs") if isinstance(prior.get("costs"), dict) else {}
     start_s, run_s = number(costs.get("start_s"), 0, 1e6), number(costs.get("run_s"), 0, 1e6)
     if noise.provisional is None:
-        lines += design_lines(noise, (start_s, run_s) if start_s and run_s else None, runs, confidence=confidence)
+        lines += design_lines(noise, (start_s, run_s) if start_s and run_s else None, runs, precision, confidence,
+                              max_repeats, starts)
+    elif precision is not None:
+        lines.append(f"precision: +-{100 * precision:g}% is not planned: the noise above is provisional")
     return lines + [f"equivalence: two settings within +-{100 * margin:g}% of each other are declared equivalent "
                     f"(two one-sided tests; margin: sets it)"]
 
@@ -188,7 +205,8 @@ def describe(p, say) -> None:
             say(f"    {line}")
         rule = keys.rule
         runs = (rule.min_repeats, rule.max_repeats) if keys.repeats == "auto" else (keys.repeats, keys.repeats)
-        for line in noise_lines(keys.prior, keys.margin, runs, rule.confidence):
+        cap = rule.max_repeats if keys.repeats == "auto" else None
+        for line in noise_lines(keys.prior, keys.margin, runs, rule.confidence, keys.precision, cap, keys.starts):
             say(f"    {line}")
 
 

@@ -112,7 +112,8 @@ def method_line(analysis: Analysis) -> str:
         how.append(f"bootstrap intervals of the median ({', '.join(map(str, many))} repeats)")
     return (f"Each figure is the median of a point's repeated runs, with its 95% interval in brackets: "
             f"{' and '.join(how)}. Two settings compare by Welch's t on the difference of their mean log "
-            f"throughputs, the between-start variance added twice (each setting is one server start): "
+            f"throughputs, the between-start variance added for each side over its server starts (whole where a "
+            f"setting had one start): "
             f"{noise_sentence(analysis.noise)}; "
             f"with Holm over every ordered pair of settings at a concurrency: at most {1 - CONFIDENCE:.0%} chance "
             f"of any false verdict per concurrency. A speedup is the ratio of geometric means with its Welch "

@@ -32,9 +32,11 @@ the lowest rate.
 The search (``decide``, a function of the runs alone, so a resumed search refits and goes on).
 From ``start`` it doubles the rate while every run held (halves while every run failed) until a
 rate that held lies below one that failed. Then each next run goes to the fitted crossing (Wu's
-sequential placement), kept within [lowest rate, highest rate] of the runs so far (a crossing the
-fit extrapolates beyond the rates probed is no place to measure: on a server whose attainment is
-noisy at every rate, a flat fit's crossing would otherwise walk the runs down, each one longer);
+sequential placement), kept within [lowest rate, UP x highest rate] of the runs so far (a crossing
+the fit extrapolates below the rates probed is no place to measure: on a server whose attainment is
+noisy at every rate, a flat fit's crossing would otherwise walk the runs down, each one longer; above
+them it is, a doubling at a time: where one early run failed at the top rate and every other held,
+the crossing lies above every rate probed, and runs kept at the top rate would never reach it);
 while no fit exists (runs separated: all good below a rate, none above), to the geometric
 midpoint of the closest holding and failing rates. Rates lie on a geometric grid from ``start``
 of ratio ``1 + precision / GRID``, so runs repeat at one rate and the lack-of-fit test can see
@@ -64,6 +66,7 @@ PRECISION = 0.10  # the interval's relative half-width at which the search stops
 CONFIDENCE = 0.95  # of the capacity's interval
 MAX_RUNS = 40  # the probe budget: runs per server
 MIN_FIT_RUNS = 5  # the fewest runs the search stops on (the fit has runs - 2 degrees of freedom)
+UP = 2.0  # a fitted crossing above every rate probed is measured at most this many times the highest
 GRID = 4  # probed rates lie on a geometric grid of ratio 1 + precision / GRID from the start rate
 SHAPE_LEVEL = 0.01
 # The dispersion comes from the runs whose fitted attainment lies in [NEAR, 1 - NEAR]: far from the
@@ -451,7 +454,7 @@ def decide(settings: Settings, runs: Sequence[Run]) -> Decision:
             return _stop(s, runs, PRECISION_STOP, f"stopped: {estimate:.4g} req/s [{low:.4g}, {high:.4g}], within "
                                                   f"+-{s.precision:.0%}")
         rates = [r.rate for r in runs]
-        rate = snap(s, min(max(rates), max(min(rates), estimate)))
+        rate = snap(s, min(UP * max(rates), max(min(rates), estimate)))
         where = f"[{low:.4g}, {high:.4g}]" if low is not None and high is not None else "open"
         return Decision(rate, f"at the fitted crossing {estimate:.4g} (interval {where})")
     upper = min(r for r in fails if r > min(holds))

@@ -160,3 +160,18 @@ def test_runs_go_no_lower_than_the_lowest_rate_probed_when_the_fit_extrapolates(
     estimate = cf.crossing(cf.fit(runs), 0.9, 0.95)[0]
     assert estimate is not None and estimate < 2.328 / 2  # the fit extrapolates below the rates probed
     assert cf.decide(s, runs).rate == cf.snap(s, 2.328)
+
+
+def test_runs_go_above_the_highest_rate_probed_when_the_crossing_lies_above_it() -> None:
+    """The tiny capacity runbook's no-speculation search (runbooks/tiny_cpu_capacity.yaml, a real run):
+    the first run at the start rate failed (0.875 of 40 requests), every rate below held, and the fit's
+    crossing lay above every rate probed; kept at the highest rate, the search repeated 8 req/s until its
+    budget with the interval open. The next run now goes above it, at most a doubling."""
+    s = cf.Settings(start=8.0, target=0.9, max_runs=24)
+    seen = [(8.0, 0.875, 40), (4.007, 1.0, 31), (5.662, 1.0, 31), (6.73, 1.0, 34), (7.248, 1.0, 37),
+            (7.615, 0.923, 39), (7.805, 0.8, 40), (8.0, 1.0, 40), (7.805, 0.925, 40), (8.0, 1.0, 40)]
+    runs = [cf.Run(r, round(a * n), n) for r, a, n in seen]
+    estimate = cf.crossing(cf.fit(runs), 0.9, 0.95)[0]
+    assert estimate is not None and estimate > 8.0  # the crossing lies above every rate probed
+    d = cf.decide(s, runs)
+    assert 8.0 < d.rate <= cf.snap(s, 2 * 8.0) and d.rate == cf.snap(s, min(estimate, 16.0))

@@ -512,9 +512,12 @@ def design_lines(noise: Noise, costs: tuple[float, float] | None, runs: tuple[in
         best = runs_per_start(noise, *costs)
         lines.append(f"design: {best.why} (Kalibera and Jones' rule)")
         per_start = best.runs
-    spans = ", ".join(f"+-{100 * half_width(noise, n, 1, confidence):.1f}% at {n} runs" for n in dict.fromkeys((lo, hi)))
+    m = starts if isinstance(starts, int) and starts > 1 else 1  # the sweep's starts: N
+    spans = ", ".join(f"+-{100 * half_width(noise, n, m, confidence):.1f}% at {n} runs" + ("" if m == 1 else " a start")
+                      for n in dict.fromkeys((lo, hi)))
+    each = "one server start each" if m == 1 else f"{m} server starts each"
     need = starts_for(noise, PRECISION if precision is None else precision, per_start, confidence)
-    lines.append(f"expected precision: a speedup of two points, one server start each: {spans} "
+    lines.append(f"expected precision: a speedup of two points, {each}: {spans} "
                  f"({100 * confidence:g}% interval); {need.why}")
     return lines if precision is None else lines + _asked(need, costs, precision, max_repeats, starts)
 

@@ -115,6 +115,7 @@ class Found:
     high: float | None
     runs: int
     words: str
+    isotonic: float | None = None  # the isotonic curve's crossing (a fitted search's), where no fit crosses
 
 
 def bisected(cfg, url, where, settings, duration, thresholds, runner) -> Found:
@@ -133,7 +134,7 @@ def fitted(cfg, url, where, settings: cf.Settings, duration, thresholds, runner,
     a = d.final
     print(f"    {cf.describe('fitted', a)} ({d.reason})", flush=True)
     return Found(a.estimate, a.low, a.high, a.runs, f"{a.estimate and round(a.estimate, 2)} [{a.low and round(a.low, 2)}, "
-                 f"{a.high and round(a.high, 2)}]")
+                 f"{a.high and round(a.high, 2)}]", a.isotonic)
 
 
 def grid(cfg, url, where, settings, center: float, duration, thresholds, runner) -> tuple[list[float], dict]:
@@ -193,7 +194,8 @@ def main() -> None:
                                    cap.decidable_requests(settings))
                 else:
                     found = bisected(cfg, url, work / name, settings, args.duration_s, thresholds, runner)
-                center = found.estimate if found.estimate is not None else (found.high or args.start_rate) / 2
+                center = next((c for c in (found.estimate, found.isotonic) if c is not None),
+                              (found.high or args.start_rate) / 2)  # the grid around the search's answer
                 rates, means = grid(cfg, url, work / name, settings, center, args.duration_s, thresholds, runner)
             held = [r for r in rates if means[r] >= args.attainment]
             boundary = max(held) if held else None

@@ -73,6 +73,7 @@ SHAPE_LEVEL = 0.01
 # crossing a run's attainment is pinned near 0 or 1 and shows its noise too rarely to count.
 NEAR = 0.02  # the lack-of-fit test's level
 MIN_RATE, MAX_RATE = 0.01, 10_000.0
+EPS = 1e-12  # the fitted attainment's distance from 0 and 1 in the fit's weights
 ROUND_DIGITS = 4
 
 PRECISION_STOP, BUDGET_STOP, CAP_STOP, FLOOR_STOP, SHAPE_STOP = "precision", "budget", "cap", "floor", "shape"
@@ -201,10 +202,8 @@ def fit(runs: Sequence[Run], attained: Sequence[float] | None = None) -> Fit | N
     for _ in range(100):
         s0 = s1 = s2 = t0 = t1 = 0.0
         for u, n, y in zip(us, ns, ys):
-            p = _expit(b0 + b1 * u)
+            p = _clipped(_expit(b0 + b1 * u))  # a run far from a steep crossing weighs next to nothing
             w = n * p * (1 - p)
-            if w <= 0:
-                return None
             z = b0 + b1 * u + (y - p) / (p * (1 - p))
             s0, s1, s2, t0, t1 = s0 + w, s1 + w * u, s2 + w * u * u, t0 + w * z, t1 + w * z * u
         det = s0 * s2 - s1 * s1
@@ -230,6 +229,12 @@ def fit(runs: Sequence[Run], attained: Sequence[float] | None = None) -> Fit | N
     det = s0 * s2 - s1 * s1
     df = max(1, near - 2)
     return Fit(b0, b1, center, (s2 / det, -s1 / det, s0 / det), max(1.0, chi2 / df), df, chi2)
+
+
+def _clipped(p: float) -> float:
+    """``p`` kept off 0 and 1 by ``EPS``: a run where the fitted attainment rounds to exactly 0 or 1 has
+    a weight of (next to) nothing, not a weight that ends the fit."""
+    return min(max(p, EPS), 1.0 - EPS)
 
 
 def _logit(p: float) -> float:

@@ -175,3 +175,16 @@ def test_runs_go_above_the_highest_rate_probed_when_the_crossing_lies_above_it()
     assert estimate is not None and estimate > 8.0  # the crossing lies above every rate probed
     d = cf.decide(s, runs)
     assert 8.0 < d.rate <= cf.snap(s, 2 * 8.0) and d.rate == cf.snap(s, min(estimate, 16.0))
+
+
+def test_a_steep_crossing_is_fitted_though_runs_far_below_it_round_to_one() -> None:
+    """benchmarks/capacity_vs_grid.py's search on a quiet server (no speculation, 15-s runs): attainment
+    falls from 1.0 at 29.6 req/s through the target within 5% of rate, so at 8 req/s the fitted attainment
+    is 1.0 in floating point; the fit used to give up there (a weight of 0) and the search ended its budget
+    with no fitted crossing. The fit now exists and crosses between the last rate that always held and
+    the first that failed."""
+    seen = [(8, 1.000), (15.97, 1.000), (31.89, 0.789), (22.57, 1.000), (26.83, 1.000), (29.61, 0.915), (30.35, 0.925), (30.35, 1.000), (31.11, 0.612), (31.11, 0.994), (30.35, 0.908), (30.35, 0.842), (30.35, 0.035), (28.89, 0.903), (28.89, 1.000), (28.89, 1.000), (29.61, 0.964), (29.61, 0.996), (29.61, 1.000), (29.61, 1.000), (29.61, 1.000), (30.35, 1.000), (29.61, 1.000), (30.35, 0.923)]
+    runs = [cf.Run(r, round(a * round(r * 15)), round(r * 15)) for r, a in seen]
+    f = cf.fit(runs)
+    assert f is not None and f.b1 < 0
+    assert 28.89 < cf.crossing(f, 0.9, 0.95)[0] < 31.11

@@ -575,8 +575,9 @@ def precision_problem(value, where: str = "precision") -> str | None:
 
 
 def margin_problem(value, where: str = "margin") -> str | None:
-    if not _number(value) or value < 0:
-        return f"{where}: {value!r} is no equivalence margin; give a number of 0 or more (0.02: within +-2%)"
+    if not _number(value) or not 0 <= value < 1:
+        return (f"{where}: {value!r} is no equivalence margin; give a fraction from 0 to below 1 (0.02: within "
+                f"+-2%)")
     return None
 
 

@@ -99,6 +99,8 @@ def test_precision_is_checked(value):
 def test_margin_is_checked():
     assert N.margin_problem(0) is None and N.margin_problem(0.02) is None
     assert "margin" in N.margin_problem(-0.01)
+    for bad in (1, 5.0, float("nan"), True, "0.02"):  # a margin is a fraction: +-100% or more says nothing
+        assert "fraction from 0 to below 1" in N.margin_problem(bad)
 
 
 def _profile(**noise):

@@ -187,18 +187,17 @@ class Drift:
 
     first: float | None  # each half's isotonic crossing (req/s; None: none among the rates measured)
     second: float | None
+    where: tuple[str, str]  # each half's isotonic crossing in words (where it lies when there is none)
     rates: int  # rates both halves measured where attainment is not pinned
     change: float | None  # mean attainment change, second half less first, over those rates
     low: float | None  # its paired t interval over the rates
     high: float | None
 
     def words(self) -> str:
-        def rate(x: float | None) -> str:
-            return f"{x:.4g}" if x is not None else "none"
-
-        text = f"isotonic crossing {rate(self.first)} req/s in the first half, {rate(self.second)} in the second"
+        text = f"first half: {self.where[0]}; second half: {self.where[1]}"
         if self.change is None:
-            return text + f"; {self.rates} rate(s) both halves measured off 0 and 1, too few for a paired change"
+            return text + (f"; {self.rates} rate{'' if self.rates == 1 else 's'} both halves measured off 0 and 1, "
+                           "too few for a paired change")
         return (text + f"; mean attainment change {self.change:+.3f} [{self.low:+.3f}, {self.high:+.3f}] "
                 f"(second less first, paired t 95% over {self.rates} rates)")
 
@@ -210,8 +209,9 @@ def drift(runs: Sequence[tuple[float, float]], target: float, confidence: float 
 
     half = math.ceil(len(runs) / 2)
     parts = [runs[:half], runs[half:]]
-    crossings = [cf.isotonic([cf.Run(r, a * 1000, 1000) for r, a in part], target)[0] if part else None
-                 for part in parts]
+    found = [cf.isotonic([cf.Run(r, a * 1000, 1000) for r, a in part], target) for part in parts]  # runs alike
+    crossings = [c for c, _ in found]
+    where = (found[0][1], found[1][1])
     means = [{} for _ in parts]
     for m, part in zip(means, parts):
         for r, a in part:
@@ -220,10 +220,10 @@ def drift(runs: Sequence[tuple[float, float]], target: float, confidence: float 
     pooled = {r: float(np.mean(means[0][r] + means[1][r])) for r in both}
     changes = [float(np.mean(means[1][r]) - np.mean(means[0][r])) for r in both if 0.02 <= pooled[r] <= 0.98]
     if len(changes) < 2:
-        return Drift(*crossings, len(changes), None, None, None)
+        return Drift(*crossings, where, len(changes), None, None, None)
     mean, se = float(np.mean(changes)), float(np.std(changes, ddof=1) / math.sqrt(len(changes)))
     t = float(stats.t.ppf(0.5 + confidence / 2, len(changes) - 1))
-    return Drift(*crossings, len(changes), mean, mean - t * se, mean + t * se)
+    return Drift(*crossings, where, len(changes), mean, mean - t * se, mean + t * se)
 
 
 @dataclass

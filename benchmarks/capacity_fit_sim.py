@@ -11,11 +11,16 @@ aim at a 10% precision: the fitted one stops when its 95% interval is within +-1
 estimate (or at 40 runs), the per-rate one bisects to U / L - 1 <= 10% with its verdicts (6 runs
 at most a rate, no cliff check).
 
-Printed per design effect: how often each interval holds the true capacity, their median runs and
-relative widths, how often the fitted search stopped at its budget and how often its answer said
-the logistic shape does not fit (the lack-of-fit test's false alarms: the true curve is logistic).
+``--stall P``: each run, with probability P, stalls as a run on a starved front end does
+(docs/capacity.md): its attainment is drawn uniform in [0, 0.1] whatever the rate.
 
-    .venv/bin/python benchmarks/capacity_fit_sim.py [--searches N] [--seed N] [--designs 1,4,9] [--figure PATH]
+Printed per design effect: how often each interval holds the true capacity, their median runs and
+relative widths, how often the fitted search stopped at its budget, how often its answer said
+the logistic shape does not fit (the lack-of-fit test's false alarms: the true curve is logistic)
+and how often it set a run aside as an outlier (without stalls: the outlier test's false alarms).
+
+    .venv/bin/python benchmarks/capacity_fit_sim.py [--searches N] [--seed N] [--designs 1,4,9] [--stall P]
+        [--figure PATH]
 """
 
 from __future__ import annotations
@@ -44,9 +49,11 @@ def mean_attainment(rate: float) -> float:
     return 1 / (1 + math.exp((math.log(rate) - middle) / SCALE))
 
 
-def one_run(rate: float, design: float, rng: np.random.Generator) -> tuple[int, int]:
-    """(good requests, requests sent) of one simulated run."""
+def one_run(rate: float, design: float, rng: np.random.Generator, stall: float = 0.0) -> tuple[int, int]:
+    """(good requests, requests sent) of one simulated run; with probability ``stall`` a stalled one."""
     n = max(16, math.ceil(DURATION_S * rate))
+    if stall and rng.random() < stall:
+        return int(rng.binomial(n, rng.uniform(0.0, 0.1))), n
     p = mean_attainment(rate)
     rho = (design - 1) / (n - 1)
     if rho > 0:
@@ -55,19 +62,19 @@ def one_run(rate: float, design: float, rng: np.random.Generator) -> tuple[int, 
     return int(rng.binomial(n, p)), n
 
 
-def fitted_search(design: float, rng: np.random.Generator) -> tuple[list[fit.Run], fit.Decision]:
+def fitted_search(design: float, rng: np.random.Generator, stall: float = 0.0) -> tuple[list[fit.Run], fit.Decision]:
     settings = fit.checked(fit.Settings(start=START, target=TARGET, precision=PRECISION))
     runs: list[fit.Run] = []
     while (d := fit.decide(settings, runs)).rate is not None:
-        good, sent = one_run(d.rate, design, rng)
+        good, sent = one_run(d.rate, design, rng, stall)
         runs.append(fit.Run(d.rate, good, sent))
     return runs, d
 
 
-def bisect_search(design: float, rng: np.random.Generator) -> bisect.Capacity:
+def bisect_search(design: float, rng: np.random.Generator, stall: float = 0.0) -> bisect.Capacity:
     state = bisect.begin(bisect.Settings(start=START, target=TARGET, precision=PRECISION, confirm=None))
     while (rate := bisect.next_probe(state)) is not None:
-        good, sent = one_run(rate, design, rng)
+        good, sent = one_run(rate, design, rng, stall)
         state = bisect.record_run(state, rate, bisect.Run(good / sent, sent))
     return bisect.capacity(state)
 
@@ -81,37 +88,41 @@ def main() -> None:
     ap.add_argument("--searches", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--designs", default="1,4,9", help="design effects, comma-separated")
+    ap.add_argument("--stall", type=float, default=0.0, help="the probability that a run stalls")
     ap.add_argument("--figure", type=Path, help="draw one fitted search per design effect into this PNG")
     args = ap.parse_args()
     started = time.monotonic()
     print(f"true capacity {CAPACITY:g} req/s at attainment {TARGET:g}; runs of {DURATION_S:g} s; start {START:g} "
-          f"req/s; precision {PRECISION:.0%}; {args.searches} searches a design effect\n")
-    print(f"{'design effect':>13} | {'fitted: holds':>13} {'runs':>5} {'width':>6} {'budget':>6} {'shape':>6} | "
+          f"req/s; precision {PRECISION:.0%}; {args.searches} searches a design effect; a run stalls with "
+          f"probability {args.stall:g}\n")
+    print(f"{'design effect':>13} | {'fitted: holds':>13} {'runs':>5} {'width':>6} {'budget':>6} {'shape':>6} {'outlier':>7} | "
           f"{'bisect: holds':>13} {'runs':>5} {'width':>6}")
     shown = {}
     for design in (float(x) for x in args.designs.split(",")):
         rng = np.random.default_rng([args.seed, int(design)])
-        f_hold, f_runs, f_width, budget, shape, b_hold, b_runs, b_width = [], [], [], 0, 0, [], [], []
+        f_hold, f_runs, f_width, budget, shape, aside, b_hold, b_runs, b_width = [], [], [], 0, 0, 0, [], [], []
         for _ in range(args.searches):
-            runs, d = fitted_search(design, rng)
+            runs, d = fitted_search(design, rng, args.stall)
             a = d.final
             f_hold.append(holds(a.low, a.high) if a.estimate is not None else False)
             f_runs.append(len(runs))
             f_width.append((a.high - a.low) / a.estimate if a.half_width is not None else math.inf)
             budget += d.stop == fit.BUDGET_STOP
             shape += not a.shape_fits
-            c = bisect_search(design, rng)
+            aside += bool(a.outliers)
+            c = bisect_search(design, rng, args.stall)
             b_hold.append(c.rate is not None and holds(c.rate, c.high))
             b_runs.append(c.runs)
             b_width.append(c.high / c.rate - 1 if c.rate and c.high else math.inf)
         shown[f"design effect {design:g}"] = (runs, a)
         print(f"{design:>13g} | {np.mean(f_hold):>13.3f} {np.median(f_runs):>5.0f} {np.median(f_width):>6.0%} "
-              f"{budget / args.searches:>6.1%} {shape / args.searches:>6.1%} | {np.mean(b_hold):>13.3f} "
+              f"{budget / args.searches:>6.1%} {shape / args.searches:>6.1%} {aside / args.searches:>7.1%} | {np.mean(b_hold):>13.3f} "
               f"{np.median(b_runs):>5.0f} "
               f"{np.median(b_width):>6.0%}")
     print("\nholds: the interval holds the true capacity (a side left open counts as holding); runs and width: "
           "medians over searches, width relative (fitted: (high - low) / estimate; bisect: U / L - 1); budget: "
-          "fitted searches stopped at 40 runs; shape: fitted answers that say the logistic shape does not fit")
+          "fitted searches stopped at 40 runs; shape: fitted answers that say the logistic shape does not fit; "
+          "outlier: fitted answers that set a run aside as an outlier")
     if args.figure:
         capacity_fits(shown, TARGET, args.figure)
         print(f"figure: {args.figure}")

@@ -10,6 +10,21 @@ reweighted least squares, each run weighted by its requests); the dispersion ``p
 runs' Pearson chi-square over its degrees of freedom (runs - 2), taken as at least 1 (the
 binomial variance is the least a run's attainment has), and scales the fit's covariance.
 
+Runs that stalled. On a starved front end a run can stall (docs/capacity.md: attainment 0.035 at
+a rate where the runs beside it attained about 0.9); one such run multiplies the dispersion (there
+from about 45 to 204) and leaves the interval open. So the fit sets outlying runs aside by the
+Bonferroni outlier test (R's ``car::outlierTest``; Weisberg, *Applied Linear Regression*, ch. 9):
+the run with the largest standardized Pearson residual is compared with the curve fitted to the
+other runs, its prediction error over its standard error under their dispersion (a binomial variance
+kept at least that at ``NEAR``, since far from the crossing the runs show no noise to estimate, plus
+the curve's own variance there), as Student's t on their degrees of freedom; two-sided and
+multiplied by the runs tested, a p-value below ``OUTLIER_LEVEL`` sets the run aside and the next is
+tested. At least ``MIN_FIT_RUNS`` runs stay and at most ``MAX_OUTLIER_SHARE`` of them are set aside.
+A run set aside is no part of the fit, the dispersion, the isotonic curve, the lack-of-fit test
+or the per-metric fits, and the answer names it with its attainment, the curve's and its p-value
+(``Answer.outliers``). Under the simulation's beta-binomial runs (no stalls) about 1% of searches
+set a run aside at design effect 9, and the interval's coverage is unchanged.
+
 The capacity is the rate at which the fitted attainment equals the target,
 ``log rate = c + (logit target - b0) / b1``; its interval is Fieller's: the rates whose
 linear predictor is within ``t`` (Student's, on runs - 2 degrees of freedom, two-sided at
@@ -45,7 +60,7 @@ the runs' own noise. The search stops when the interval's relative half-width,
 or at ``max_runs`` with the interval as it stands.
 
 What is controlled. The interval holds the capacity with about ``confidence`` when the curve is
-logistic in log rate and runs are independent given the rate (the simulation in
+logistic in log rate, runs are independent given the rate and a run set aside was not one of them (the simulation in
 tests/unit/analysis/test_capacity_fit.py and benchmarks/capacity_fit_sim.py measures it for
 design effects 1, 4 and 9); the stop rule looks after every run, and that simulation measures
 what the looks cost.
@@ -75,6 +90,8 @@ NEAR = 0.02  # the lack-of-fit test's level
 MIN_RATE, MAX_RATE = 0.01, 10_000.0
 EPS = 1e-12  # the fitted attainment's distance from 0 and 1 in the fit's weights
 ROUND_DIGITS = 4
+OUTLIER_LEVEL = 0.01  # a run is an outlier when its Bonferroni-adjusted p-value is below this
+MAX_OUTLIER_SHARE = 0.2  # at most this share of the runs is set aside as outliers
 
 PRECISION_STOP, BUDGET_STOP, CAP_STOP, FLOOR_STOP, SHAPE_STOP = "precision", "budget", "cap", "floor", "shape"
 
@@ -241,6 +258,78 @@ def _logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
+@dataclass(frozen=True)
+class Outlier:
+    """A run set aside from the fit: its attainment lies further from the curve fitted to the other
+    runs than those runs' own dispersion allows (the Bonferroni outlier test, ``robust_fit``)."""
+
+    index: int  # its place among the runs given
+    rate: float
+    attainment: float
+    expected: float  # the attainment the other runs' curve gives at its rate
+    t: float  # (attainment - expected) / its standard error under the other runs' dispersion
+    p: float  # two-sided, Bonferroni-adjusted over the runs tested (at most 1)
+
+    def record(self) -> dict[str, float | int | str]:
+        """As search.json and capacity.json keep it."""
+        return {"run": self.index, "rate": self.rate, "attainment": self.attainment, "expected": self.expected,
+                "t": self.t, "p_bonferroni": self.p, "why": self.words()}
+
+    def words(self) -> str:
+        return (f"the run at {self.rate:g} req/s attained {self.attainment:.3f} where the other runs' curve gives "
+                f"{self.expected:.3f} (t = {self.t:.3g}, Bonferroni p = {self.p:.2g}): set aside as an outlier")
+
+
+def _outlier_test(runs: Sequence[Run], counts: Sequence[float], i: int, tested: int) -> Outlier | None:
+    """Run ``i`` against the fit of the others: the prediction error over its standard error (the
+    others' dispersion times a binomial variance kept at least that at NEAR, plus the curve's own
+    variance there), Student's t on the others' degrees of freedom, Bonferroni over ``tested`` runs."""
+    from scipy import stats
+
+    others = [j for j in range(len(runs)) if j != i]
+    f = fit([runs[j] for j in others], [counts[j] for j in others])
+    if f is None:
+        return None
+    r = runs[i]
+    p = f.attainment(r.rate)
+    u = math.log(r.rate) - f.center
+    v00, v01, v11 = f.cov
+    curve = (p * (1 - p)) ** 2 * f.dispersion * max(0.0, v00 + 2 * u * v01 + u * u * v11)  # delta method
+    var = f.dispersion * max(p * (1 - p), NEAR * (1 - NEAR)) / r.total + curve
+    y = min(1.0, max(0.0, counts[i] / r.total))
+    t = (y - p) / math.sqrt(var)
+    adjusted = min(1.0, tested * 2 * float(stats.t.sf(abs(t), f.df)))
+    return Outlier(i, r.rate, y, p, t, adjusted)
+
+
+def robust_fit(runs: Sequence[Run], attained: Sequence[float] | None = None,
+               level: float = OUTLIER_LEVEL) -> tuple[Fit | None, tuple[Outlier, ...]]:
+    """The fit with outlying runs set aside, and those runs (the rule: the module docstring). One at a
+    time, the run with the largest standardized Pearson residual is tested against the fit of the
+    others; while it is an outlier it is set aside and the next is tested, keeping at least
+    MIN_FIT_RUNS runs and setting aside at most MAX_OUTLIER_SHARE of them."""
+    counts = [r.attained for r in runs] if attained is None else list(attained)
+    kept = list(range(len(runs)))
+    outliers: list[Outlier] = []
+    most = int(MAX_OUTLIER_SHARE * len(runs))
+    while True:
+        f = fit([runs[j] for j in kept], [counts[j] for j in kept])
+        if f is None or len(outliers) >= most or len(kept) - 1 < MIN_FIT_RUNS:
+            return f, tuple(outliers)
+
+        def residual(j: int) -> float:
+            p = f.attainment(runs[j].rate)
+            return abs(counts[j] / runs[j].total - p) / math.sqrt(max(p * (1 - p), NEAR * (1 - NEAR)) / runs[j].total)
+
+        worst = max(kept, key=residual)
+        sub = [runs[j] for j in kept]
+        test = _outlier_test(sub, [counts[j] for j in kept], kept.index(worst), len(kept))
+        if test is None or test.p >= level:
+            return f, tuple(outliers)
+        outliers.append(Outlier(worst, test.rate, test.attainment, test.expected, test.t, test.p))
+        kept.remove(worst)
+
+
 def crossing(f: Fit, target: float, confidence: float) -> tuple[float | None, float | None, float | None]:
     """(estimate, low, high) of the rate at which the fitted attainment equals ``target``; low or
     high None where Fieller's interval is open on that side (the slope not shown non-zero), the
@@ -345,6 +434,7 @@ class Answer:
     per_metric: dict[str, float | None] = field(default_factory=dict)  # metric -> its crossing (None: none)
     runs: int = 0
     confidence: float = CONFIDENCE
+    outliers: tuple[Outlier, ...] = ()  # runs set aside from the fit, the isotonic curve and the per-metric fits
 
 
 def _metric_crossing(runs: Sequence[Run], metric: str, target: float, confidence: float) -> float | None:
@@ -371,10 +461,12 @@ def answer(settings: Settings, runs: Sequence[Run]) -> Answer:
     """The capacity the runs give so far: the fitted crossing with its interval, the monotone
     check, the isotonic estimate and the binding metric (the rules: the module docstring)."""
     s = settings
-    f = fit(runs)
+    f, outliers = robust_fit(runs)
+    aside = {o.index for o in outliers}
+    kept = [r for i, r in enumerate(runs) if i not in aside]
     estimate, low, high = crossing(f, s.target, s.confidence) if f is not None else (None, None, None)
     half = (high - low) / (2 * estimate) if estimate is not None and low is not None and high is not None else None
-    iso, iso_words = isotonic(runs, s.target)
+    iso, iso_words = isotonic(kept, s.target)
     shape = ""
     if runs and any(r.attainment >= s.target for r in runs) and any(r.attainment < s.target for r in runs) \
             and not _bracketed(runs, s.target):
@@ -382,29 +474,31 @@ def answer(settings: Settings, runs: Sequence[Run]) -> Answer:
     elif f is not None and f.b1 >= 0:
         shape = f"the fitted attainment does not fall with the rate (slope {f.b1:.3g} per unit of log rate)"
     elif f is not None:
-        test = lack_of_fit(runs, f)
+        test = lack_of_fit(kept, f)
         if test is not None and test[1] < SHAPE_LEVEL:
             shape = (f"the fitted curve misses the means of the rates probed beyond the runs' noise (lack of fit "
                      f"F = {test[0]:.3g}, p = {test[1]:.2g})")
-    metrics = sorted(set.intersection(*(set(r.per_metric or {}) for r in runs))) if runs else []
-    per_metric = {m: _metric_crossing(runs, m, s.target, s.confidence) for m in metrics}
+    metrics = sorted(set.intersection(*(set(r.per_metric or {}) for r in kept))) if kept else []
+    per_metric = {m: _metric_crossing(kept, m, s.target, s.confidence) for m in metrics}
     told = {m: c for m, c in per_metric.items() if c is not None and math.isfinite(c)}
     binding = min(told, key=told.get) if told else None
     return Answer(estimate, low, high, half, f, not shape, shape, iso, iso_words, binding,
                   {m: (c if c is not None and math.isfinite(c) else None) for m, c in per_metric.items()},
-                  len(runs), s.confidence)
+                  len(runs), s.confidence, outliers)
 
 
 def describe(name: str, a: Answer) -> str:
     """One server's answer in words."""
+    aside = "".join(f"; {o.words()}" for o in a.outliers)
     if not a.shape_fits:
-        return f"{name}: the logistic shape does not fit ({a.shape}); isotonic estimate {a.isotonic_words}"
+        return f"{name}: the logistic shape does not fit ({a.shape}); isotonic estimate {a.isotonic_words}{aside}"
     if a.estimate is None:
-        return f"{name}: no fitted crossing yet; isotonic estimate {a.isotonic_words}"
+        return f"{name}: no fitted crossing yet; isotonic estimate {a.isotonic_words}{aside}"
     low = f"{a.low:.4g}" if a.low is not None else "open"
     high = f"{a.high:.4g}" if a.high is not None else "open"
     text = f"{name}: request capacity {a.estimate:.4g} req/s [{low}, {high}] ({a.confidence:.0%}, {a.runs} runs)"
-    return text + (f"; {a.binding.upper()} binds" if a.binding else "")
+    text += f"; {a.binding.upper()} binds" if a.binding else ""
+    return text + aside
 
 
 # -- the search -----------------------------------------------------------------------------------
@@ -451,7 +545,7 @@ def decide(settings: Settings, runs: Sequence[Run]) -> Decision:
         return Decision(max(snap(s, bottom / 2), s.floor), f"down from {bottom:g}, which failed")
     if not _bracketed(runs, s.target):
         return _stop(s, runs, SHAPE_STOP, "stopped: every rate that held lies above every rate that failed")
-    f = fit(runs)
+    f, _ = robust_fit(runs)
     estimate, low, high = crossing(f, s.target, s.confidence) if f is not None else (None, None, None)
     if estimate is not None:
         if low is not None and high is not None and len(runs) >= MIN_FIT_RUNS \

@@ -1,7 +1,8 @@
 """The fitted capacity curves on one figure (matplotlib, Agg backend: no display needed).
 
-Per server setting: every run as a point (its attainment at its rate), the fitted curve with its
-pointwise band, the capacity interval on the target line; where the logistic shape does not fit,
+Per server setting: every run as a point (its attainment at its rate; a run set aside as an outlier
+as a cross), the fitted curve with its pointwise band, the capacity interval on the target line;
+where the logistic shape does not fit,
 the isotonic curve instead, dashed. The labels of the series drawn are returned and stored in the
 PNG's text metadata under ``Series`` (JSON), as every plot of this tool does.
 """
@@ -37,7 +38,13 @@ def capacity_fits(settings: Mapping[str, tuple[Sequence[Run], Answer]], target: 
         if not runs:
             continue
         rates = [r.rate for r in runs]
-        ax.scatter(rates, [r.attainment for r in runs], s=14, color=colour, alpha=0.6, label=f"{name}: runs")
+        aside = {o.index for o in a.outliers}
+        kept = [r for i, r in enumerate(runs) if i not in aside]
+        ax.scatter([r.rate for r in kept], [r.attainment for r in kept], s=14, color=colour, alpha=0.6,
+                   label=f"{name}: runs")
+        if aside:
+            ax.scatter([o.rate for o in a.outliers], [o.attainment for o in a.outliers], s=30, marker="x",
+                       color=colour, label=f"{name}: runs set aside as outliers")
         if a.fit is not None and a.shape_fits:
             xs = np.exp(np.linspace(math.log(min(rates)), math.log(max(rates)), 120))
             ax.plot(xs, [a.fit.attainment(x) for x in xs], color=colour, label=f"{name}: fitted curve")
@@ -45,7 +52,7 @@ def capacity_fits(settings: Mapping[str, tuple[Sequence[Run], Answer]], target: 
             ax.fill_between(xs, [b[0] for b in band], [b[1] for b in band], color=colour, alpha=0.15,
                             label=f"{name}: {a.confidence:.0%} band")
         else:
-            xs, ys = isotonic_curve(runs)
+            xs, ys = isotonic_curve(kept)
             ax.step(xs, ys, where="mid", color=colour, linestyle="--",
                     label=f"{name}: isotonic (the logistic shape does not fit)")
         if a.estimate is not None and a.shape_fits:

@@ -108,11 +108,13 @@ def _fitted_entry(name: str, search: Search, f: Fitted) -> dict[str, Any]:
                                      f"{a.isotonic_words}"]
     if a.shape_fits and a.estimate is None:
         notes.append(f"no fitted crossing; isotonic estimate {a.isotonic_words}")
+    notes += [o.words() for o in a.outliers]
     done = d.rate is None
     return {"search": "fit", "rate": rate, "low": low, "high": high, "half_width": a.half_width if fits else None,
             "confidence": a.confidence, "binding": a.binding, "per_metric": a.per_metric, "done": done,
             "stopped": d.reason, "shape_fits": a.shape_fits, "shape": a.shape, "isotonic": a.isotonic,
             "isotonic_words": a.isotonic_words, "dispersion": a.fit.dispersion if a.fit is not None else None,
+            "outliers": [o.record() for o in a.outliers],
             "probes": len(search.probes), "runs": a.runs, "error_bound": 1 - a.confidence, "notes": notes,
             "output_tps": [_throughput_at(search, low), _throughput_at(search, high)],
             "output_tps_at": _throughput_at(search, rate),

@@ -68,7 +68,7 @@ def next_move(settings: Settings, search: cap.Search) -> tuple[float | None, str
 
 def fit_record(settings: Settings, search: cap.Search) -> dict[str, Any]:
     """search.json's ``fit``: the fitted answer after the runs so far (estimate, interval, shape, isotonic
-    estimate, dispersion) and what comes next."""
+    estimate, dispersion, the runs set aside as outliers and why) and what comes next."""
     fitted = settings.fit(search.settings.target)
     runs = fit_runs(search)
     a, d = cf.answer(fitted, runs), cf.decide(fitted, runs)
@@ -76,6 +76,7 @@ def fit_record(settings: Settings, search: cap.Search) -> dict[str, Any]:
     return {"estimate": a.estimate, "interval": [a.low, a.high], "half_width": a.half_width,
             "confidence": a.confidence, "shape_fits": a.shape_fits, "shape": a.shape, "isotonic": a.isotonic,
             "isotonic_words": a.isotonic_words, "runs": a.runs, "binding": a.binding, "per_metric": a.per_metric,
+            "outliers": [o.record() for o in a.outliers],
             "curve": None if f is None else {"b0": f.b0, "b1": f.b1, "center": f.center, "cov": list(f.cov),
                                              "dispersion": f.dispersion, "df": f.df},
             "next": {"rate": d.rate, "why": d.reason, "stop": d.stop}}

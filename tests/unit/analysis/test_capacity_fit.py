@@ -188,3 +188,34 @@ def test_a_steep_crossing_is_fitted_though_runs_far_below_it_round_to_one() -> N
     f = cf.fit(runs)
     assert f is not None and f.b1 < 0
     assert 28.89 < cf.crossing(f, 0.9, 0.95)[0] < 31.11
+
+
+def test_a_stalled_run_is_set_aside_as_an_outlier_and_named_and_the_interval_closes() -> None:
+    """The same search (benchmarks/capacity_vs_grid.py, no speculation, 15-s runs): one run stalled,
+    attaining 0.035 at 30.35 req/s where the runs beside it attained 0.84 to 1.0. Fitted with every run,
+    that one run raised the dispersion to about 200 and the interval stayed open to the budget. Tested
+    against the curve of the other runs it is an outlier far beyond their noise: it is set aside and
+    named, and the interval closes within the precision."""
+    seen = [(8, 1.000), (15.97, 1.000), (31.89, 0.789), (22.57, 1.000), (26.83, 1.000), (29.61, 0.915), (30.35, 0.925),
+            (30.35, 1.000), (31.11, 0.612), (31.11, 0.994), (30.35, 0.908), (30.35, 0.842), (30.35, 0.035),
+            (28.89, 0.903), (28.89, 1.000), (28.89, 1.000), (29.61, 0.964), (29.61, 0.996), (29.61, 1.000),
+            (29.61, 1.000), (29.61, 1.000), (30.35, 1.000), (29.61, 1.000), (30.35, 0.923)]
+    runs = [cf.Run(r, round(a * round(r * 15)), round(r * 15)) for r, a in seen]
+    s = cf.Settings(start=8.0, target=0.9, max_runs=40)
+    every = cf.fit(runs)
+    assert every.dispersion > 150 and cf.crossing(every, 0.9, 0.95)[1] is None  # with the stall: open
+    a = cf.answer(s, runs)
+    assert [(o.index, o.rate) for o in a.outliers] == [(12, 30.35)]
+    (stall,) = a.outliers
+    assert stall.attainment == pytest.approx(0.035, abs=0.001) and stall.expected > 0.8 and stall.t < -5
+    assert stall.p < cf.OUTLIER_LEVEL
+    assert a.fit.dispersion < every.dispersion / 3  # the other runs' own noise
+    assert a.low is not None and a.high is not None and a.low < a.estimate < a.high
+    assert a.half_width <= s.precision and a.shape_fits
+    assert "30.35 req/s attained 0.035" in cf.describe("no speculation", a) and "outlier" in cf.describe("x", a)
+    d = cf.decide(s, runs)
+    assert d.stop == cf.PRECISION_STOP and d.final.outliers == a.outliers
+    # every run that was not a stall stays in: none of the others is set aside
+    assert cf.answer(s, runs[:12] + runs[13:]).outliers == ()
+    record = stall.record()
+    assert record["run"] == 12 and record["rate"] == 30.35 and "outlier" in record["why"]

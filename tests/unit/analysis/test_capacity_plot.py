@@ -44,3 +44,11 @@ def test_an_open_interval_around_an_estimate_beyond_the_runs_is_drawn(tmp_path) 
     assert a.estimate is not None and a.estimate > 32.44 and (a.low is None or a.high is None)
     labels = capacity_fits({"no speculation": (runs, a)}, 0.8, tmp_path / "open.png")
     assert any(label.startswith(f"no speculation: capacity {a.estimate:.3g} [") and "open" in label for label in labels)
+
+
+def test_a_run_set_aside_as_an_outlier_is_drawn_as_such(tmp_path) -> None:
+    runs = [*_runs(25.0), cf.Run(25.0, 10, 300)]  # a stalled run at the capacity
+    a = cf.answer(cf.Settings(start=8.0, target=0.9), runs)
+    assert [o.index for o in a.outliers] == [len(runs) - 1]
+    labels = capacity_fits({"no speculation": (runs, a)}, 0.9, tmp_path / "stall.png")
+    assert {"no speculation: runs", "no speculation: runs set aside as outliers"} <= set(labels)

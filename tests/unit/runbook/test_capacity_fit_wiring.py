@@ -102,3 +102,18 @@ def test_shares_per_metric_are_read_from_each_request() -> None:
     assert shares == {"ttft": 0.5, "tpot": 0.5}
     assert record.attainment_with_queue({"ttft": 30.0, "tpot": 50.0}) == 0.25
     assert BenchRecord(label="x", returncode=0, result={}).shares_with_queue({"ttft": 1.0}) is None
+
+
+def test_a_stalled_run_is_named_as_an_outlier_in_search_json_and_the_report(tmp_path: Path) -> None:
+    s = Settings(search="fit", start_rate=8.0, precision=0.1)
+    search = cap.Search(s.bisect(0.9))
+    while (rate := search_step.next_move(s, search)[0]) is not None:
+        search = search_step.add_run(search, rate, _measured(rate), "why")
+    search = search_step.add_run(search, rate := search.probes[-1].rate, cap.Run(0.03, 400), "why")
+    record = search_step.document(search, {}, {"ttft": 60.0}, {}, s)
+    (outlier,) = record["fit"]["outliers"]
+    assert outlier["rate"] == rate and outlier["attainment"] == pytest.approx(0.03)
+    assert outlier["p_bonferroni"] < 0.01 and "set aside as an outlier" in outlier["why"]
+    text = fitted_section(Found({}, {"no speculation": search}, {"no speculation": {"fit": True}}), tmp_path)
+    assert f"the run at {rate:g} req/s attained 0.030" in text
+    assert "no speculation: runs set aside as outliers" in png_series(tmp_path / FIT_FIGURE)

@@ -185,6 +185,23 @@ class PairedLogRatio(LogRatio):
                               np.asarray(share_a, float) + np.asarray(share_b, float))
 
 
+@dataclass(frozen=True)
+class BlockLogRatio(LogRatio):
+    """Back-to-back blocks (``design: interleaved`` with ``starts: J``): each block's servers started
+    together, its pairs' mean log ratio the unit (``analysis.noise.block_estimate``): t on J - 1 df
+    from the blocks' own spread with 3 or more blocks, from ``noise``'s between-start and paired
+    components with 2."""
+
+    method: ClassVar[str] = "blocks"
+
+    def blocks(self, ratios: Sequence[Sequence[float]]) -> tuple[Estimate, str]:
+        """The estimate from each block's per-pair ratios, and what it rests on."""
+        from llama4spec.analysis.noise import block_estimate
+
+        center, se, df, text = block_estimate(ratios, self.noise)
+        return Estimate(np.asarray(center), np.asarray(se), np.asarray(df)), text
+
+
 def paired_ratio(numerator: Sequence[float], denominator: Sequence[float], confidence: float = CONFIDENCE,
                  noise: Noise | None = None) -> RatioInterval:
     """The t interval of the mean log ratio of back-to-back pairs (run i of each side), as a ratio

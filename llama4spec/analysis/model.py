@@ -230,6 +230,11 @@ class AtConcurrency:
         return any(c.method == "paired" for c in self.comparisons.values())
 
     @property
+    def blocks(self) -> bool:
+        """Some comparison here rests on back-to-back blocks' means."""
+        return any(c.method == "blocks" for c in self.comparisons.values())
+
+    @property
     def title(self) -> str:
         return (f"concurrency {self.concurrency}" + (f", temperature {self.temperature:g}" if self.temperature_swept else "")
                 + (f", category {self.category}" if self.category else ""))
@@ -345,7 +350,40 @@ def sequential_rule(points: Sequence[Point]) -> tuple[int, int, float] | None:
 
 def starts_of(points: Iterable[Point]) -> dict[str, tuple[int, ...]]:
     """The points' runs' server starts, for ``stats.compare`` (points of one start left out)."""
-    return {p.id: p.starts for p in points if len(set(p.starts)) > 1}
+    return {p.id: server_starts(p) for p in points if len(set(p.starts)) > 1}
+
+
+def server_starts(p: Point) -> tuple[int, ...]:
+    """Each output-throughput run's server start as a number of its own. In back-to-back blocks no
+    speculation's runs of block j beside different candidates came from different servers, all
+    tagged start j: there (pair tags and more than one start) a start is the (candidate, block)."""
+    if not p.pairs or len(set(p.starts)) < 2 or len(p.pairs) != len(p.starts):
+        return p.starts
+    seen: dict[tuple[str | None, int], int] = {}
+    return tuple(seen.setdefault((tag, s), len(seen) + 1) for tag, s in zip(p.pairs, p.starts))
+
+
+def blocks_of(base: Point | None, points: Iterable[Point]) -> dict[tuple[str, str], list[list[float]]]:
+    """Back-to-back blocks (``stats.compare``'s ``blocks``): for each of ``points`` measured in two
+    or more blocks beside ``base`` (its runs tagged with blocks 1.. J as server starts, no
+    speculation's runs tagged with it and the block), each block's per-pair ratios, candidate over
+    no speculation, run i of each in the order measured."""
+    if base is None or not base.pairs or len(base.starts) != len(base.pairs) or len(set(base.starts)) < 2:
+        return {}
+    base_runs = runs(base)
+    out = {}
+    for p in points:
+        mine = runs(p)
+        if len(p.starts) != len(mine) or len(set(p.starts)) < 2:
+            continue
+        blocks = []
+        for j in sorted(set(p.starts)):
+            xs = [x for x, s in zip(mine, p.starts) if s == j]
+            ys = [y for y, tag, s in zip(base_runs, base.pairs, base.starts) if tag == p.id and s == j]
+            blocks.append([x / y for x, y in zip(xs, ys)])
+        if sum(1 for b in blocks if b) >= 2:
+            out[(p.id, base.id)] = blocks
+    return out
 
 
 def back_to_back(base: Point | None, points: Iterable[Point]) -> dict[tuple[str, str], tuple[tuple, tuple]]:
@@ -406,7 +444,8 @@ def analyse_concurrency(concurrency: int, points: list[Point], category: str | N
     family = ([base_measured] if base_measured else []) + fixed
     rule = sequential_rule(family)
     comparisons = compare({p.id: runs(p) for p in family}, rule[2] if rule else CONFIDENCE, noise,
-                          starts_of(family), rule[:2] if rule else None, back_to_back(base_measured, fixed), margin)
+                          starts_of(family), rule[:2] if rule else None, back_to_back(base_measured, fixed), margin,
+                          blocks_of(base_measured, fixed))
     fits: dict[str, Fit] = {}
     rows: list[Row] = []
     for p in spec:
@@ -450,9 +489,12 @@ def sweep_noise(points: Iterable[Point], prior: Noise | None = None) -> Noise:
     random-effects ANOVA on log output throughput, pooled over the settings; the between-start part
     only from settings measured over two or more server starts), combined by df with ``prior`` (a
     profile, or the hardware config's recorded figures); provisional without either
-    (``analysis.noise.pooled``)."""
+    (``analysis.noise.pooled``). Back-to-back blocks add the paired within-start component (each
+    block's per-pair ratios, ``blocks_of``)."""
     points = list(points)
-    return pooled(prior, {p.id: runs(p) for p in points}, {p.id: p.starts for p in points})
+    bases = [p for p in points if not p.speculative]
+    paired = [block for base in bases for blocks in blocks_of(base, points).values() for block in blocks if block]
+    return pooled(prior, {p.id: runs(p) for p in points}, {p.id: server_starts(p) for p in points}, paired)
 
 
 def analyse(points: Iterable[Point], prior: Noise | None = None, noise: Noise | None = None,

@@ -11,6 +11,7 @@ from typing import Mapping
 
 from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import ServerGroup
+from llama4spec.runbook.sweep.design_starts import rounds
 from llama4spec.runbook.sweep.expansion import Expansion
 from llama4spec.runbook.sweep.gates import Dominance
 
@@ -42,7 +43,10 @@ def interleave(x: Expansion, groups: list[ServerGroup], environ: Mapping[str, st
     if found.why is not None:  # two copies do not fit: sequential, and the dry run and report say so
         x.refine(fallback=found.why)
         return groups
-    interleaved(x, groups, found.baseline)
+    if x.keys.starts > 1:  # back-to-back blocks: both servers started again for every block
+        blocks(x, groups, found.baseline)
+    else:
+        interleaved(x, groups, found.baseline)
     return []  # a later phase (verify_schedule) starts after them
 
 
@@ -100,3 +104,64 @@ def interleaved(x: Expansion, groups: list[ServerGroup], found: int) -> None:
         x.out.append(dataclasses.replace(point, keys=dataclasses.replace(point.keys, paired=True)))
     x.stop(bsid)
     x.points = [*base_points, *candidates]
+
+
+def blocks(x: Expansion, groups: list[ServerGroup], found: int) -> None:
+    """Back-to-back blocks (``design: interleaved`` with ``starts: J``), appended to ``x``: for each
+    candidate J blocks, each no speculation's server and the candidate's started together on the two
+    halves of the devices, ``repeats`` pairs of runs alternating, then both stopped. Block j + 1
+    swaps the halves (a crossover; ``swap_devices`` sets block 1's); each round of blocks visits
+    the candidates in a random order from ``order_seed``. Block 1 of a candidate measures its
+    points; block j > 1 adds its runs to them, tagged as server start j (bench key ``adds_to``),
+    and no speculation's runs of every block join its points, each tagged with the candidate's
+    point and the block (``start``). The sweep's ``start_order`` names the candidates' serve steps
+    in the order their blocks run."""
+    keys, step = x.keys, x.step
+    base = groups[found]
+    bsid, _ = x.server_id(found + 1, base)
+    base_overrides = [*keys.overrides, *base.overrides]
+    cands = [(n, g) for n, g in enumerate(groups, 1) if g is not base]
+    named = [(*x.server_id(n, g), [*keys.overrides, *g.overrides]) for n, g in cands]
+    base_points: list[str] = []  # no speculation's points: the first block's collecting steps
+    first_of: dict[int, list[str]] = {}  # a candidate -> its points (its first block's)
+    order = []
+    for j, this_round in enumerate(rounds(len(cands), keys.starts, keys.order_seed), 1):
+        swapped = keys.swap_devices != (j % 2 == 0)
+        base_slot, cand_slot = (1, 0) if swapped else (0, 1)
+        for i in this_round:
+            csid, what, overrides = named[i]
+            own = csid.removeprefix(f"{step.id}-")
+            rid = csid if j == 1 else x.new_id(f"{csid}-block{j}")
+            brid = x.new_id(f"{bsid}-{own}-block{j}")
+            x.out.append(x.make("serve", brid, needs=x.needs(), slot=base_slot, overrides=list(base_overrides),
+                                description=f"sweep '{step.id}': no speculation, block {j} of {keys.starts} "
+                                            f"beside {what} (back-to-back blocks)"))
+            x.out.append(x.make("serve", rid, needs=[brid], slot=cand_slot, beside=brid, overrides=list(overrides),
+                                description=f"sweep '{step.id}': server for {what}, block {j} of {keys.starts}, "
+                                            f"beside {brid} (back-to-back blocks)"))
+            first = not base_points  # the sweep's first block: its collecting steps are no speculation's points
+            collectors = [x.bench_id(bsid if first else brid, label) for label in x.client_labels]
+            for c, (combo, label) in enumerate(zip(x.client_combos, x.client_labels)):
+                if j == 1:
+                    point = x.point(x.bench_id(rid, label), rid, combo)
+                    first_of.setdefault(i, []).append(point.id)
+                    more = dict(pair_with=collectors[c], gap_s=keys.gap_s, block=True)
+                    x.out.append(dataclasses.replace(point, keys=dataclasses.replace(point.keys, **more)))
+                else:
+                    pid = first_of[i][c]
+                    point = x.point(x.bench_id(rid, label), rid, combo)
+                    more = dict(pair_with=collectors[c], gap_s=keys.gap_s, block=True, label=pid, adds_to=pid, start=j)
+                    x.out.append(dataclasses.replace(point, needs=[pid], keys=dataclasses.replace(point.keys, **more)))
+            for c, combo in enumerate(x.client_combos):  # no speculation's runs of the block: its points' records
+                point = x.point(collectors[c], brid, combo)
+                if first:
+                    base_points.append(point.id)
+                    more = dict(paired=True, start=j, block=True)
+                else:
+                    more = dict(paired=True, start=j, block=True, label=base_points[c], adds_to=base_points[c])
+                x.out.append(dataclasses.replace(point, keys=dataclasses.replace(point.keys, **more)))
+            x.stop(rid)
+            x.stop(brid)
+            order.append(rid)
+    x.points = [*base_points, *(pid for i in range(len(cands)) for pid in first_of.get(i, []))]
+    x.refine(start_order=order)

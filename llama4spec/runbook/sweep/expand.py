@@ -64,7 +64,7 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
         x.refine(async_pinned=pinned)
     if x.keys.design == INTERLEAVED:
         groups = interleave(x, groups, environ, problems, at)
-    if x.keys.starts > 1:  # each setting's server started again in rounds of a random order
+    if x.keys.starts > 1 and groups:  # each setting's server started again in rounds of a random order
         repeated_starts(x, groups)
         groups = []
     first_pass = sequential(x, groups)

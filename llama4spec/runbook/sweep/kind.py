@@ -88,24 +88,31 @@ class Keys:
             out["fallback"] = self.fallback
         if self.async_pinned:
             out["async_scheduling"] = self.async_pinned
-        if self.starts > 1:
+        blocks = used == INTERLEAVED and self.starts > 1
+        if self.starts > 1 and not blocks:
             out["starts"] = {"starts": self.starts, "order_seed": self.order_seed, "order": list(self.start_order)}
         if used == INTERLEAVED:
             first, second = ("candidates", "no speculation") if self.swap_devices else ("no speculation", "candidates")
             out.update(gap_s=self.gap_s, swap_devices=self.swap_devices,
                        devices=f"a fixed factor: {first} on the first half of the devices, {second} on the second")
+        if blocks:
+            out["blocks"] = {"blocks": self.starts, "runs": self.repeats, "order_seed": self.order_seed,
+                             "order": list(self.start_order)}
+            out["devices"] = (f"crossed over: {first} on the first half of the devices in block 1, {second} there in "
+                              f"block 2, and so on (swap_devices: true swaps block 1's)")
         return out
 
 
 def noise_lines(prior: dict[str, Any] | None, margin: float, runs: tuple[int, int] = (MIN_REPEATS, MAX_REPEATS),
                 confidence: float = CONFIDENCE, precision: float | None = None,
-                max_repeats: int | None = None, starts: int | None = None) -> list[str]:
+                max_repeats: int | None = None, starts: int | None = None, blocks: bool = False) -> list[str]:
     """The noise a sweep's comparisons start from, and its margin of equivalence (the dry run);
     from a profile (its costs recorded), the design its components and costs call for and the
-    precision it is expected to reach (``runs``: the fewest and most runs a point gets); with the
+    precision it is expected to reach (``runs``: the fewest and most runs a point gets; ``blocks``:
+    back-to-back blocks, ``starts`` of them, each of ``runs`` pairs); with the
     ``precision`` key, the starts, runs and time it needs and whether ``max_repeats`` or ``starts``
     fall short of them."""
-    from llama4spec.analysis.noise import design_lines, noise_from_record
+    from llama4spec.analysis.noise import block_lines, design_lines, noise_from_record
 
     noise = noise_from_record(prior)
     if noise is None:
@@ -116,7 +123,9 @@ def noise_lines(prior: dict[str, Any] | None, margin: float, runs: tuple[int, in
         lines.append(f"profile: {prior['checked']}")
     costs = prior.get("costs") if isinstance(prior.get("costs"), dict) else {}
     start_s, run_s = number(costs.get("start_s"), 0, 1e6), number(costs.get("run_s"), 0, 1e6)
-    if noise.provisional is None:
+    if noise.provisional is None and blocks:
+        lines += block_lines(noise, starts or 1, runs[1], confidence, precision)
+    elif noise.provisional is None:
         lines += design_lines(noise, (start_s, run_s) if start_s and run_s else None, runs, precision, confidence,
                               max_repeats, starts)
     elif precision is not None:
@@ -166,15 +175,12 @@ def conflicts(keys: Keys, at: str, written: frozenset[str]) -> list[str]:
 
 
 def _starts_problems(keys: Keys, at: str, written: frozenset[str]) -> list[str]:
-    """starts: N starts each setting's server N times one after another: not with design:
-    interleaved, not with repeats: auto (whose further starts are revisit's)."""
+    """starts: N starts each setting's server N times (with design: interleaved, N back-to-back
+    blocks per candidate): not with repeats: auto (whose further starts are revisit's)."""
     if keys.starts == 1:
         return [f"{at}: order_seed orders the starts of starts: N, and this sweep starts each server once; "
                 f"drop order_seed or set starts: N (e.g. 3)"] if "order_seed" in written else []
-    if keys.design == INTERLEAVED:
-        return [f"{at}: starts: {keys.starts} starts each setting's server {keys.starts} times one after another "
-                f"(the sequential design), and this sweep's design is interleaved; drop starts or set design: sequential"]
-    if keys.repeats == AUTO:
+    if keys.repeats == AUTO and keys.design != INTERLEAVED:  # interleaved: its expansion says what holds
         return [f"{at}: starts: {keys.starts} gives every start a fixed number of runs, and repeats is auto; give "
                 f"repeats: N (e.g. 3), or keep repeats: auto and start undecided servers again with revisit: true"]
     return []
@@ -206,7 +212,9 @@ def describe(p, say) -> None:
         rule = keys.rule
         runs = (rule.min_repeats, rule.max_repeats) if keys.repeats == "auto" else (keys.repeats, keys.repeats)
         cap = rule.max_repeats if keys.repeats == "auto" else None
-        for line in noise_lines(keys.prior, keys.margin, runs, rule.confidence, keys.precision, cap, keys.starts):
+        blocks = keys.design_record().get("blocks") is not None
+        for line in noise_lines(keys.prior, keys.margin, runs, rule.confidence, keys.precision, cap, keys.starts,
+                                blocks):
             say(f"    {line}")
 
 

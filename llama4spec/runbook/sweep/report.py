@@ -55,11 +55,30 @@ def _design_words(design: dict[str, Any] | None) -> list[str]:
         return [f"design: sequential (interleaved was asked for, but {design.get('fallback')})"]
     gap = design.get("gap_s")
     gap = f"{number(gap, 0, 600):g}" if number(gap, 0, 600) is not None else "2"
+    if isinstance(design.get("blocks"), dict):
+        return _blocks_words(design, gap)
     return [f"design: interleaved: no speculation stays up beside each candidate on disjoint devices and their runs "
             f"alternate, each at least {gap} s after the other server's last request; each "
             f"speedup is the paired t interval of the mean log ratio of back-to-back runs, with the between-start "
             f"term (interleaving cancels drift, not a server start's offset); the device is "
             f"{design.get('devices', 'a fixed factor')} (swap_devices: true swaps them)"]
+
+
+def _blocks_words(design: dict[str, Any], gap: str) -> list[str]:
+    """Back-to-back blocks (``design: interleaved`` with ``starts: J``) in sentences."""
+    b = design["blocks"]
+    j, k = plain(str(b.get("blocks")), 10), plain(str(b.get("runs")), 10)
+    order = b.get("order") if isinstance(b.get("order"), list) else []
+    shown = ", ".join(plain(str(sid), 200) for sid in order[:MAX_SHOWN])
+    more = len(order) - MAX_SHOWN
+    return [f"design: back-to-back blocks: for each candidate {j} blocks, each no speculation's server and the "
+            f"candidate's started together on disjoint devices, {k} pairs of runs alternating (each at least {gap} s "
+            f"after the other server's last request), then both stopped; the devices are "
+            f"{plain(str(design.get('devices', 'crossed over')), 300)}; each round of blocks visits the candidates in "
+            f"a random order (order_seed {plain(str(b.get('order_seed')), 20)}). A block's mean log ratio is the unit "
+            f"of each speedup: with 3 or more blocks its t interval on blocks - 1 df comes from the blocks' own "
+            f"spread, with 2 from the noise components (between-start and paired within-start). "
+            f"Order: {shown}" + (f" and {more} more" if more > 0 else "")]
 
 
 def margin_of(design: dict[str, Any] | None) -> float:

@@ -233,7 +233,8 @@ def _finished(run_dir: Path, monkeypatch, drift: list[float]) -> None:
 
 def test_two_interleaved_runs_merge_pair_by_pair_with_a_start_each(tmp_path, monkeypatch) -> None:
     """The merge keeps each run's pairs together and counts each directory as a server start of its
-    own, so the paired interval's between-start term halves."""
+    own: two start pairs, so the comparison rests on two back-to-back blocks (each directory's mean
+    log ratio, its variance from the components: the between-start term halves)."""
     import io
 
     from rich.console import Console
@@ -249,7 +250,7 @@ def test_two_interleaved_runs_merge_pair_by_pair_with_a_start_each(tmp_path, mon
     assert merged["design"]["design"] == "interleaved"
     for single, both in zip(one["concurrency"], merged["concurrency"]):
         (a,), (m,) = single["comparisons"], both["comparisons"]
-        assert a["method"] == m["method"] == "paired"
+        assert a["method"] == "paired" and m["method"] == "blocks" and m["basis"].startswith("2 blocks: the noise")
         ratio = m["ratio"] if m["first"].startswith(CAND) else 1 / m["ratio"]
         assert math.isclose(ratio, 1.3, rel_tol=1e-9)  # every pair 1.3x, whatever the drift
         width = lambda c: math.log(c["interval"]["high"] / c["interval"]["low"])  # noqa: E731

@@ -436,16 +436,17 @@ def recommend(points: Sequence[Point], base: Point | None, drafts: int = 1,
 
 def analyse_concurrency(concurrency: int, points: list[Point], category: str | None = None,
                         noise: Noise | None = None, temperature: float = 0.0,
-                        margin: float | None = None) -> AtConcurrency:
+                        margin: float | None = None, block_rule: tuple[int, int, float] | None = None) -> AtConcurrency:
     base = next((p for p in points if not p.speculative), None)
     base_measured = base if base is not None and base.output_throughput is not None else None
     spec = sorted((p for p in points if p.speculative), key=lambda p: (p.draft, p.lookahead))
     fixed = [p for p in spec if not p.scheduled and p.output_throughput is not None]
     family = ([base_measured] if base_measured else []) + fixed
     rule = sequential_rule(family)
-    comparisons = compare({p.id: runs(p) for p in family}, rule[2] if rule else CONFIDENCE, noise,
+    confidence = rule[2] if rule else block_rule[2] if block_rule else CONFIDENCE
+    comparisons = compare({p.id: runs(p) for p in family}, confidence, noise,
                           starts_of(family), rule[:2] if rule else None, back_to_back(base_measured, fixed), margin,
-                          blocks_of(base_measured, fixed))
+                          blocks_of(base_measured, fixed), block_rule[:2] if block_rule and not rule else None)
     fits: dict[str, Fit] = {}
     rows: list[Row] = []
     for p in spec:
@@ -498,18 +499,21 @@ def sweep_noise(points: Iterable[Point], prior: Noise | None = None) -> Noise:
 
 
 def analyse(points: Iterable[Point], prior: Noise | None = None, noise: Noise | None = None,
-            margin: float | None = None) -> Analysis:
+            margin: float | None = None, block_rule: tuple[int, int, float] | None = None) -> Analysis:
     """Group by prompt category and concurrency, compare with no speculation in the same group, fit
     the model, find where speculation stops paying (over the points without a category when there
     are any, else over every category). Points at several sampling temperatures are analysed per
     temperature, each on its own (``by_temperature``); the headline fields are the lowest's. Every
     comparison carries ``noise``, by default the sweep's (``sweep_noise`` of all the points with
-    ``prior``); ``margin``: two settings within +-margin of each other are declared equivalent."""
+    ``prior``); ``margin``: two settings within +-margin of each other are declared equivalent;
+    ``block_rule`` (min_blocks, max_blocks, confidence): back-to-back blocks added until decided
+    (``stats.compare``)."""
     points = list(points)
     noise = sweep_noise(points, prior) if noise is None else noise
     temperatures = sorted({p.temperature for p in points})
     if len(temperatures) > 1:
-        subs = [(t, analyse([p for p in points if p.temperature == t], noise=noise, margin=margin)) for t in temperatures]
+        subs = [(t, analyse([p for p in points if p.temperature == t], noise=noise, margin=margin, block_rule=block_rule))
+                for t in temperatures]
         at = sorted((dataclasses.replace(a, temperature_swept=True) for _, sub in subs for a in sub.at),
                     key=lambda a: (a.category or "", a.concurrency, a.temperature))
         first = subs[0][1]
@@ -518,7 +522,8 @@ def analyse(points: Iterable[Point], prior: Noise | None = None, noise: Noise | 
     for p in points:
         by_c.setdefault((p.category or "", p.concurrency), []).append(p)
     temperature = temperatures[0] if temperatures else 0.0
-    at = [analyse_concurrency(c, by_c[(cat, c)], cat or None, noise, temperature, margin) for cat, c in sorted(by_c)]
+    at = [analyse_concurrency(c, by_c[(cat, c)], cat or None, noise, temperature, margin, block_rule)
+          for cat, c in sorted(by_c)]
     plain = [a for a in at if a.category is None] or at
     paying = [a.concurrency for a in plain if a.pays]
     pays_up_to = max(paying) if paying else None

@@ -23,7 +23,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from llama4spec.analysis.noise import Noise
-from llama4spec.analysis.decide import (REPEATS_CAP, BlockLogRatio, LogRatio, PairedLogRatio, RatioInterval, holm,
+from llama4spec.analysis.decide import (REPEATS_CAP, BlockLogRatio, LogRatio, PairedLogRatio, RatioInterval, block_look,
+                                     holm,
                                      interval_at, look_weights, pair_look, runs_to_settle, start_floor,
                                      start_shares)
 
@@ -209,8 +210,8 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
             sequential: tuple[int, int] | None = None,
             back_to_back: Mapping[tuple[str, str], tuple[Sequence[float], Sequence[float]]] | None = None,
             margin: float | None = None,
-            blocks: Mapping[tuple[str, str], Sequence[Sequence[float]]] | None = None
-            ) -> dict[tuple[str, str], Comparison]:
+            blocks: Mapping[tuple[str, str], Sequence[Sequence[float]]] | None = None,
+            block_rule: tuple[int, int] | None = None) -> dict[tuple[str, str], Comparison]:
     """Every ordered pair of ``settings`` (point id -> output throughputs of its runs), the settings
     measured at one concurrency, each from a server start of its own, or from several (``starts``:
     point id -> each run's server start, aligned with its runs; a revisited sweep's points), whose
@@ -245,6 +246,11 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
     (``decide.BlockLogRatio``: t on J - 1 df from the blocks' own spread with 3 or more, from
     ``noise``'s between-start and paired components with 2), in the same Holm family; its
     comparison says what it rests on (``basis``). Fixed designs only, as ``back_to_back``.
+    ``block_rule`` (min_blocks, max_blocks): the blocks were added until decided (``repeats: auto``),
+    so their p-values are the anytime p-values of ``decide.block_look`` (a look after each block,
+    Bonferroni-weighted over every reachable look), a candidate against no speculation on its block
+    means, two candidates on the difference of theirs; Holm runs on those, and an interval is the
+    look's, at Holm's level times the look's weight.
 
     ``margin``: a pair neither faster nor slower is "equivalent" when its interval (at the level of
     Holm's next step, as above) lies within [1 / (1 + margin), 1 + margin]: both one-sided tests
@@ -272,6 +278,8 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
         basis = _block_estimates(est, diffs, blocked, blocks)
         weight = dict.fromkeys(tested, 1.0)
         p = _one_sided(est, tested)
+        if block_rule is not None:
+            _block_looks(tested, est, diffs, weight, p, basis, blocks or {}, block_rule, noise)
     family = _Family.of(tested, est, weight, p, alpha)
     out: dict[tuple[str, str], Comparison] = {}
     for a, b in pairs:
@@ -323,6 +331,30 @@ def _block_estimates(est, diffs, blocked: BlockLogRatio, blocks) -> dict[tuple[s
             continue
         diffs.pop((a, b), None)
     return basis
+
+
+def _block_looks(tested, est, diffs, weight, p: np.ndarray, basis, blocks, rule: tuple[int, int], noise) -> None:
+    """Blocks added until decided: each tested pair of a candidate and no speculation, or of two
+    candidates, with ``rule[0]`` blocks or more a side, at its look (``decide.block_look``): its
+    estimate, weight, anytime p-values (in ``p``: up, then down) and basis replaced in place."""
+    lo, hi = rule
+    base = {b for _, b in blocks}
+    mine = {a: [blk for blk in ratios if blk] for (a, _), ratios in blocks.items()}
+    for u, (a, b) in enumerate(tested):
+        if a in mine and b in mine:
+            sides = (mine[a], mine[b])
+        elif a in mine and b in base:
+            sides = (mine[a], None)
+        elif b in mine and a in base:  # no speculation first: its ratios the other way round
+            sides = ([[1 / r for r in blk] for blk in mine[b]], None)
+        else:
+            continue
+        if min(len(s) for s in sides if s is not None) < lo:
+            continue
+        look, basis[(a, b)] = block_look(sides[0], lo, hi, noise, sides[1])
+        est[(a, b)], weight[(a, b)] = look.estimate, look.weight
+        p[u], p[u + len(tested)] = look.up, look.down
+        diffs.pop((a, b), None)
 
 
 def _one_sided(est, tested) -> np.ndarray:

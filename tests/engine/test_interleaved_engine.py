@@ -77,7 +77,8 @@ def test_the_speedup_is_the_paired_interval_of_the_records(interleaved_run) -> N
 
     runbook, run_dir = interleaved_run
     sweep = json.loads((run_dir / "sweep" / "sweep.json").read_text())
-    assert sweep["design"]["design"] == "interleaved" and "design: interleaved" in (run_dir / "sweep" / "report.md").read_text()
+    assert sweep["design"]["design"] == "interleaved" and sweep["design"]["blocks"]["blocks"] == BLOCKS
+    assert "design: back-to-back blocks" in (run_dir / "sweep" / "report.md").read_text()
     (at,) = sweep["concurrency"]
     (reported,) = at["comparisons"]
     assert reported["method"] == "blocks" and reported["basis"].startswith("2 blocks: the noise components")

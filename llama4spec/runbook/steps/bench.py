@@ -85,10 +85,10 @@ def execute(run, p) -> dict[str, Any]:
     files = BenchFiles(p.artifacts["result"], p.artifacts["record"], p.artifacts["log"])
     if keys.paired:
         record = _collected(p, files)
+    elif keys.pair_with:  # a pair, or a later block's pairs (adds_to too)
+        record = _alternate(run, p, files)
     elif keys.adds_to:
         record = _another_start(run, p, files)
-    elif keys.pair_with:
-        record = _alternate(run, p, files)
     else:
         with run.progress.activity(f"{p.id}: benchmark") as live:  # requests finished, from /metrics
             record = run_bench(p.composed.cfg, p.url, files, label=keys.label or p.id,

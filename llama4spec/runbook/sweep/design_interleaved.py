@@ -13,7 +13,7 @@ from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import ServerGroup
 from llama4spec.runbook.sweep.design_starts import rounds
 from llama4spec.runbook.sweep.expansion import Expansion
-from llama4spec.runbook.sweep.gates import Dominance
+from llama4spec.runbook.sweep.gates import Dominance, MoreBlocks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,11 +29,6 @@ def interleave(x: Expansion, groups: list[ServerGroup], environ: Mapping[str, st
     """An interleaved sweep's pairs, appended to ``x``; returns the servers left to the sequential
     design (all of them where two copies do not fit or the sweep is refused, none otherwise).
     ``environ``: where it reads the devices it may split (this process's)."""
-    if x.keys.repeats == AUTO:
-        problems.append(f"{at}: design: interleaved measures a fixed number of back-to-back pairs, and repeats is "
-                        f"auto (in the runbook or by --repeats auto); give repeats: N or --repeats N (e.g. 5), "
-                        f"or measure until decided with design: sequential")
-        return groups
     if not groups:
         return groups
     found = interleaving(groups, environ)
@@ -43,7 +38,7 @@ def interleave(x: Expansion, groups: list[ServerGroup], environ: Mapping[str, st
     if found.why is not None:  # two copies do not fit: sequential, and the dry run and report say so
         x.refine(fallback=found.why)
         return groups
-    if x.keys.starts > 1:  # back-to-back blocks: both servers started again for every block
+    if x.keys.starts > 1 or x.keys.repeats == AUTO:  # back-to-back blocks: both servers started for every block
         blocks(x, groups, found.baseline)
     else:
         interleaved(x, groups, found.baseline)
@@ -107,25 +102,34 @@ def interleaved(x: Expansion, groups: list[ServerGroup], found: int) -> None:
 
 
 def blocks(x: Expansion, groups: list[ServerGroup], found: int) -> None:
-    """Back-to-back blocks (``design: interleaved`` with ``starts: J``), appended to ``x``: for each
-    candidate J blocks, each no speculation's server and the candidate's started together on the two
-    halves of the devices, ``repeats`` pairs of runs alternating, then both stopped. Block j + 1
-    swaps the halves (a crossover; ``swap_devices`` sets block 1's); each round of blocks visits
-    the candidates in a random order from ``order_seed``. Block 1 of a candidate measures its
-    points; block j > 1 adds its runs to them, tagged as server start j (bench key ``adds_to``),
-    and no speculation's runs of every block join its points, each tagged with the candidate's
-    point and the block (``start``). The sweep's ``start_order`` names the candidates' serve steps
-    in the order their blocks run."""
+    """Back-to-back blocks (``design: interleaved`` with ``starts: J``, or with ``repeats: auto``),
+    appended to ``x``: for each candidate J blocks, each no speculation's server and the
+    candidate's started together on the two halves of the devices, ``repeats`` pairs of runs
+    alternating, then both stopped. Block j + 1 swaps the halves (a crossover; ``swap_devices``
+    sets block 1's); each round of blocks visits the candidates in a random order from
+    ``order_seed``. Block 1 of a candidate measures its points; block j > 1 adds its runs to them,
+    tagged as server start j (bench key ``adds_to``), and no speculation's runs of every block join
+    its points, each tagged with the candidate's point and the block (``start``). The sweep's
+    ``start_order`` names the candidates' serve steps in the order their blocks run.
+
+    With ``repeats: auto``: ``max_repeats`` blocks of ``BLOCK_RUNS`` pairs, those after the first
+    ``min_repeats`` each started only while the candidate's comparison against no speculation is
+    open at some client setting (the ``MoreBlocks`` gate on its no speculation server)."""
+    from llama4spec.runbook.sweep.kind import BLOCK_RUNS
+
     keys, step = x.keys, x.step
+    auto = keys.repeats == AUTO
+    total, runs = (keys.rule.max_repeats, BLOCK_RUNS) if auto else (keys.starts, keys.repeats)
     base = groups[found]
     bsid, _ = x.server_id(found + 1, base)
     base_overrides = [*keys.overrides, *base.overrides]
     cands = [(n, g) for n, g in enumerate(groups, 1) if g is not base]
     named = [(*x.server_id(n, g), [*keys.overrides, *g.overrides]) for n, g in cands]
-    base_points: list[str] = []  # no speculation's points: the first block's collecting steps
-    first_of: dict[int, list[str]] = {}  # a candidate -> its points (its first block's)
+    base_points = [x.bench_id(bsid, label) for label in x.client_labels]  # the first block's collecting steps
+    first_of = [[x.bench_id(csid, label) for label in x.client_labels] for csid, _, _ in named]  # block 1's points
+    points = [*base_points, *(pid for mine in first_of for pid in mine)]
     order = []
-    for j, this_round in enumerate(rounds(len(cands), keys.starts, keys.order_seed), 1):
+    for j, this_round in enumerate(rounds(len(cands), total, keys.order_seed), 1):
         swapped = keys.swap_devices != (j % 2 == 0)
         base_slot, cand_slot = (1, 0) if swapped else (0, 1)
         for i in this_round:
@@ -133,35 +137,32 @@ def blocks(x: Expansion, groups: list[ServerGroup], found: int) -> None:
             own = csid.removeprefix(f"{step.id}-")
             rid = csid if j == 1 else x.new_id(f"{csid}-block{j}")
             brid = x.new_id(f"{bsid}-{own}-block{j}")
-            x.out.append(x.make("serve", brid, needs=x.needs(), slot=base_slot, overrides=list(base_overrides),
-                                description=f"sweep '{step.id}': no speculation, block {j} of {keys.starts} "
-                                            f"beside {what} (back-to-back blocks)"))
+            gate = MoreBlocks(step.id, first_of[i], points, j, keys.rule) if auto and j > keys.rule.min_repeats else None
+            x.out.append(x.make("serve", brid, needs=x.needs(), slot=base_slot, overrides=list(base_overrides), gate=gate,
+                                description=f"sweep '{step.id}': no speculation, block {j} of "
+                                            f"{f'at most {total}' if auto else total} beside {what} (back-to-back blocks)"))
             x.out.append(x.make("serve", rid, needs=[brid], slot=cand_slot, beside=brid, overrides=list(overrides),
-                                description=f"sweep '{step.id}': server for {what}, block {j} of {keys.starts}, "
-                                            f"beside {brid} (back-to-back blocks)"))
-            first = not base_points  # the sweep's first block: its collecting steps are no speculation's points
-            collectors = [x.bench_id(bsid if first else brid, label) for label in x.client_labels]
-            for c, (combo, label) in enumerate(zip(x.client_combos, x.client_labels)):
+                                description=f"sweep '{step.id}': server for {what}, block {j}, beside {brid} "
+                                            f"(back-to-back blocks)"))
+            first = not order  # the sweep's first block: its collecting steps are no speculation's points
+            collectors = base_points if first else [x.bench_id(brid, label) for label in x.client_labels]
+            for c, combo in enumerate(x.client_combos):
+                pid = first_of[i][c]
+                point = x.point(pid if j == 1 else x.bench_id(rid, x.client_labels[c]), rid, combo)
+                more = dict(pair_with=collectors[c], gap_s=keys.gap_s, block=True, repeats=runs, start=j)
                 if j == 1:
-                    point = x.point(x.bench_id(rid, label), rid, combo)
-                    first_of.setdefault(i, []).append(point.id)
-                    more = dict(pair_with=collectors[c], gap_s=keys.gap_s, block=True)
                     x.out.append(dataclasses.replace(point, keys=dataclasses.replace(point.keys, **more)))
                 else:
-                    pid = first_of[i][c]
-                    point = x.point(x.bench_id(rid, label), rid, combo)
-                    more = dict(pair_with=collectors[c], gap_s=keys.gap_s, block=True, label=pid, adds_to=pid, start=j)
+                    more.update(label=pid, adds_to=pid)
                     x.out.append(dataclasses.replace(point, needs=[pid], keys=dataclasses.replace(point.keys, **more)))
             for c, combo in enumerate(x.client_combos):  # no speculation's runs of the block: its points' records
                 point = x.point(collectors[c], brid, combo)
-                if first:
-                    base_points.append(point.id)
-                    more = dict(paired=True, start=j, block=True)
-                else:
-                    more = dict(paired=True, start=j, block=True, label=base_points[c], adds_to=base_points[c])
+                more = dict(paired=True, start=j, block=True, repeats=runs)
+                if not first:
+                    more.update(label=base_points[c], adds_to=base_points[c])
                 x.out.append(dataclasses.replace(point, keys=dataclasses.replace(point.keys, **more)))
             x.stop(rid)
             x.stop(brid)
             order.append(rid)
-    x.points = [*base_points, *(pid for i in range(len(cands)) for pid in first_of.get(i, []))]
-    x.refine(start_order=order)
+    x.points = points
+    x.refine(start_order=order, block_runs=runs)

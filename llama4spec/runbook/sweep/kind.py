@@ -22,6 +22,8 @@ from llama4spec.analysis.decide import CONFIDENCE, MAX_REPEATS, MIN_REPEATS
 from llama4spec.analysis.noise import MARGIN, margin_problem, precision_problem
 
 MAX_STARTS, MAX_SEED = 20, 2 ** 31 - 1  # starts: N (each a server start per setting), its order_seed
+BLOCK_RUNS = 3  # design: interleaved with repeats: auto: the pairs of runs a block (blocks are added one at a time)
+MAX_BLOCK_RUNS = 10  # ... the most a profile's costs set it to
 
 
 def _margin(raw: dict, key: str, at: str, problems: list[str]) -> float:
@@ -75,6 +77,8 @@ class Keys:
     prior: dict[str, Any] | None = None  # generated: the noise its comparisons start from (``noise_record``)
     points: list[str] = field(default_factory=list)  # generated: the bench steps it expands to
     start_order: list[str] = field(default_factory=list)  # generated: starts: its serve steps in the order they run
+    block_runs: int | None = None  # generated: back-to-back blocks: the pairs of runs a block
+    block_why: str | None = None  # generated: repeats: auto: why a profile's costs set block_runs
 
     def design_record(self) -> dict[str, Any]:
         """How the sweep measured its pairs (plan.json, sweep.json, the report)."""
@@ -88,7 +92,8 @@ class Keys:
             out["fallback"] = self.fallback
         if self.async_pinned:
             out["async_scheduling"] = self.async_pinned
-        blocks = used == INTERLEAVED and self.starts > 1
+        auto = self.repeats == AUTO
+        blocks = used == INTERLEAVED and (self.starts > 1 or auto)
         if self.starts > 1 and not blocks:
             out["starts"] = {"starts": self.starts, "order_seed": self.order_seed, "order": list(self.start_order)}
         if used == INTERLEAVED:
@@ -96,8 +101,13 @@ class Keys:
             out.update(gap_s=self.gap_s, swap_devices=self.swap_devices,
                        devices=f"a fixed factor: {first} on the first half of the devices, {second} on the second")
         if blocks:
-            out["blocks"] = {"blocks": self.starts, "runs": self.repeats, "order_seed": self.order_seed,
-                             "order": list(self.start_order)}
+            out["blocks"] = {"blocks": AUTO if auto else self.starts, "runs": self.block_runs or self.repeats,
+                             "order_seed": self.order_seed, "order": list(self.start_order)}
+            if auto:  # scalars, so that a merge's report reads them too
+                out.update(min_blocks=self.rule.min_repeats, max_blocks=self.rule.max_repeats,
+                           confidence=self.rule.confidence)
+                out["blocks"]["runs_why"] = self.block_why or (f"{BLOCK_RUNS} pairs a block by default; a noise "
+                                                               f"profile's costs set them")
             out["devices"] = (f"crossed over: {first} on the first half of the devices in block 1, {second} there in "
                               f"block 2, and so on (swap_devices: true swaps block 1's)")
         return out
@@ -178,9 +188,14 @@ def _starts_problems(keys: Keys, at: str, written: frozenset[str]) -> list[str]:
     """starts: N starts each setting's server N times (with design: interleaved, N back-to-back
     blocks per candidate): not with repeats: auto (whose further starts are revisit's)."""
     if keys.starts == 1:
+        blocks = keys.design == INTERLEAVED and keys.repeats == AUTO  # blocks added one at a time, in rounds
         return [f"{at}: order_seed orders the starts of starts: N, and this sweep starts each server once; "
-                f"drop order_seed or set starts: N (e.g. 3)"] if "order_seed" in written else []
-    if keys.repeats == AUTO and keys.design != INTERLEAVED:  # interleaved: its expansion says what holds
+                f"drop order_seed or set starts: N (e.g. 3)"] if "order_seed" in written and not blocks else []
+    if keys.repeats == AUTO and keys.design == INTERLEAVED:
+        return [f"{at}: starts: {keys.starts} fixes the back-to-back blocks, and repeats is auto, which adds them one "
+                f"at a time from min_repeats to max_repeats blocks; drop starts (set min_repeats and max_repeats), or "
+                f"give repeats: N (runs a block) with starts: {keys.starts}"]
+    if keys.repeats == AUTO:
         return [f"{at}: starts: {keys.starts} gives every start a fixed number of runs, and repeats is auto; give "
                 f"repeats: N (e.g. 3), or keep repeats: auto and start undecided servers again with revisit: true"]
     return []
@@ -194,6 +209,32 @@ def plan(ctx, p) -> None:
     p.artifacts = artifacts(p.dir)
     if p.step.keys.matrix and p.step.keys.points:  # expanded (a sweep refused is not composed)
         p.step.keys.prior = at_plan(ctx, p, p.step.keys.noise, p.step.keys.overrides)
+        _block_runs_from_costs(ctx, p)
+
+
+def _block_runs_from_costs(ctx, p) -> None:
+    """Blocks added until decided, with a profile's costs: the pairs a block from Kalibera and
+    Jones' rule (``analysis.noise.runs_per_block``; a start pair costs two server starts, a run
+    pair two runs) instead of ``BLOCK_RUNS``, set on the sweep's block bench steps (planned before it)."""
+    from llama4spec.analysis.noise import Component, Noise, noise_from_record, runs_per_block
+
+    keys = p.step.keys
+    costs = (keys.prior or {}).get("costs")
+    noise = noise_from_record(keys.prior)
+    if keys.repeats != AUTO or keys.block_runs is None or noise is None or noise.provisional or not isinstance(costs, dict):
+        return
+    start_s, run_s = number(costs.get("start_s"), 1e-6, 1e6), number(costs.get("run_s"), 1e-6, 1e6)
+    if start_s is None or run_s is None:
+        return
+    if noise.paired is None:  # a pair's log ratio of two runs: twice the within-start variance
+        noise = Noise(noise.between, noise.within, Component(2 * noise.within.var, noise.within.df, noise.within.source))
+    design = runs_per_block(noise, 2 * start_s, 2 * run_s, cap=MAX_BLOCK_RUNS)
+    keys.block_runs = design.runs
+    keys.block_why = design.why
+    for q in ctx.planned.values():
+        k = q.step.keys
+        if getattr(k, "block", False) and (getattr(k, "adds_to", None) or q.id) in keys.points:
+            k.repeats = design.runs
 
 
 def execute(run, p) -> dict[str, Any]:
@@ -212,9 +253,13 @@ def describe(p, say) -> None:
         rule = keys.rule
         runs = (rule.min_repeats, rule.max_repeats) if keys.repeats == "auto" else (keys.repeats, keys.repeats)
         cap = rule.max_repeats if keys.repeats == "auto" else None
-        blocks = keys.design_record().get("blocks") is not None
-        for line in noise_lines(keys.prior, keys.margin, runs, rule.confidence, keys.precision, cap, keys.starts,
-                                blocks):
+        blocks = keys.design_record().get("blocks")
+        starts = keys.starts
+        if blocks is not None:  # blocks of block_runs pairs: from min_repeats blocks on, with repeats: auto
+            starts = rule.min_repeats if keys.repeats == "auto" else keys.starts
+            runs, cap = (blocks["runs"], blocks["runs"]), None
+        for line in noise_lines(keys.prior, keys.margin, runs, rule.confidence, keys.precision, cap, starts,
+                                blocks is not None):
             say(f"    {line}")
 
 

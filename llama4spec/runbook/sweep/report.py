@@ -71,7 +71,14 @@ def _blocks_words(design: dict[str, Any], gap: str) -> list[str]:
     order = b.get("order") if isinstance(b.get("order"), list) else []
     shown = ", ".join(plain(str(sid), 200) for sid in order[:MAX_SHOWN])
     more = len(order) - MAX_SHOWN
-    return [f"design: back-to-back blocks: for each candidate {j} blocks, each no speculation's server and the "
+    if b.get("blocks") == "auto":
+        low, high = plain(str(design.get("min_blocks")), 10), plain(str(design.get("max_blocks")), 10)
+        j = (f"at least {low} blocks, then one more at a time while its comparison against no speculation is open "
+             f"at some client setting (repeats: auto: a look after each block, anytime p-values, Holm over the "
+             f"concurrency), at most {high} ({plain(str(b.get('runs_why', '')), 300)}):")
+    else:
+        j = f"{j} blocks,"
+    return [f"design: back-to-back blocks: for each candidate {j} each no speculation's server and the "
             f"candidate's started together on disjoint devices, {k} pairs of runs alternating (each at least {gap} s "
             f"after the other server's last request), then both stopped; the devices are "
             f"{plain(str(design.get('devices', 'crossed over')), 300)}; each round of blocks visits the candidates in "
@@ -79,6 +86,19 @@ def _blocks_words(design: dict[str, Any], gap: str) -> list[str]:
             f"of each speedup: with 3 or more blocks its t interval on blocks - 1 df comes from the blocks' own "
             f"spread, with 2 from the noise components (between-start and paired within-start). "
             f"Order: {shown}" + (f" and {more} more" if more > 0 else "")]
+
+
+def block_rule_of(design: dict[str, Any] | None) -> tuple[int, int, float] | None:
+    """Blocks added until decided: (min_blocks, max_blocks, confidence) as the plan recorded them
+    (checked: None where they are absent or out of bounds)."""
+    from llama4spec.analysis.decide import CONFIDENCE, REPEATS_CAP
+
+    d = design or {}
+    low, high = number(d.get("min_blocks"), 2, REPEATS_CAP), number(d.get("max_blocks"), 2, REPEATS_CAP)
+    level = number(d.get("confidence"), 0.5, 0.999999)
+    if low is None or high is None or low != int(low) or high != int(high) or low > high:
+        return None
+    return int(low), int(high), float(level) if level is not None else CONFIDENCE
 
 
 def margin_of(design: dict[str, Any] | None) -> float:
@@ -138,7 +158,8 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
     ``design``: the sweep step's ``design_record`` (said in the report when interleaving was asked for)."""
     points = sweep_points((pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured)
     missing = [pid for pid in ids if pid not in measured]
-    analysis = analyse(points, of_sweep(design, [m.config for m in measured.values()]), margin=margin_of(design))
+    analysis = analyse(points, of_sweep(design, [m.config for m in measured.values()]), margin=margin_of(design),
+                       block_rule=block_rule_of(design))
     by_c: dict[int, dict[str, tuple[str, ...]]] = {}
     for pt in points if beside else []:
         by_c.setdefault(pt.concurrency, {})[pt.id] = beside.get(pt.id, ())
@@ -249,7 +270,8 @@ def page_part(read: PageRead, step: Mapping[str, Any], page) -> None:
     measured = read.collect(ids, left_out)
     points = sweep_points((pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured)
     design = step.get("design") if isinstance(step.get("design"), dict) else None
-    analysis = analyse(points, of_sweep(design, [m.config for m in measured.values()]), margin=margin_of(design))
+    analysis = analyse(points, of_sweep(design, [m.config for m in measured.values()]), margin=margin_of(design),
+                       block_rule=block_rule_of(design))
     reasons = {**not_run(source.status.get("steps") or []), **left_out}
     missing = {pid: reasons.get(pid, "no record") for pid in ids if pid not in measured}
     beside = groups.beside_points(source.dir, {pid: m.where for pid, m in measured.items()})

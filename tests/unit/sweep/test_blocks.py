@@ -17,6 +17,7 @@ import yaml
 from llama4spec.analysis.model import analyse, blocks_of, server_starts, sweep_noise
 from llama4spec.analysis.noise import block_half_width, prior as known_noise
 from llama4spec.analysis.points import point
+from llama4spec.results import bench as bench_record
 from llama4spec.results.bench import BenchRecord, without_pair
 from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.sweep.design_starts import rounds
@@ -99,9 +100,9 @@ def test_the_dry_run_describes_blocks_crossover_order_and_precision(cli, tmp_pat
     assert "pairs of block 2, each a run of" in done.stdout
 
 
-def _run(x: float, start: int, pair: str | None = None) -> BenchRecord:
+def _run(x: float, start: int, pair: str | None = None, concurrency: int = 4) -> BenchRecord:
     return BenchRecord(label="x", returncode=0, pair=pair, start=start,
-                       result={"output_throughput": x, "completed": 16, "max_concurrency": 4})
+                       result={"output_throughput": x, "completed": 16, "max_concurrency": concurrency})
 
 
 def _points(offsets: list[float], ratio: float, k: int = 3, other: bool = True):
@@ -188,7 +189,7 @@ def test_the_expected_precision_narrows_with_blocks() -> None:
 
 @pytest.mark.parametrize("keys, words", [
     ({"matrix": {"draft": ["none"], "bench.max_concurrency": [1]}}, ["design: interleaved", "e.g. draft: [none"]),
-    ({"repeats": "auto"}, ["repeats is auto"]),
+    ({"repeats": "auto"}, ["starts: 3 fixes the back-to-back blocks", "repeats is auto"]),
 ])
 def test_blocks_that_cannot_be_are_refused_in_one_line(cli, tmp_path, keys, words) -> None:
     book = tmp_path / "b.yaml"
@@ -199,3 +200,173 @@ def test_blocks_that_cannot_be_are_refused_in_one_line(cli, tmp_path, keys, word
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert all(w in lines[0] for w in words), lines[0]
+
+
+def test_a_later_block_measures_pairs_tagged_with_its_block(tmp_path, monkeypatch) -> None:
+    """The bench step of block 2, with the one function that measures a run replaced by one that
+    appends a run as ``serving.benchmark.run_more`` records it: pairs, no speculation first, both
+    warmed up on their fresh servers, every run tagged with block 2, no speculation's with the
+    point; an earlier attempt's runs of block 2 replaced, block 1's kept."""
+    import contextlib
+    from types import SimpleNamespace
+
+    from llama4spec.runbook.steps import bench
+    from llama4spec.serving import benchmark
+
+    calls = []
+
+    def run_more(cfg, url, files, record, *, label, start, warmup, pair=None, **_):
+        calls.append((label, start, warmup, pair))
+        run = BenchRecord(label=label, returncode=0, result={"output_throughput": 90.0 + start, "completed": 8},
+                          start=start, pair=pair)
+        runs = [] if record is None else (record.runs or [record])
+        out = BenchRecord.of_runs(label, [*runs, run])
+        out.write(files.record)
+        return out
+
+    monkeypatch.setattr(benchmark, "run_more", run_more)
+    plan = _plan(tmp_path, monkeypatch, warmup=2, gap_s=0.0)
+    p = next(q for q in plan.steps if q.kind == "bench" and q.step.keys.pair_with and q.step.keys.start == 2)
+    point, base = plan.get(p.step.keys.adds_to), plan.get(p.step.keys.pair_with)
+    BenchRecord.of_runs(point.id, [_run(100, 1), _run(101, 1), _run(50, 2)]).write(point.artifacts["record"])
+    BenchRecord.of_runs(base.step.keys.adds_to, [_run(80, 1, point.id), _run(81, 1, point.id),
+                                                 _run(40, 2, point.id), _run(82, 2, "other")]).write(
+        base.artifacts["record"])
+    live = SimpleNamespace(count=None, line=None)
+    run = SimpleNamespace(environ={}, benches=None, plan=plan, say=lambda *a: None, output=SimpleNamespace(
+        bench=lambda *a: None), keep_result=lambda *a: None, server=lambda sid: SimpleNamespace(alive=lambda: True),
+        progress=SimpleNamespace(verbose=False, activity=lambda what: contextlib.nullcontext(live)))
+    bench.execute(run, p)
+    b, c = base.step.keys.adds_to, point.id
+    assert calls == [(b, 2, 2, c), (c, 2, 2, None), (b, 2, 0, c), (c, 2, 0, None)]
+    mine = bench_record.read(point.artifacts["record"])
+    assert [(r.start, r.figure("output_throughput")) for r in mine.runs] == [(1, 100.0), (1, 101.0), (2, 92.0), (2, 92.0)]
+    theirs = bench_record.read(base.artifacts["record"])
+    assert [(r.pair, r.start) for r in theirs.runs] == [(c, 1), (c, 1), ("other", 2), (c, 2), (c, 2)]
+
+
+# -- repeats: auto: blocks added one at a time ------------------------------------------------------
+
+AUTO = {"repeats": "auto", "starts": 1, "min_repeats": 2, "max_repeats": 5,
+        "matrix": {"draft": ["none", "tiny_eagle"], "lookahead": [3], "bench.max_concurrency": [1, 4]}}
+
+
+def test_auto_blocks_gate_every_block_after_min_repeats(tmp_path, monkeypatch) -> None:
+    from llama4spec.runbook.sweep.gates import MoreBlocks
+    from llama4spec.runbook.sweep.kind import BLOCK_RUNS
+
+    plan = _plan(tmp_path, monkeypatch, **AUTO)
+    serves = [p for p in plan.steps if p.kind == "serve"]
+    assert len(serves) == 2 * 5  # at most max_repeats blocks of the one candidate
+    gates = [p.step.keys.gate for p in serves]
+    assert [type(g).__name__ if g else None for g in gates] == [None] * 4 + ["MoreBlocks", None] * 3
+    assert [g.block for g in gates if isinstance(g, MoreBlocks)] == [3, 4, 5]
+    assert all(p.step.keys.repeats == BLOCK_RUNS for p in plan.steps if p.kind == "bench")
+    design = next(r for r in plan.to_record() if r["id"] == "sweep")["design"]
+    assert design["blocks"]["blocks"] == "auto" and design["blocks"]["runs"] == BLOCK_RUNS
+    assert (design["min_blocks"], design["max_blocks"], design["confidence"]) == (2, 5, 0.95)
+
+
+def _blocks_measured(plan, ratios: dict[int, list[float]], k: int = 3) -> None:
+    """Records of the blocks measured so far: no speculation at 100 a run (drifting by block), the
+    candidate at ``ratios[c][j - 1]`` times it in block j at concurrency c (a little spread per pair)."""
+    points = plan.get("sweep").step.keys.points
+    for c, by_block in ratios.items():
+        base, cand = f"{BASE}-k3-c{c}", f"sweep-tiny_eagle-k3-c{c}"
+        assert base in points and cand in points
+        base_runs, cand_runs = [], []
+        for j, ratio in enumerate(by_block, 1):
+            for i in range(k):
+                y = 100.0 * (1 + 0.05 * j) * (1 + 0.01 * i)
+                base_runs.append(_run(y, j, cand, c))
+                cand_runs.append(_run(y * ratio * (1 + 0.002 * (i - 1)), j, None, c))
+        BenchRecord.of_runs(base, base_runs).write(plan.get(base).artifacts["record"])
+        BenchRecord.of_runs(cand, cand_runs).write(plan.get(cand).artifacts["record"])
+
+
+def _gate(plan, block: int):
+    return next(p for p in plan.steps if p.kind == "serve" and p.step.keys.gate is not None
+                and p.step.keys.gate.block == block)
+
+
+def test_a_further_block_starts_only_while_a_comparison_is_open(tmp_path, monkeypatch) -> None:
+    plan = _plan(tmp_path, monkeypatch, **AUTO)
+    third = _gate(plan, 3)
+    assert third.step.keys.gate.missing_input(plan, third) == "not started: its earlier blocks measured none of its points"
+    # clearly faster at both concurrencies after 3 blocks: a 4th is not started, and it says why
+    _blocks_measured(plan, {1: [1.5, 1.52, 1.49], 4: [1.3, 1.31, 1.29]})
+    fourth = _gate(plan, 4)
+    why = fourth.step.keys.gate.missing_input(plan, fourth)
+    assert why.startswith("not started: decided against no speculation at every client setting after 3 blocks")
+    assert "faster at concurrency 1" in why and "faster at concurrency 4" in why
+    # open at concurrency 4 (blocks that disagree): started, though concurrency 1 is decided
+    _blocks_measured(plan, {1: [1.5, 1.52, 1.49], 4: [1.3, 0.8, 1.05]})
+    assert fourth.step.keys.gate.missing_input(plan, fourth) is None
+    # equal within a 2% margin at both: equivalence is decided too
+    _blocks_measured(plan, {1: [1.0, 1.0005, 0.9995], 4: [1.0, 0.9995, 1.0005]})
+    assert "equivalent within +-2%" in fourth.step.keys.gate.missing_input(plan, fourth)
+
+
+def test_the_report_decides_auto_blocks_by_the_rule_the_gate_used(tmp_path, monkeypatch) -> None:
+    from llama4spec.runbook.measured import collect_points
+    from llama4spec.runbook.sweep.report import block_rule_of
+
+    plan = _plan(tmp_path, monkeypatch, **AUTO)
+    _blocks_measured(plan, {1: [1.5, 1.52, 1.49], 4: [1.3, 0.8, 1.05]})
+    design = plan.get("sweep").step.keys.design_record()
+    rule = block_rule_of(design)
+    assert rule == (2, 5, 0.95)
+    points, _ = collect_points(plan, plan.get("sweep").step.keys.points)
+    fixed, looked = (analyse(points, known_noise(0.05, 0.05, "t"), block_rule=r) for r in (None, rule))
+    for a, b in zip(fixed.at, looked.at):
+        (f,), (s,) = ([r.comparison for r in x.rows] for x in (a, b))
+        assert s.basis.endswith("a look after each block from 2") and s.interval.df == f.interval.df == 2
+        assert s.level < f.level  # the look's share of alpha: a wider interval than a fixed design's
+        assert s.interval.low <= f.interval.low and s.interval.high >= f.interval.high
+    assert block_rule_of({"min_blocks": 3, "max_blocks": 2}) is None and block_rule_of({}) is None
+
+
+def test_anytime_p_values_only_fall_as_blocks_arrive() -> None:
+    from llama4spec.analysis.decide import block_look
+
+    rng = np.random.default_rng(2)
+    blocks = [list(np.exp(rng.normal(0.1 + 0.05 * rng.normal(), 0.03, 3))) for _ in range(8)]
+    ups = [block_look(blocks[:n], 3, 8)[0].up for n in range(3, 9)]
+    assert all(b <= a for a, b in zip(ups, ups[1:])) and ups[-1] < 0.01
+    look, basis = block_look(blocks, 3, 8, blocks_b=[[x * 1.1 for x in b] for b in blocks])
+    assert look.down < 0.05 and basis.startswith("8 blocks a side: the spread of their block means")
+    with pytest.raises(ValueError):
+        block_look(blocks[:2], 3, 8)
+
+
+def test_auto_blocks_with_starts_are_refused_in_one_line(cli, tmp_path) -> None:
+    book = tmp_path / "b.yaml"
+    book.write_text(yaml.safe_dump({"name": "b", "overrides": ["target=tiny", "memory=cpu", "bench=random_tiny"],
+                                    "steps": [{**SWEEP, **AUTO, "starts": 3}]}))
+    done = cli("run", str(book), "--dry-run", "--runs-dir", str(tmp_path / "runs"), env={"VLLM_CPU_OMP_THREADS_BIND": "0-1"})
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "starts: 3 fixes the back-to-back blocks" in lines[0] and "drop starts" in lines[0]
+
+
+def test_a_profile_with_costs_sets_the_pairs_a_block(tmp_path, monkeypatch) -> None:
+    """Kalibera and Jones' rule for blocks: K = ceil(sqrt((start pair / run pair) x paired / (2 between))),
+    here sqrt((80 / 16) x 2 x 0.05^2 / (2 x 0.03^2)) = 3.7 -> 4 pairs, on every block bench step."""
+    import json
+
+    from llama4spec.analysis import noise as nz
+    from llama4spec.config.compose import compose_config
+    from llama4spec.runbook.noise_prior import this_machine
+
+    fp = this_machine(compose_config(["target=tiny", "memory=cpu", "bench=random_tiny"]).cfg)
+    profile = nz.Profile(nz.prior(0.03, 0.05, "x", between_df=5, within_df=18), 40.0, 8.0, fp, "sequential", 6, 4)
+    path = tmp_path / "noise.json"
+    path.write_text(json.dumps(nz.profile_json(profile)))
+    plan = _plan(tmp_path, monkeypatch, **AUTO, noise=str(path))
+    expected = math.ceil(math.sqrt((80 / 16) * 2 * 0.05 ** 2 / (2 * 0.03 ** 2)))
+    assert expected == 4
+    assert {p.step.keys.repeats for p in plan.steps if p.kind == "bench"} == {expected}
+    design = plan.get("sweep").step.keys.design_record()
+    assert design["blocks"]["runs"] == expected and design["blocks"]["runs_why"].startswith("4 runs a block")
+    fixed = _plan(tmp_path, monkeypatch, noise=str(path))  # a fixed design keeps its repeats
+    assert {p.step.keys.repeats for p in fixed.steps if p.kind == "bench"} == {2}

@@ -145,7 +145,6 @@ def test_a_gpu_node_without_room_for_two_copies_falls_back(tmp_path, monkeypatch
 
 
 @pytest.mark.parametrize("keys, message", [
-    ({"repeats": "auto"}, "design: interleaved measures a fixed number of back-to-back pairs, and repeats is auto"),
     ({"matrix": {"draft": ["tiny_eagle"], "lookahead": [1, 3]}},
      "design: interleaved: it pairs each candidate with the one server without speculation; the matrix gives 0"),
     ({"design": "alternating"}, "'design' must be one of sequential, interleaved (got 'alternating')"),
@@ -158,10 +157,10 @@ def test_an_interleaved_sweep_that_cannot_be_is_refused_in_one_line(tmp_path, mo
     assert any(message in p for p in err.value.problems), err.value.problems
 
 
-def test_repeats_auto_from_the_command_line_is_refused_too(tmp_path) -> None:
-    done = run_cli("run", str(SHIPPED), "--repeats", "auto", "--dry-run")
-    assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert "and repeats is auto (in the runbook or by --repeats auto); give repeats: N" in done.stderr
+def test_repeats_auto_from_the_command_line_makes_blocks_added_until_decided(tmp_path) -> None:
+    done = run_cli("run", str(SHIPPED), "--repeats", "auto", "--dry-run", env={"VLLM_CPU_OMP_THREADS_BIND": "0-1"})
+    assert done.returncode == 0, done.stderr
+    assert "design: back-to-back blocks: for each candidate at least 2 blocks, then one more at a time" in done.stdout
 
 
 # -- records and analysis ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from llama4spec.runbook.matrix import ServerGroup
 from llama4spec.runbook.sweep.design_starts import rounds
 from llama4spec.runbook.sweep.expansion import Expansion
 from llama4spec.runbook.sweep.gates import Dominance, MoreBlocks
+from llama4spec.runbook.sweep.rule import BLOCK_RUNS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,8 +116,6 @@ def blocks(x: Expansion, groups: list[ServerGroup], found: int) -> None:
     With ``repeats: auto``: ``max_repeats`` blocks of ``BLOCK_RUNS`` pairs, those after the first
     ``min_repeats`` each started only while the candidate's comparison against no speculation is
     open at some client setting (the ``MoreBlocks`` gate on its no speculation server)."""
-    from llama4spec.runbook.sweep.kind import BLOCK_RUNS
-
     keys, step = x.keys, x.step
     auto = keys.repeats == AUTO
     total, runs = (keys.rule.max_repeats, BLOCK_RUNS) if auto else (keys.starts, keys.repeats)

@@ -15,15 +15,13 @@ from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import TooLarge, check_matrix, matrix_points, points_problem
 from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps.base import BaseKind
-from llama4spec.runbook.sweep.rule import Rule
+from llama4spec.runbook.sweep.rule import BLOCK_RUNS, MAX_BLOCK_RUNS, Rule
 from llama4spec.runbook.sweep.expand import DESIGNS, INTERLEAVED, SEQUENTIAL, expand_step
 from llama4spec.runbook.sweep.report import artifacts, design_lines, linked, merge_part, page_part, run_report
 from llama4spec.analysis.decide import CONFIDENCE, MAX_REPEATS, MIN_REPEATS
 from llama4spec.analysis.noise import MARGIN, margin_problem, precision_problem
 
 MAX_STARTS, MAX_SEED = 20, 2 ** 31 - 1  # starts: N (each a server start per setting), its order_seed
-BLOCK_RUNS = 3  # design: interleaved with repeats: auto: the pairs of runs a block (blocks are added one at a time)
-MAX_BLOCK_RUNS = 10  # ... the most a profile's costs set it to
 
 
 def _margin(raw: dict, key: str, at: str, problems: list[str]) -> float:

@@ -253,7 +253,7 @@ AUTO = {"repeats": "auto", "starts": 1, "min_repeats": 2, "max_repeats": 5,
 
 def test_auto_blocks_gate_every_block_after_min_repeats(tmp_path, monkeypatch) -> None:
     from llama4spec.runbook.sweep.gates import MoreBlocks
-    from llama4spec.runbook.sweep.kind import BLOCK_RUNS
+    from llama4spec.runbook.sweep.rule import BLOCK_RUNS
 
     plan = _plan(tmp_path, monkeypatch, **AUTO)
     serves = [p for p in plan.steps if p.kind == "serve"]

@@ -46,6 +46,23 @@ def interleave(x: Expansion, groups: list[ServerGroup], environ: Mapping[str, st
     return []  # a later phase (verify_schedule) starts after them
 
 
+CPU_HALVES = ("two servers would each get half the cores, which is another server than the one asked about")
+
+
+def chosen_design(x: Expansion, groups: list[ServerGroup], environ: Mapping[str, str] | None) -> str | None:
+    """``design: auto``: None where back-to-back blocks fit (one server without speculation, a
+    candidate or more, on GPUs, two copies on the node); else why the sweep is sequential."""
+    if x.keys.revisit:
+        return "revisit: true starts undecided servers again, which is the sequential design's"
+    found = interleaving(groups, environ) if groups else "the sweep has no server"
+    if isinstance(found, str):
+        return "back-to-back blocks need one server without speculation and a candidate or more"
+    cfgs = [g.cfg for g in groups if g.cfg is not None]
+    if any(c.hardware.device != "cuda" for c in cfgs):
+        return CPU_HALVES
+    return found.why
+
+
 def interleaving(groups: list[ServerGroup], environ: Mapping[str, str] | None) -> Interleaving | str:
     """The baseline of an interleaved sweep and whether two of its servers fit side by side; a
     string when the sweep cannot be interleaved at all."""

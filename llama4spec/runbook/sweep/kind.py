@@ -16,7 +16,7 @@ from llama4spec.runbook.matrix import TooLarge, check_matrix, matrix_points, poi
 from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps.base import BaseKind
 from llama4spec.runbook.sweep.rule import BLOCK_RUNS, MAX_BLOCK_RUNS, Rule
-from llama4spec.runbook.sweep.expand import DESIGNS, INTERLEAVED, SEQUENTIAL, expand_step
+from llama4spec.runbook.sweep.expand import AUTO_DESIGN, DESIGNS, INTERLEAVED, SEQUENTIAL, expand_step
 from llama4spec.runbook.sweep.report import artifacts, design_lines, linked, merge_part, page_part, run_report
 from llama4spec.analysis.decide import CONFIDENCE, MAX_REPEATS, MIN_REPEATS
 from llama4spec.analysis.noise import MARGIN, margin_problem, precision_problem
@@ -71,6 +71,8 @@ class Keys:
     margin: float = fields.custom(_margin, default=MARGIN)  # equivalent: a ratio within +-margin, decided by two one-sided tests
     precision: float | None = fields.custom(_precision, default=None)  # the relative half-width wanted: the design's starts and runs
     fallback: str | None = None  # generated: why an interleaved sweep is measured sequentially here
+    chosen: str | None = None  # generated: design: auto: the design it took (sequential or interleaved)
+    auto_why: str | None = None  # generated: design: auto: why it took the sequential design
     async_pinned: str | None = None  # generated: async scheduling pinned off on every server, and why
     prior: dict[str, Any] | None = None  # generated: the noise its comparisons start from (``noise_record``)
     points: list[str] = field(default_factory=list)  # generated: the bench steps it expands to
@@ -80,8 +82,10 @@ class Keys:
 
     def design_record(self) -> dict[str, Any]:
         """How the sweep measured its pairs (plan.json, sweep.json, the report)."""
-        used = INTERLEAVED if self.design == INTERLEAVED and not self.fallback else SEQUENTIAL
+        used = INTERLEAVED if (self.chosen or self.design) == INTERLEAVED and not self.fallback else SEQUENTIAL
         out: dict[str, Any] = {"design": used, "asked": self.design, "margin": self.margin}
+        if self.auto_why:
+            out["auto"] = self.auto_why
         if self.precision is not None:
             out["precision"] = self.precision
         if self.prior is not None:
@@ -176,7 +180,7 @@ def conflicts(keys: Keys, at: str, written: frozenset[str]) -> list[str]:
     problems.extend(_starts_problems(keys, at, written))
     for design, names in DESIGN_KEYS.items():
         idle = [name for name in names if name in written]
-        if idle and keys.design != design:
+        if idle and keys.design not in (design, AUTO_DESIGN):
             problems.append(f"{at}: {', '.join(idle)} act only in the {design} design, and this sweep's design is "
                             f"{keys.design}; drop {', '.join(idle)} or set design: {design}")
     return problems
@@ -186,7 +190,7 @@ def _starts_problems(keys: Keys, at: str, written: frozenset[str]) -> list[str]:
     """starts: N starts each setting's server N times (with design: interleaved, N back-to-back
     blocks per candidate): not with repeats: auto (whose further starts are revisit's)."""
     if keys.starts == 1:
-        blocks = keys.design == INTERLEAVED and keys.repeats == AUTO  # blocks added one at a time, in rounds
+        blocks = keys.design != SEQUENTIAL and keys.repeats == AUTO  # blocks added one at a time, in rounds
         return [f"{at}: order_seed orders the starts of starts: N, and this sweep starts each server once; "
                 f"drop order_seed or set starts: N (e.g. 3)"] if "order_seed" in written and not blocks else []
     if keys.repeats == AUTO and keys.design == INTERLEAVED:

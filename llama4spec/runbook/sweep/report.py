@@ -21,7 +21,7 @@ from llama4spec.runbook.noise_prior import of_sweep
 from llama4spec.runbook.rundir import Measured, csv_rows, not_run
 from llama4spec.runbook.spec import MergeRead, PageRead
 from llama4spec.runbook.steps import traits_of
-from llama4spec.runbook.sweep.expand import INTERLEAVED
+from llama4spec.runbook.sweep.expand import AUTO_DESIGN, INTERLEAVED
 from llama4spec.analysis import plots, sweep_tables as render
 from llama4spec.analysis.model import Analysis, Point, analyse
 from llama4spec.analysis.noise import MARGIN, margin_problem
@@ -49,14 +49,21 @@ def _starts_words(design: dict[str, Any] | None) -> list[str]:
 
 
 def _design_words(design: dict[str, Any] | None) -> list[str]:
-    if not design or design.get("asked") != INTERLEAVED:
+    if design and design.get("asked") == AUTO_DESIGN and design.get("design") != INTERLEAVED:
+        why = design.get("auto") or design.get("fallback")
+        return [f"design: sequential (auto: {plain(str(why), 300)})"] if why else []
+    if not design or design.get("asked") not in (INTERLEAVED, AUTO_DESIGN):
         return []
     if design.get("design") != INTERLEAVED:
         return [f"design: sequential (interleaved was asked for, but {design.get('fallback')})"]
     gap = design.get("gap_s")
     gap = f"{number(gap, 0, 600):g}" if number(gap, 0, 600) is not None else "2"
     if isinstance(design.get("blocks"), dict):
-        return _blocks_words(design, gap)
+        words = _blocks_words(design, gap)
+        if design.get("asked") == AUTO_DESIGN:
+            words[0] = words[0].replace("design: back-to-back blocks:", "design: back-to-back blocks (auto: no "
+                                        "speculation and a candidate fit side by side on the node's GPUs):", 1)
+        return words
     return [f"design: interleaved: no speculation stays up beside each candidate on disjoint devices and their runs "
             f"alternate, each at least {gap} s after the other server's last request; each "
             f"speedup is the paired t interval of the mean log ratio of back-to-back runs, with the between-start "

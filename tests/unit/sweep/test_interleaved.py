@@ -147,7 +147,7 @@ def test_a_gpu_node_without_room_for_two_copies_falls_back(tmp_path, monkeypatch
 @pytest.mark.parametrize("keys, message", [
     ({"matrix": {"draft": ["tiny_eagle"], "lookahead": [1, 3]}},
      "design: interleaved: it pairs each candidate with the one server without speculation; the matrix gives 0"),
-    ({"design": "alternating"}, "'design' must be one of sequential, interleaved (got 'alternating')"),
+    ({"design": "alternating"}, "'design' must be one of auto, sequential, interleaved (got 'alternating')"),
     ({"gap_s": -1}, "'gap_s' must be a number of seconds from 0 to 600"),
 ])
 def test_an_interleaved_sweep_that_cannot_be_is_refused_in_one_line(tmp_path, monkeypatch, keys, message) -> None:

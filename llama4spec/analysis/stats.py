@@ -175,7 +175,8 @@ class Comparison:
         if self.interval is None:
             return "at least 2 runs a side" if short else "needs at least 2 runs a side"
         if self.basis:
-            return "more blocks" if short else "needs more back-to-back blocks (starts: J sets them)"
+            return "more blocks" if short else ("needs more back-to-back blocks (starts: J sets them; max_repeats "
+                                                "under repeats: auto)")
         if self.needs_start:
             return "another server start" if short else (
                 "needs another server start (the between-start term alone keeps its interval across 1)")

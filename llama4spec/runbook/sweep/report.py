@@ -91,8 +91,8 @@ def _blocks_words(design: dict[str, Any], gap: str) -> list[str]:
             f"{plain(str(design.get('devices', 'crossed over')), 300)}; each round of blocks visits the candidates in "
             f"a random order (order_seed {plain(str(b.get('order_seed')), 20)}). A block's mean log ratio is the unit "
             f"of each speedup: with 3 or more blocks its t interval on blocks - 1 df comes from the blocks' own "
-            f"spread, with 2 from the noise components (between-start and paired within-start). "
-            f"Order: {shown}" + (f" and {more} more" if more > 0 else "")]
+            f"spread, with 2 from the noise components (between-start and paired within-start). No larger "
+            f"lookahead is skipped as dominated. Order: {shown}" + (f" and {more} more" if more > 0 else "")]
 
 
 def block_rule_of(design: dict[str, Any] | None) -> tuple[int, int, float] | None:

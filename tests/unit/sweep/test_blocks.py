@@ -370,3 +370,57 @@ def test_a_profile_with_costs_sets_the_pairs_a_block(tmp_path, monkeypatch) -> N
     assert design["blocks"]["runs"] == expected and design["blocks"]["runs_why"].startswith("4 runs a block")
     fixed = _plan(tmp_path, monkeypatch, noise=str(path))  # a fixed design keeps its repeats
     assert {p.step.keys.repeats for p in fixed.steps if p.kind == "bench"} == {2}
+
+
+# -- design: auto (the default) ---------------------------------------------------------------------
+
+def _scout(tmp_path: Path, *overrides: str, **keys):
+    from tests.helpers import REPO
+
+    data = yaml.safe_load((REPO / "runbooks" / "llama4_scout_eagle_sweep.yaml").read_text())
+    data["steps"][0].update(keys)
+    data["steps"] = data["steps"][:1]  # the sweep alone
+    path = tmp_path / f"scout-{len(list(tmp_path.glob('*.yaml')))}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    plan = plan_file(path, lambda name: tmp_path / "run", list(overrides))
+    return plan, plan.get("sweep").step.keys.design_record()
+
+
+def test_design_auto_takes_blocks_where_two_servers_fit_on_gpus(tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    plan, design = _scout(tmp_path, repeats=2)  # a fixed repeats on the 8-GPU node: 3 blocks of 2 pairs
+    assert design["asked"] == "auto" and design["design"] == "interleaved" and "auto" not in design
+    assert design["blocks"]["blocks"] == 3 and design["blocks"]["runs"] == 2
+    serves = [p for p in plan.steps if p.kind == "serve"]
+    assert len(serves) == 2 * 5 * 3
+    assert {p.env["CUDA_VISIBLE_DEVICES"] for p in serves} == {"0,1,2,3", "4,5,6,7"}
+    _, design = _scout(tmp_path)  # the runbook's repeats: auto: blocks added until decided
+    assert design["blocks"]["blocks"] == "auto" and (design["min_blocks"], design["max_blocks"]) == (2, 10)
+    _, design = _scout(tmp_path, repeats=2, starts=4)  # starts: N blocks
+    assert design["blocks"]["blocks"] == 4
+
+
+@pytest.mark.parametrize("overrides, keys, why", [
+    (["hardware.devices_per_node=4"], {}, "two servers of 4 GPUs each need 8 GPUs; this node has 4"),
+    ([], {"revisit": True}, "revisit: true starts undecided servers again, which is the sequential design's"),
+    ([], {"matrix": {"draft": ["eagle_llama4_scout"], "lookahead": [1, 3]}},
+     "back-to-back blocks need one server without speculation and a candidate or more"),
+])
+def test_design_auto_is_sequential_elsewhere_and_says_why(tmp_path, monkeypatch, overrides, keys, why) -> None:
+    from llama4spec.runbook.sweep.report import design_lines
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    plan, design = _scout(tmp_path, *overrides, **keys)
+    assert design["asked"] == "auto" and design["design"] == "sequential" and design["auto"] == why
+    assert design_lines(design)[0] == f"design: sequential (auto: {why})"
+    assert all(p.step.keys.slot is None for p in plan.steps if p.kind == "serve")
+
+
+def test_design_auto_on_the_cpu_build_is_sequential_and_the_dry_run_says_why(cli, tmp_path) -> None:
+    from tests.helpers import REPO
+
+    done = cli("run", str(REPO / "runbooks" / "tiny_cpu_sweep.yaml"), "--dry-run", "--runs-dir", str(tmp_path),
+               env={"VLLM_CPU_OMP_THREADS_BIND": "0-1"})
+    assert done.returncode == 0, done.stderr
+    assert ("    design: sequential (auto: two servers would each get half the cores, which is another server "
+            "than the one asked about)") in done.stdout.splitlines()

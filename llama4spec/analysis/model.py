@@ -376,10 +376,15 @@ def blocks_of(base: Point | None, points: Iterable[Point]) -> dict[tuple[str, st
         mine = runs(p)
         if len(p.starts) != len(mine) or len(set(p.starts)) < 2:
             continue
+        own = sorted(set(p.starts))
+        theirs = sorted({s for tag, s in zip(base.pairs, base.starts) if tag == p.id})
+        # in the order measured: a merge numbers each place's starts on after the last (per point), so
+        # where a candidate had fewer blocks than no speculation in one place the numbers part, not the order
+        matched = zip(own, theirs) if len(own) == len(theirs) else ((j, j) for j in own)
         blocks = []
-        for j in sorted(set(p.starts)):
+        for j, k in matched:
             xs = [x for x, s in zip(mine, p.starts) if s == j]
-            ys = [y for y, tag, s in zip(base_runs, base.pairs, base.starts) if tag == p.id and s == j]
+            ys = [y for y, tag, s in zip(base_runs, base.pairs, base.starts) if tag == p.id and s == k]
             blocks.append([x / y for x, y in zip(xs, ys)])
         if sum(1 for b in blocks if b) >= 2:
             out[(p.id, base.id)] = blocks

@@ -424,3 +424,14 @@ def test_design_auto_on_the_cpu_build_is_sequential_and_the_dry_run_says_why(cli
     assert done.returncode == 0, done.stderr
     assert ("    design: sequential (auto: two servers would each get half the cores, which is another server "
             "than the one asked about)") in done.stdout.splitlines()
+
+
+def test_blocks_pair_in_the_order_measured_when_a_merge_numbers_them_apart() -> None:
+    """A merge numbers each place's starts on after that point's last: a candidate with 2 blocks in
+    the first place and no speculation with 3 there (another candidate's) come out numbered apart."""
+    base = BenchRecord.of_runs("b", [_run(100, s, "c" if s != 3 else "d") for s in (1, 1, 2, 2, 3, 3)]
+                               + [_run(50, s, "c") for s in (4, 4)])
+    cand = BenchRecord.of_runs("c", [_run(120, s) for s in (1, 1, 2, 2)] + [_run(60, 3), _run(60, 3)])
+    pts = [point("b", {"draft": {"method": None}}, base),
+           point("c", {"draft": {"method": "eagle", "name": "e"}, "lookahead": 2}, cand)]
+    assert blocks_of(pts[0], pts[1:])[("c", "b")] == [[1.2, 1.2], [1.2, 1.2], [1.2, 1.2]]

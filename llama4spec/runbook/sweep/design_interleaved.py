@@ -1,8 +1,11 @@
 """The back-to-back design (``design: interleaved``): no speculation's server first, then each
 candidate's beside it on the other half of the devices, its points alternating runs with no
 speculation's; no speculation's own points last (they only collect what the pairs measured), then
-its stop. Where two copies do not fit, the sequential design, with the reason kept as the step's
-``fallback``; where the sweep cannot be interleaved at all, one problem."""
+its stop. With ``starts: J`` (or ``repeats: auto``) back-to-back blocks instead (``blocks``): both
+servers started together for every block of every candidate, crossed over block by block. Where
+two copies do not fit, the sequential design, with the reason kept as the step's ``fallback``; where
+the sweep cannot be interleaved at all, one problem. ``design: auto`` asks ``chosen_design``
+whether to take blocks."""
 
 from __future__ import annotations
 

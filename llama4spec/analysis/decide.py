@@ -185,6 +185,23 @@ class PairedLogRatio(LogRatio):
                               np.asarray(share_a, float) + np.asarray(share_b, float))
 
 
+@dataclass(frozen=True)
+class BlockLogRatio(LogRatio):
+    """Back-to-back blocks (``design: interleaved`` with ``starts: J``): each block's servers started
+    together, its pairs' mean log ratio the unit (``analysis.noise.block_estimate``): t on J - 1 df
+    from the blocks' own spread with 3 or more blocks, from ``noise``'s between-start and paired
+    components with 2."""
+
+    method: ClassVar[str] = "blocks"
+
+    def blocks(self, ratios: Sequence[Sequence[float]]) -> tuple[Estimate, str]:
+        """The estimate from each block's per-pair ratios, and what it rests on."""
+        from llama4spec.analysis.noise import block_estimate
+
+        center, se, df, text = block_estimate(ratios, self.noise)
+        return Estimate(np.asarray(center), np.asarray(se), np.asarray(df)), text
+
+
 def paired_ratio(numerator: Sequence[float], denominator: Sequence[float], confidence: float = CONFIDENCE,
                  noise: Noise | None = None) -> RatioInterval:
     """The t interval of the mean log ratio of back-to-back pairs (run i of each side), as a ratio
@@ -370,6 +387,46 @@ def pair_look(a, b, statistic: Statistic, min_repeats: int, max_repeats: int, sh
     est = Estimate(*(getattr(table.estimate, f)[0, 0, k] for f in ("center", "se", "df")))
     return PairLook(float(table.anytime_up[0, 0, k]), float(table.anytime_down[0, 0, k]), est,
                     float(table.weights[k]), n)
+
+
+def block_look(blocks_a: Sequence[Sequence[float]], min_blocks: int, max_blocks: int, noise: Noise | None = None,
+               blocks_b: Sequence[Sequence[float]] | None = None) -> tuple[PairLook, str]:
+    """Back-to-back blocks measured until decided (``repeats: auto`` with ``design: interleaved``):
+    the block means are the observations, a look after each block. ``blocks_a``: a candidate's
+    blocks, each its per-pair ratios over no speculation, in the order measured: against no
+    speculation by ``BlockLogRatio`` on the first l blocks. With ``blocks_b`` (another candidate's
+    blocks): the two by the difference of their mean block log ratios, Welch's t on the first l
+    block means a side. At the look l = the blocks so far (min over the sides, at most
+    ``max_blocks``), the anytime p-values: min over the looks min_blocks..l of p / w (the weights of
+    ``look_weights``), valid whenever the blocks stop. Returns the look and what it rests on."""
+    n = min(len(blocks_a), len(blocks_b) if blocks_b is not None else len(blocks_a), max_blocks)
+    if n < min_blocks:
+        raise ValueError(f"a look needs at least min_blocks ({min_blocks}) blocks a side")
+    weights, stdtr = look_weights(min_blocks, max_blocks), _special().stdtr
+    up = down = math.inf
+    for k, l in enumerate(range(min_blocks, n + 1)):
+        try:
+            est, basis = _block_estimate(blocks_a[:l], None if blocks_b is None else blocks_b[:l], noise)
+        except ValueError:  # 2 blocks without a paired component: nothing known yet
+            est, basis = Estimate(np.asarray(0.0), np.asarray(math.inf), np.asarray(0.0)), f"{l} blocks: no estimate"
+        t, df = float(est.t()), float(est.df)
+        p_up, p_down = ((float(stdtr(df, s * t)) if df > 0 else 1.0) for s in (-1, 1))
+        up, down = min(up, p_up / weights[k]), min(down, p_down / weights[k])
+    look = PairLook(min(up, 1.0), min(down, 1.0), est, float(weights[n - min_blocks]), n)
+    return look, f"{basis}, a look after each block from {min_blocks}"
+
+
+def _block_estimate(a, b, noise: Noise | None) -> tuple[Estimate, str]:
+    """One look's estimate: a candidate's blocks against no speculation, or two candidates' blocks."""
+    if b is None:
+        return BlockLogRatio(noise).blocks(a)
+    ma, mb = (np.array([np.log(np.asarray(block, float)).mean() for block in side]) for side in (a, b))
+    l = ma.size
+    va, vb = ma.var(ddof=1) / l, mb.var(ddof=1) / l
+    total = va + vb
+    df = (total ** 2 / ((va ** 2 + vb ** 2) / (l - 1))) if total > 0 else math.inf
+    return (Estimate(np.asarray(ma.mean() - mb.mean()), np.asarray(math.sqrt(total)), np.asarray(df)),
+            f"{l} blocks a side: the spread of their block means ({df:.1f} df)")
 
 
 def interval_at(statistic: Statistic, est: Estimate, confidence: float) -> RatioInterval:

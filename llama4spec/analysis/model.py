@@ -230,6 +230,11 @@ class AtConcurrency:
         return any(c.method == "paired" for c in self.comparisons.values())
 
     @property
+    def blocks(self) -> bool:
+        """Some comparison here rests on back-to-back blocks' means."""
+        return any(c.method == "blocks" for c in self.comparisons.values())
+
+    @property
     def title(self) -> str:
         return (f"concurrency {self.concurrency}" + (f", temperature {self.temperature:g}" if self.temperature_swept else "")
                 + (f", category {self.category}" if self.category else ""))
@@ -345,7 +350,45 @@ def sequential_rule(points: Sequence[Point]) -> tuple[int, int, float] | None:
 
 def starts_of(points: Iterable[Point]) -> dict[str, tuple[int, ...]]:
     """The points' runs' server starts, for ``stats.compare`` (points of one start left out)."""
-    return {p.id: p.starts for p in points if len(set(p.starts)) > 1}
+    return {p.id: server_starts(p) for p in points if len(set(p.starts)) > 1}
+
+
+def server_starts(p: Point) -> tuple[int, ...]:
+    """Each output-throughput run's server start as a number of its own. In back-to-back blocks no
+    speculation's runs of block j beside different candidates came from different servers, all
+    tagged start j: there (pair tags and more than one start) a start is the (candidate, block)."""
+    if not p.pairs or len(set(p.starts)) < 2 or len(p.pairs) != len(p.starts):
+        return p.starts
+    seen: dict[tuple[str | None, int], int] = {}
+    return tuple(seen.setdefault((tag, s), len(seen) + 1) for tag, s in zip(p.pairs, p.starts))
+
+
+def blocks_of(base: Point | None, points: Iterable[Point]) -> dict[tuple[str, str], list[list[float]]]:
+    """Back-to-back blocks (``stats.compare``'s ``blocks``): for each of ``points`` measured in two
+    or more blocks beside ``base`` (its runs tagged with blocks 1.. J as server starts, no
+    speculation's runs tagged with it and the block), each block's per-pair ratios, candidate over
+    no speculation, run i of each in the order measured."""
+    if base is None or not base.pairs or len(base.starts) != len(base.pairs) or len(set(base.starts)) < 2:
+        return {}
+    base_runs = runs(base)
+    out = {}
+    for p in points:
+        mine = runs(p)
+        if len(p.starts) != len(mine) or len(set(p.starts)) < 2:
+            continue
+        own = sorted(set(p.starts))
+        theirs = sorted({s for tag, s in zip(base.pairs, base.starts) if tag == p.id})
+        # in the order measured: a merge numbers each place's starts on after the last (per point), so
+        # where a candidate had fewer blocks than no speculation in one place the numbers part, not the order
+        matched = zip(own, theirs) if len(own) == len(theirs) else ((j, j) for j in own)
+        blocks = []
+        for j, k in matched:
+            xs = [x for x, s in zip(mine, p.starts) if s == j]
+            ys = [y for y, tag, s in zip(base_runs, base.pairs, base.starts) if tag == p.id and s == k]
+            blocks.append([x / y for x, y in zip(xs, ys)])
+        if sum(1 for b in blocks if b) >= 2:
+            out[(p.id, base.id)] = blocks
+    return out
 
 
 def back_to_back(base: Point | None, points: Iterable[Point]) -> dict[tuple[str, str], tuple[tuple, tuple]]:
@@ -398,15 +441,17 @@ def recommend(points: Sequence[Point], base: Point | None, drafts: int = 1,
 
 def analyse_concurrency(concurrency: int, points: list[Point], category: str | None = None,
                         noise: Noise | None = None, temperature: float = 0.0,
-                        margin: float | None = None) -> AtConcurrency:
+                        margin: float | None = None, block_rule: tuple[int, int, float] | None = None) -> AtConcurrency:
     base = next((p for p in points if not p.speculative), None)
     base_measured = base if base is not None and base.output_throughput is not None else None
     spec = sorted((p for p in points if p.speculative), key=lambda p: (p.draft, p.lookahead))
     fixed = [p for p in spec if not p.scheduled and p.output_throughput is not None]
     family = ([base_measured] if base_measured else []) + fixed
     rule = sequential_rule(family)
-    comparisons = compare({p.id: runs(p) for p in family}, rule[2] if rule else CONFIDENCE, noise,
-                          starts_of(family), rule[:2] if rule else None, back_to_back(base_measured, fixed), margin)
+    confidence = rule[2] if rule else block_rule[2] if block_rule else CONFIDENCE
+    comparisons = compare({p.id: runs(p) for p in family}, confidence, noise,
+                          starts_of(family), rule[:2] if rule else None, back_to_back(base_measured, fixed), margin,
+                          blocks_of(base_measured, fixed), block_rule[:2] if block_rule and not rule else None)
     fits: dict[str, Fit] = {}
     rows: list[Row] = []
     for p in spec:
@@ -450,24 +495,30 @@ def sweep_noise(points: Iterable[Point], prior: Noise | None = None) -> Noise:
     random-effects ANOVA on log output throughput, pooled over the settings; the between-start part
     only from settings measured over two or more server starts), combined by df with ``prior`` (a
     profile, or the hardware config's recorded figures); provisional without either
-    (``analysis.noise.pooled``)."""
+    (``analysis.noise.pooled``). Back-to-back blocks add the paired within-start component (each
+    block's per-pair ratios, ``blocks_of``)."""
     points = list(points)
-    return pooled(prior, {p.id: runs(p) for p in points}, {p.id: p.starts for p in points})
+    bases = [p for p in points if not p.speculative]
+    paired = [block for base in bases for blocks in blocks_of(base, points).values() for block in blocks if block]
+    return pooled(prior, {p.id: runs(p) for p in points}, {p.id: server_starts(p) for p in points}, paired)
 
 
 def analyse(points: Iterable[Point], prior: Noise | None = None, noise: Noise | None = None,
-            margin: float | None = None) -> Analysis:
+            margin: float | None = None, block_rule: tuple[int, int, float] | None = None) -> Analysis:
     """Group by prompt category and concurrency, compare with no speculation in the same group, fit
     the model, find where speculation stops paying (over the points without a category when there
     are any, else over every category). Points at several sampling temperatures are analysed per
     temperature, each on its own (``by_temperature``); the headline fields are the lowest's. Every
     comparison carries ``noise``, by default the sweep's (``sweep_noise`` of all the points with
-    ``prior``); ``margin``: two settings within +-margin of each other are declared equivalent."""
+    ``prior``); ``margin``: two settings within +-margin of each other are declared equivalent;
+    ``block_rule`` (min_blocks, max_blocks, confidence): back-to-back blocks added until decided
+    (``stats.compare``)."""
     points = list(points)
     noise = sweep_noise(points, prior) if noise is None else noise
     temperatures = sorted({p.temperature for p in points})
     if len(temperatures) > 1:
-        subs = [(t, analyse([p for p in points if p.temperature == t], noise=noise, margin=margin)) for t in temperatures]
+        subs = [(t, analyse([p for p in points if p.temperature == t], noise=noise, margin=margin, block_rule=block_rule))
+                for t in temperatures]
         at = sorted((dataclasses.replace(a, temperature_swept=True) for _, sub in subs for a in sub.at),
                     key=lambda a: (a.category or "", a.concurrency, a.temperature))
         first = subs[0][1]
@@ -476,7 +527,8 @@ def analyse(points: Iterable[Point], prior: Noise | None = None, noise: Noise | 
     for p in points:
         by_c.setdefault((p.category or "", p.concurrency), []).append(p)
     temperature = temperatures[0] if temperatures else 0.0
-    at = [analyse_concurrency(c, by_c[(cat, c)], cat or None, noise, temperature, margin) for cat, c in sorted(by_c)]
+    at = [analyse_concurrency(c, by_c[(cat, c)], cat or None, noise, temperature, margin, block_rule)
+          for cat, c in sorted(by_c)]
     plain = [a for a in at if a.category is None] or at
     paying = [a.concurrency for a in plain if a.pays]
     pays_up_to = max(paying) if paying else None

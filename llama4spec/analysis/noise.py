@@ -293,13 +293,13 @@ def by_start(values: Sequence[float], starts: Sequence[int] | None = None) -> li
 
 
 def pooled(prior_noise: Noise | None, runs: Mapping[str, Sequence[float]],
-           starts: Mapping[str, Sequence[int]] | None = None) -> Noise:
+           starts: Mapping[str, Sequence[int]] | None = None, paired: Sequence[Sequence[float]] = ()) -> Noise:
     """The noise of a set of settings' comparisons: the components estimated from their runs
     (``estimate``; the between-start part only from settings with runs of two or more starts),
     combined by df with ``prior_noise`` (a profile, or the hardware's recorded figures). Without a
     prior and without the starts to estimate it, the between-start part is 0 and said to be
-    provisional."""
-    data = estimate({key: by_start(values, (starts or {}).get(key)) for key, values in runs.items()})
+    provisional. ``paired``: back-to-back blocks' per-pair ratios (``estimate``)."""
+    data = estimate({key: by_start(values, (starts or {}).get(key)) for key, values in runs.items()}, paired=paired)
     if prior_noise is not None:
         return combine(prior_noise, data)
     if float(data.between.df) > 0:
@@ -403,28 +403,38 @@ def equivalent(interval: Interval, margin: float = MARGIN, confidence: float = C
     return Equivalence(p < alpha, margin, p, math.exp(interval.center - half), math.exp(interval.center + half))
 
 
-def block_interval(blocks: Sequence[Sequence[float]], confidence: float = CONFIDENCE,
-                   noise: Noise | None = None) -> Interval:
+def block_estimate(blocks: Sequence[Sequence[float]], noise: Noise | None = None) -> tuple[float, float, float, str]:
     """Back-to-back blocks: each block's per-pair ratios (candidate over baseline, run i of each,
-    measured in turn on servers started together). A block's mean log ratio is the unit: with 3 or
-    more blocks the interval is t on J - 1 df from the blocks' own spread, whatever the split
+    measured in turn on servers started together). A block's mean log ratio is the unit: the mean
+    of the J block means, its standard error and df, and what they rest on. With 3 or more blocks
+    the standard error comes from the blocks' own spread (t on J - 1 df), whatever the split
     between start and run noise. With 1 or 2 blocks the variance of a block's mean comes from
-    ``noise``: ``2 between + paired / K`` a block (ValueError without a paired component)."""
+    ``noise``: ``2 between + paired / K`` a block, on Satterthwaite's df (ValueError without a
+    paired component)."""
     means = np.array([_logs(b).mean() for b in blocks if len(b)])
     j = means.size
     if j == 0:
         raise ValueError("no block has a pair")
     center = float(means.mean())
     if j >= 3:
-        se = float(means.std(ddof=1) / math.sqrt(j))
-        return _interval(center, se, j - 1, confidence, None, f"the {j} blocks' own spread ({j - 1} df)")
+        return center, float(means.std(ddof=1) / math.sqrt(j)), float(j - 1), f"{j} blocks' own spread ({j - 1} df)"
     if noise is None or noise.paired is None:
         raise ValueError(f"{j} block(s): 3 or more give an interval of their own; fewer need a noise estimate "
                          "with a paired component")
     k = float(np.mean([len(b) for b in blocks if len(b)]))
     b_term, p_term = 2 * noise.between.var / j, noise.paired.var / (k * j)
-    df = _satterthwaite([(b_term, noise.between.df), (p_term, noise.paired.df)])
-    return _interval(center, math.sqrt(b_term + p_term), df, confidence, noise)
+    df = float(_satterthwaite([(b_term, noise.between.df), (p_term, noise.paired.df)]))
+    text = (f"{j} block{'s' if j != 1 else ''}: the noise components (between-start sd {noise.between.sd:.3f}, "
+            f"paired within-start sd {noise.paired.sd:.3f}; {df:.1f} df)")
+    return center, math.sqrt(b_term + p_term), df, text
+
+
+def block_interval(blocks: Sequence[Sequence[float]], confidence: float = CONFIDENCE,
+                   noise: Noise | None = None) -> Interval:
+    """``block_estimate`` as an interval at ``confidence``."""
+    center, se, df, text = block_estimate(blocks, noise)
+    own = len([b for b in blocks if len(b)]) >= 3
+    return _interval(center, se, df, confidence, None if own else noise, text if own else "")
 
 
 # -- how many starts and runs ---------------------------------------------------------------------
@@ -523,6 +533,41 @@ def design_lines(noise: Noise, costs: tuple[float, float] | None, runs: tuple[in
 
 
 PRECISION = 0.05  # the relative half-width a design is stated for where none is asked for
+
+
+def _block_parts(noise: Noise) -> tuple[float, float, str]:
+    """A block's paired within-start variance and df: the noise's paired component, else twice the
+    within-start variance (a pair's log ratio of two independent runs), and the words for which."""
+    if noise.paired is not None:
+        return noise.paired.var, noise.paired.df, "paired within-start"
+    return 2 * noise.within.var, noise.within.df, "paired within-start taken as twice the within-start variance"
+
+
+def block_half_width(noise: Noise, blocks: int, runs: int, confidence: float = CONFIDENCE) -> float:
+    """The expected relative half-width of a speedup from ``blocks`` back-to-back blocks of ``runs``
+    pairs each: a block mean's variance ``2 between + paired / runs``; t on blocks - 1 df from 3
+    blocks on (the blocks' own spread), on the components' Satterthwaite df below."""
+    paired, paired_df, _ = _block_parts(noise)
+    b_term, p_term = 2 * noise.between.var / blocks, paired / (runs * blocks)
+    df = blocks - 1 if blocks >= 3 else _satterthwaite([(b_term, noise.between.df), (p_term, paired_df)])
+    return math.expm1(t_quantile(df, 0.5 + confidence / 2) * math.sqrt(b_term + p_term))
+
+
+def block_lines(noise: Noise, blocks: int, runs: int, confidence: float = CONFIDENCE,
+                precision: float | None = None, cap: int = 100) -> list[str]:
+    """What back-to-back blocks on ``noise`` are expected to reach (the dry run): the half-width at
+    ``blocks`` blocks of ``runs`` pairs, and the blocks a speedup within ``precision`` needs (+-5%
+    where none is asked for)."""
+    _, _, which = _block_parts(noise)
+    wanted = PRECISION if precision is None else precision
+    target = math.log1p(wanted)
+    need = next((j for j in range(3, cap + 1) if math.log1p(block_half_width(noise, j, runs, confidence)) <= target),
+                None)
+    reach = (f"{need} blocks of {runs} pairs reach +-{100 * wanted:g}%" if need is not None else
+             f"even {cap} blocks of {runs} pairs do not reach +-{100 * wanted:g}%")
+    return [f"expected precision: a speedup against no speculation from {blocks} blocks of {runs} pairs: "
+            f"+-{100 * block_half_width(noise, blocks, runs, confidence):.1f}% ({100 * confidence:g}% interval; a block "
+            f"mean's variance 2 x between-start + {which} / {runs}); {reach}"]
 
 
 def _asked(need: Design, costs: tuple[float, float] | None, precision: float, max_repeats: int | None,

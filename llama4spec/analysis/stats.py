@@ -23,7 +23,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from llama4spec.analysis.noise import Noise
-from llama4spec.analysis.decide import (REPEATS_CAP, LogRatio, PairedLogRatio, RatioInterval, holm,
+from llama4spec.analysis.decide import (REPEATS_CAP, BlockLogRatio, LogRatio, PairedLogRatio, RatioInterval, block_look,
+                                     holm,
                                      interval_at, look_weights, pair_look, runs_to_settle, start_floor,
                                      start_shares)
 
@@ -135,6 +136,7 @@ class Comparison:
     needs_start: bool = False  # undecided: only another server start can settle it
     noise: Noise | None = None  # the estimate its between-start term came from (None: none)
     margin: float | None = None  # equivalence: "equivalent" when its interval lies within +-margin
+    basis: str | None = None  # back-to-back blocks: what its interval rests on ("4 blocks' own spread (3 df)")
 
     @property
     def decided(self) -> bool:
@@ -152,7 +154,7 @@ class Comparison:
             iv = RatioInterval(1 / iv.ratio, 1 / iv.high, 1 / iv.low, iv.confidence, iv.df, iv.method)
         return Comparison(self.second, self.first, None if self.ratio is None else 1 / self.ratio, iv, flip,
                           self.level, self.hypotheses, self.runs_to_settle, self.needs_start, self.noise,
-                          self.margin)
+                          self.margin, self.basis)
 
     def text(self) -> str:
         """``2.43x [1.20, 4.91] (98.3%)``, or the ratio alone without an interval."""
@@ -161,7 +163,8 @@ class Comparison:
         if self.interval is None:
             return f"{self.ratio:.2f}x"
         iv = self.interval
-        return f"{iv.ratio:.2f}x [{iv.low:.2f}, {iv.high:.2f}] ({_percent(iv.confidence)})"
+        on = f" on {self.basis}" if self.basis else ""
+        return f"{iv.ratio:.2f}x [{iv.low:.2f}, {iv.high:.2f}] ({_percent(iv.confidence)}){on}"
 
     def settle(self, short: bool = False) -> str:
         """What would settle it when undecided ("" when decided). The runs a side: the smallest n
@@ -171,6 +174,9 @@ class Comparison:
             return ""
         if self.interval is None:
             return "at least 2 runs a side" if short else "needs at least 2 runs a side"
+        if self.basis:
+            return "more blocks" if short else ("needs more back-to-back blocks (starts: J sets them; max_repeats "
+                                                "under repeats: auto)")
         if self.needs_start:
             return "another server start" if short else (
                 "needs another server start (the between-start term alone keeps its interval across 1)")
@@ -204,7 +210,9 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
             noise: Noise | None = None, starts: Mapping[str, Sequence[int]] | None = None,
             sequential: tuple[int, int] | None = None,
             back_to_back: Mapping[tuple[str, str], tuple[Sequence[float], Sequence[float]]] | None = None,
-            margin: float | None = None) -> dict[tuple[str, str], Comparison]:
+            margin: float | None = None,
+            blocks: Mapping[tuple[str, str], Sequence[Sequence[float]]] | None = None,
+            block_rule: tuple[int, int] | None = None) -> dict[tuple[str, str], Comparison]:
     """Every ordered pair of ``settings`` (point id -> output throughputs of its runs), the settings
     measured at one concurrency, each from a server start of its own, or from several (``starts``:
     point id -> each run's server start, aligned with its runs; a revisited sweep's points), whose
@@ -234,13 +242,24 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
     (``decide.PairedLogRatio``) instead of Welch's, in the same Holm family (fixed designs only:
     with ``sequential`` they are ignored).
 
+    ``blocks`` (a, b) -> each back-to-back block's per-pair ratios a over b (``design: interleaved``
+    with ``starts: J``): a pair with 2 or more blocks is tested on its block means
+    (``decide.BlockLogRatio``: t on J - 1 df from the blocks' own spread with 3 or more, from
+    ``noise``'s between-start and paired components with 2), in the same Holm family; its
+    comparison says what it rests on (``basis``). Fixed designs only, as ``back_to_back``.
+    ``block_rule`` (min_blocks, max_blocks): the blocks were added until decided (``repeats: auto``),
+    so their p-values are the anytime p-values of ``decide.block_look`` (a look after each block,
+    Bonferroni-weighted over every reachable look), a candidate against no speculation on its block
+    means, two candidates on the difference of theirs; Holm runs on those, and an interval is the
+    look's, at Holm's level times the look's weight.
+
     ``margin``: a pair neither faster nor slower is "equivalent" when its interval (at the level of
     Holm's next step, as above) lies within [1 / (1 + margin), 1 + margin]: both one-sided tests
     against the margin reject at that level (two one-sided tests, Schuirmann 1987), so the family's
     error bound covers these verdicts too.
     """
     alpha = 1.0 - confidence
-    statistic, paired = LogRatio(noise), PairedLogRatio(noise)
+    statistic, paired, blocked = LogRatio(noise), PairedLogRatio(noise), BlockLogRatio(noise)
     values = {pid: _usable(xs) for pid, xs in settings.items()}
     logs = {pid: statistic.values(np.asarray(xs)) for pid, xs in values.items() if len(xs) >= 2}
     ids = list(settings)
@@ -249,6 +268,7 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
     seq = {pid: _shares(values[pid], (starts or {}).get(pid)) for pid in logs}
     share = {pid: 1.0 if shares is None else float(shares[-1]) for pid, shares in seq.items()}
     diffs: dict[tuple[str, str], np.ndarray] = {}  # a paired comparison's per-pair log ratios
+    basis: dict[tuple[str, str], str] = {}  # a comparison of back-to-back blocks: what it rests on
     if sequential is not None:
         look = {(a, b): pair_look(logs[a], logs[b], statistic, *sequential, seq[a], seq[b]) for a, b in tested}
         est = {pair: lk.estimate for pair, lk in look.items()}
@@ -256,8 +276,11 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
         p = np.array([look[pair].up for pair in tested] + [look[pair].down for pair in tested])
     else:
         est, diffs = _fixed_estimates(tested, logs, share, statistic, paired, back_to_back)
+        basis = _block_estimates(est, diffs, blocked, blocks)
         weight = dict.fromkeys(tested, 1.0)
         p = _one_sided(est, tested)
+        if block_rule is not None:
+            _block_looks(tested, est, diffs, weight, p, basis, blocks or {}, block_rule, noise)
     family = _Family.of(tested, est, weight, p, alpha)
     out: dict[tuple[str, str], Comparison] = {}
     for a, b in pairs:
@@ -267,7 +290,8 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
             c = Comparison(a, b, ratio, None, "undecided", None, family.m, noise=noise, margin=margin)
         else:
             c = family.judge((a, b), logs, diffs, share, sequential, noise, margin,
-                             paired if (a, b) in diffs else statistic)
+                             blocked if (a, b) in basis else paired if (a, b) in diffs else statistic,
+                             basis.get((a, b)))
         out[(a, b)], out[(b, a)] = c, c.mirrored()
     return out
 
@@ -288,6 +312,50 @@ def _fixed_estimates(tested, logs, share, statistic, paired, back_to_back):
         if (a, b) in est and n >= 2:
             est[(a, b)], diffs[(a, b)] = paired.compare(pa, pb, both, both), pa[:n] - pb[:n]
     return est, diffs
+
+
+def _block_estimates(est, diffs, blocked: BlockLogRatio, blocks) -> dict[tuple[str, str], str]:
+    """The tested pairs measured in 2 or more back-to-back blocks: their estimates replaced by the
+    block means' (``BlockLogRatio``); returns what each rests on. A pair of 2 blocks without a
+    paired component in the noise keeps its paired estimate."""
+    basis = {}
+    for (a, b), ratios in (blocks or {}).items():
+        if (a, b) not in est:  # given the other way round
+            (a, b), ratios = (b, a), [[1 / r for r in block] for block in ratios]
+        usable = [[r for r in block if r is not None and 0 < r < math.inf] for block in ratios]
+        usable = [block for block in usable if block]
+        if (a, b) not in est or len(usable) < 2:
+            continue
+        try:
+            est[(a, b)], basis[(a, b)] = blocked.blocks(usable)
+        except ValueError:
+            continue
+        diffs.pop((a, b), None)
+    return basis
+
+
+def _block_looks(tested, est, diffs, weight, p: np.ndarray, basis, blocks, rule: tuple[int, int], noise) -> None:
+    """Blocks added until decided: each tested pair of a candidate and no speculation, or of two
+    candidates, with ``rule[0]`` blocks or more a side, at its look (``decide.block_look``): its
+    estimate, weight, anytime p-values (in ``p``: up, then down) and basis replaced in place."""
+    lo, hi = rule
+    base = {b for _, b in blocks}
+    mine = {a: [blk for blk in ratios if blk] for (a, _), ratios in blocks.items()}
+    for u, (a, b) in enumerate(tested):
+        if a in mine and b in mine:
+            sides = (mine[a], mine[b])
+        elif a in mine and b in base:
+            sides = (mine[a], None)
+        elif b in mine and a in base:  # no speculation first: its ratios the other way round
+            sides = ([[1 / r for r in blk] for blk in mine[b]], None)
+        else:
+            continue
+        if min(len(s) for s in sides if s is not None) < lo:
+            continue
+        look, basis[(a, b)] = block_look(sides[0], lo, hi, noise, sides[1])
+        est[(a, b)], weight[(a, b)] = look.estimate, look.weight
+        p[u], p[u + len(tested)] = look.up, look.down
+        diffs.pop((a, b), None)
 
 
 def _one_sided(est, tested) -> np.ndarray:
@@ -323,7 +391,7 @@ class _Family:
         next_level = alpha / max(m - int(rejected.sum()), 1)
         return cls(tested, est, weight, alpha, m, rejected, step, next_level)
 
-    def judge(self, pair, logs, diffs, share, sequential, noise, margin, statistic) -> Comparison:
+    def judge(self, pair, logs, diffs, share, sequential, noise, margin, statistic, basis=None) -> Comparison:
         """The tested ``pair``'s comparison: its verdict, level and interval, and when undecided what
         would settle it."""
         a, b = pair
@@ -332,6 +400,8 @@ class _Family:
             side = u if self.rejected[u] else u + len(self.tested)
             verdict, level = ("faster" if self.rejected[u] else "slower"), self.alpha / (self.m - int(self.step[side]))
             runs, needs_start = None, False
+        elif basis:  # blocks: only more blocks settle it
+            verdict, level, runs, needs_start = "undecided", self.next_level, None, False
         else:
             verdict, level = "undecided", self.next_level
             va, vb = (float(np.var(logs[x], ddof=1)) for x in (a, b))
@@ -347,7 +417,7 @@ class _Family:
         iv = interval_at(statistic, e, 1.0 - 2.0 * level)
         if verdict == "undecided" and margin is not None and 1 / (1 + margin) <= iv.low and iv.high <= 1 + margin:
             verdict, runs, needs_start = EQUIVALENT, None, False
-        return Comparison(a, b, iv.ratio, iv, verdict, level, self.m, runs, needs_start, noise, margin)
+        return Comparison(a, b, iv.ratio, iv, verdict, level, self.m, runs, needs_start, noise, margin, basis)
 
 
 def _shares(values: Sequence[float], starts: Sequence[int] | None) -> np.ndarray | None:

@@ -128,7 +128,12 @@ def method_line(analysis: Analysis) -> str:
                 " Where no speculation and a candidate were measured back to back (design: interleaved), that pair "
                 "compares by the paired t on the mean log ratio of its back-to-back runs instead (drift common to "
                 "both cancels; the between-start term stays), in the same Holm family." if any(a.paired for a in analysis.at)
-                else ""))
+                else "") + (
+                " Where they were measured in back-to-back blocks (both servers started together for each block, "
+                "the devices crossed over), a block's mean log ratio is the unit: with 3 or more blocks the t "
+                "interval on blocks - 1 df comes from the blocks' own spread, with 2 from the between-start and "
+                "paired within-start components; each such speedup says which, in the same Holm family."
+                if any(a.blocks for a in analysis.at) else ""))
 
 
 def category_stats(analysis: Analysis) -> list[categories.CategoryStat]:
@@ -491,7 +496,8 @@ def _comparison(c: Comparison) -> dict[str, Any]:
     return {"first": c.first, "second": c.second, "verdict": c.verdict, "ratio": c.ratio,
             "interval": _ratio_interval(c.interval), "method": c.method, "level": c.level,
             "hypotheses": c.hypotheses, "runs_to_settle": c.runs_to_settle, "needs_start": c.needs_start,
-            "settle": c.settle(), "noise": noise_record(c.noise), "margin": c.margin}
+            "settle": c.settle(), "noise": noise_record(c.noise), "margin": c.margin,
+            **({"basis": c.basis} if c.basis else {})}
 
 
 def _comparisons(a: AtConcurrency) -> list[dict[str, Any]]:

@@ -324,10 +324,11 @@ class BenchRecord:
         write_json(Path(path), self.to_dict())
 
 
-def without_pair(record: BenchRecord, pair: str) -> BenchRecord | None:
-    """``record`` without its runs paired with ``pair`` (a pair measured again replaces them); None
-    when no run is left."""
-    runs = [r for r in (record.runs or [record]) if r.pair != pair]
+def without_pair(record: BenchRecord, pair: str, start: int | None = None) -> BenchRecord | None:
+    """``record`` without its runs paired with ``pair`` (a pair measured again replaces them), only
+    those of server start ``start`` where given (a block of back-to-back blocks); None when no run is
+    left."""
+    runs = [r for r in (record.runs or [record]) if r.pair != pair or (start is not None and r.start != start)]
     if not runs:
         return None
     if len(runs) == len(record.runs or [record]):

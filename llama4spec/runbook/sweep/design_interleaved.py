@@ -1,8 +1,11 @@
 """The back-to-back design (``design: interleaved``): no speculation's server first, then each
 candidate's beside it on the other half of the devices, its points alternating runs with no
 speculation's; no speculation's own points last (they only collect what the pairs measured), then
-its stop. Where two copies do not fit, the sequential design, with the reason kept as the step's
-``fallback``; where the sweep cannot be interleaved at all, one problem."""
+its stop. With ``starts: J`` (or ``repeats: auto``) back-to-back blocks instead (``blocks``): both
+servers started together for every block of every candidate, crossed over block by block. Where
+two copies do not fit, the sequential design, with the reason kept as the step's ``fallback``; where
+the sweep cannot be interleaved at all, one problem. ``design: auto`` asks ``chosen_design``
+whether to take blocks."""
 
 from __future__ import annotations
 
@@ -11,8 +14,10 @@ from typing import Mapping
 
 from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import ServerGroup
+from llama4spec.runbook.sweep.design_starts import rounds
 from llama4spec.runbook.sweep.expansion import Expansion
-from llama4spec.runbook.sweep.gates import Dominance
+from llama4spec.runbook.sweep.gates import Dominance, MoreBlocks
+from llama4spec.runbook.sweep.rule import BLOCK_RUNS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,11 +33,6 @@ def interleave(x: Expansion, groups: list[ServerGroup], environ: Mapping[str, st
     """An interleaved sweep's pairs, appended to ``x``; returns the servers left to the sequential
     design (all of them where two copies do not fit or the sweep is refused, none otherwise).
     ``environ``: where it reads the devices it may split (this process's)."""
-    if x.keys.repeats == AUTO:
-        problems.append(f"{at}: design: interleaved measures a fixed number of back-to-back pairs, and repeats is "
-                        f"auto (in the runbook or by --repeats auto); give repeats: N or --repeats N (e.g. 5), "
-                        f"or measure until decided with design: sequential")
-        return groups
     if not groups:
         return groups
     found = interleaving(groups, environ)
@@ -42,8 +42,28 @@ def interleave(x: Expansion, groups: list[ServerGroup], environ: Mapping[str, st
     if found.why is not None:  # two copies do not fit: sequential, and the dry run and report say so
         x.refine(fallback=found.why)
         return groups
-    interleaved(x, groups, found.baseline)
+    if x.keys.starts > 1 or x.keys.repeats == AUTO:  # back-to-back blocks: both servers started for every block
+        blocks(x, groups, found.baseline)
+    else:
+        interleaved(x, groups, found.baseline)
     return []  # a later phase (verify_schedule) starts after them
+
+
+CPU_HALVES = ("two servers would each get half the cores, which is another server than the one asked about")
+
+
+def chosen_design(x: Expansion, groups: list[ServerGroup], environ: Mapping[str, str] | None) -> str | None:
+    """``design: auto``: None where back-to-back blocks fit (one server without speculation, a
+    candidate or more, on GPUs, two copies on the node); else why the sweep is sequential."""
+    if x.keys.revisit:
+        return "revisit: true starts undecided servers again, which is the sequential design's"
+    found = interleaving(groups, environ) if groups else "the sweep has no server"
+    if isinstance(found, str):
+        return "back-to-back blocks need one server without speculation and a candidate or more"
+    cfgs = [g.cfg for g in groups if g.cfg is not None]
+    if any(c.hardware.device != "cuda" for c in cfgs):
+        return CPU_HALVES
+    return found.why
 
 
 def interleaving(groups: list[ServerGroup], environ: Mapping[str, str] | None) -> Interleaving | str:
@@ -100,3 +120,68 @@ def interleaved(x: Expansion, groups: list[ServerGroup], found: int) -> None:
         x.out.append(dataclasses.replace(point, keys=dataclasses.replace(point.keys, paired=True)))
     x.stop(bsid)
     x.points = [*base_points, *candidates]
+
+
+def blocks(x: Expansion, groups: list[ServerGroup], found: int) -> None:
+    """Back-to-back blocks (``design: interleaved`` with ``starts: J``, or with ``repeats: auto``),
+    appended to ``x``: for each candidate J blocks, each no speculation's server and the
+    candidate's started together on the two halves of the devices, ``repeats`` pairs of runs
+    alternating, then both stopped. Block j + 1 swaps the halves (a crossover; ``swap_devices``
+    sets block 1's); each round of blocks visits the candidates in a random order from
+    ``order_seed``. Block 1 of a candidate measures its points; block j > 1 adds its runs to them,
+    tagged as server start j (bench key ``adds_to``), and no speculation's runs of every block join
+    its points, each tagged with the candidate's point and the block (``start``). The sweep's
+    ``start_order`` names the candidates' serve steps in the order their blocks run.
+
+    With ``repeats: auto``: ``max_repeats`` blocks of ``BLOCK_RUNS`` pairs, those after the first
+    ``min_repeats`` each started only while the candidate's comparison against no speculation is
+    open at some client setting (the ``MoreBlocks`` gate on its no speculation server)."""
+    keys, step = x.keys, x.step
+    auto = keys.repeats == AUTO
+    total, runs = (keys.rule.max_repeats, BLOCK_RUNS) if auto else (keys.starts, keys.repeats)
+    base = groups[found]
+    bsid, _ = x.server_id(found + 1, base)
+    base_overrides = [*keys.overrides, *base.overrides]
+    cands = [(n, g) for n, g in enumerate(groups, 1) if g is not base]
+    named = [(*x.server_id(n, g), [*keys.overrides, *g.overrides]) for n, g in cands]
+    base_points = [x.bench_id(bsid, label) for label in x.client_labels]  # the first block's collecting steps
+    first_of = [[x.bench_id(csid, label) for label in x.client_labels] for csid, _, _ in named]  # block 1's points
+    points = [*base_points, *(pid for mine in first_of for pid in mine)]
+    order = []
+    for j, this_round in enumerate(rounds(len(cands), total, keys.order_seed), 1):
+        swapped = keys.swap_devices != (j % 2 == 0)
+        base_slot, cand_slot = (1, 0) if swapped else (0, 1)
+        for i in this_round:
+            csid, what, overrides = named[i]
+            own = csid.removeprefix(f"{step.id}-")
+            rid = csid if j == 1 else x.new_id(f"{csid}-block{j}")
+            brid = x.new_id(f"{bsid}-{own}-block{j}")
+            gate = MoreBlocks(step.id, first_of[i], points, j, keys.rule) if auto and j > keys.rule.min_repeats else None
+            x.out.append(x.make("serve", brid, needs=x.needs(), slot=base_slot, overrides=list(base_overrides), gate=gate,
+                                description=f"sweep '{step.id}': no speculation, block {j} of "
+                                            f"{f'at most {total}' if auto else total} beside {what} (back-to-back blocks)"))
+            x.out.append(x.make("serve", rid, needs=[brid], slot=cand_slot, beside=brid, overrides=list(overrides),
+                                description=f"sweep '{step.id}': server for {what}, block {j}, beside {brid} "
+                                            f"(back-to-back blocks)"))
+            first = not order  # the sweep's first block: its collecting steps are no speculation's points
+            collectors = base_points if first else [x.bench_id(brid, label) for label in x.client_labels]
+            for c, combo in enumerate(x.client_combos):
+                pid = first_of[i][c]
+                point = x.point(pid if j == 1 else x.bench_id(rid, x.client_labels[c]), rid, combo)
+                more = dict(pair_with=collectors[c], gap_s=keys.gap_s, block=True, repeats=runs, start=j)
+                if j == 1:
+                    x.out.append(dataclasses.replace(point, keys=dataclasses.replace(point.keys, **more)))
+                else:
+                    more.update(label=pid, adds_to=pid)
+                    x.out.append(dataclasses.replace(point, needs=[pid], keys=dataclasses.replace(point.keys, **more)))
+            for c, combo in enumerate(x.client_combos):  # no speculation's runs of the block: its points' records
+                point = x.point(collectors[c], brid, combo)
+                more = dict(paired=True, start=j, block=True, repeats=runs)
+                if not first:
+                    more.update(label=base_points[c], adds_to=base_points[c])
+                x.out.append(dataclasses.replace(point, keys=dataclasses.replace(point.keys, **more)))
+            x.stop(rid)
+            x.stop(brid)
+            order.append(rid)
+    x.points = points
+    x.refine(start_order=order, block_runs=runs)

@@ -16,14 +16,15 @@ from typing import Mapping
 from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import Make, ServerGroup, server_groups
 from llama4spec.runbook.spec import Runbook, Step
-from llama4spec.runbook.sweep.design_interleaved import interleave
+from llama4spec.runbook.sweep.design_interleaved import chosen_design, interleave
 from llama4spec.runbook.sweep.design_revisit import revisit
 from llama4spec.runbook.sweep.design_schedule import schedule
 from llama4spec.runbook.sweep.design_sequential import sequential
 from llama4spec.runbook.sweep.design_starts import repeated_starts
 from llama4spec.runbook.sweep.expansion import Expansion
 
-SEQUENTIAL, INTERLEAVED = DESIGNS = ("sequential", "interleaved")  # a sweep's design (its first is the default)
+AUTO_DESIGN, SEQUENTIAL, INTERLEAVED = DESIGNS = ("auto", "sequential", "interleaved")  # a sweep's design (the first: default)
+AUTO_BLOCKS = 3  # design: auto with a fixed repeats: the back-to-back blocks a candidate gets where they fit
 
 
 def pin_async_scheduling(groups: list[ServerGroup]) -> str | None:
@@ -52,7 +53,9 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
     (the file's and those generated so far); the generated ids are added to it. Linear in the points.
     ``environ``: where an interleaved sweep reads the devices it may split (this process's).
 
-    The designs in the order their steps run: interleaved pairs (where asked for and two copies fit),
+    ``design: auto`` (the default) takes back-to-back blocks where two servers fit on GPUs, else the
+    sequential design (``design_interleaved.chosen_design`` says why). The designs in the order
+    their steps run: interleaved pairs or blocks (where asked for and two copies fit),
     the sequential pass over the servers left (or their repeated starts), a revisit of that pass,
     the schedule phase."""
     at = f"{runbook.path}: step '{step.id}'"
@@ -62,9 +65,16 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
     pinned = pin_async_scheduling(groups)
     if pinned:
         x.refine(async_pinned=pinned)
-    if x.keys.design == INTERLEAVED:
+    if x.keys.design == AUTO_DESIGN:  # back-to-back blocks where two servers fit on GPUs, else sequential
+        why = chosen_design(x, groups, environ)
+        if why is None:
+            x.refine(chosen=INTERLEAVED, starts=x.keys.starts if x.keys.starts > 1 or x.keys.repeats == AUTO
+                     else AUTO_BLOCKS)
+        else:
+            x.refine(chosen=SEQUENTIAL, auto_why=why)
+    if (x.keys.chosen or x.keys.design) == INTERLEAVED:
         groups = interleave(x, groups, environ, problems, at)
-    if x.keys.starts > 1:  # each setting's server started again in rounds of a random order
+    if x.keys.starts > 1 and groups:  # each setting's server started again in rounds of a random order
         repeated_starts(x, groups)
         groups = []
     first_pass = sequential(x, groups)

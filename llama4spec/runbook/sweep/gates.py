@@ -4,6 +4,7 @@ before them: each is a serve step's ``gate`` (``steps.serve.Gate``), made by the
 
     Dominance   skip_dominated: a larger lookahead whose bound cannot reach the leader is not started
     Revisit     revisit: true: a second start of a server, only if the first pass left its points undecided
+    MoreBlocks  design: interleaved, repeats: auto: a candidate's next back-to-back block, only while it is open
     Schedule    verify_schedule: true: the lookahead schedule derived from the points, before the server starts
 """
 
@@ -83,6 +84,52 @@ class Revisit(Gate):
         if not targets & set(self.points):
             return "not revisited: the first pass left none of its points undecided (below max_repeats)"
         return None
+
+
+@dataclass(frozen=True)
+class MoreBlocks(Gate):
+    """A candidate's block beyond the first ``min_repeats`` (``design: interleaved`` with ``repeats:
+    auto``), on the no speculation server that starts it: started only while the candidate's
+    comparison against no speculation is open (neither faster, slower nor equivalent) at some
+    client setting, as the sweep's report would decide it now from the blocks measured so far
+    (``analysis.model.analyse`` with the sweep's block rule: anytime p-values over a look per
+    block, Holm over the concurrency; ``analysis.decide.block_look``). Not started otherwise,
+    and why; nor without the earlier blocks' records (as in a launcher's group)."""
+
+    sweep: str  # the sweep step (its prior and margin)
+    candidate: list[str]  # the candidate's points (its first block's bench steps)
+    points: list[str]  # every point of the sweep (one family a concurrency)
+    block: int  # this block's number
+    rule: Rule
+
+    def missing_input(self, plan, p) -> str | None:
+        from llama4spec.analysis.model import analyse
+        from llama4spec.runbook.measured import collect_points
+        from llama4spec.runbook.noise_prior import of_sweep
+
+        planned = {q.id for q in plan.steps}
+        absent = [q for q in [self.sweep, *self.points] if q not in planned]
+        if absent:
+            return (f"not started: this group does not hold the earlier blocks' points ({', '.join(absent[:3])}"
+                    f"{', ...' if len(absent) > 3 else ''}); further blocks run in the process that ran the first ones")
+        points, _ = collect_points(plan, list(self.points))
+        if not any(pt.id in self.candidate for pt in points):
+            return "not started: its earlier blocks measured none of its points"
+        keys = plan.get(self.sweep).step.keys
+        rule = (self.rule.min_repeats, self.rule.max_repeats, self.rule.confidence)
+        try:
+            analysis = analyse(points, of_sweep(keys.design_record(), []), margin=keys.margin, block_rule=rule)
+        except ValueError as err:  # records the analysis cannot take
+            return f"not started: {err}"
+        mine = [(a.title, r.comparison) for a in analysis.at for r in a.rows if r.point.id in self.candidate]
+        if not mine or any(c is None or not c.decided for _, c in mine):
+            return None
+        said = "; ".join(f"{c.sentence()} at {title}" for title, c in mine)
+        return f"not started: decided against no speculation at every client setting after {self.block - 1} blocks ({said})"
+
+    def describe(self, p, say) -> None:
+        say(f"    started only if the candidate's comparison against no speculation is still open at some client "
+            f"setting after {self.block - 1} blocks (repeats: auto; at most {self.rule.max_repeats})")
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import TooLarge, check_matrix, matrix_points, points_problem
 from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps.base import BaseKind
-from llama4spec.runbook.sweep.rule import Rule
-from llama4spec.runbook.sweep.expand import DESIGNS, INTERLEAVED, SEQUENTIAL, expand_step
+from llama4spec.runbook.sweep.rule import BLOCK_RUNS, MAX_BLOCK_RUNS, Rule
+from llama4spec.runbook.sweep.expand import AUTO_DESIGN, DESIGNS, INTERLEAVED, SEQUENTIAL, expand_step
 from llama4spec.runbook.sweep.report import artifacts, design_lines, linked, merge_part, page_part, run_report
 from llama4spec.analysis.decide import CONFIDENCE, MAX_REPEATS, MIN_REPEATS
 from llama4spec.analysis.noise import MARGIN, margin_problem, precision_problem
@@ -71,15 +71,21 @@ class Keys:
     margin: float = fields.custom(_margin, default=MARGIN)  # equivalent: a ratio within +-margin, decided by two one-sided tests
     precision: float | None = fields.custom(_precision, default=None)  # the relative half-width wanted: the design's starts and runs
     fallback: str | None = None  # generated: why an interleaved sweep is measured sequentially here
+    chosen: str | None = None  # generated: design: auto: the design it took (sequential or interleaved)
+    auto_why: str | None = None  # generated: design: auto: why it took the sequential design
     async_pinned: str | None = None  # generated: async scheduling pinned off on every server, and why
     prior: dict[str, Any] | None = None  # generated: the noise its comparisons start from (``noise_record``)
     points: list[str] = field(default_factory=list)  # generated: the bench steps it expands to
     start_order: list[str] = field(default_factory=list)  # generated: starts: its serve steps in the order they run
+    block_runs: int | None = None  # generated: back-to-back blocks: the pairs of runs a block
+    block_why: str | None = None  # generated: repeats: auto: why a profile's costs set block_runs
 
     def design_record(self) -> dict[str, Any]:
         """How the sweep measured its pairs (plan.json, sweep.json, the report)."""
-        used = INTERLEAVED if self.design == INTERLEAVED and not self.fallback else SEQUENTIAL
+        used = INTERLEAVED if (self.chosen or self.design) == INTERLEAVED and not self.fallback else SEQUENTIAL
         out: dict[str, Any] = {"design": used, "asked": self.design, "margin": self.margin}
+        if self.auto_why:
+            out["auto"] = self.auto_why
         if self.precision is not None:
             out["precision"] = self.precision
         if self.prior is not None:
@@ -88,24 +94,37 @@ class Keys:
             out["fallback"] = self.fallback
         if self.async_pinned:
             out["async_scheduling"] = self.async_pinned
-        if self.starts > 1:
+        auto = self.repeats == AUTO
+        blocks = used == INTERLEAVED and (self.starts > 1 or auto)
+        if self.starts > 1 and not blocks:
             out["starts"] = {"starts": self.starts, "order_seed": self.order_seed, "order": list(self.start_order)}
         if used == INTERLEAVED:
             first, second = ("candidates", "no speculation") if self.swap_devices else ("no speculation", "candidates")
             out.update(gap_s=self.gap_s, swap_devices=self.swap_devices,
                        devices=f"a fixed factor: {first} on the first half of the devices, {second} on the second")
+        if blocks:
+            out["blocks"] = {"blocks": AUTO if auto else self.starts, "runs": self.block_runs or self.repeats,
+                             "order_seed": self.order_seed, "order": list(self.start_order)}
+            if auto:  # scalars, so that a merge's report reads them too
+                out.update(min_blocks=self.rule.min_repeats, max_blocks=self.rule.max_repeats,
+                           confidence=self.rule.confidence)
+                out["blocks"]["runs_why"] = self.block_why or (f"{BLOCK_RUNS} pairs a block by default; a noise "
+                                                               f"profile's costs set them")
+            out["devices"] = (f"crossed over: {first} on the first half of the devices in block 1, {second} there in "
+                              f"block 2, and so on (swap_devices: true swaps block 1's)")
         return out
 
 
 def noise_lines(prior: dict[str, Any] | None, margin: float, runs: tuple[int, int] = (MIN_REPEATS, MAX_REPEATS),
                 confidence: float = CONFIDENCE, precision: float | None = None,
-                max_repeats: int | None = None, starts: int | None = None) -> list[str]:
+                max_repeats: int | None = None, starts: int | None = None, blocks: bool = False) -> list[str]:
     """The noise a sweep's comparisons start from, and its margin of equivalence (the dry run);
     from a profile (its costs recorded), the design its components and costs call for and the
-    precision it is expected to reach (``runs``: the fewest and most runs a point gets); with the
+    precision it is expected to reach (``runs``: the fewest and most runs a point gets; ``blocks``:
+    back-to-back blocks, ``starts`` of them, each of ``runs`` pairs); with the
     ``precision`` key, the starts, runs and time it needs and whether ``max_repeats`` or ``starts``
     fall short of them."""
-    from llama4spec.analysis.noise import design_lines, noise_from_record
+    from llama4spec.analysis.noise import block_lines, design_lines, noise_from_record
 
     noise = noise_from_record(prior)
     if noise is None:
@@ -116,7 +135,9 @@ def noise_lines(prior: dict[str, Any] | None, margin: float, runs: tuple[int, in
         lines.append(f"profile: {prior['checked']}")
     costs = prior.get("costs") if isinstance(prior.get("costs"), dict) else {}
     start_s, run_s = number(costs.get("start_s"), 0, 1e6), number(costs.get("run_s"), 0, 1e6)
-    if noise.provisional is None:
+    if noise.provisional is None and blocks:
+        lines += block_lines(noise, starts or 1, runs[1], confidence, precision)
+    elif noise.provisional is None:
         lines += design_lines(noise, (start_s, run_s) if start_s and run_s else None, runs, precision, confidence,
                               max_repeats, starts)
     elif precision is not None:
@@ -159,21 +180,23 @@ def conflicts(keys: Keys, at: str, written: frozenset[str]) -> list[str]:
     problems.extend(_starts_problems(keys, at, written))
     for design, names in DESIGN_KEYS.items():
         idle = [name for name in names if name in written]
-        if idle and keys.design != design:
+        if idle and keys.design not in (design, AUTO_DESIGN):
             problems.append(f"{at}: {', '.join(idle)} act only in the {design} design, and this sweep's design is "
                             f"{keys.design}; drop {', '.join(idle)} or set design: {design}")
     return problems
 
 
 def _starts_problems(keys: Keys, at: str, written: frozenset[str]) -> list[str]:
-    """starts: N starts each setting's server N times one after another: not with design:
-    interleaved, not with repeats: auto (whose further starts are revisit's)."""
+    """starts: N starts each setting's server N times (with design: interleaved, N back-to-back
+    blocks per candidate): not with repeats: auto (whose further starts are revisit's)."""
     if keys.starts == 1:
+        blocks = keys.design != SEQUENTIAL and keys.repeats == AUTO  # blocks added one at a time, in rounds
         return [f"{at}: order_seed orders the starts of starts: N, and this sweep starts each server once; "
-                f"drop order_seed or set starts: N (e.g. 3)"] if "order_seed" in written else []
-    if keys.design == INTERLEAVED:
-        return [f"{at}: starts: {keys.starts} starts each setting's server {keys.starts} times one after another "
-                f"(the sequential design), and this sweep's design is interleaved; drop starts or set design: sequential"]
+                f"drop order_seed or set starts: N (e.g. 3)"] if "order_seed" in written and not blocks else []
+    if keys.repeats == AUTO and keys.design == INTERLEAVED:
+        return [f"{at}: starts: {keys.starts} fixes the back-to-back blocks, and repeats is auto, which adds them one "
+                f"at a time from min_repeats to max_repeats blocks; drop starts (set min_repeats and max_repeats), or "
+                f"give repeats: N (runs a block) with starts: {keys.starts}"]
     if keys.repeats == AUTO:
         return [f"{at}: starts: {keys.starts} gives every start a fixed number of runs, and repeats is auto; give "
                 f"repeats: N (e.g. 3), or keep repeats: auto and start undecided servers again with revisit: true"]
@@ -188,6 +211,32 @@ def plan(ctx, p) -> None:
     p.artifacts = artifacts(p.dir)
     if p.step.keys.matrix and p.step.keys.points:  # expanded (a sweep refused is not composed)
         p.step.keys.prior = at_plan(ctx, p, p.step.keys.noise, p.step.keys.overrides)
+        _block_runs_from_costs(ctx, p)
+
+
+def _block_runs_from_costs(ctx, p) -> None:
+    """Blocks added until decided, with a profile's costs: the pairs a block from Kalibera and
+    Jones' rule (``analysis.noise.runs_per_block``; a start pair costs two server starts, a run
+    pair two runs) instead of ``BLOCK_RUNS``, set on the sweep's block bench steps (planned before it)."""
+    from llama4spec.analysis.noise import Component, Noise, noise_from_record, runs_per_block
+
+    keys = p.step.keys
+    costs = (keys.prior or {}).get("costs")
+    noise = noise_from_record(keys.prior)
+    if keys.repeats != AUTO or keys.block_runs is None or noise is None or noise.provisional or not isinstance(costs, dict):
+        return
+    start_s, run_s = number(costs.get("start_s"), 1e-6, 1e6), number(costs.get("run_s"), 1e-6, 1e6)
+    if start_s is None or run_s is None:
+        return
+    if noise.paired is None:  # a pair's log ratio of two runs: twice the within-start variance
+        noise = Noise(noise.between, noise.within, Component(2 * noise.within.var, noise.within.df, noise.within.source))
+    design = runs_per_block(noise, 2 * start_s, 2 * run_s, cap=MAX_BLOCK_RUNS)
+    keys.block_runs = design.runs
+    keys.block_why = design.why
+    for q in ctx.planned.values():
+        k = q.step.keys
+        if getattr(k, "block", False) and (getattr(k, "adds_to", None) or q.id) in keys.points:
+            k.repeats = design.runs
 
 
 def execute(run, p) -> dict[str, Any]:
@@ -206,7 +255,13 @@ def describe(p, say) -> None:
         rule = keys.rule
         runs = (rule.min_repeats, rule.max_repeats) if keys.repeats == "auto" else (keys.repeats, keys.repeats)
         cap = rule.max_repeats if keys.repeats == "auto" else None
-        for line in noise_lines(keys.prior, keys.margin, runs, rule.confidence, keys.precision, cap, keys.starts):
+        blocks = keys.design_record().get("blocks")
+        starts = keys.starts
+        if blocks is not None:  # blocks of block_runs pairs: from min_repeats blocks on, with repeats: auto
+            starts = rule.min_repeats if keys.repeats == "auto" else keys.starts
+            runs, cap = (blocks["runs"], blocks["runs"]), None
+        for line in noise_lines(keys.prior, keys.margin, runs, rule.confidence, keys.precision, cap, starts,
+                                blocks is not None):
             say(f"    {line}")
 
 

@@ -21,7 +21,7 @@ from llama4spec.runbook.noise_prior import of_sweep
 from llama4spec.runbook.rundir import Measured, csv_rows, not_run
 from llama4spec.runbook.spec import MergeRead, PageRead
 from llama4spec.runbook.steps import traits_of
-from llama4spec.runbook.sweep.expand import INTERLEAVED
+from llama4spec.runbook.sweep.expand import AUTO_DESIGN, INTERLEAVED
 from llama4spec.analysis import plots, sweep_tables as render
 from llama4spec.analysis.model import Analysis, Point, analyse
 from llama4spec.analysis.noise import MARGIN, margin_problem
@@ -49,17 +49,63 @@ def _starts_words(design: dict[str, Any] | None) -> list[str]:
 
 
 def _design_words(design: dict[str, Any] | None) -> list[str]:
-    if not design or design.get("asked") != INTERLEAVED:
+    if design and design.get("asked") == AUTO_DESIGN and design.get("design") != INTERLEAVED:
+        why = design.get("auto") or design.get("fallback")
+        return [f"design: sequential (auto: {plain(str(why), 300)})"] if why else []
+    if not design or design.get("asked") not in (INTERLEAVED, AUTO_DESIGN):
         return []
     if design.get("design") != INTERLEAVED:
         return [f"design: sequential (interleaved was asked for, but {design.get('fallback')})"]
     gap = design.get("gap_s")
     gap = f"{number(gap, 0, 600):g}" if number(gap, 0, 600) is not None else "2"
+    if isinstance(design.get("blocks"), dict):
+        words = _blocks_words(design, gap)
+        if design.get("asked") == AUTO_DESIGN:
+            words[0] = words[0].replace("design: back-to-back blocks:", "design: back-to-back blocks (auto: no "
+                                        "speculation and a candidate fit side by side on the node's GPUs):", 1)
+        return words
     return [f"design: interleaved: no speculation stays up beside each candidate on disjoint devices and their runs "
             f"alternate, each at least {gap} s after the other server's last request; each "
             f"speedup is the paired t interval of the mean log ratio of back-to-back runs, with the between-start "
             f"term (interleaving cancels drift, not a server start's offset); the device is "
             f"{design.get('devices', 'a fixed factor')} (swap_devices: true swaps them)"]
+
+
+def _blocks_words(design: dict[str, Any], gap: str) -> list[str]:
+    """Back-to-back blocks (``design: interleaved`` with ``starts: J``) in sentences."""
+    b = design["blocks"]
+    j, k = plain(str(b.get("blocks")), 10), plain(str(b.get("runs")), 10)
+    order = b.get("order") if isinstance(b.get("order"), list) else []
+    shown = ", ".join(plain(str(sid), 200) for sid in order[:MAX_SHOWN])
+    more = len(order) - MAX_SHOWN
+    if b.get("blocks") == "auto":
+        low, high = plain(str(design.get("min_blocks")), 10), plain(str(design.get("max_blocks")), 10)
+        j = (f"at least {low} blocks, then one more at a time while its comparison against no speculation is open "
+             f"at some client setting (repeats: auto: a look after each block, anytime p-values, Holm over the "
+             f"concurrency), at most {high} ({plain(str(b.get('runs_why', '')), 300)}):")
+    else:
+        j = f"{j} blocks,"
+    return [f"design: back-to-back blocks: for each candidate {j} each no speculation's server and the "
+            f"candidate's started together on disjoint devices, {k} pairs of runs alternating (each at least {gap} s "
+            f"after the other server's last request), then both stopped; the devices are "
+            f"{plain(str(design.get('devices', 'crossed over')), 300)}; each round of blocks visits the candidates in "
+            f"a random order (order_seed {plain(str(b.get('order_seed')), 20)}). A block's mean log ratio is the unit "
+            f"of each speedup: with 3 or more blocks its t interval on blocks - 1 df comes from the blocks' own "
+            f"spread, with 2 from the noise components (between-start and paired within-start). No larger "
+            f"lookahead is skipped as dominated. Order: {shown}" + (f" and {more} more" if more > 0 else "")]
+
+
+def block_rule_of(design: dict[str, Any] | None) -> tuple[int, int, float] | None:
+    """Blocks added until decided: (min_blocks, max_blocks, confidence) as the plan recorded them
+    (checked: None where they are absent or out of bounds)."""
+    from llama4spec.analysis.decide import CONFIDENCE, REPEATS_CAP
+
+    d = design or {}
+    low, high = number(d.get("min_blocks"), 2, REPEATS_CAP), number(d.get("max_blocks"), 2, REPEATS_CAP)
+    level = number(d.get("confidence"), 0.5, 0.999999)
+    if low is None or high is None or low != int(low) or high != int(high) or low > high:
+        return None
+    return int(low), int(high), float(level) if level is not None else CONFIDENCE
 
 
 def margin_of(design: dict[str, Any] | None) -> float:
@@ -119,7 +165,8 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
     ``design``: the sweep step's ``design_record`` (said in the report when interleaving was asked for)."""
     points = sweep_points((pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured)
     missing = [pid for pid in ids if pid not in measured]
-    analysis = analyse(points, of_sweep(design, [m.config for m in measured.values()]), margin=margin_of(design))
+    analysis = analyse(points, of_sweep(design, [m.config for m in measured.values()]), margin=margin_of(design),
+                       block_rule=block_rule_of(design))
     by_c: dict[int, dict[str, tuple[str, ...]]] = {}
     for pt in points if beside else []:
         by_c.setdefault(pt.concurrency, {})[pt.id] = beside.get(pt.id, ())
@@ -230,7 +277,8 @@ def page_part(read: PageRead, step: Mapping[str, Any], page) -> None:
     measured = read.collect(ids, left_out)
     points = sweep_points((pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured)
     design = step.get("design") if isinstance(step.get("design"), dict) else None
-    analysis = analyse(points, of_sweep(design, [m.config for m in measured.values()]), margin=margin_of(design))
+    analysis = analyse(points, of_sweep(design, [m.config for m in measured.values()]), margin=margin_of(design),
+                       block_rule=block_rule_of(design))
     reasons = {**not_run(source.status.get("steps") or []), **left_out}
     missing = {pid: reasons.get(pid, "no record") for pid in ids if pid not in measured}
     beside = groups.beside_points(source.dir, {pid: m.where for pid, m in measured.items()})

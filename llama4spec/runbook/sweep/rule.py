@@ -13,6 +13,9 @@ from llama4spec.analysis.decide import CONFIDENCE, MAX_REPEATS, MIN_REPEATS
 from llama4spec.runbook import fields
 from llama4spec.runbook.fields import described
 
+BLOCK_RUNS = 3  # design: interleaved with repeats: auto: the pairs of runs a block (blocks are added one at a time)
+MAX_BLOCK_RUNS = 10  # ... the most a noise profile's costs set it to
+
 
 @dataclass(frozen=True)
 class Rule:

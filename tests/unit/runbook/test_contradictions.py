@@ -37,9 +37,11 @@ def test_command_line_repeats_on_a_revisiting_sweep_is_refused_as_the_runbook_fo
 @pytest.mark.parametrize("key", ["gap_s: 5", "swap_devices: true"])
 def test_a_key_of_another_design_is_refused_naming_the_design(cli, tmp_path: Path, key: str) -> None:
     book = tmp_path / "b.yaml"
-    book.write_text(SWEEP.format(keys=key))
+    book.write_text(SWEEP.format(keys=f"design: sequential, {key}"))
     _refused(cli("run", str(book), "--dry-run", "--runs-dir", str(tmp_path / "runs")),
              key.split(":")[0], "interleaved", "sequential")
+    book.write_text(SWEEP.format(keys=key))  # design: auto: they act where it takes back-to-back blocks
+    assert cli("run", str(book), "--dry-run", "--runs-dir", str(tmp_path / "runs")).returncode == 0
 
 
 @pytest.mark.parametrize("preset", ["tiny_contrast", "mtbench"])

@@ -131,7 +131,7 @@ def test_the_scout_sweep_planned_here_with_a_gpu_profile_prints_its_design_and_p
     profile.write_text((FIXTURES / "h100_scout_tp4.json").read_text())
     text = Path("runbooks/llama4_scout_eagle_sweep.yaml").read_text()
     runbook = tmp_path / "scout.yaml"
-    runbook.write_text(text.replace("    repeats: auto\n", "    repeats: auto\n    noise: h100.json\n", 1))
+    runbook.write_text(text.replace("    repeats: auto\n", "    repeats: auto\n    design: sequential\n    noise: h100.json\n", 1))
     done = cli("run", runbook, "--dry-run", "--runs-dir", tmp_path / "runs")
     assert done.returncode == 0, done.stderr
     out = done.stdout
@@ -143,6 +143,15 @@ def test_the_scout_sweep_planned_here_with_a_gpu_profile_prints_its_design_and_p
     spans = f"+-{100 * nz.half_width(noise, 2):.1f}% at 2 runs, +-{100 * nz.half_width(noise, 10):.1f}% at 10 runs"
     assert f"expected precision: a speedup of two points, one server start each: {spans}" in out
     assert nz.half_width(noise, 10) < nz.half_width(noise, 2) < 0.2  # a quiet node: runs narrow it, within +-20%
+    # design: auto (the runbook's): back-to-back blocks on the 8-GPU node, the pairs a block from the costs
+    runbook.write_text(text.replace("    repeats: auto\n", "    repeats: auto\n    noise: h100.json\n", 1))
+    out = cli("run", runbook, "--dry-run", "--runs-dir", tmp_path / "runs").stdout
+    paired = nz.Noise(noise.between, noise.within, nz.Component(2 * noise.within.var, noise.within.df, "x"))
+    k = nz.runs_per_block(paired, 2 * 420.0, 2 * 75.0, cap=10).runs
+    assert k == 5 and f"({k} runs a block: a start pair costs 840 s, a run pair 150 s" in out
+    assert "design: back-to-back blocks (auto: no speculation and a candidate fit side by side on the node's GPUs)" in out
+    width = 100 * nz.block_half_width(noise, 2, k)
+    assert f"expected precision: a speedup against no speculation from 2 blocks of {k} pairs: +-{width:.1f}%" in out
     # the same profile against a CPU config measured here is another machine
     done = _dry(cli, tmp_path, f"noise: {profile}")
     assert done.returncode == 2 and "measured with" in done.stderr and len(done.stderr.strip().splitlines()) == 1

@@ -97,7 +97,8 @@ def test_the_scout_sweep_with_the_h100_profile_prints_what_docs_noise_md_shows(c
     (tmp_path / "h100.json").write_text((FIXTURES / "h100_scout_tp4.json").read_text())
     text = Path("runbooks/llama4_scout_eagle_sweep.yaml").read_text()
     runbook = tmp_path / "scout.yaml"
-    runbook.write_text(text.replace("    repeats: auto\n", "    repeats: auto\n    noise: h100.json\n    precision: 0.05\n", 1))
+    runbook.write_text(text.replace("    repeats: auto\n", "    repeats: auto\n    design: sequential\n    noise: h100.json\n"
+                                                       "    precision: 0.05\n", 1))
     out = _lines(cli("run", runbook, "--dry-run", "--runs-dir", tmp_path / "runs"))
     docs = Path("docs/noise.md").read_text()
     shown = [x for x in out if x.startswith(("precision:", "max_repeats", "the sweep starts"))]

@@ -145,10 +145,9 @@ def test_a_gpu_node_without_room_for_two_copies_falls_back(tmp_path, monkeypatch
 
 
 @pytest.mark.parametrize("keys, message", [
-    ({"repeats": "auto"}, "design: interleaved measures a fixed number of back-to-back pairs, and repeats is auto"),
     ({"matrix": {"draft": ["tiny_eagle"], "lookahead": [1, 3]}},
      "design: interleaved: it pairs each candidate with the one server without speculation; the matrix gives 0"),
-    ({"design": "alternating"}, "'design' must be one of sequential, interleaved (got 'alternating')"),
+    ({"design": "alternating"}, "'design' must be one of auto, sequential, interleaved (got 'alternating')"),
     ({"gap_s": -1}, "'gap_s' must be a number of seconds from 0 to 600"),
 ])
 def test_an_interleaved_sweep_that_cannot_be_is_refused_in_one_line(tmp_path, monkeypatch, keys, message) -> None:
@@ -158,10 +157,10 @@ def test_an_interleaved_sweep_that_cannot_be_is_refused_in_one_line(tmp_path, mo
     assert any(message in p for p in err.value.problems), err.value.problems
 
 
-def test_repeats_auto_from_the_command_line_is_refused_too(tmp_path) -> None:
-    done = run_cli("run", str(SHIPPED), "--repeats", "auto", "--dry-run")
-    assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert "and repeats is auto (in the runbook or by --repeats auto); give repeats: N" in done.stderr
+def test_repeats_auto_from_the_command_line_makes_blocks_added_until_decided(tmp_path) -> None:
+    done = run_cli("run", str(SHIPPED), "--repeats", "auto", "--dry-run", env={"VLLM_CPU_OMP_THREADS_BIND": "0-1"})
+    assert done.returncode == 0, done.stderr
+    assert "design: back-to-back blocks: for each candidate at least 2 blocks, then one more at a time" in done.stdout
 
 
 # -- records and analysis ---------------------------------------------------------------------------
@@ -233,7 +232,8 @@ def _finished(run_dir: Path, monkeypatch, drift: list[float]) -> None:
 
 def test_two_interleaved_runs_merge_pair_by_pair_with_a_start_each(tmp_path, monkeypatch) -> None:
     """The merge keeps each run's pairs together and counts each directory as a server start of its
-    own, so the paired interval's between-start term halves."""
+    own: two start pairs, so the comparison rests on two back-to-back blocks (each directory's mean
+    log ratio, its variance from the components: the between-start term halves)."""
     import io
 
     from rich.console import Console
@@ -249,7 +249,7 @@ def test_two_interleaved_runs_merge_pair_by_pair_with_a_start_each(tmp_path, mon
     assert merged["design"]["design"] == "interleaved"
     for single, both in zip(one["concurrency"], merged["concurrency"]):
         (a,), (m,) = single["comparisons"], both["comparisons"]
-        assert a["method"] == m["method"] == "paired"
+        assert a["method"] == "paired" and m["method"] == "blocks" and m["basis"].startswith("2 blocks: the noise")
         ratio = m["ratio"] if m["first"].startswith(CAND) else 1 / m["ratio"]
         assert math.isclose(ratio, 1.3, rel_tol=1e-9)  # every pair 1.3x, whatever the drift
         width = lambda c: math.log(c["interval"]["high"] / c["interval"]["low"])  # noqa: E731

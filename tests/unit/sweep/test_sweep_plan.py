@@ -64,12 +64,17 @@ def test_tiny_sweep_starts_three_servers_and_measures_each_at_every_concurrency(
 def test_scout_sweep_reuses_each_server_for_every_concurrency() -> None:
     plan = _plan(REPO / "runbooks" / "llama4_scout_eagle_sweep.yaml")
     serves = [p for p in plan.steps if p.kind == "serve"]
-    assert len(serves) == 6  # no speculation + EAGLE at 1, 2, 3, 5, 7
-    assert [_spec(p.argv)["num_speculative_tokens"] for p in serves[1:]] == [1, 2, 3, 5, 7]
+    # design: auto on an 8-GPU node: back-to-back blocks, no speculation beside EAGLE at 1, 2, 3, 5, 7,
+    # at most max_repeats (10) blocks each (repeats: auto), two TP 4 servers a block
+    design = plan.get("sweep").step.keys.design_record()
+    assert design["asked"] == "auto" and design["design"] == "interleaved" and design["blocks"]["blocks"] == "auto"
+    assert len(serves) == 2 * 5 * 10
+    assert sorted(_spec(p.argv)["num_speculative_tokens"] for p in serves[1:10:2]) == [1, 2, 3, 5, 7]
     assert all(_flag(p.argv, "--tensor-parallel-size") == "4" and "--no-enable-prefix-caching" in p.argv
                for p in serves)
+    points = plan.get("sweep").step.keys.points
+    assert len(points) == 24  # each server serves every concurrency
     benches = [p for p in plan.steps if p.kind == "bench"]
-    assert len(benches) == 24
     assert sorted({_flag(b.argv, "--max-concurrency") for b in benches}, key=int) == ["1", "4", "16", "64"]
     cmp = plan.get("compare")
     assert cmp.inputs["candidate"] == RUN_DIR / "sweep-eagle_llama4_scout-k3-c16" / "record.json"

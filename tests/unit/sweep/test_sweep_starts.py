@@ -102,7 +102,6 @@ def test_runs_of_every_start_give_the_sweep_its_own_between_start_estimate(tmp_p
     ("starts: -2", ["'starts' must be a whole number from 1 to 20 (got -2)"]),
     ("starts: 1.5", ["'starts' must be a whole number from 1 to 20 (got 1.5)"]),
     ("starts: two", ["'starts' must be a whole number"]),
-    ("starts: 2, design: interleaved", ["starts: 2", "design is interleaved", "design: sequential"]),
     ("starts: 2, repeats: auto", ["starts: 2", "repeats is auto", "revisit: true"]),
     ("order_seed: 4", ["order_seed", "starts: N"]),
 ])

@@ -1,0 +1,437 @@
+"""Back-to-back blocks (``design: interleaved`` with ``starts: J``): for each candidate J blocks,
+each no speculation's server and the candidate's started together on the two halves of the
+devices, ``repeats`` pairs alternating, then both stopped; block j + 1 crosses the halves over;
+each round visits the candidates in a seeded random order. Block j's runs are tagged as server
+start j. A comparison rests on the block means: t on J - 1 df from their own spread with 3 or more
+blocks, the noise components with 2. Records are written here as a run leaves them; no engine runs."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from llama4spec.analysis.model import analyse, blocks_of, server_starts, sweep_noise
+from llama4spec.analysis.noise import block_half_width, prior as known_noise
+from llama4spec.analysis.points import point
+from llama4spec.results import bench as bench_record
+from llama4spec.results.bench import BenchRecord, without_pair
+from llama4spec.runbook.plan import plan_file
+from llama4spec.runbook.sweep.design_starts import rounds
+
+SWEEP = {"id": "sweep", "kind": "sweep", "design": "interleaved", "starts": 3, "order_seed": 4, "repeats": 2,
+         "matrix": {"draft": ["none", "tiny_eagle"], "lookahead": [1, 3], "bench.max_concurrency": [1, 4]}}
+BASE = "sweep-none"
+CANDS = ["sweep-tiny_eagle-k1", "sweep-tiny_eagle-k3"]
+
+
+def _plan(tmp_path: Path, monkeypatch, **keys):
+    monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "0-1")
+    data = {"name": "blocks", "overrides": ["target=tiny", "memory=cpu", "bench=random_tiny", "serve.port=8791"],
+            "steps": [{**SWEEP, **keys}]}
+    path = tmp_path / f"blocks-{len(list(tmp_path.glob('*.yaml')))}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return plan_file(path, lambda name: tmp_path / "run")
+
+
+def test_each_candidate_gets_j_blocks_crossed_over_in_seeded_rounds(tmp_path, monkeypatch) -> None:
+    plan = _plan(tmp_path, monkeypatch)
+    serves = [p for p in plan.steps if p.kind == "serve"]
+    assert len(serves) == 2 * 3 * 2  # 3 blocks of 2 candidates, two servers a block
+    pairs = list(zip(serves[::2], serves[1::2]))
+    order = [cand.id for _, cand in pairs]
+    expected = [CANDS[i] + ("" if j == 1 else f"-block{j}") for j, r in enumerate(rounds(2, 3, 4), 1) for i in r]
+    assert order == expected == plan.get("sweep").step.keys.start_order
+    for n, (base, cand) in enumerate(pairs):
+        j = n // 2 + 1
+        assert base.step.keys.beside is None and cand.step.keys.beside == base.id and cand.needs == [base.id]
+        assert not base.composed.cfg.draft.method and cand.composed.cfg.draft.method
+        # block 1 no speculation on core 0, block 2 on core 1, block 3 on core 0 again
+        assert base.env["VLLM_CPU_OMP_THREADS_BIND"] == ("0" if j % 2 else "1")
+        assert cand.env["VLLM_CPU_OMP_THREADS_BIND"] == ("1" if j % 2 else "0")
+        ids = [p.id for p in plan.steps]
+        stops = [p for p in plan.steps if p.kind == "stop" and p.step.server in (base.id, cand.id)]
+        assert len(stops) == 2 and all(ids.index(s.id) < ids.index(pairs[n + 1][0].id) for s in stops
+                                       if n + 1 < len(pairs))  # both stopped before the next block
+    points = plan.get("sweep").step.keys.points
+    assert points == [f"{BASE}-c1", f"{BASE}-c4", *(f"{c}-c{k}" for c in CANDS for k in (1, 4))]
+    benches = [p for p in plan.steps if p.kind == "bench"]
+    for p in benches:
+        keys = p.step.keys
+        assert keys.block and keys.start in (1, 2, 3)
+        server = plan.get(p.step.server)
+        if keys.paired:  # no speculation's runs of the block join its point's record
+            assert not server.composed.cfg.draft.method
+            assert (keys.adds_to is None) == (p.id in points) and (keys.adds_to or p.id) in points[:2]
+        else:  # a candidate's pairs, with the collecting step of its own block's baseline
+            base = plan.get(keys.pair_with)
+            assert base.step.server == plan.get(p.step.server).step.keys.beside and base.step.keys.start == keys.start
+            assert keys.repeats == 2 and (keys.adds_to or p.id) in points[2:]
+            if keys.adds_to:
+                assert p.artifacts["record"] == plan.get(keys.adds_to).artifacts["record"]
+                assert keys.adds_to in p.needs and keys.label == keys.adds_to
+        if keys.adds_to or keys.paired:
+            assert p.artifacts["record"] == plan.get(keys.adds_to or p.id).artifacts["record"]
+    assert sum(1 for p in benches if not p.step.keys.paired) == 2 * 3 * 2  # candidates x blocks x concurrencies
+    design = next(r for r in plan.to_record() if r["id"] == "sweep")["design"]
+    assert design["design"] == "interleaved" and "starts" not in design
+    assert design["blocks"] == {"blocks": 3, "runs": 2, "order_seed": 4, "order": order}
+    swapped = _plan(tmp_path, monkeypatch, swap_devices=True)
+    first = next(p for p in swapped.steps if p.kind == "serve")
+    assert first.env["VLLM_CPU_OMP_THREADS_BIND"] == "1"
+    other = _plan(tmp_path, monkeypatch, order_seed=1)
+    assert other.get("sweep").step.keys.start_order != order or rounds(2, 3, 1) == rounds(2, 3, 4)
+
+
+def test_the_dry_run_describes_blocks_crossover_order_and_precision(cli, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "0-1")
+    plan = _plan(tmp_path, monkeypatch)
+    path = next(tmp_path.glob("*.yaml"))
+    done = cli("run", str(path), "--dry-run", "--runs-dir", str(tmp_path / "runs"),
+               env={"VLLM_CPU_OMP_THREADS_BIND": "0-1"})
+    assert done.returncode == 0, done.stderr
+    line = next(x for x in done.stdout.splitlines() if "design: back-to-back blocks" in x)
+    assert "3 blocks" in line and "2 pairs" in line and "crossed over" in line and "order_seed 4" in line
+    assert line.endswith("Order: " + ", ".join(plan.get("sweep").step.keys.start_order))
+    assert "expected precision: a speedup against no speculation from 3 blocks of 2 pairs" in done.stdout
+    assert "pairs of block 2, each a run of" in done.stdout
+
+
+def _run(x: float, start: int, pair: str | None = None, concurrency: int = 4) -> BenchRecord:
+    return BenchRecord(label="x", returncode=0, pair=pair, start=start,
+                       result={"output_throughput": x, "completed": 16, "max_concurrency": concurrency})
+
+
+def _points(offsets: list[float], ratio: float, k: int = 3, other: bool = True):
+    """No speculation and candidate c (and another, d) measured in len(offsets) blocks of k pairs:
+    block j's servers share an offset, each pair its drift; c is ``ratio`` times faster at best."""
+    base_runs, c_runs, d_runs = [], [], []
+    rng = np.random.default_rng(5)
+    for j, off in enumerate(offsets, 1):
+        for i in range(k):
+            drift = float(np.exp(rng.normal(0, 0.05)))
+            base_runs.append(_run(100 * off * drift, j, "c"))
+            c_runs.append(_run(100 * ratio * off * drift * (1 + 0.01 * (i - 1) * (j % 2 or -1)), j))
+            if other:
+                base_runs.append(_run(90 * off * drift, j, "d"))
+                d_runs.append(_run(90 * 1.1 * off * drift, j))
+    pts = [point("b", {"draft": {"method": None}}, BenchRecord.of_runs("b", base_runs)),
+           point("c", {"draft": {"method": "eagle", "name": "e"}, "lookahead": 2}, BenchRecord.of_runs("c", c_runs))]
+    if other:
+        pts.append(point("d", {"draft": {"method": "eagle", "name": "e"}, "lookahead": 3},
+                         BenchRecord.of_runs("d", d_runs)))
+    return pts
+
+
+def test_three_or_more_blocks_rest_on_their_own_spread() -> None:
+    from scipy import stats
+
+    pts = _points([1.0, 0.6, 1.3, 0.8], 1.3)
+    base, c = pts[0], pts[1]
+    blocks = blocks_of(base, pts[1:])[("c", "b")]
+    assert [len(b) for b in blocks] == [3, 3, 3, 3]
+    (at,) = analyse(pts, noise=known_noise(0.2, 0.2, "test")).at  # the prior's size does not enter
+    comp = at.comparisons[("c", "b")]
+    assert comp.method == "blocks" and comp.basis == "4 blocks' own spread (3 df)" and at.blocks
+    means = np.array([np.log(b).mean() for b in blocks])
+    assert math.isclose(comp.ratio, math.exp(means.mean()), rel_tol=1e-9)
+    half = stats.t.ppf(1 - comp.level, 3) * means.std(ddof=1) / 2
+    assert math.isclose(comp.interval.low, math.exp(means.mean() - half), rel_tol=1e-9)
+    assert comp.interval.df == 3 and comp.verdict == "faster" and "on 4 blocks' own spread (3 df)" in comp.text()
+    assert comp.hypotheses == 6  # b, c, d: one Holm family of 3 x 2 one-sided hypotheses
+    assert at.comparisons[("b", "c")].basis == comp.basis  # mirrored
+    # the candidates against each other: Welch, their blocks' starts apart
+    assert at.comparisons[("c", "d")].method == "welch" and at.comparisons[("c", "d")].basis is None
+    assert len(set(server_starts(base))) == 8 and server_starts(c) == c.starts  # (candidate, block) apart
+
+
+def test_two_blocks_rest_on_the_components_with_the_paired_part_estimated() -> None:
+    pts = _points([1.0, 0.7], 1.25, other=False)
+    noise = sweep_noise(pts, known_noise(0.05, 0.05, "prior", 10, 10))
+    assert noise.paired is not None and noise.paired.df == 2 * 2  # 2 blocks of 3 pairs: sum(K - 1)
+    (at,) = analyse(pts, noise=noise).at
+    comp = at.comparisons[("c", "b")]
+    assert comp.method == "blocks" and comp.basis.startswith("2 blocks: the noise components")
+    blocks = blocks_of(pts[0], pts[1:])[("c", "b")]
+    var = 2 * noise.between.var / 2 + noise.paired.var / (3 * 2)
+    assert math.isclose(math.log(comp.interval.high / comp.interval.low) / 2,
+                        float(__import__("scipy").stats.t.ppf(1 - comp.level, comp.interval.df)) * math.sqrt(var),
+                        rel_tol=1e-9)
+    assert math.isclose(comp.ratio, math.exp(np.mean([np.log(b).mean() for b in blocks])), rel_tol=1e-9)
+    if comp.verdict == "undecided":
+        assert comp.settle(short=True) == "more blocks"
+
+
+def test_one_block_stays_the_paired_comparison_of_today() -> None:
+    pts = _points([1.0], 1.25, other=False)
+    assert blocks_of(pts[0], pts[1:]) == {}
+    (at,) = analyse(pts, noise=known_noise(0.0, 0.0, "test")).at
+    assert at.comparisons[("c", "b")].method == "paired" and at.comparisons[("c", "b")].basis is None
+
+
+def test_a_block_measured_again_replaces_only_its_own_pairs() -> None:
+    record = BenchRecord.of_runs("b", [_run(100, 1, "c"), _run(101, 2, "c"), _run(99, 2, "d")])
+    again = without_pair(record, "c", 2)
+    assert [(r.pair, r.start) for r in again.runs] == [("c", 1), ("d", 2)]
+    assert [(r.pair, r.start) for r in without_pair(record, "c").runs] == [("d", 2)]
+
+
+def test_the_expected_precision_narrows_with_blocks() -> None:
+    noise = known_noise(0.02, 0.04, "profile")
+    widths = [block_half_width(noise, j, 4) for j in (3, 6, 12)]
+    assert widths == sorted(widths, reverse=True) and widths[-1] < 0.05 < widths[0]
+    # 2 blocks lean on components taken as known here; 3 pay for estimating the spread on 2 df
+    assert block_half_width(noise, 2, 4) < widths[0]
+
+
+@pytest.mark.parametrize("keys, words", [
+    ({"matrix": {"draft": ["none"], "bench.max_concurrency": [1]}}, ["design: interleaved", "e.g. draft: [none"]),
+    ({"repeats": "auto"}, ["starts: 3 fixes the back-to-back blocks", "repeats is auto"]),
+])
+def test_blocks_that_cannot_be_are_refused_in_one_line(cli, tmp_path, keys, words) -> None:
+    book = tmp_path / "b.yaml"
+    book.write_text(yaml.safe_dump({"name": "b", "overrides": ["target=tiny", "memory=cpu", "bench=random_tiny"],
+                                    "steps": [{**SWEEP, **keys}]}))
+    done = cli("run", str(book), "--dry-run", "--runs-dir", str(tmp_path / "runs"),
+               env={"VLLM_CPU_OMP_THREADS_BIND": "0-1"})
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert all(w in lines[0] for w in words), lines[0]
+
+
+def test_a_later_block_measures_pairs_tagged_with_its_block(tmp_path, monkeypatch) -> None:
+    """The bench step of block 2, with the one function that measures a run replaced by one that
+    appends a run as ``serving.benchmark.run_more`` records it: pairs, no speculation first, both
+    warmed up on their fresh servers, every run tagged with block 2, no speculation's with the
+    point; an earlier attempt's runs of block 2 replaced, block 1's kept."""
+    import contextlib
+    from types import SimpleNamespace
+
+    from llama4spec.runbook.steps import bench
+    from llama4spec.serving import benchmark
+
+    calls = []
+
+    def run_more(cfg, url, files, record, *, label, start, warmup, pair=None, **_):
+        calls.append((label, start, warmup, pair))
+        run = BenchRecord(label=label, returncode=0, result={"output_throughput": 90.0 + start, "completed": 8},
+                          start=start, pair=pair)
+        runs = [] if record is None else (record.runs or [record])
+        out = BenchRecord.of_runs(label, [*runs, run])
+        out.write(files.record)
+        return out
+
+    monkeypatch.setattr(benchmark, "run_more", run_more)
+    plan = _plan(tmp_path, monkeypatch, warmup=2, gap_s=0.0)
+    p = next(q for q in plan.steps if q.kind == "bench" and q.step.keys.pair_with and q.step.keys.start == 2)
+    point, base = plan.get(p.step.keys.adds_to), plan.get(p.step.keys.pair_with)
+    BenchRecord.of_runs(point.id, [_run(100, 1), _run(101, 1), _run(50, 2)]).write(point.artifacts["record"])
+    BenchRecord.of_runs(base.step.keys.adds_to, [_run(80, 1, point.id), _run(81, 1, point.id),
+                                                 _run(40, 2, point.id), _run(82, 2, "other")]).write(
+        base.artifacts["record"])
+    live = SimpleNamespace(count=None, line=None)
+    run = SimpleNamespace(environ={}, benches=None, plan=plan, say=lambda *a: None, output=SimpleNamespace(
+        bench=lambda *a: None), keep_result=lambda *a: None, server=lambda sid: SimpleNamespace(alive=lambda: True),
+        progress=SimpleNamespace(verbose=False, activity=lambda what: contextlib.nullcontext(live)))
+    bench.execute(run, p)
+    b, c = base.step.keys.adds_to, point.id
+    assert calls == [(b, 2, 2, c), (c, 2, 2, None), (b, 2, 0, c), (c, 2, 0, None)]
+    mine = bench_record.read(point.artifacts["record"])
+    assert [(r.start, r.figure("output_throughput")) for r in mine.runs] == [(1, 100.0), (1, 101.0), (2, 92.0), (2, 92.0)]
+    theirs = bench_record.read(base.artifacts["record"])
+    assert [(r.pair, r.start) for r in theirs.runs] == [(c, 1), (c, 1), ("other", 2), (c, 2), (c, 2)]
+
+
+# -- repeats: auto: blocks added one at a time ------------------------------------------------------
+
+AUTO = {"repeats": "auto", "starts": 1, "min_repeats": 2, "max_repeats": 5,
+        "matrix": {"draft": ["none", "tiny_eagle"], "lookahead": [3], "bench.max_concurrency": [1, 4]}}
+
+
+def test_auto_blocks_gate_every_block_after_min_repeats(tmp_path, monkeypatch) -> None:
+    from llama4spec.runbook.sweep.gates import MoreBlocks
+    from llama4spec.runbook.sweep.rule import BLOCK_RUNS
+
+    plan = _plan(tmp_path, monkeypatch, **AUTO)
+    serves = [p for p in plan.steps if p.kind == "serve"]
+    assert len(serves) == 2 * 5  # at most max_repeats blocks of the one candidate
+    gates = [p.step.keys.gate for p in serves]
+    assert [type(g).__name__ if g else None for g in gates] == [None] * 4 + ["MoreBlocks", None] * 3
+    assert [g.block for g in gates if isinstance(g, MoreBlocks)] == [3, 4, 5]
+    assert all(p.step.keys.repeats == BLOCK_RUNS for p in plan.steps if p.kind == "bench")
+    design = next(r for r in plan.to_record() if r["id"] == "sweep")["design"]
+    assert design["blocks"]["blocks"] == "auto" and design["blocks"]["runs"] == BLOCK_RUNS
+    assert (design["min_blocks"], design["max_blocks"], design["confidence"]) == (2, 5, 0.95)
+
+
+def _blocks_measured(plan, ratios: dict[int, list[float]], k: int = 3) -> None:
+    """Records of the blocks measured so far: no speculation at 100 a run (drifting by block), the
+    candidate at ``ratios[c][j - 1]`` times it in block j at concurrency c (a little spread per pair)."""
+    points = plan.get("sweep").step.keys.points
+    for c, by_block in ratios.items():
+        base, cand = f"{BASE}-k3-c{c}", f"sweep-tiny_eagle-k3-c{c}"
+        assert base in points and cand in points
+        base_runs, cand_runs = [], []
+        for j, ratio in enumerate(by_block, 1):
+            for i in range(k):
+                y = 100.0 * (1 + 0.05 * j) * (1 + 0.01 * i)
+                base_runs.append(_run(y, j, cand, c))
+                cand_runs.append(_run(y * ratio * (1 + 0.002 * (i - 1)), j, None, c))
+        BenchRecord.of_runs(base, base_runs).write(plan.get(base).artifacts["record"])
+        BenchRecord.of_runs(cand, cand_runs).write(plan.get(cand).artifacts["record"])
+
+
+def _gate(plan, block: int):
+    return next(p for p in plan.steps if p.kind == "serve" and p.step.keys.gate is not None
+                and p.step.keys.gate.block == block)
+
+
+def test_a_further_block_starts_only_while_a_comparison_is_open(tmp_path, monkeypatch) -> None:
+    plan = _plan(tmp_path, monkeypatch, **AUTO)
+    third = _gate(plan, 3)
+    assert third.step.keys.gate.missing_input(plan, third) == "not started: its earlier blocks measured none of its points"
+    # clearly faster at both concurrencies after 3 blocks: a 4th is not started, and it says why
+    _blocks_measured(plan, {1: [1.5, 1.52, 1.49], 4: [1.3, 1.31, 1.29]})
+    fourth = _gate(plan, 4)
+    why = fourth.step.keys.gate.missing_input(plan, fourth)
+    assert why.startswith("not started: decided against no speculation at every client setting after 3 blocks")
+    assert "faster at concurrency 1" in why and "faster at concurrency 4" in why
+    # open at concurrency 4 (blocks that disagree): started, though concurrency 1 is decided
+    _blocks_measured(plan, {1: [1.5, 1.52, 1.49], 4: [1.3, 0.8, 1.05]})
+    assert fourth.step.keys.gate.missing_input(plan, fourth) is None
+    # equal within a 2% margin at both: equivalence is decided too
+    _blocks_measured(plan, {1: [1.0, 1.0005, 0.9995], 4: [1.0, 0.9995, 1.0005]})
+    assert "equivalent within +-2%" in fourth.step.keys.gate.missing_input(plan, fourth)
+
+
+def test_the_report_decides_auto_blocks_by_the_rule_the_gate_used(tmp_path, monkeypatch) -> None:
+    from llama4spec.runbook.measured import collect_points
+    from llama4spec.runbook.sweep.report import block_rule_of
+
+    plan = _plan(tmp_path, monkeypatch, **AUTO)
+    _blocks_measured(plan, {1: [1.5, 1.52, 1.49], 4: [1.3, 0.8, 1.05]})
+    design = plan.get("sweep").step.keys.design_record()
+    rule = block_rule_of(design)
+    assert rule == (2, 5, 0.95)
+    points, _ = collect_points(plan, plan.get("sweep").step.keys.points)
+    fixed, looked = (analyse(points, known_noise(0.05, 0.05, "t"), block_rule=r) for r in (None, rule))
+    for a, b in zip(fixed.at, looked.at):
+        (f,), (s,) = ([r.comparison for r in x.rows] for x in (a, b))
+        assert s.basis.endswith("a look after each block from 2") and s.interval.df == f.interval.df == 2
+        assert s.level < f.level  # the look's share of alpha: a wider interval than a fixed design's
+        assert s.interval.low <= f.interval.low and s.interval.high >= f.interval.high
+    assert block_rule_of({"min_blocks": 3, "max_blocks": 2}) is None and block_rule_of({}) is None
+
+
+def test_anytime_p_values_only_fall_as_blocks_arrive() -> None:
+    from llama4spec.analysis.decide import block_look
+
+    rng = np.random.default_rng(2)
+    blocks = [list(np.exp(rng.normal(0.1 + 0.05 * rng.normal(), 0.03, 3))) for _ in range(8)]
+    ups = [block_look(blocks[:n], 3, 8)[0].up for n in range(3, 9)]
+    assert all(b <= a for a, b in zip(ups, ups[1:])) and ups[-1] < 0.01
+    look, basis = block_look(blocks, 3, 8, blocks_b=[[x * 1.1 for x in b] for b in blocks])
+    assert look.down < 0.05 and basis.startswith("8 blocks a side: the spread of their block means")
+    with pytest.raises(ValueError):
+        block_look(blocks[:2], 3, 8)
+
+
+def test_auto_blocks_with_starts_are_refused_in_one_line(cli, tmp_path) -> None:
+    book = tmp_path / "b.yaml"
+    book.write_text(yaml.safe_dump({"name": "b", "overrides": ["target=tiny", "memory=cpu", "bench=random_tiny"],
+                                    "steps": [{**SWEEP, **AUTO, "starts": 3}]}))
+    done = cli("run", str(book), "--dry-run", "--runs-dir", str(tmp_path / "runs"), env={"VLLM_CPU_OMP_THREADS_BIND": "0-1"})
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "starts: 3 fixes the back-to-back blocks" in lines[0] and "drop starts" in lines[0]
+
+
+def test_a_profile_with_costs_sets_the_pairs_a_block(tmp_path, monkeypatch) -> None:
+    """Kalibera and Jones' rule for blocks: K = ceil(sqrt((start pair / run pair) x paired / (2 between))),
+    here sqrt((80 / 16) x 2 x 0.05^2 / (2 x 0.03^2)) = 3.7 -> 4 pairs, on every block bench step."""
+    import json
+
+    from llama4spec.analysis import noise as nz
+    from llama4spec.config.compose import compose_config
+    from llama4spec.runbook.noise_prior import this_machine
+
+    fp = this_machine(compose_config(["target=tiny", "memory=cpu", "bench=random_tiny"]).cfg)
+    profile = nz.Profile(nz.prior(0.03, 0.05, "x", between_df=5, within_df=18), 40.0, 8.0, fp, "sequential", 6, 4)
+    path = tmp_path / "noise.json"
+    path.write_text(json.dumps(nz.profile_json(profile)))
+    plan = _plan(tmp_path, monkeypatch, **AUTO, noise=str(path))
+    expected = math.ceil(math.sqrt((80 / 16) * 2 * 0.05 ** 2 / (2 * 0.03 ** 2)))
+    assert expected == 4
+    assert {p.step.keys.repeats for p in plan.steps if p.kind == "bench"} == {expected}
+    design = plan.get("sweep").step.keys.design_record()
+    assert design["blocks"]["runs"] == expected and design["blocks"]["runs_why"].startswith("4 runs a block")
+    fixed = _plan(tmp_path, monkeypatch, noise=str(path))  # a fixed design keeps its repeats
+    assert {p.step.keys.repeats for p in fixed.steps if p.kind == "bench"} == {2}
+
+
+# -- design: auto (the default) ---------------------------------------------------------------------
+
+def _scout(tmp_path: Path, *overrides: str, **keys):
+    from tests.helpers import REPO
+
+    data = yaml.safe_load((REPO / "runbooks" / "llama4_scout_eagle_sweep.yaml").read_text())
+    data["steps"][0].update(keys)
+    data["steps"] = data["steps"][:1]  # the sweep alone
+    path = tmp_path / f"scout-{len(list(tmp_path.glob('*.yaml')))}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    plan = plan_file(path, lambda name: tmp_path / "run", list(overrides))
+    return plan, plan.get("sweep").step.keys.design_record()
+
+
+def test_design_auto_takes_blocks_where_two_servers_fit_on_gpus(tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    plan, design = _scout(tmp_path, repeats=2)  # a fixed repeats on the 8-GPU node: 3 blocks of 2 pairs
+    assert design["asked"] == "auto" and design["design"] == "interleaved" and "auto" not in design
+    assert design["blocks"]["blocks"] == 3 and design["blocks"]["runs"] == 2
+    serves = [p for p in plan.steps if p.kind == "serve"]
+    assert len(serves) == 2 * 5 * 3
+    assert {p.env["CUDA_VISIBLE_DEVICES"] for p in serves} == {"0,1,2,3", "4,5,6,7"}
+    _, design = _scout(tmp_path)  # the runbook's repeats: auto: blocks added until decided
+    assert design["blocks"]["blocks"] == "auto" and (design["min_blocks"], design["max_blocks"]) == (2, 10)
+    _, design = _scout(tmp_path, repeats=2, starts=4)  # starts: N blocks
+    assert design["blocks"]["blocks"] == 4
+
+
+@pytest.mark.parametrize("overrides, keys, why", [
+    (["hardware.devices_per_node=4"], {}, "two servers of 4 GPUs each need 8 GPUs; this node has 4"),
+    ([], {"revisit": True}, "revisit: true starts undecided servers again, which is the sequential design's"),
+    ([], {"matrix": {"draft": ["eagle_llama4_scout"], "lookahead": [1, 3]}},
+     "back-to-back blocks need one server without speculation and a candidate or more"),
+])
+def test_design_auto_is_sequential_elsewhere_and_says_why(tmp_path, monkeypatch, overrides, keys, why) -> None:
+    from llama4spec.runbook.sweep.report import design_lines
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    plan, design = _scout(tmp_path, *overrides, **keys)
+    assert design["asked"] == "auto" and design["design"] == "sequential" and design["auto"] == why
+    assert design_lines(design)[0] == f"design: sequential (auto: {why})"
+    assert all(p.step.keys.slot is None for p in plan.steps if p.kind == "serve")
+
+
+def test_design_auto_on_the_cpu_build_is_sequential_and_the_dry_run_says_why(cli, tmp_path) -> None:
+    from tests.helpers import REPO
+
+    done = cli("run", str(REPO / "runbooks" / "tiny_cpu_sweep.yaml"), "--dry-run", "--runs-dir", str(tmp_path),
+               env={"VLLM_CPU_OMP_THREADS_BIND": "0-1"})
+    assert done.returncode == 0, done.stderr
+    assert ("    design: sequential (auto: two servers would each get half the cores, which is another server "
+            "than the one asked about)") in done.stdout.splitlines()
+
+
+def test_blocks_pair_in_the_order_measured_when_a_merge_numbers_them_apart() -> None:
+    """A merge numbers each place's starts on after that point's last: a candidate with 2 blocks in
+    the first place and no speculation with 3 there (another candidate's) come out numbered apart."""
+    base = BenchRecord.of_runs("b", [_run(100, s, "c" if s != 3 else "d") for s in (1, 1, 2, 2, 3, 3)]
+                               + [_run(50, s, "c") for s in (4, 4)])
+    cand = BenchRecord.of_runs("c", [_run(120, s) for s in (1, 1, 2, 2)] + [_run(60, 3), _run(60, 3)])
+    pts = [point("b", {"draft": {"method": None}}, base),
+           point("c", {"draft": {"method": "eagle", "name": "e"}, "lookahead": 2}, cand)]
+    assert blocks_of(pts[0], pts[1:])[("c", "b")] == [[1.2, 1.2], [1.2, 1.2], [1.2, 1.2]]

@@ -65,7 +65,7 @@ HERE = Path(__file__).resolve().parent
 COST = {SERVER_GROUP: 420, OFFLINE_GROUP: 380, "test_capacity_engine": 340, "test_sweep_engine": 290,
         SEQUENTIAL_GROUP: 360, "test_sweep_failures_engine": 185, "test_sampling_engine": 175,
         "test_fault_campaign_engine": 175, "test_multinode_engine": 150, "test_lossless_engine": 130,
-        "test_slurm_engine": 130, "test_faults_engine": 130, "test_interleaved_engine": 115,
+        "test_slurm_engine": 130, "test_faults_engine": 130, "test_interleaved_engine": 175,
         "test_parallel_engine": 100, "test_calibrate_engine": 240, "test_methods_engine": 200}
 
 

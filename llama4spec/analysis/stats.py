@@ -242,16 +242,11 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
     (``decide.PairedLogRatio``) instead of Welch's, in the same Holm family (fixed designs only:
     with ``sequential`` they are ignored).
 
-    ``blocks`` (a, b) -> each back-to-back block's per-pair ratios a over b (``design: interleaved``
-    with ``starts: J``): a pair with 2 or more blocks is tested on its block means
-    (``decide.BlockLogRatio``: t on J - 1 df from the blocks' own spread with 3 or more, from
-    ``noise``'s between-start and paired components with 2), in the same Holm family; its
-    comparison says what it rests on (``basis``). Fixed designs only, as ``back_to_back``.
-    ``block_rule`` (min_blocks, max_blocks): the blocks were added until decided (``repeats: auto``),
-    so their p-values are the anytime p-values of ``decide.block_look`` (a look after each block,
-    Bonferroni-weighted over every reachable look), a candidate against no speculation on its block
-    means, two candidates on the difference of theirs; Holm runs on those, and an interval is the
-    look's, at Holm's level times the look's weight.
+    ``blocks`` (a, b) -> each back-to-back block's per-pair ratios a over b: a pair with 2 or more
+    blocks is tested on its block means (``decide.BlockLogRatio``: t on J - 1 df from their own
+    spread with 3 or more, from ``noise``'s components with 2) in the same Holm family, and says
+    what it rests on (``basis``). ``block_rule`` (min_blocks, max_blocks): blocks added until
+    decided, so their p-values are ``decide.block_look``'s anytime p-values, as ``sequential``'s.
 
     ``margin``: a pair neither faster nor slower is "equivalent" when its interval (at the level of
     Holm's next step, as above) lies within [1 / (1 + margin), 1 + margin]: both one-sided tests
@@ -267,20 +262,15 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
     tested = [(a, b) for a, b in pairs if a in logs and b in logs]
     seq = {pid: _shares(values[pid], (starts or {}).get(pid)) for pid in logs}
     share = {pid: 1.0 if shares is None else float(shares[-1]) for pid, shares in seq.items()}
-    diffs: dict[tuple[str, str], np.ndarray] = {}  # a paired comparison's per-pair log ratios
-    basis: dict[tuple[str, str], str] = {}  # a comparison of back-to-back blocks: what it rests on
     if sequential is not None:
+        diffs, basis = {}, {}
         look = {(a, b): pair_look(logs[a], logs[b], statistic, *sequential, seq[a], seq[b]) for a, b in tested}
         est = {pair: lk.estimate for pair, lk in look.items()}
         weight = {pair: lk.weight for pair, lk in look.items()}
         p = np.array([look[pair].up for pair in tested] + [look[pair].down for pair in tested])
     else:
-        est, diffs = _fixed_estimates(tested, logs, share, statistic, paired, back_to_back)
-        basis = _block_estimates(est, diffs, blocked, blocks)
-        weight = dict.fromkeys(tested, 1.0)
-        p = _one_sided(est, tested)
-        if block_rule is not None:
-            _block_looks(tested, est, diffs, weight, p, basis, blocks or {}, block_rule, noise)
+        est, diffs, basis, weight, p = _fixed(tested, logs, share, (statistic, paired, blocked), back_to_back,
+                                              blocks, block_rule, noise)
     family = _Family.of(tested, est, weight, p, alpha)
     out: dict[tuple[str, str], Comparison] = {}
     for a, b in pairs:
@@ -294,6 +284,19 @@ def compare(settings: Mapping[str, Sequence[float]], confidence: float = CONFIDE
                              basis.get((a, b)))
         out[(a, b)], out[(b, a)] = c, c.mirrored()
     return out
+
+
+def _fixed(tested, logs, share, statistics, back_to_back, blocks, block_rule, noise):
+    """A fixed design's estimates, per-pair log ratios (paired pairs), bases (block pairs), look
+    weights and one-sided p-values (with ``block_rule``: the block looks' anytime p-values)."""
+    statistic, paired, blocked = statistics
+    est, diffs = _fixed_estimates(tested, logs, share, statistic, paired, back_to_back)
+    basis = _block_estimates(est, diffs, blocked, blocks)
+    weight = dict.fromkeys(tested, 1.0)
+    p = _one_sided(est, tested)
+    if block_rule is not None:
+        _block_looks(tested, est, diffs, weight, p, basis, blocks or {}, block_rule, noise)
+    return est, diffs, basis, weight, p
 
 
 def _fixed_estimates(tested, logs, share, statistic, paired, back_to_back):

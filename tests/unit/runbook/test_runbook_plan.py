@@ -47,7 +47,8 @@ def test_every_shipped_runbook_loads_and_plans(path: Path) -> None:
         assert all(p.argv[:2] == ["llama4spec", "lossless"] for p in plan.steps)
         return
     assert kinds.count("serve") == kinds.count("stop") >= 2
-    assert kinds[-1] in ("compare", "capacity", "breakeven")  # the answer comes last: a comparison, capacities, a map
+    # the answer comes last: a comparison, capacities, a map, or a sweep's verdicts
+    assert kinds[-1] in ("compare", "capacity", "breakeven", "sweep")
     for step in plan.steps:
         if step.kind == "serve":
             assert step.argv[:2] == ["vllm", "serve"] and step.url.startswith("http://127.0.0.1:")

@@ -223,6 +223,9 @@ class AtConcurrency:
     rule: tuple[int, int, float] | None = None  # measured until decided: compared by that rule (``sequential_rule``)
     temperature: float = 0.0  # the sampling temperature these points measured (bench.temperature)
     temperature_swept: bool = False  # the sweep measured more than one temperature: say which in the title
+    # the other settings without speculation here (a server setting swept without a draft; two
+    # identical servers: an A/A), each against ``baseline``, in the same Holm family as the rows
+    others: list[Row] = field(default_factory=list)
 
     @property
     def paired(self) -> bool:
@@ -287,6 +290,10 @@ class Analysis:
         if self.by_temperature:
             return "; ".join(f"at temperature {t:g}: {sub.verdict()}" for t, sub in self.by_temperature)
         if not self.at or all(a.best_speedup is None for a in self.at):
+            others = [f"{r.point.name} against {a.baseline.name} at {a.title}: {r.comparison.text()}, "
+                      f"{r.comparison.sentence()}" for a in self.at for r in a.others if r.comparison is not None]
+            if others:  # settings without speculation only (an A/A, a server setting swept)
+                return "no draft measured; " + "; ".join(others)
             return "no speedup measured (a sweep needs points with and without a draft at the same concurrency)"
         if not self.repeated:
             single = " (single samples: no interval)"
@@ -442,11 +449,15 @@ def recommend(points: Sequence[Point], base: Point | None, drafts: int = 1,
 def analyse_concurrency(concurrency: int, points: list[Point], category: str | None = None,
                         noise: Noise | None = None, temperature: float = 0.0,
                         margin: float | None = None, block_rule: tuple[int, int, float] | None = None) -> AtConcurrency:
-    base = next((p for p in points if not p.speculative), None)
+    bases = [p for p in points if not p.speculative]
+    base = bases[0] if bases else None
     base_measured = base if base is not None and base.output_throughput is not None else None
     spec = sorted((p for p in points if p.speculative), key=lambda p: (p.draft, p.lookahead))
     fixed = [p for p in spec if not p.scheduled and p.output_throughput is not None]
-    family = ([base_measured] if base_measured else []) + fixed
+    # the first setting without speculation is the baseline (as the sequential rule takes it); the
+    # others are compared with it like candidates
+    others = [p for p in bases[1:] if p.output_throughput is not None] if base_measured else []
+    family = ([base_measured] if base_measured else []) + others + fixed
     rule = sequential_rule(family)
     confidence = rule[2] if rule else block_rule[2] if block_rule else CONFIDENCE
     comparisons = compare({p.id: runs(p) for p in family}, confidence, noise,
@@ -486,8 +497,10 @@ def analyse_concurrency(concurrency: int, points: list[Point], category: str | N
                   default=None)
     by_acc = max((p for p in spec if p.acceptance_length is not None and not p.scheduled),
                  key=lambda p: p.acceptance_length, default=None)
+    against_base = [Row(p, comparisons[(p.id, base.id)].ratio, None, None, None, comparisons[(p.id, base.id)])
+                    for p in others]
     return AtConcurrency(concurrency, base, rows, pick.point or base, by_acc, fits, choices, fastest, category, pick,
-                         comparisons, noise, rule, temperature)
+                         comparisons, noise, rule, temperature, others=against_base)
 
 
 def sweep_noise(points: Iterable[Point], prior: Noise | None = None) -> Noise:

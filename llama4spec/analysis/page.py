@@ -125,7 +125,7 @@ class RunPage:
 # -- the view: text cells and sentences ---------------------------------------------------------------
 
 def _points(a: AtConcurrency) -> list[Point]:
-    return ([a.baseline] if a.baseline else []) + [r.point for r in a.rows]
+    return ([a.baseline] if a.baseline else []) + [r.point for r in [*a.others, *a.rows]]
 
 
 def stop_text(stop: Mapping[str, Any] | None) -> str:

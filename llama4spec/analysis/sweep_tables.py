@@ -73,6 +73,10 @@ def rows(a: AtConcurrency, short: bool = False) -> list[list[str]]:
 
     if a.baseline is not None:
         out.append(cells(a.baseline, ["1.00x", "-"] if short else ["1.00x"], ["-", "-", "-"] + ([] if short else ["-"])))
+    for r in a.others:  # settings without speculation against the baseline: no draft, no model
+        speed = ([_f(r.speedup, ".2f", "x"), _ci(r.speedup_interval, ".2f")] if short
+                 else [r.comparison.text() if r.comparison is not None else _f(r.speedup, ".2f", "x")])
+        out.append(cells(r.point, speed, ["-", "-", "-"] + ([] if short else [r.verdict or "-"])))
     for r in a.rows:
         p = r.point
         speed = ([_f(r.speedup, ".2f", "x"), _ci(r.speedup_interval, ".2f")] if short
@@ -193,7 +197,7 @@ def tail_markdown(analysis: Analysis) -> list[str]:
 
 
 def _points(a: AtConcurrency) -> list[Point]:
-    return ([a.baseline] if a.baseline else []) + [r.point for r in a.rows]
+    return ([a.baseline] if a.baseline else []) + [r.point for r in [*a.others, *a.rows]]
 
 
 def choice_text(a: AtConcurrency, draft: str) -> str:
@@ -375,7 +379,7 @@ def render(console: Console, analysis: Analysis) -> None:
         for cells in rows(a, short=True):
             table.add_row(*(Text(cell) for cell in cells))
         console.print(table)
-        points = ([a.baseline] if a.baseline else []) + [r.point for r in a.rows]
+        points = _points(a)
         top = max((p.output_throughput or 0.0 for p in points), default=0.0)
         width = max((len(short_name(p, a)) for p in points), default=0)
         for p in points:
@@ -440,6 +444,13 @@ def to_record(analysis: Analysis) -> dict[str, Any]:
                                     "sentence": choice_text(a, draft)}
                             for draft, pick in a.choices.items()},
                 "comparisons": _comparisons(a),
+                "without_speculation": [
+                    {"id": r.point.id, "repeats": r.point.repeats, "against": a.baseline.id,
+                     "output_throughput": r.point.output_throughput, "speedup": r.speedup,
+                     "speedup_interval": _ratio_interval(r.speedup_interval), "verdict": r.verdict,
+                     "comparison": _comparison(r.comparison) if r.comparison is not None else None}
+                    for r in a.others
+                ],
                 **({"sequential": dict(zip(("min_repeats", "max_repeats", "confidence"), a.rule))} if a.rule else {}),
                 "rows": [
                     {"id": r.point.id, "draft": r.point.draft, "lookahead": r.point.lookahead,

@@ -98,6 +98,12 @@ class BenchRecord:
         new.models, new.category_prompts, new.stop = self.models, self.category_prompts, self.stop
         return new
 
+    def counted_only(self) -> "BenchRecord":
+        """The same point over its counted runs alone: what a later block's or server start's failed
+        run leaves of it (the failure is that step's to say; the earlier runs stay measurements)."""
+        kept = [r for r in self.runs if r.counted]
+        return self.with_runs(kept, sum(r.wall_time_s or 0.0 for r in kept))
+
     def sample_starts(self, key: str) -> list[int]:
         """The server start of each of ``samples(key)``, in the same order."""
         runs = self.counted_runs()

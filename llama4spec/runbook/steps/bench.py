@@ -97,6 +97,8 @@ def execute(run, p) -> dict[str, Any]:
                                on_progress=live.count, on_line=live.line if run.progress.verbose else None,
                                runner=run.benches)
     if not record.counted:
+        if keys.adds_to and record.runs:  # a later block or start: the point's earlier runs stay counted
+            record.counted_only().write(files.record)
         raise StepFailed(failure(record, files.log), log_tail(files.log, 15))
     from llama4spec.engine.bench_flags import oversampling_warning
 
@@ -216,7 +218,9 @@ def _alternate(run, p, files):
         fresh = base_record is None or (keys.block and i == 0)  # a block's servers are fresh: both warmed
         base_record = one(base, base_files, base_record, f"run {i + 1} of {keys.repeats}, paired with {p.id}",
                           base.step.keys.warmup if fresh else 0, pair=tag)
-        if not base_record.counted:
+        if not base_record.counted:  # no speculation's runs for other pairs and blocks stay counted
+            if base_record.runs:
+                base_record.counted_only().write(base_files.record)
             raise StepFailed(f"{base.id}: {failure(base_record, base_files.log)}", log_tail(base_files.log, 15))
         record = one(p, files, record, f"run {i + 1} of {keys.repeats}, paired with {base.id}",
                      keys.warmup if record is None or (keys.block and i == 0) else 0)

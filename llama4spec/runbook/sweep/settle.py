@@ -92,7 +92,9 @@ def execute(run, p) -> dict[str, Any]:
                               environ=run.environ, on_progress=live.count,
                               on_line=live.line if run.progress.verbose else None, runner=run.benches,
                               start=keys.start, warmup=keys.warmup if fresh else 0)
-        if not record.counted:
+        if not record.counted:  # the point's earlier runs stay counted; this step says what failed
+            if record.runs:
+                record.counted_only().write(files.record)
             raise StepFailed(failure(record, files.log), log_tail(files.log, 15))
         write_json(q.artifacts["points"], vllm_runs(config_data(q), record))
         run.keep_result(q.id, record)

@@ -435,3 +435,18 @@ def test_blocks_pair_in_the_order_measured_when_a_merge_numbers_them_apart() -> 
     pts = [point("b", {"draft": {"method": None}}, base),
            point("c", {"draft": {"method": "eagle", "name": "e"}, "lookahead": 2}, cand)]
     assert blocks_of(pts[0], pts[1:])[("c", "b")] == [[1.2, 1.2], [1.2, 1.2], [1.2, 1.2]]
+
+
+def test_a_failed_run_in_a_later_block_leaves_the_earlier_blocks_counted(tmp_path: Path) -> None:
+    """A run of block 4 that fails (killed, exit -15) makes the point's record fail as a whole
+    (``of_runs``); the bench step writes back ``counted_only``: blocks 1-3 and block 4's complete
+    pairs stay the point's, so the sweep still compares it (and block 5 can still add to it)."""
+    record = BenchRecord.of_runs("c", [*(_run(130.0 * f, j) for j, f in ((1, 1.0), (2, 0.9), (3, 1.1)) for _ in range(3)),
+                                       _run(128.0, 4), BenchRecord(label="x", returncode=-15, start=4)])
+    assert not record.counted and record.returncode == -15
+    kept = record.counted_only()
+    assert kept.counted and len(kept.runs) == 10 and kept.sample_starts("output_throughput") == [1] * 3 + [2] * 3 + [3] * 3 + [4]
+    kept.write(tmp_path / "record.json")
+    again = bench_record.read(tmp_path / "record.json")
+    assert again.counted and again.samples("output_throughput") == kept.samples("output_throughput")
+    assert not BenchRecord.of_runs("c", [BenchRecord(label="x", returncode=-15, start=1)]).counted_only().counted

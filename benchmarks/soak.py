@@ -204,4 +204,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    # SIGTERM (a batch system, kill) unwinds like Ctrl-C: the servers it started are stopped
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     main()

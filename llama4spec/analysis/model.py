@@ -228,6 +228,12 @@ class AtConcurrency:
     others: list[Row] = field(default_factory=list)
 
     @property
+    def points(self) -> list[Point]:
+        """Every setting here in the tables' order: no speculation, the other settings without
+        speculation, then the drafts' rows."""
+        return ([self.baseline] if self.baseline else []) + [r.point for r in [*self.others, *self.rows]]
+
+    @property
     def paired(self) -> bool:
         """Some comparison here is of back-to-back pairs (an interleaved design)."""
         return any(c.method == "paired" for c in self.comparisons.values())

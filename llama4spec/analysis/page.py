@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from llama4spec.analysis import capacity_report, categories, sweep_tables as render, tail
-from llama4spec.analysis.model import Analysis, AtConcurrency, Point, temperature_findings
+from llama4spec.analysis.model import Analysis, AtConcurrency, temperature_findings
 from llama4spec.analysis.schedule import derive_all
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -124,10 +124,6 @@ class RunPage:
 
 # -- the view: text cells and sentences ---------------------------------------------------------------
 
-def _points(a: AtConcurrency) -> list[Point]:
-    return ([a.baseline] if a.baseline else []) + [r.point for r in [*a.others, *a.rows]]
-
-
 def stop_text(stop: Mapping[str, Any] | None) -> str:
     """Why a point measured until decided stopped: ``resolved after 4 runs (faster)``."""
     if not stop:
@@ -143,7 +139,7 @@ def concurrency_table(a: AtConcurrency, stops: Mapping[str, Mapping[str, Any]]) 
     """One concurrency's table (``render.rows``: medians with 95% intervals, the speedup's interval
     and verdict), with the stop reason of each point measured until decided."""
     header, cells = render.columns(), render.rows(a)
-    points = _points(a)
+    points = a.points
     if any(p.id in stops for p in points):
         header.append("stop")
         cells = [[*row, stop_text(stops.get(p.id))] for row, p in zip(cells, points)]

@@ -71,17 +71,17 @@ def rows(a: AtConcurrency, short: bool = False) -> list[list[str]]:
     def cells(p: Point, speedup: list[str], rest: list[str]) -> list[str]:
         return [name(p), *figure_cells(p, short), *(speedup if short else speedup[:1]), *rest]
 
+    def speed(r: Row) -> list[str]:
+        return ([_f(r.speedup, ".2f", "x"), _ci(r.speedup_interval, ".2f")] if short
+                else [r.comparison.text() if r.comparison is not None else _f(r.speedup, ".2f", "x")])
+
     if a.baseline is not None:
         out.append(cells(a.baseline, ["1.00x", "-"] if short else ["1.00x"], ["-", "-", "-"] + ([] if short else ["-"])))
     for r in a.others:  # settings without speculation against the baseline: no draft, no model
-        speed = ([_f(r.speedup, ".2f", "x"), _ci(r.speedup_interval, ".2f")] if short
-                 else [r.comparison.text() if r.comparison is not None else _f(r.speedup, ".2f", "x")])
-        out.append(cells(r.point, speed, ["-", "-", "-"] + ([] if short else [r.verdict or "-"])))
+        out.append(cells(r.point, speed(r), ["-", "-", "-"] + ([] if short else [r.verdict or "-"])))
     for r in a.rows:
         p = r.point
-        speed = ([_f(r.speedup, ".2f", "x"), _ci(r.speedup_interval, ".2f")] if short
-                 else [r.comparison.text() if r.comparison is not None else _f(r.speedup, ".2f", "x")])
-        out.append(cells(p, speed, [_f(r.bound, ".2f", "x"),
+        out.append(cells(p, speed(r), [_f(r.bound, ".2f", "x"),
                                     _f(None if r.efficiency is None else 100 * r.efficiency, ".0f", "%"),
                                     _f(r.predicted, ".2f", "x")] + ([] if short else [r.verdict or "-"])))
     return out
@@ -103,7 +103,7 @@ def noise_sentence(noise: Noise | None) -> str:
 
 def method_line(analysis: Analysis) -> str:
     """How the intervals were computed and the settings compared, from the repeats the points have."""
-    counts = sorted({p.repeats for a in analysis.at for p in _points(a) if p.repeats})
+    counts = sorted({p.repeats for a in analysis.at for p in a.points if p.repeats})
     if not counts or counts == [1]:
         return ("Each point was measured once: no figure carries an interval, no comparison is decided, and the "
                 "recommendation is the highest median, which may be noise.")
@@ -194,10 +194,6 @@ def tail_markdown(analysis: Analysis) -> list[str]:
         lines += ["", att.sentence(), *([att.ttft.sentence()] if att.ttft else []), ""]
     lines += [f"- {line}" for line in short]
     return lines + ([""] if short else [])
-
-
-def _points(a: AtConcurrency) -> list[Point]:
-    return ([a.baseline] if a.baseline else []) + [r.point for r in [*a.others, *a.rows]]
 
 
 def choice_text(a: AtConcurrency, draft: str) -> str:
@@ -379,7 +375,7 @@ def render(console: Console, analysis: Analysis) -> None:
         for cells in rows(a, short=True):
             table.add_row(*(Text(cell) for cell in cells))
         console.print(table)
-        points = _points(a)
+        points = a.points
         top = max((p.output_throughput or 0.0 for p in points), default=0.0)
         width = max((len(short_name(p, a)) for p in points), default=0)
         for p in points:

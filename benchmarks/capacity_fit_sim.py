@@ -11,6 +11,11 @@ aim at a 10% precision: the fitted one stops when its 95% interval is within +-1
 estimate (or at 40 runs), the per-rate one bisects to U / L - 1 <= 10% with its verdicts (6 runs
 at most a rate, no cliff check).
 
+``--place crossing``: each fitted run at the fitted crossing itself (the rule before
+``analysis.capacity_place``), for comparison. ``--capacity`` and ``--scale`` move the true curve: a
+flatter one (``--scale 0.3 --capacity 11``) is what the real tiny server without speculation showed
+on a slow day (docs/capacity.md).
+
 ``--stall P``: each run, with probability P, stalls as a run on a starved front end does
 (docs/capacity.md): its attainment is drawn uniform in [0, 0.1] whatever the rate.
 
@@ -20,7 +25,7 @@ the logistic shape does not fit (the lack-of-fit test's false alarms: the true c
 and how often it set a run aside as an outlier (without stalls: the outlier test's false alarms).
 
     .venv/bin/python benchmarks/capacity_fit_sim.py [--searches N] [--seed N] [--designs 1,4,9] [--stall P]
-        [--figure PATH]
+        [--figure PATH] [--place optimal|crossing] [--capacity 25] [--scale 0.15]
 """
 
 from __future__ import annotations
@@ -42,6 +47,13 @@ SCALE = 0.15  # the logistic's scale in log rate
 DURATION_S = 15.0
 START = 8.0
 PRECISION = 0.10
+
+
+def at_crossing(settings: fit.Settings, runs, f: fit.Fit, kept) -> float:
+    """The placement before ``capacity_place``: the fitted crossing, kept within [lowest rate, UP x highest]."""
+    rates = [r.rate for r in runs]
+    estimate = fit.crossing(f, settings.target, settings.confidence)[0]
+    return fit.snap(settings, min(fit.UP * max(rates), max(min(rates), estimate)))
 
 
 def mean_attainment(rate: float) -> float:
@@ -90,11 +102,18 @@ def main() -> None:
     ap.add_argument("--designs", default="1,4,9", help="design effects, comma-separated")
     ap.add_argument("--stall", type=float, default=0.0, help="the probability that a run stalls")
     ap.add_argument("--figure", type=Path, help="draw one fitted search per design effect into this PNG")
+    ap.add_argument("--place", choices=["optimal", "crossing"], default="optimal",
+                    help="where a fitted run goes: where it most narrows the crossing (the search's rule), or at it")
+    ap.add_argument("--capacity", type=float, default=CAPACITY, help="req/s: where the true curve crosses the target")
+    ap.add_argument("--scale", type=float, default=SCALE, help="the true logistic's scale in log rate")
     args = ap.parse_args()
+    globals().update(CAPACITY=args.capacity, SCALE=args.scale)
+    if args.place == "crossing":
+        fit._placed = at_crossing  # the earlier rule, for comparison
     started = time.monotonic()
     print(f"true capacity {CAPACITY:g} req/s at attainment {TARGET:g}; runs of {DURATION_S:g} s; start {START:g} "
           f"req/s; precision {PRECISION:.0%}; {args.searches} searches a design effect; a run stalls with "
-          f"probability {args.stall:g}\n")
+          f"probability {args.stall:g}; scale {SCALE:g}; fitted runs placed {args.place}\n")
     print(f"{'design effect':>13} | {'fitted: holds':>13} {'runs':>5} {'width':>6} {'budget':>6} {'shape':>6} {'outlier':>7} | "
           f"{'bisect: holds':>13} {'runs':>5} {'width':>6}")
     shown = {}

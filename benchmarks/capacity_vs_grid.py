@@ -4,8 +4,8 @@ tiny pair, vLLM's CPU build), their runs interleaved.
 First a server without a draft is measured at concurrency 1 (the SLO's reference, as in
 runbooks/tiny_cpu_capacity.yaml: TTFT <= 5x its median TTFT, TPOT <= 2x its median TPOT). Then,
 for each setting (no speculation, EAGLE k=3), one server start: the search (the capacity step's default,
-``analysis.capacity_fit``: the crossing of a logistic fitted to every run, each next run placed at the
-fitted crossing; ``--search bisect``: ``analysis.capacity_search``, a test per rate; the probes of the
+``analysis.capacity_fit``: the crossing of a logistic fitted to every run, each next run placed where
+it most narrows the crossing's interval, ``analysis.capacity_place``; ``--search bisect``: ``analysis.capacity_search``, a test per rate; the probes of the
 capacity step: open loop, no client concurrency cap, ``--goodput``) and, on the same server, a grid
 of request rates spaced by the search's precision (geometric, factor 1 + precision, or
 ``--grid-rates`` of them) over [0.5, 2] x the geometric middle of the search's first bracket (its
@@ -14,7 +14,9 @@ closest holding rate below a failing one), 3 runs each; the grid's boundary is t
 The two are interleaved so that a server that drifts over its life (or meets bursts) hits both
 alike: once the search has bracketed, each search run is followed by the next grid run, the grid's
 runs in a seeded random order (a fresh order of the rates for each of the 3 runs a rate, so every
-rate is measured early and late); when the search stops, the rest of the grid follows. (Where the
+rate is measured early and late); when the search stops, the rest of the grid follows. A grid whose
+top rate held (or whose lowest failed) does not show its boundary: it is then extended a rate at a
+time, a grid step beyond that end, 3 runs each, until it does (``--grid-extend``, at most 6 rates). (Where the
 search never brackets, the grid is centred on its answer and runs after it.)
 
 Printed per setting: the search's interval and runs, the grid's boundary and runs, whether the
@@ -26,7 +28,7 @@ over those rates (95%).
 
     .venv/bin/python benchmarks/capacity_vs_grid.py [--search fit|bisect] [--precision 0.1] [--max-runs 24]
         [--attainment 0.9] [--output-len 32] [--duration-s 15] [--start-rate 8] [--grid-rates N] [--grid-runs 3]
-        [--seed 0]
+        [--seed 0] [--grid-extend 6]
 """
 
 from __future__ import annotations
@@ -136,7 +138,7 @@ def bisected(cfg, url, where, settings, duration, thresholds, runner, after) -> 
 
 
 def fitted(cfg, url, where, settings: cf.Settings, duration, thresholds, runner, least: int, after) -> Found:
-    """The fitted search (``capacity_fit.decide``): every run at the fitted crossing until the interval is
+    """The fitted search (``capacity_fit.decide``): every run where it most narrows the fitted crossing until the interval is
     within ``precision`` or the budget is spent; ``after(rate, attainment)`` after each run."""
     runs: list[cf.Run] = []
     while (d := cf.decide(settings, runs)).rate is not None:
@@ -240,6 +242,7 @@ class Grid:
     queue: list[float] | None = None  # the grid's runs still to make, in order
     rates: list[float] = field(default_factory=list)
     done: list[tuple[float, float]] = field(default_factory=list)  # (rate, attainment), in time order
+    extensions: int = 0  # rates the grid may add beyond an end that does not show the boundary
 
     def _plan(self, center: float) -> None:
         self.rates = grid_rates(center, self.size)
@@ -267,10 +270,28 @@ class Grid:
             self._plan(center)
         while self.queue:
             self._one()
-        means = {r: float(np.mean([a for x, a in self.done if x == r])) for r in self.rates}
+        means = self.means()
+        while self.extensions > 0 and (means[max(self.rates)] >= self.settings.target
+                                       or means[min(self.rates)] < self.settings.target):
+            # a grid that held at its top rate (or failed at its lowest) does not show the boundary: one
+            # more rate a step beyond that end, grid_runs runs of it
+            up = means[max(self.rates)] >= self.settings.target
+            step = self.rates[1] / self.rates[0]
+            rate = round(max(self.rates) * step if up else min(self.rates) / step, 4)
+            print(f"    grid: extended {'up' if up else 'down'} to {rate:g} req/s (its "
+                  f"{'top rate held' if up else 'lowest rate failed'})", flush=True)
+            self.rates = sorted([*self.rates, rate])
+            self.queue = [rate] * self.replicates
+            self.extensions -= 1
+            while self.queue:
+                self._one()
+            means = self.means()
         for r in self.rates:
             print(f"    grid: {r:g} req/s mean attainment {means[r]:.3f}", flush=True)
         return means
+
+    def means(self) -> dict[float, float]:
+        return {r: float(np.mean([a for x, a in self.done if x == r])) for r in self.rates}
 
 
 def main() -> None:
@@ -286,6 +307,8 @@ def main() -> None:
                     "1 + precision, 16 at 0.1)")
     ap.add_argument("--grid-runs", type=int, default=3, help="the grid's runs at each rate")
     ap.add_argument("--seed", type=int, default=0, help="the seed of the grid's run order")
+    ap.add_argument("--grid-extend", type=int, default=6, help="at most this many rates added a step beyond the "
+                    "grid's top while its top rate held (below its lowest while that failed)")
     ap.add_argument("--engine-nice", type=int, default=19,
                     help="serve.engine_nice: the engines' nice value (with this script at nice -10, 0 keeps the same "
                          "order and puts other work at nice 19 below the engine)")
@@ -323,7 +346,7 @@ def main() -> None:
                     return one_run(cfg, url, work / name / f"grid-{i}-{rate:g}", rate, args.duration_s, thresholds,
                                    least, runner).attainment
 
-                grid = Grid(grid_run, settings, size, args.grid_runs, args.seed)
+                grid = Grid(grid_run, settings, size, args.grid_runs, args.seed, extensions=args.grid_extend)
                 if args.search == "fit":
                     fit_settings = cf.Settings(start=args.start_rate, target=args.attainment, precision=args.precision,
                                                max_runs=args.max_runs)
@@ -338,7 +361,7 @@ def main() -> None:
             rates = grid.rates
             held = [r for r in rates if means[r] >= args.attainment]
             boundary = max(held) if held else None
-            step = 4 ** (1 / (size - 1))  # one grid step
+            step = rates[1] / rates[0]  # one grid step
             inside = (boundary is not None and found.low is not None and found.high is not None
                       and found.low / step <= boundary <= found.high * step)
             check = drift(grid.done, args.attainment)

@@ -46,12 +46,14 @@ the lowest rate.
 
 The search (``decide``, a function of the runs alone, so a resumed search refits and goes on).
 From ``start`` it doubles the rate while every run held (halves while every run failed) until a
-rate that held lies below one that failed. Then each next run goes to the fitted crossing (Wu's
-sequential placement), kept within [lowest rate, UP x highest rate] of the runs so far (a crossing
-the fit extrapolates below the rates probed is no place to measure: on a server whose attainment is
-noisy at every rate, a flat fit's crossing would otherwise walk the runs down, each one longer; above
-them it is, a doubling at a time: where one early run failed at the top rate and every other held,
-the crossing lies above every rate probed, and runs kept at the top rate would never reach it);
+rate that held lies below one that failed. Then each next run goes where it most narrows the fitted
+crossing (``capacity_place``: among the grid's rates, the one whose run leaves the crossing's least
+delta-method variance, a sequential c-optimal design after Wu, JASA 1985; runs bunched at the
+crossing leave the slope, and so the interval, unknown), kept within [lowest rate, UP x highest
+rate] of the runs so far (a crossing the fit extrapolates below the rates probed is no place to
+measure: on a server whose attainment is noisy at every rate, a flat fit's crossing would otherwise
+walk the runs down, each one longer; above them it is, a doubling at a time) and no deeper into
+overload than a fitted attainment of ``capacity_place.LOWEST``;
 while no fit exists (runs separated: all good below a rate, none above), to the geometric
 midpoint of the closest holding and failing rates. Rates lie on a geometric grid from ``start``
 of ratio ``1 + precision / GRID``, so runs repeat at one rate and the lack-of-fit test can see
@@ -519,6 +521,26 @@ def snap(settings: Settings, rate: float) -> float:
     return float(f"{min(s.cap, max(s.floor, s.start * math.exp(k * step))):.{ROUND_DIGITS}g}")
 
 
+def _candidates(settings: Settings, low: float, high: float) -> list[float]:
+    """The search's grid rates from ``low`` to ``high`` (both snapped onto the grid)."""
+    s = settings
+    step = math.log1p(s.precision / GRID)
+    first, last = (round(math.log(x / s.start) / step) for x in (low, high))
+    return sorted({snap(s, s.start * math.exp(k * step)) for k in range(first, last + 1)})
+
+
+def _placed(settings: Settings, runs: Sequence[Run], f: Fit, kept: Sequence[Run]) -> float:
+    """The next run's rate: among the grid's rates from the lowest probed to UP times the highest, the
+    one whose run most narrows the fitted crossing (``capacity_place.best_rate``)."""
+    from llama4spec.analysis import capacity_place
+
+    rates = [r.rate for r in runs]
+    candidates = _candidates(settings, min(rates), min(settings.cap, UP * max(rates)))
+    rate, _ = capacity_place.best_rate(f.b0, f.b1, f.center, _logit(settings.target),
+                                       [(r.rate, r.total) for r in kept], candidates)
+    return rate
+
+
 def _stop(settings: Settings, runs: Sequence[Run], stop: str, reason: str) -> Decision:
     return Decision(None, reason, stop, answer(settings, runs))
 
@@ -545,17 +567,17 @@ def decide(settings: Settings, runs: Sequence[Run]) -> Decision:
         return Decision(max(snap(s, bottom / 2), s.floor), f"down from {bottom:g}, which failed")
     if not _bracketed(runs, s.target):
         return _stop(s, runs, SHAPE_STOP, "stopped: every rate that held lies above every rate that failed")
-    f, _ = robust_fit(runs)
+    f, outliers = robust_fit(runs)
+    kept = [r for i, r in enumerate(runs) if i not in {o.index for o in outliers}]
     estimate, low, high = crossing(f, s.target, s.confidence) if f is not None else (None, None, None)
     if estimate is not None:
         if low is not None and high is not None and len(runs) >= MIN_FIT_RUNS \
                 and (high - low) / (2 * estimate) <= s.precision:
             return _stop(s, runs, PRECISION_STOP, f"stopped: {estimate:.4g} req/s [{low:.4g}, {high:.4g}], within "
                                                   f"+-{s.precision:.0%}")
-        rates = [r.rate for r in runs]
-        rate = snap(s, min(UP * max(rates), max(min(rates), estimate)))
+        rate = _placed(s, runs, f, kept)
         where = f"[{low:.4g}, {high:.4g}]" if low is not None and high is not None else "open"
-        return Decision(rate, f"at the fitted crossing {estimate:.4g} (interval {where})")
+        return Decision(rate, f"where a run most narrows the fitted crossing {estimate:.4g} (interval {where})")
     upper = min(r for r in fails if r > min(holds))
     lower = max(r for r in holds if r < upper)
     mid = snap(s, math.sqrt(lower * upper))

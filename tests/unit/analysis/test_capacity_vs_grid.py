@@ -87,3 +87,18 @@ def test_a_search_that_never_brackets_gets_its_grid_afterwards_around_its_answer
     assert grid.queue is None and grid.done == []
     grid.finish(center=20.0)
     assert grid.rates == [10.0, 20.0, 40.0] and len(grid.done) == 3
+
+
+def test_a_grid_that_held_at_its_top_rate_is_extended_up_until_a_rate_fails() -> None:
+    """The tiny server without speculation on a slow day: the search's first run failed by chance, the
+    grid centred on that bracket held at its top rate, so its boundary was its top, not a boundary."""
+    grid = cvg.Grid(lambda rate, i: _curve(1.0)(rate), cap.Settings(start=8.0, target=0.9, precision=0.1), 5, 2,
+                    seed=3, extensions=6)
+    means = grid.finish(center=10.0)  # rates 5 to 20, all below the crossing near 24.1 req/s
+    top, below = sorted(grid.rates)[-1], sorted(grid.rates)[-2]
+    assert top == pytest.approx(20.0 * 2 ** 0.5, rel=1e-4) and means[top] < 0.9 <= means[below]
+    assert len(grid.rates) == 6 and len(grid.done) == 12  # one rate added, its 2 runs
+    low = cvg.Grid(lambda rate, i: _curve(1.0)(rate), cap.Settings(start=8.0, target=0.9, precision=0.1), 5, 2,
+                   seed=3, extensions=1)
+    low.finish(center=200.0)  # every rate fails; one rate added below, at most
+    assert len(low.rates) == 6 and min(low.rates) < 100.0

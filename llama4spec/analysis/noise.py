@@ -417,7 +417,8 @@ def block_estimate(blocks: Sequence[Sequence[float]], noise: Noise | None = None
         raise ValueError("no block has a pair")
     center = float(means.mean())
     if j >= 3:
-        return center, float(means.std(ddof=1) / math.sqrt(j)), float(j - 1), f"{j} blocks' own spread ({j - 1} df)"
+        return (center, float(means.std(ddof=1) / math.sqrt(j)), float(j - 1),
+                f"{j} blocks' own spread ({j - 1} df)" + block_trend(means))
     if noise is None or noise.paired is None:
         raise ValueError(f"{j} block(s): 3 or more give an interval of their own; fewer need a noise estimate "
                          "with a paired component")
@@ -427,6 +428,27 @@ def block_estimate(blocks: Sequence[Sequence[float]], noise: Noise | None = None
     text = (f"{j} block{'s' if j != 1 else ''}: the noise components (between-start sd {noise.between.sd:.3f}, "
             f"paired within-start sd {noise.paired.sd:.3f}; {df:.1f} df)")
     return center, math.sqrt(b_term + p_term), df, text
+
+
+TREND_LEVEL = 0.05  # a trend of the block ratios over their order is reported below this p-value
+
+
+def block_trend(means: Sequence[float] | np.ndarray) -> str:
+    """A clause for the blocks' mean log ratios in time order when they trend (least-squares slope on
+    the block's place, two-sided t on J - 2 df, p below ``TREND_LEVEL``; 4 blocks at least), else
+    "". The interval from the blocks' spread stays honest under a trend, only wider; the clause
+    says the speedup itself moved over the run, so their mean is an average over the machine's
+    states (docs/noise.md, "Deciding a small speedup on this machine")."""
+    from scipy import stats
+
+    y = np.asarray(means, dtype=float)
+    if y.size < 4 or float(np.ptp(y)) == 0.0:
+        return ""
+    fit = stats.linregress(np.arange(y.size, dtype=float), y)
+    if not (math.isfinite(fit.pvalue) and fit.pvalue < TREND_LEVEL):
+        return ""
+    return (f"; the blocks' ratio trended over the run ({math.expm1(fit.slope):+.1%} a block, p = {fit.pvalue:.2g}): "
+            "the speedup moved with the machine's state")
 
 
 def block_interval(blocks: Sequence[Sequence[float]], confidence: float = CONFIDENCE,

@@ -141,3 +141,17 @@ def test_truncated_profile(tmp_path):
     path.write_text(path.read_text()[:50])
     with pytest.raises(UserError, match="cut short|not valid JSON"):
         N.read_profile(path, FP)
+
+
+def test_a_trend_of_the_block_ratios_over_the_run_is_said_and_a_steady_one_is_not() -> None:
+    """The third concurrency-4 run of runbooks/tiny_cpu_blocks.yaml on a machine that slowed down: the
+    block ratios rose from about 1.0 to 1.2 over the run. A steady run's blocks, spread as much, say
+    nothing; fewer than 4 blocks are never tested."""
+    rising = [[1.00, 1.02], [0.99, 1.01], [1.06, 1.08], [1.12, 1.13], [1.18, 1.20], [1.24, 1.22]]
+    *_, text = N.block_estimate(rising)
+    assert text.startswith("6 blocks' own spread (5 df); the blocks' ratio trended over the run (+")
+    assert "a block, p = " in text and "the speedup moved with the machine's state" in text
+    steady = [rising[i] for i in (0, 4, 2, 5, 1, 3)]  # the same blocks, in an order with no trend
+    assert N.block_estimate(steady)[3] == "6 blocks' own spread (5 df)"
+    assert N.block_trend(np.log([1.0, 1.1, 1.2])) == ""  # 3 blocks: no test
+    assert N.block_trend(np.zeros(5)) == ""

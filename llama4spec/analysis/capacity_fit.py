@@ -77,6 +77,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from llama4spec.analysis import capacity_place
 from llama4spec.errors import UserError
 
 PRECISION = 0.10  # the interval's relative half-width at which the search stops
@@ -532,8 +533,6 @@ def _candidates(settings: Settings, low: float, high: float) -> list[float]:
 def _placed(settings: Settings, runs: Sequence[Run], f: Fit, kept: Sequence[Run]) -> float:
     """The next run's rate: among the grid's rates from the lowest probed to UP times the highest, the
     one whose run most narrows the fitted crossing (``capacity_place.best_rate``)."""
-    from llama4spec.analysis import capacity_place
-
     rates = [r.rate for r in runs]
     candidates = _candidates(settings, min(rates), min(settings.cap, UP * max(rates)))
     rate, _ = capacity_place.best_rate(f.b0, f.b1, f.center, _logit(settings.target),
@@ -577,7 +576,8 @@ def decide(settings: Settings, runs: Sequence[Run]) -> Decision:
                                                   f"+-{s.precision:.0%}")
         rate = _placed(s, runs, f, kept)
         where = f"[{low:.4g}, {high:.4g}]" if low is not None and high is not None else "open"
-        return Decision(rate, f"where a run most narrows the fitted crossing {estimate:.4g} (interval {where})")
+        return Decision(rate, f"where a run most narrows the crossing's interval (fitted crossing {estimate:.4g}, "
+                              f"interval {where})")
     upper = min(r for r in fails if r > min(holds))
     lower = max(r for r in holds if r < upper)
     mid = snap(s, math.sqrt(lower * upper))

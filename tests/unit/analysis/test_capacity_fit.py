@@ -108,7 +108,7 @@ def test_the_next_run_goes_where_it_most_narrows_the_crossing_and_the_budget_sto
     candidates = cf._candidates(s, 8.0, 64.0)
     best, _ = capacity_place.best_rate(f.b0, f.b1, f.center, math.log(TARGET / (1 - TARGET)),
                                        [(r.rate, r.total) for r in runs], candidates)
-    assert d.rate == best == cf.snap(s, d.rate) and "most narrows the fitted crossing" in d.reason
+    assert d.rate == best == cf.snap(s, d.rate) and "most narrows the crossing's interval" in d.reason
     runs += [cf.Run(d.rate, 30, 40), cf.Run(d.rate, 39, 40)]
     final = cf.decide(s, runs)
     assert final.rate is None and final.stop == cf.BUDGET_STOP and final.final.runs == 6

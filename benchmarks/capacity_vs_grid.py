@@ -5,8 +5,9 @@ First a server without a draft is measured at concurrency 1 (the SLO's reference
 runbooks/tiny_cpu_capacity.yaml: TTFT <= 5x its median TTFT, TPOT <= 2x its median TPOT). Then,
 for each setting (no speculation, EAGLE k=3), one server start: the search (the capacity step's default,
 ``analysis.capacity_fit``: the crossing of a logistic fitted to every run, each next run placed where
-it most narrows the crossing's interval, ``analysis.capacity_place``; ``--search bisect``: ``analysis.capacity_search``, a test per rate; the probes of the
-capacity step: open loop, no client concurrency cap, ``--goodput``) and, on the same server, a grid
+it most narrows the crossing's interval, ``analysis.capacity_place``; ``--search bisect``:
+``analysis.capacity_search``, a test per rate; the probes of the capacity step: open loop, no client
+concurrency cap, ``--goodput``) and, on the same server, a grid
 of request rates spaced by the search's precision (geometric, factor 1 + precision, or
 ``--grid-rates`` of them) over [0.5, 2] x the geometric middle of the search's first bracket (its
 closest holding rate below a failing one), 3 runs each; the grid's boundary is the highest rate whose mean attainment is at least the target.
@@ -14,10 +15,10 @@ closest holding rate below a failing one), 3 runs each; the grid's boundary is t
 The two are interleaved so that a server that drifts over its life (or meets bursts) hits both
 alike: once the search has bracketed, each search run is followed by the next grid run, the grid's
 runs in a seeded random order (a fresh order of the rates for each of the 3 runs a rate, so every
-rate is measured early and late); when the search stops, the rest of the grid follows. A grid whose
-top rate held (or whose lowest failed) does not show its boundary: it is then extended a rate at a
-time, a grid step beyond that end, 3 runs each, until it does (``--grid-extend``, at most 6 rates). (Where the
-search never brackets, the grid is centred on its answer and runs after it.)
+rate is measured early and late); when the search stops, the rest of the grid follows. (Where the
+search never brackets, the grid is centred on its answer and runs after it.) A grid whose top rate
+held on average (or whose lowest failed) does not show its boundary: it is then extended a rate at
+a time, a grid step beyond that end, 3 runs each, until it does (``--grid-extend``, at most 6 rates).
 
 Printed per setting: the search's interval and runs, the grid's boundary and runs, whether the
 search used at most a third of the grid's runs, whether the grid's boundary lies in the search's
@@ -138,8 +139,9 @@ def bisected(cfg, url, where, settings, duration, thresholds, runner, after) -> 
 
 
 def fitted(cfg, url, where, settings: cf.Settings, duration, thresholds, runner, least: int, after) -> Found:
-    """The fitted search (``capacity_fit.decide``): every run where it most narrows the fitted crossing until the interval is
-    within ``precision`` or the budget is spent; ``after(rate, attainment)`` after each run."""
+    """The fitted search (``capacity_fit.decide``): every run where it most narrows the crossing's
+    interval until that interval is within ``precision`` or the budget is spent; ``after(rate,
+    attainment)`` after each run."""
     runs: list[cf.Run] = []
     while (d := cf.decide(settings, runs)).rate is not None:
         run = one_run(cfg, url, where / f"search-{len(runs)}-{d.rate:g}", d.rate, duration, thresholds, least, runner)

@@ -32,8 +32,9 @@ EPS = 1e-9  # the fitted attainment's distance from 0 and 1 in a run's informati
 # No run goes where the fitted attainment is below this. Under the model a run deep in overload (many
 # requests, attainment 0.01) still carries the slope, but there the logistic shape is an
 # extrapolation (a real server's tail is a queue's, not a logit's) and the run costs the most wall
-# time, its queue draining long after the run's last request. The D-optimal pair of the logistic
-# lies at 0.18 and 0.82 (Neyer 1994): no design this module would choose needs less.
+# time, its queue draining long after the run's last request. The floor sits by the lower point of
+# the logistic's D-optimal pair (attainment 0.18 and 0.82; Neyer 1994), so a run still goes as low as
+# a design for the slope would send it.
 LOWEST = 0.2
 
 

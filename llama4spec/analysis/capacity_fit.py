@@ -333,6 +333,12 @@ def robust_fit(runs: Sequence[Run], attained: Sequence[float] | None = None,
         kept.remove(worst)
 
 
+def _kept(runs: Sequence[Run], outliers: Sequence[Outlier]) -> list[Run]:
+    """The runs ``robust_fit`` kept: all but those it set aside."""
+    aside = {o.index for o in outliers}
+    return [r for i, r in enumerate(runs) if i not in aside]
+
+
 def crossing(f: Fit, target: float, confidence: float) -> tuple[float | None, float | None, float | None]:
     """(estimate, low, high) of the rate at which the fitted attainment equals ``target``; low or
     high None where Fieller's interval is open on that side (the slope not shown non-zero), the
@@ -465,8 +471,7 @@ def answer(settings: Settings, runs: Sequence[Run]) -> Answer:
     check, the isotonic estimate and the binding metric (the rules: the module docstring)."""
     s = settings
     f, outliers = robust_fit(runs)
-    aside = {o.index for o in outliers}
-    kept = [r for i, r in enumerate(runs) if i not in aside]
+    kept = _kept(runs, outliers)
     estimate, low, high = crossing(f, s.target, s.confidence) if f is not None else (None, None, None)
     half = (high - low) / (2 * estimate) if estimate is not None and low is not None and high is not None else None
     iso, iso_words = isotonic(kept, s.target)
@@ -567,7 +572,7 @@ def decide(settings: Settings, runs: Sequence[Run]) -> Decision:
     if not _bracketed(runs, s.target):
         return _stop(s, runs, SHAPE_STOP, "stopped: every rate that held lies above every rate that failed")
     f, outliers = robust_fit(runs)
-    kept = [r for i, r in enumerate(runs) if i not in {o.index for o in outliers}]
+    kept = _kept(runs, outliers)
     estimate, low, high = crossing(f, s.target, s.confidence) if f is not None else (None, None, None)
     if estimate is not None:
         if low is not None and high is not None and len(runs) >= MIN_FIT_RUNS \

@@ -27,6 +27,7 @@ import math
 from typing import Sequence
 
 import numpy as np
+from scipy.special import expit
 
 EPS = 1e-9  # the fitted attainment's distance from 0 and 1 in a run's information
 # No run goes where the fitted attainment is below this. Under the model a run deep in overload (many
@@ -39,8 +40,7 @@ LOWEST = 0.2
 
 
 def _weight(n: float, eta: float) -> float:
-    p = 1.0 / (1.0 + math.exp(-eta)) if eta >= 0 else math.exp(eta) / (1.0 + math.exp(eta))
-    p = min(max(p, EPS), 1.0 - EPS)
+    p = min(max(float(expit(eta)), EPS), 1.0 - EPS)
     return n * p * (1.0 - p)
 
 
@@ -83,8 +83,7 @@ def best_rate(b0: float, b1: float, center: float, target_logit: float, runs: Se
     best: tuple[float, float, float] | None = None  # (variance, distance to the crossing, rate)
     for rate in allowed:
         u = math.log(rate) - center
-        w = _weight(per_rate * rate, b0 + b1 * u)
-        v = crossing_variance(info + w * np.array([[1.0, u], [u, u * u]]), b1, u_star)
+        v = crossing_variance(info + information(b0, b1, [u], [per_rate * rate]), b1, u_star)
         key = (float(f"{v:.9g}"), abs(u - u_star), rate)  # equal to 9 digits: a tie
         if best is None or key < best:
             best = key

@@ -214,14 +214,30 @@ def linked(text: str, step_id: str) -> str:
 
 
 
+NESTED = ("blocks", "starts")  # the design's records of its server starts: their scalars and their order
+MAX_ORDER = 10_000  # serve steps kept of a nested record's order (the sentence names MAX_SHOWN of them)
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (str, bool, int, float)) and len(str(value)) <= 300
+
+
 def _design(step: Mapping[str, Any], prior: bool = False) -> dict[str, Any] | None:
-    """The sweep's ``design`` as plan.json holds it: its scalars, and with ``prior`` its noise prior
-    (checked where read); None without one."""
+    """The sweep's ``design`` as plan.json holds it: its scalars, its back-to-back blocks or starts
+    (their scalars and the order of their serve steps, ids of at most 200 characters), and with
+    ``prior`` its noise prior (checked where read); None without one."""
     design = step.get("design")
     if not isinstance(design, dict):
         return None
-    return {str(k): v for k, v in design.items() if isinstance(v, (str, bool, int, float)) and len(str(v)) <= 300
-            or prior and k == "noise_prior" and isinstance(v, dict)}
+    out: dict[str, Any] = {}
+    for key, value in design.items():
+        if _scalar(value) or prior and key == "noise_prior" and isinstance(value, dict):
+            out[str(key)] = value
+        elif key in NESTED and isinstance(value, dict):
+            order = value.get("order") if isinstance(value.get("order"), list) else []
+            out[key] = {**{str(k): v for k, v in value.items() if _scalar(v)},
+                        "order": [sid for sid in order[:MAX_ORDER] if isinstance(sid, str) and len(sid) <= 200]}
+    return out
 
 
 @dataclass

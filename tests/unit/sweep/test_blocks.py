@@ -450,3 +450,30 @@ def test_a_failed_run_in_a_later_block_leaves_the_earlier_blocks_counted(tmp_pat
     again = bench_record.read(tmp_path / "record.json")
     assert again.counted and again.samples("output_throughput") == kept.samples("output_throughput")
     assert not BenchRecord.of_runs("c", [BenchRecord(label="x", returncode=-15, start=1)]).counted_only().counted
+
+
+@pytest.mark.parametrize("keys", [{}, AUTO, {"design": "sequential"}], ids=["blocks", "auto-blocks", "starts"])
+def test_a_design_read_back_from_plan_json_says_what_the_run_said(tmp_path, monkeypatch, keys) -> None:
+    """report.html and a rebuilt report read the design from plan.json: back-to-back blocks (or
+    starts) stay blocks there, where the nested record used to be dropped and the page called a
+    blocks run interleaved."""
+    import json
+
+    from llama4spec.runbook.sweep.report import _design, design_lines
+
+    plan = _plan(tmp_path, monkeypatch, **keys)
+    said = design_lines(plan.get("sweep").step.keys.design_record())
+    step = json.loads(json.dumps(next(r for r in plan.to_record() if r["id"] == "sweep")))
+    assert said and design_lines(_design(step)) == said
+    assert any(line.startswith(("design: back-to-back blocks", "starts: ")) for line in said)
+
+
+def test_a_hostile_nested_design_record_is_read_bounded() -> None:
+    from llama4spec.runbook.sweep.report import _design, design_lines
+
+    step = {"design": {"design": "interleaved", "asked": "interleaved",
+                       "blocks": {"blocks": 3, "runs": 2, "deep": {"x": 1}, "order": [1, None, "x" * 300, "ok"]},
+                       "starts": {"starts": 2, "order": "not a list"}, "other": {"a": 1}}}
+    design = _design(step)
+    assert design["blocks"] == {"blocks": 3, "runs": 2, "order": ["ok"]} and design["starts"] == {"starts": 2, "order": []}
+    assert "other" not in design and design_lines(design)[0].endswith("Order: ok")

@@ -183,13 +183,17 @@ def read_json(path: Path, expect: Expect = RECORD) -> Any:
 
 
 def json_or_none(path: Path, expect: Expect = RECORD) -> tuple[Any, str | None]:
-    """(data, None); (None, None) when there is no such file; (None, the one-line problem) otherwise."""
+    """(data, None); (None, None) when there is no such file; (None, the one-line problem) otherwise
+    (a file holding JSON null among them: it is there, so it is not "no such file")."""
     if not os.path.lexists(path):
         return None, None
     try:
-        return read_json(path, expect), None
+        data = read_json(path, expect)
     except Unreadable as err:
         return None, str(err)
+    if data is None:
+        return None, f"{plain(str(path))}: holds null, not a {expect.noun}; {expect.fix}"
+    return data, None
 
 
 class _Refused(yaml.MarkedYAMLError):

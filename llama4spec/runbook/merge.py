@@ -69,6 +69,8 @@ def plan_problem(plan: Any, where: str) -> str | None:
     mapping with a step id, a kind, and references (``needs``, ``inputs``) of the right types."""
     if not isinstance(plan, list):
         return f"{where}: not a plan (a JSON list of steps); it is not a record this tool wrote"
+    if not plan:  # a runbook has steps, so every plan written has too
+        return f"{where}: lists no steps; it is not a record this tool wrote"
     for n, step in enumerate(plan, 1):
         if not isinstance(step, dict) or not is_step_id(step.get("id")):
             got = shown(step.get("id")) if isinstance(step, dict) else type(step).__name__

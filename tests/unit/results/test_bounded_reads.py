@@ -68,6 +68,9 @@ def test_json_or_none_says_none_for_missing_and_the_problem_otherwise(tmp_path: 
     assert data is None and "ends early" in problem
     (tmp_path / "ok.json").write_text("[1, 2]")
     assert files.json_or_none(tmp_path / "ok.json") == ([1, 2], None)
+    (tmp_path / "null.json").write_text("null")  # there, so not "no such file"
+    data, problem = files.json_or_none(tmp_path / "null.json")
+    assert data is None and "null.json: holds null, not a run record" in problem
 
 
 def test_the_cap_is_read_not_trusted_from_the_size(tmp_path: Path) -> None:

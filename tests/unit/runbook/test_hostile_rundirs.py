@@ -67,6 +67,9 @@ def _plan_id(data):
 REFUSED: list[tuple[str, Callable[[Path], None], list[str]]] = [
     ("plan id is a path", lambda r: _edit_json(r / "plan.json", _plan_id), ["not a record this tool wrote"]),
     ("plan is a mapping", lambda r: (r / "plan.json").write_text("{}"), ["not a plan"]),
+    ("plan lists no steps", lambda r: (r / "plan.json").write_text("[]"), ["plan.json: lists no steps"]),
+    ("plan is null", lambda r: (r / "plan.json").write_text("null"), ["plan.json: holds null"]),
+    ("status is null", lambda r: (r / "status.json").write_text("null"), ["status.json: holds null"]),
     ("plan needs an int", lambda r: _edit_json(r / "plan.json", lambda d: [{**d[0], "needs": 5}, *d[1:]]),
      ["wrong type"]),
     ("steps: 5", lambda r: _edit_json(r / "status.json", lambda d: {**d, "steps": 5}), ["'steps' is int"]),

@@ -29,7 +29,7 @@ over those rates (95%).
 
     .venv/bin/python benchmarks/capacity_vs_grid.py [--search fit|bisect] [--precision 0.1] [--max-runs 24]
         [--attainment 0.9] [--output-len 32] [--duration-s 15] [--start-rate 8] [--grid-rates N] [--grid-runs 3]
-        [--seed 0] [--grid-extend 6]
+        [--seed 0] [--grid-extend 6] [--setting 'no speculation'|'EAGLE k=3' ...]
 """
 
 from __future__ import annotations
@@ -316,6 +316,9 @@ def main() -> None:
                          "order and puts other work at nice 19 below the engine)")
     ap.add_argument("--ttft", type=float, default=5.0, help="the SLO's TTFT: this many times the baseline's median")
     ap.add_argument("--tpot", type=float, default=2.0, help="the SLO's TPOT: this many times the baseline's median")
+    ap.add_argument("--setting", action="append", choices=list(SETTINGS),
+                    help="measure only this setting (repeat for several; default: every one), e.g. a half of the "
+                         "benchmark a session")
     args = ap.parse_args()
     size = args.grid_rates or grid_size(args.precision)
     if size < 2 or args.grid_runs < 1:
@@ -336,7 +339,7 @@ def main() -> None:
         print(f"SLO: {', '.join(f'{m.upper()} <= {v:.1f} ms' for m, v in thresholds.items())} for "
               f"{args.attainment:.0%} of requests ({args.ttft:g}x and {args.tpot:g}x the baseline's medians)", flush=True)
         rows = []
-        for name, overrides in SETTINGS.items():
+        for name, overrides in ((n, SETTINGS[n]) for n in dict.fromkeys(args.setting or SETTINGS)):
             cfg = compose_config([*common, *overrides]).cfg
             settings = cap.Settings(start=args.start_rate, target=args.attainment, precision=args.precision,
                                     confirm=None)

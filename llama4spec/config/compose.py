@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from llama4spec.config import hydra_adapter as hydra
 from llama4spec.config.schema import Config, register
 from llama4spec.errors import UserError
+from llama4spec.files import shown
 from llama4spec.tiny.paths import tiny_path
 
 
@@ -179,6 +180,9 @@ class _Raw:
 
 def _friendly(err: Exception, overrides: Sequence[str]) -> str:
     msg = str(err).strip()
+    keyless = next((o for o in overrides if "=" in o and not o.split("=", 1)[0].lstrip("+~").strip()), None)
+    if keyless is not None:  # Hydra: "Could not override ''", "An item is already at ''"
+        return f"the override {shown(keyless)} has no key before '='; write overrides as key=value, e.g. lookahead=5"
     if msg.startswith("Error merging override") and err.__cause__ is not None:
         override = msg.removeprefix("Error merging override").strip()
         cause = str(err.__cause__).strip().splitlines()[0]
@@ -192,12 +196,14 @@ def _friendly(err: Exception, overrides: Sequence[str]) -> str:
         files = ", ".join(f"{g}/for/{target}.yaml" for g in missing)
         return (f"target={target} brings no defaults for {', '.join(missing)}: name them on the command line "
                 f"(e.g. {example}) or add {files} to your config directory")
-    m = re.search(r"Could not find '([\w/]+)/([^']+)'", msg) or re.search(
-        r"In '[^']*': Could not find '([\w/]+)/([^']+)'", msg
+    m = re.search(r"Could not find '([\w/]+)/([^']*)'", msg) or re.search(
+        r"In '[^']*': Could not find '([\w/]+)/([^']*)'", msg
     )
     if m:
         group, option = m.group(1).split("/")[-1], m.group(2)
         valid = ", ".join(group_options(group, overrides)) or "(none)"
+        if not option:
+            return f"'{group}=' names no {group} option; give one of: {valid}"
         return f"unknown {group} option '{option}'; valid options: {valid}"
     m = re.search(r"Key '([^']+)' (?:is not in struct|not in '?(\w+)'?)", msg)
     if m or "not in struct" in msg:

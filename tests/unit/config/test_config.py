@@ -110,6 +110,11 @@ def test_serve_binds_loopback_and_no_trust_remote_code_by_default():
         (["lookahed=3"], "unknown config key 'lookahed'"),
         (["draft.methd=eagle"], "unknown config key 'draft.methd'"),
         (["lookahead=abc"], "could not be converted to Integer"),
+        (["target="], "'target=' names no target option; give one of: llama4_maverick"),
+        (["draft="], "'draft=' names no draft option; give one of: eagle3_llama4_maverick"),
+        (["=3"], "the override '=3' has no key before '='; write overrides as key=value"),
+        (["lookahead=2", "+=3"], "the override '+=3' has no key before '='"),
+        (["~=x"], "the override '~=x' has no key before '='"),
     ],
 )
 def test_compose_errors_are_one_clear_line(overrides, expected):

@@ -28,6 +28,8 @@ from llama4spec.analysis.noise import MARGIN, margin_problem
 from llama4spec.analysis.points import points as sweep_points
 
 MAX_SHOWN = 200  # server starts named in the design's sentence
+NESTED = ("blocks", "starts")  # the design's records of its server starts: their scalars and their order
+MAX_ORDER = 10_000  # serve steps kept of a nested record's order (the sentence names MAX_SHOWN of them)
 
 
 def design_lines(design: dict[str, Any] | None) -> list[str]:
@@ -210,12 +212,6 @@ def linked(text: str, step_id: str) -> str:
     for stem in IMAGES.values():
         text = text.replace(f"]({stem}.png)", f"]({step_id}/{stem}.png)")
     return text
-
-
-
-
-NESTED = ("blocks", "starts")  # the design's records of its server starts: their scalars and their order
-MAX_ORDER = 10_000  # serve steps kept of a nested record's order (the sentence names MAX_SHOWN of them)
 
 
 def _scalar(value: Any) -> bool:

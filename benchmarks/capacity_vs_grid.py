@@ -339,7 +339,7 @@ def main() -> None:
         print(f"SLO: {', '.join(f'{m.upper()} <= {v:.1f} ms' for m, v in thresholds.items())} for "
               f"{args.attainment:.0%} of requests ({args.ttft:g}x and {args.tpot:g}x the baseline's medians)", flush=True)
         rows = []
-        for name, overrides in ((n, SETTINGS[n]) for n in dict.fromkeys(args.setting or SETTINGS)):
+        for name, overrides in {n: SETTINGS[n] for n in args.setting or SETTINGS}.items():
             cfg = compose_config([*common, *overrides]).cfg
             settings = cap.Settings(start=args.start_rate, target=args.attainment, precision=args.precision,
                                     confirm=None)

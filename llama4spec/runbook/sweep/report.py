@@ -18,7 +18,7 @@ from llama4spec.files import csv_text, number, plain, write_atomic, write_json
 from llama4spec.runbook import colocation as groups
 from llama4spec.runbook.measured import measured_in_plan
 from llama4spec.runbook.noise_prior import of_sweep
-from llama4spec.runbook.rundir import Measured, csv_rows, not_run
+from llama4spec.runbook.rundir import Measured, csv_rows, is_step_id, not_run
 from llama4spec.runbook.spec import MergeRead, PageRead
 from llama4spec.runbook.steps import traits_of
 from llama4spec.runbook.sweep.expand import AUTO_DESIGN, INTERLEAVED
@@ -220,7 +220,7 @@ def _scalar(value: Any) -> bool:
 
 def _design(step: Mapping[str, Any], prior: bool = False) -> dict[str, Any] | None:
     """The sweep's ``design`` as plan.json holds it: its scalars, its back-to-back blocks or starts
-    (their scalars and the order of their serve steps, ids of at most 200 characters), and with
+    (their scalars and the order of their serve steps, each a step id as planning accepts it), and with
     ``prior`` its noise prior (checked where read); None without one."""
     design = step.get("design")
     if not isinstance(design, dict):
@@ -232,7 +232,7 @@ def _design(step: Mapping[str, Any], prior: bool = False) -> dict[str, Any] | No
         elif key in NESTED and isinstance(value, dict):
             order = value.get("order") if isinstance(value.get("order"), list) else []
             out[key] = {**{str(k): v for k, v in value.items() if _scalar(v)},
-                        "order": [sid for sid in order[:MAX_ORDER] if isinstance(sid, str) and len(sid) <= 200]}
+                        "order": [sid for sid in order[:MAX_ORDER] if is_step_id(sid)]}
     return out
 
 

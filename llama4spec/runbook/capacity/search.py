@@ -218,13 +218,22 @@ def _summary(record, rate: float, cfg) -> list[dict[str, Any]]:
     return out
 
 
+def _probe_name(name: str) -> bool:
+    """Whether ``name`` is one ``probe_dir`` gives: ``rate=`` and a rate written as ``:g`` writes it."""
+    rate = name.removeprefix("rate=")
+    try:
+        return rate != name and f"{float(rate):g}" == rate
+    except ValueError:
+        return False
+
+
 def _forget_probes(probes: Path) -> None:
-    """Remove an earlier search's probe directories (``rate=R``, as ``probe_dir`` names them) under
-    ``probes``; anything else there, and anything a symbolic link points to, is left alone."""
+    """Remove an earlier search's probe directories (``rate=R``, named exactly as ``probe_dir`` names
+    them) under ``probes``; anything else there, and anything a symbolic link points to, is left alone."""
     if probes.is_symlink() or not probes.is_dir():
         return
     for entry in probes.glob("rate=*"):
-        if entry.is_dir() and not entry.is_symlink():
+        if _probe_name(entry.name) and entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry, ignore_errors=True)
 
 

@@ -156,3 +156,24 @@ def test_runs_that_contradict_a_decreasing_curve_are_said_with_the_isotonic_esti
     assert "the logistic shape does not fit" in body and "isotonic estimate" in body
     gain = s["gain"]
     assert gain["ratio"] is None and gain["high"] is None  # no gain from a curve that does not fit
+
+
+def test_a_fresh_search_removes_only_the_probe_directories_it_names(tmp_path: Path) -> None:
+    from llama4spec.runbook.capacity.search import _forget_probes
+    from llama4spec.runbook.capacity.write_report import probe_dir
+
+    step = tmp_path / "step"
+    mine = [probe_dir(step, r) for r in (8.0, 4.007, 0.5)]
+    for d in mine:
+        (d / "run=0").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    probes = mine[0].parent
+    kept = [probes / n for n in ("rate=08", "rate=8.0", "rate=notes", "rate=", "other")]
+    for d in kept:
+        d.mkdir()
+    (probes / "rate=16").symlink_to(outside, target_is_directory=True)
+    (outside / "keep").write_text("x")
+    _forget_probes(probes)
+    assert not any(d.exists() for d in mine)
+    assert all(d.is_dir() for d in kept) and (outside / "keep").exists()

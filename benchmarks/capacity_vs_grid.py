@@ -53,7 +53,7 @@ from llama4spec.config.compose import compose_config
 from llama4spec.engine.bench_flags import probe_flags, probe_prompts, resolve_thresholds
 from llama4spec.serving.benchmark import BenchFiles, free_result, run_bench, run_probe
 from llama4spec.serving.bench_runner import BenchRunner
-from llama4spec.serving.process import is_healthy
+from llama4spec.serving.process import is_healthy, stop_group
 from llama4spec.analysis import capacity_fit as cf
 from llama4spec.analysis import capacity_search as cap
 
@@ -73,7 +73,8 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def server(overrides: list[str], where: Path):
-    """``llama4spec serve OVERRIDES`` on a free port until it answers; stopped (its group) at the end."""
+    """``llama4spec serve OVERRIDES`` on a free port until it answers; its group stopped at the end (SIGTERM,
+    then SIGKILL after 60 s)."""
     port = free_port()
     log = where / f"serve-{port}.out"
     with open(log, "w") as out:
@@ -88,14 +89,8 @@ def server(overrides: list[str], where: Path):
                 raise SystemExit(f"the server did not start; see {log}")
             time.sleep(2)
         yield url
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    finally:  # SIGTERM, which the tool unwinds as it does Ctrl-C (a shell's background job ignores SIGINT)
+        stop_group(proc, 60)
 
 
 def one_run(cfg, url: str, where: Path, rate: float, duration: float, thresholds, least: int, runner) -> cap.Run:

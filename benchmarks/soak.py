@@ -188,8 +188,9 @@ def main() -> None:
         print(f"server up on {url} (pid {proc.pid}); {args.concurrency} in flight for {args.minutes:g} min", flush=True)
         minutes = asyncio.run(soak(url, str(tiny_path("target")), key, args.minutes, args.concurrency,
                                    args.wrong_key_every, proc.pid))
-    finally:  # Ctrl-C, as a user stops it; whatever is left of its group after 120 s is killed
-        stop_groups([proc], 120, ask=lambda p: p.send_signal(signal.SIGINT))
+    finally:  # Ctrl-C, as a user stops it; then (a shell's background job ignores SIGINT) SIGTERM to its
+        # group after 120 s, and whatever is left of it 60 s later is killed
+        stop_groups([proc], 120, ask=lambda p: p.send_signal(signal.SIGINT), then_grace_s=60)
     print("| minute | served | errors | 401 (wrong key) | P99 latency s | mean queue s | server RSS MiB |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for i, m in enumerate(minutes, 1):

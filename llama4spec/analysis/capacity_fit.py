@@ -59,7 +59,10 @@ midpoint of the closest holding and failing rates. Rates lie on a geometric grid
 of ratio ``1 + precision / GRID``, so runs repeat at one rate and the lack-of-fit test can see
 the runs' own noise. The search stops when the interval's relative half-width,
 (high - low) / (2 x estimate), is at most ``precision`` after at least ``MIN_FIT_RUNS`` runs,
-or at ``max_runs`` with the interval as it stands.
+or at ``max_runs`` with the interval as it stands; a closed interval still wider than ``precision``
+then says about how many runs in all would narrow it at the spread its runs had (the half-width
+scaled as one over the root of the runs: runs placed at the crossing do better, runs with the
+spread of a flat curve no better), and what narrows it sooner.
 
 What is controlled. The interval holds the capacity with about ``confidence`` when the curve is
 logistic in log rate, runs are independent given the rate and a run set aside was not one of them (the simulation in
@@ -444,6 +447,7 @@ class Answer:
     runs: int = 0
     confidence: float = CONFIDENCE
     outliers: tuple[Outlier, ...] = ()  # runs set aside from the fit, the isotonic curve and the per-metric fits
+    precision: float = PRECISION  # the interval's relative half-width sought
 
 
 def _metric_crossing(runs: Sequence[Run], metric: str, target: float, confidence: float) -> float | None:
@@ -492,7 +496,26 @@ def answer(settings: Settings, runs: Sequence[Run]) -> Answer:
     binding = min(told, key=told.get) if told else None
     return Answer(estimate, low, high, half, f, not shape, shape, iso, iso_words, binding,
                   {m: (c if c is not None and math.isfinite(c) else None) for m, c in per_metric.items()},
-                  len(runs), s.confidence, outliers)
+                  len(runs), s.confidence, outliers, s.precision)
+
+
+def runs_for_precision(a: Answer) -> int | None:
+    """About how many runs in all would narrow ``a``'s closed interval to its precision, at the spread
+    its runs had (a half-width falls as one over the root of the runs); None where the interval is
+    open or already that narrow."""
+    if a.half_width is None or not a.half_width > a.precision or a.runs < 1:
+        return None
+    return math.ceil(a.runs * (a.half_width / a.precision) ** 2)
+
+
+def wide_words(a: Answer) -> str:
+    """Why a search that stopped wider than its precision did, and what narrows it; "" otherwise."""
+    n = runs_for_precision(a)
+    if n is None or not a.shape_fits:
+        return ""
+    return (f"the interval (+-{a.half_width:.0%}) is wider than the +-{a.precision:.0%} sought: about {n} runs in "
+            f"all would narrow it at these runs' spread; longer runs (duration_s) narrow a run's spread, and where "
+            f"even the lowest rates probed attain barely above the target, a limit with more room does")
 
 
 def describe(name: str, a: Answer) -> str:
@@ -556,7 +579,10 @@ def decide(settings: Settings, runs: Sequence[Run]) -> Decision:
     if not runs:
         return Decision(snap(s, s.start), "start")
     if len(runs) >= s.max_runs:
-        return _stop(s, runs, BUDGET_STOP, f"stopped: {s.max_runs} runs, the probe budget")
+        final = answer(s, runs)
+        why = wide_words(final)
+        return Decision(None, f"stopped: {s.max_runs} runs, the probe budget" + (f"; {why}" if why else ""),
+                        BUDGET_STOP, final)
     holds = [r.rate for r in runs if r.attainment >= s.target]
     fails = [r.rate for r in runs if r.attainment < s.target]
     if not fails:

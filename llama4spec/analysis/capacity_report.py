@@ -110,6 +110,8 @@ def _fitted_entry(name: str, search: Search, f: Fitted) -> dict[str, Any]:
         notes.append(f"no fitted crossing; isotonic estimate {a.isotonic_words}")
     notes += [o.words() for o in a.outliers]
     done = d.rate is None
+    if done and (why := cf.wide_words(a)):
+        notes.append(why)
     return {"search": "fit", "rate": rate, "low": low, "high": high, "half_width": a.half_width if fits else None,
             "confidence": a.confidence, "binding": a.binding, "per_metric": a.per_metric, "done": done,
             "stopped": d.reason, "shape_fits": a.shape_fits, "shape": a.shape, "isotonic": a.isotonic,

@@ -223,3 +223,33 @@ def test_a_stalled_run_is_set_aside_as_an_outlier_and_named_and_the_interval_clo
     assert cf.answer(s, runs[:12] + runs[13:]).outliers == ()
     record = stall.record()
     assert record["run"] == 12 and record["rate"] == 30.35 and "outlier" in record["why"]
+
+
+def test_a_search_stopped_wider_than_its_precision_says_how_many_runs_would_narrow_it() -> None:
+    """A curve flat at the target (the benchmark without speculation, 60-s runs: 0.72-0.99 from 5 to 20
+    req/s) stops at the budget with a wide interval; the stop names the runs that would narrow it."""
+    s = cf.Settings(start=8.0, target=TARGET, max_runs=16)
+    rng = np.random.default_rng(1)
+
+    def flat(rate: float) -> float:  # a shallow logistic, crossing 0.9 at 14 req/s
+        return 1 / (1 + math.exp(-(math.log(TARGET / (1 - TARGET)) - 0.8 * math.log(rate / 14.0))))
+
+    runs: list[cf.Run] = []
+    while (d := cf.decide(s, runs)).rate is not None:
+        y = min(1.0, max(0.0, flat(d.rate) + rng.normal(0, 0.08)))
+        runs.append(cf.Run(d.rate, round(y * 600), 600))
+    a = d.final
+    assert d.stop == cf.BUDGET_STOP and a is not None and a.half_width is not None and a.half_width > 0.1
+    n = cf.runs_for_precision(a)
+    assert n == math.ceil(16 * (a.half_width / 0.1) ** 2) and n > 16
+    assert f"about {n} runs in all would narrow it" in d.reason and f"(+-{a.half_width:.0%})" in d.reason
+
+
+def test_a_search_within_its_precision_or_open_names_no_runs_to_narrow_it() -> None:
+    narrow = cf.Answer(20.0, 19.0, 21.0, 0.05, None, True, "", None, "", None, runs=10)
+    open_ = cf.Answer(20.0, None, 30.0, None, None, True, "", None, "", None, runs=10)
+    assert cf.runs_for_precision(narrow) is None and cf.wide_words(narrow) == ""
+    assert cf.runs_for_precision(open_) is None and cf.wide_words(open_) == ""
+    wide = cf.Answer(20.0, 15.0, 25.0, 0.25, None, True, "", None, "", None, runs=10)
+    assert cf.runs_for_precision(wide) == 63  # 10 x 2.5 ** 2 = 62.5
+    assert cf.wide_words(cf.Answer(20.0, 15.0, 25.0, 0.25, None, False, "rises", None, "", None, runs=10)) == ""

@@ -7,6 +7,7 @@ import io
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from rich.console import Console
 
@@ -117,3 +118,22 @@ def test_a_stalled_run_is_named_as_an_outlier_in_search_json_and_the_report(tmp_
     text = fitted_section(Found({}, {"no speculation": search}, {"no speculation": {"fit": True}}), tmp_path)
     assert f"the run at {rate:g} req/s attained 0.030" in text
     assert "no speculation: runs set aside as outliers" in png_series(tmp_path / FIT_FIGURE)
+
+
+def test_a_search_stopped_at_its_budget_wider_than_its_precision_says_so_in_the_report() -> None:
+    from llama4spec.analysis import capacity_report
+    from llama4spec.runbook.capacity.write_report import fitted_answer
+
+    s = Settings(search="fit", start_rate=8.0, precision=0.1, max_probes=16)
+    search = cap.Search(s.bisect(0.9))
+    rng = np.random.default_rng(1)
+    while (rate := search_step.next_move(s, search)[0]) is not None:  # a shallow curve, crossing 0.9 at 14 req/s
+        p = 1 / (1 + math.exp(-(math.log(9) - 0.8 * math.log(rate / 14.0))))
+        search = search_step.add_run(search, rate, cap.Run(min(1.0, max(0.0, p + rng.normal(0, 0.08))), 600), "why")
+    fitted = fitted_answer(search)
+    assert fitted.decision.stop == "budget" and fitted.answer.half_width > 0.1
+    record = capacity_report.analyse({"no speculation": search}, None, "slo", {}, {"no speculation": fitted})
+    entry = record["settings"]["no speculation"]
+    n = math.ceil(16 * (fitted.answer.half_width / 0.1) ** 2)
+    assert any(f"about {n} runs in all would narrow it" in note for note in entry["notes"])
+    assert f"about {n} runs in all" in entry["stopped"]

@@ -61,8 +61,8 @@ the runs' own noise. The search stops when the interval's relative half-width,
 (high - low) / (2 x estimate), is at most ``precision`` after at least ``MIN_FIT_RUNS`` runs,
 or at ``max_runs`` with the interval as it stands; a closed interval still wider than ``precision``
 then says about how many runs in all would narrow it at the spread its runs had (the half-width
-scaled as one over the root of the runs: runs placed at the crossing do better, runs with the
-spread of a flat curve no better), and what narrows it sooner.
+scaled as one over the root of the runs: a rough figure, fewer where the new runs go to the
+crossing), and what narrows it sooner.
 
 What is controlled. The interval holds the capacity with about ``confidence`` when the curve is
 logistic in log rate, runs are independent given the rate and a run set aside was not one of them (the simulation in
@@ -98,6 +98,8 @@ EPS = 1e-12  # the fitted attainment's distance from 0 and 1 in the fit's weight
 ROUND_DIGITS = 4
 OUTLIER_LEVEL = 0.01  # a run is an outlier when its Bonferroni-adjusted p-value is below this
 MAX_OUTLIER_SHARE = 0.2  # at most this share of the runs is set aside as outliers
+
+MAX_RUNS_SAID = 100_000  # more runs than this to reach the precision are said as "more than" this
 
 PRECISION_STOP, BUDGET_STOP, CAP_STOP, FLOOR_STOP, SHAPE_STOP = "precision", "budget", "cap", "floor", "shape"
 
@@ -505,7 +507,8 @@ def runs_for_precision(a: Answer) -> int | None:
     open or already that narrow."""
     if a.half_width is None or not a.half_width > a.precision or a.runs < 1:
         return None
-    return math.ceil(a.runs * (a.half_width / a.precision) ** 2)
+    ratio = min(a.half_width / a.precision, 1e100)  # squared, still a float
+    return math.ceil(a.runs * ratio * ratio)
 
 
 def wide_words(a: Answer) -> str:
@@ -513,7 +516,8 @@ def wide_words(a: Answer) -> str:
     n = runs_for_precision(a)
     if n is None or not a.shape_fits:
         return ""
-    return (f"the interval (+-{a.half_width:.0%}) is wider than the +-{a.precision:.0%} sought: about {n} runs in "
+    about = f"about {n}" if n <= MAX_RUNS_SAID else f"more than {MAX_RUNS_SAID:,}"
+    return (f"the interval (+-{a.half_width:.0%}) is wider than the +-{a.precision:.0%} sought: {about} runs in "
             f"all would narrow it at these runs' spread; longer runs (duration_s) narrow a run's spread, and where "
             f"even the lowest rates probed attain barely above the target, a limit with more room does")
 

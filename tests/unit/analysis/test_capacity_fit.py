@@ -253,3 +253,11 @@ def test_a_search_within_its_precision_or_open_names_no_runs_to_narrow_it() -> N
     wide = cf.Answer(20.0, 15.0, 25.0, 0.25, None, True, "", None, "", None, runs=10)
     assert cf.runs_for_precision(wide) == 63  # 10 x 2.5 ** 2 = 62.5
     assert cf.wide_words(cf.Answer(20.0, 15.0, 25.0, 0.25, None, False, "rises", None, "", None, runs=10)) == ""
+
+
+def test_an_interval_many_times_wider_than_its_precision_says_more_than_the_most_it_counts() -> None:
+    huge = cf.Answer(1.0, 1e-20, 1e20, 5e19, None, True, "", None, "", None, runs=1000, precision=0.01)
+    assert cf.runs_for_precision(huge) > cf.MAX_RUNS_SAID
+    assert f"more than {cf.MAX_RUNS_SAID:,} runs in all" in cf.wide_words(huge)
+    beyond = cf.Answer(1.0, 0.0, 1e300, 1e300, None, True, "", None, "", None, runs=1000, precision=0.01)
+    assert cf.runs_for_precision(beyond) > cf.MAX_RUNS_SAID  # no OverflowError

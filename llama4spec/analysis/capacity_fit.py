@@ -573,7 +573,11 @@ def _placed(settings: Settings, runs: Sequence[Run], f: Fit, kept: Sequence[Run]
 
 
 def _stop(settings: Settings, runs: Sequence[Run], stop: str, reason: str) -> Decision:
-    return Decision(None, reason, stop, answer(settings, runs))
+    """The search stopped: its answer, and ``reason`` with what would narrow an interval left wider than
+    the precision (``wide_words``)."""
+    final = answer(settings, runs)
+    why = wide_words(final)
+    return Decision(None, f"{reason}; {why}" if why else reason, stop, final)
 
 
 def decide(settings: Settings, runs: Sequence[Run]) -> Decision:
@@ -583,10 +587,7 @@ def decide(settings: Settings, runs: Sequence[Run]) -> Decision:
     if not runs:
         return Decision(snap(s, s.start), "start")
     if len(runs) >= s.max_runs:
-        final = answer(s, runs)
-        why = wide_words(final)
-        return Decision(None, f"stopped: {s.max_runs} runs, the probe budget" + (f"; {why}" if why else ""),
-                        BUDGET_STOP, final)
+        return _stop(s, runs, BUDGET_STOP, f"stopped: {s.max_runs} runs, the probe budget")
     holds = [r.rate for r in runs if r.attainment >= s.target]
     fails = [r.rate for r in runs if r.attainment < s.target]
     if not fails:

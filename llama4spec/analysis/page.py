@@ -120,6 +120,7 @@ class RunPage:
     provenance: list[Table] = field(default_factory=list)
     commands: list[tuple[str, str]] = field(default_factory=list)  # step id -> its command line
     notes: list[str] = field(default_factory=list)
+    stated: list[str] = field(default_factory=list)  # verdicts a kind's page part adds (step id: sentence)
 
 
 # -- the view: text cells and sentences ---------------------------------------------------------------
@@ -259,6 +260,7 @@ def verdicts(page: RunPage) -> list[str]:
         if row is not None and len(table.header) >= 4:
             lines.append(f"{cid}: output throughput {row[2]} against {row[1]}: {row[3]} "
                          f"({table.header[2]} over {table.header[1]})")
+    lines += page.stated
     for sid, _, status, _, why in page.steps:
         if status == "failed":
             lines.append(f"step {sid} failed: {why or 'no reason recorded'}")

@@ -17,7 +17,8 @@ from llama4spec.launch.options import RunOptions
 NAME = "lossless"
 STEP_ID = "lossless"
 SOURCE = Path("<lossless>")
-KEYS = {"temperatures": "--temperatures", "samples": "--samples", "level": "--level", "wide_gap": "--wide-gap"}
+KEYS = {"temperatures": "--temperatures", "samples": "--samples", "level": "--level", "wide_gap": "--wide-gap",
+        "top_p": "--top-p", "top_k": "--top-k", "min_p": "--min-p", "url": "--url"}
 
 
 def temperature_list(text: str) -> list[float]:
@@ -64,6 +65,16 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wide-gap", type=float, metavar="NATS",
                    help="a greedy divergence where the target's top-2 logprob gap is this wide is a defect "
                         "(default 0.5)")
+    p.add_argument("--top-p", type=float, metavar="P",
+                   help="above temperature 0: every request samples from this nucleus, and the reference is "
+                        "processed the same way (0 < P <= 1; default 1: off)")
+    p.add_argument("--top-k", type=int, metavar="K",
+                   help="above temperature 0: every request samples from the top K tokens (0 or -1: off, the default)")
+    p.add_argument("--min-p", type=float, metavar="P",
+                   help="refused: vLLM 0.32 ignores min_p (and logit_bias) when a draft is set")
+    p.add_argument("--url", metavar="URL",
+                   help="the draft's side from this running server (seeded completions), scored by the target "
+                        "in an engine here; the config names the target and draft it serves")
     p.add_argument("--fail-on-lossless", action="store_true", help="exit 1 when the verdict is lossy (a CI gate)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and start nothing")
     p.add_argument("--force", action="store_true", help="start even when the doctor reports an error")
@@ -99,4 +110,5 @@ COMMANDS = [Command(
                 "own divergence), sampled tokens against the target's distribution; lossless.json and a verdict",
     _arguments, _run, _validate,
     examples=["llama4spec lossless target=tiny_spread draft=tiny_eagle_spread --temperatures 0,0.6,1.0 --dry-run",
-              "llama4spec lossless target=tiny_spread --temperatures 0.8 --samples 16 --fail-on-lossless"])]
+              "llama4spec lossless target=tiny_spread --temperatures 0.8 --samples 16 --fail-on-lossless",
+              "llama4spec lossless target=tiny_spread --temperatures 0.8 --top-p 0.9 --url http://127.0.0.1:8000"])]

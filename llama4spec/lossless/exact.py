@@ -43,13 +43,13 @@ def _logits(target: str, token: int = 100) -> np.ndarray:
     raise ValueError(f"no exact distribution for {target!r}")
 
 
-def probabilities(target: str, temperature: float, token: int = 100) -> tuple[float, float, float]:
-    """P(successor), P(second), P(other) after ``token`` at ``temperature`` > 0."""
-    if not temperature > 0:
-        raise ValueError(f"temperature {temperature} is not above 0")
-    z = _logits(target, token) / temperature
-    e = np.exp(z - z.max())
-    p = e / e.sum()
+def probabilities(target: str, sampling: "Sampling | float", token: int = 100) -> tuple[float, float, float]:
+    """P(successor), P(second), P(other) after ``token`` with the sampling parameters (a temperature
+    above 0, top-p, top-k: processed as vLLM does, ``processed``)."""
+    from llama4spec.lossless.processed import Sampling, process
+
+    s = sampling if isinstance(sampling, Sampling) else Sampling(float(sampling))
+    p = process(_logits(target, token) / s.temperature, s)
     succ = float(p[successor(token)])
     second = float(p[spread.alternative(token)])
     return succ, second, max(0.0, 1.0 - succ - second)

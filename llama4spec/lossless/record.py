@@ -14,7 +14,7 @@ from llama4spec.lossless.check import LOSSY, PASS, Greedy, SampledTest, as_dict
 from llama4spec.lossless.settings import Settings
 
 KIND = "lossless"
-SCHEMA = "llama4spec.lossless/1"
+SCHEMA = "llama4spec.lossless/2"
 FILE = "lossless.json"
 READ = Expect("lossless record", "it is not a lossless record this tool wrote", 16 << 20)
 
@@ -42,10 +42,13 @@ class LosslessRecord:
         return LOSSY if LOSSY in parts else PASS
 
     def figures(self) -> dict[str, Any]:
-        """What a run summary shows."""
+        """What a run summary shows: the verdict, and each test's verdict with its power line."""
+        from llama4spec.lossless.verdict_lines import lines
+
         return {"verdict": self.verdict, "tests": self.tests,
                 "smallest_p": min([t.p_value for t in self.sampled] + ([self.greedy.p_value] if self.greedy else []),
-                                  default=None)}
+                                  default=None),
+                "verdicts": lines(self.to_dict())}
 
     def to_dict(self) -> dict[str, Any]:
         s = self.settings
@@ -54,7 +57,7 @@ class LosslessRecord:
             "overrides": self.overrides, "config": self.config, "target": self.target, "draft": self.draft,
             "lookahead": self.lookahead, "prompts": self.prompts,
             "settings": {"temperatures": list(s.temperatures), "samples": s.samples, "level": s.level,
-                         "wide_gap": s.wide_gap},
+                         "wide_gap": s.wide_gap, "top_p": s.top_p, "top_k": s.top_k, "url": s.url},
             "tests": self.tests, "level_per_test": s.level / self.tests if self.tests else None,
             "verdict": self.verdict,
             "greedy": as_dict(self.greedy) if self.greedy else None,

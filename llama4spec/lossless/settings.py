@@ -16,6 +16,20 @@ class Settings:
     samples: int = 64  # requests per temperature above 0
     level: float = 0.01  # the joint level: the chance that any test rejects a lossless engine
     wide_gap: float = 0.5  # nats: a greedy divergence where the target's top-2 gap is this wide is a defect
+    top_p: float = 1.0  # above temperature 0: the nucleus every request samples from (1: off)
+    top_k: int = -1  # above temperature 0: the top k tokens every request samples from (0 or -1: off)
+    url: str | None = None  # the draft's side from a running server (seeded completions), not an engine here
+
+    def sampling(self, temperature: float):
+        """The sampling parameters of the requests (and the reference) at ``temperature`` > 0."""
+        from llama4spec.lossless.processed import Sampling
+
+        return Sampling(temperature, self.top_p, self.top_k)
+
+    def described_sampling(self) -> str:
+        """The sampling parameters beside the temperature, as a user writes them ('' when none)."""
+        parts = ([f"top_p={self.top_p:g}"] if self.top_p < 1 else []) + ([f"top_k={self.top_k}"] if self.top_k > 0 else [])
+        return ", ".join(parts)
 
 
 def temperature_problems(values: object, where: str) -> list[str]:

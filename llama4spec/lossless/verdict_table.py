@@ -1,12 +1,14 @@
-"""The losslessness check's table (Rich): per temperature the test, the counts, the p-value against
-its level, the verdict; the diverging requests below."""
+"""The losslessness check's table (Rich): per temperature each test, the counts against what the
+reference expects, the p-value against its level, the verdict; the diverging requests and every
+test's power line below (``verdict_lines``)."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
 
-from llama4spec.lossless.check import LOSSY
+from llama4spec.lossless.check import CONTEXT, LOSSY
+from llama4spec.lossless.verdict_lines import power
 
 
 def _p(x: float) -> str:
@@ -22,28 +24,41 @@ def _verdict(v: str) -> str:
     return f"[bold red]{v}[/bold red]" if v == LOSSY else f"[green]{v}[/green]"
 
 
+def _t(t) -> str:
+    s = t.sampling or {}
+    extra = ([f"p={s['top_p']:g}"] if s.get("top_p", 1) < 1 else []) + ([f"k={s['top_k']}"] if s.get("top_k", -1) > 0 else [])
+    return " ".join([f"{t.temperature:g}", *extra])
+
+
+def _shares(values) -> str:
+    return "/".join(f"{p:.3g}" for p in values)
+
+
 def render(console: Console, record) -> None:
     s = record.settings
     table = Table(title=f"lossless: {record.draft} k={record.lookahead} on {record.target} "
                         f"(joint level {s.level:g}, {record.tests} test{'s' if record.tests != 1 else ''}, "
                         f"Bonferroni)", title_justify="left")
-    for column in ("T", "test", "requests", "observed", "expected", "p-value", "level", "verdict"):
+    for column in ("T", "test", "requests", "observed", "expected", "control", "p-value", "level", "verdict"):
         table.add_column(column, justify="right" if column in ("requests", "p-value", "level") else "left")
     g = record.greedy
     if g is not None:
-        table.add_row("0", "Fisher", str(g.requests), f"{len(g.diverged)} diverged",
-                      f"own: {len(g.baseline_diverged)}", _p(g.p_value), _p(g.level), _verdict(g.verdict))
+        table.add_row("0", "Fisher", str(g.requests), f"{len(g.diverged)} diverged", "-",
+                      f"{len(g.baseline_diverged)} diverged", _p(g.p_value), _p(g.level), _verdict(g.verdict))
     for t in record.sampled:
         counts = "/".join(str(n) for n in t.counts)
-        expected = "/".join(f"{p:.3g}" for p in t.expected) if t.expected else "no draft"
-        table.add_row(f"{t.temperature:g}", "exact" if t.expected else "2-sample", str(t.requests), counts, expected,
-                      floor(t), _p(t.level),
-                      _verdict(t.verdict))
+        context = t.test == CONTEXT
+        n = sum(t.counts)
+        expected = _shares([e * n for e in t.expected]) if context and t.expected else _shares(t.expected or [])
+        control = "/".join(str(c) for c in t.control.get("counts", [])) if context else "-"
+        table.add_row(_t(t), "context" if context else "exact", str(t.requests), counts, expected, control,
+                      floor(t), _p(t.level), _verdict(t.verdict))
     console.print(table)
-    if record.sampled and record.sampled[0].expected:
-        console.print("  observed/expected: " + "/".join(record.sampled[0].categories) + " after the word before "
-                      "(exact: the multinomial test against the target's own distribution)", markup=False,
-                      highlight=False)
+    if record.sampled:
+        console.print("  observed/expected: context, the tokens at the target's top-1/top-2/rest where each was "
+                      "emitted (expected: summed from the target's processed probabilities; control: the same "
+                      "requests without the draft); exact, successor/second/other after the word before",
+                      markup=False, highlight=False)
     if g is not None:
         for name, items in (("speculation", g.diverged), ("no draft, other batch shape", g.baseline_diverged)):
             for d in items:
@@ -51,10 +66,10 @@ def render(console: Console, record) -> None:
                 wide = " (wide: a defect)" if d in g.wide else ""
                 console.print(f"  {name}: request {d.request} differs first at token {d.position}, "
                               f"target's top-2 gap {gap}{wide}", markup=False, highlight=False)
+    from llama4spec.lossless.check import as_dict
+
     for t in record.sampled:
-        if t.detectable is not None:
-            what = "P(successor)" if t.expected else "one token's probability at one position"
-            console.print(f"  T={t.temperature:g}: a shift of {what} by {t.detectable:.3f} is found with 80% "
-                          f"power at this level ({sum(t.counts)} tokens)", markup=False, highlight=False)
+        console.print(f"  T={_t(t)} {'context' if t.test == CONTEXT else 'exact'}: {power(as_dict(t))}",
+                      markup=False, highlight=False)
     word = "[bold red]lossy[/bold red]" if record.verdict == LOSSY else "[green]no test rejected losslessness[/green]"
     console.print(f"verdict: {word}")

@@ -21,6 +21,7 @@ class RunOutput:
         run.console.print(f"run record: [bold]{escape(run.redact(str(run.dir)))}[/bold]")
 
     def closed(self, run: Any) -> None:
+        say_verdicts(run)
         run.console.print(f"summary: [bold]{escape(run.redact(str(run.dir / 'summary.md')))}[/bold]")
 
     def result(self, run: Any, text: str) -> None:
@@ -32,6 +33,14 @@ class RunOutput:
 
     def input_error(self, err: Exception) -> None:
         """Bad input found while a step ran: that step's failure (the run goes on)."""
+
+
+def say_verdicts(run: Any) -> None:
+    """The verdicts the steps' results state (``rundir.step_verdicts``), one line each, as text."""
+    from llama4spec.runbook.rundir import step_verdicts
+
+    for sid, line in step_verdicts([{"id": k, **v} for k, v in run.entries.items() if isinstance(v, dict)]):
+        run.console.print(run.redact(f"{sid}: {line}"), markup=False, highlight=False, soft_wrap=True)
 
 
 class CommandOutput(RunOutput):

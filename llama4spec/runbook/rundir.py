@@ -243,6 +243,22 @@ def vllm_runs(config: dict[str, Any], record: BenchRecord, label: str | None = N
     return out
 
 
+MAX_VERDICTS = 64  # sentences a step's result may add to the run's verdicts
+
+
+def step_verdicts(steps: list[Any]) -> list[tuple[str, str]]:
+    """(step id, sentence) for every verdict a step's result states (its ``verdicts``: a kind that
+    judges, the lossless check, lists them there), as plain one-line text."""
+    out = []
+    for e in steps:
+        result = e.get("result") if isinstance(e, dict) else None
+        said = result.get("verdicts") if isinstance(result, dict) else None
+        if isinstance(said, list):
+            out += [(plain(str(e.get("id")), 64), plain(line, 600)) for line in said[:MAX_VERDICTS]
+                    if isinstance(line, str)]
+    return out
+
+
 def summary_markdown(summary: dict[str, Any], description: str = "") -> str:
     """summary.md from a run's status: the steps, each failure with its reason and log tail, the
     skipped steps by reason, then every comparison and sweep report."""
@@ -257,6 +273,9 @@ def summary_markdown(summary: dict[str, Any], description: str = "") -> str:
         secs = "" if number(secs) is None else f"{number(secs):.1f}"
         status = f"{st.get('status')}" + (" (earlier run)" if st.get("resumed") else "")
         lines.append(f"| {st.get('id')} | {st.get('kind')} | {status} | {secs} |")
+    said = step_verdicts(steps)
+    if said:
+        lines += ["", "## Verdicts", ""] + [f"- {sid}: {line}" for sid, line in said]
     failed = [e for e in steps if e.get("status") == "failed"]
     skipped: dict[str, list[str]] = {}
     for e in steps:

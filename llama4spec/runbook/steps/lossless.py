@@ -25,6 +25,9 @@ from llama4spec.runbook.steps.environ import process_env
 from llama4spec.runbook.steps.failed import StepFailed
 
 DEFAULT = Settings()
+MAX_TOP_K = 1_000_000
+MIN_P = ("min_p: vLLM 0.32 ignores min_p (and logit_bias) when a draft is set ('min_p and logit_bias parameters "
+         "won't work with speculative decoding'), so a check of it would test nothing; drop min_p")
 
 
 def _temperatures(raw: dict, key: str, at: str, problems: list[str]) -> list[float]:
@@ -41,10 +44,15 @@ class Keys:
     samples: int = fields.count(DEFAULT.samples, 1, MAX_SAMPLES)  # requests per temperature above 0
     level: float = fields.number(DEFAULT.level, 0, 0.5, above=True)  # joint: any test rejecting a lossless engine
     wide_gap: float = fields.number(DEFAULT.wide_gap, 0, 1000)  # nats
+    top_p: float = fields.number(DEFAULT.top_p, 0, 1, above=True)  # above temperature 0: the nucleus (1: off)
+    top_k: int = fields.count(DEFAULT.top_k, -1, MAX_TOP_K)  # above temperature 0: 0 or -1 off
+    min_p: float = fields.number(0.0, 0, 1)  # refused above 0: vLLM 0.32 ignores it with a draft
+    url: str | None = fields.text()  # the draft's side from this running server
     fail: bool = fields.flag(False)  # a lossy verdict fails the step
 
     def settings(self) -> Settings:
-        return Settings(tuple(self.temperatures), self.samples, self.level, self.wide_gap)
+        return Settings(tuple(self.temperatures), self.samples, self.level, self.wide_gap, self.top_p, self.top_k,
+                        self.url.rstrip("/") if self.url else None)
 
 
 def plan(ctx, p) -> None:
@@ -59,9 +67,19 @@ def plan(ctx, p) -> None:
         ctx.report(p.id, [f"draft={cfg.draft.name}: nothing to compare; a losslessness check needs a draft "
                           f"(draft=tiny_eagle, say)"])
     k = p.step.keys
+    if k.min_p > 0:
+        ctx.report(p.id, [MIN_P])
+    if k.url is not None:
+        from llama4spec.config.layout import url_problem
+
+        problem = url_problem("url", k.url)
+        if problem:
+            ctx.report(p.id, [problem])
     p.argv = ["llama4spec", "lossless", *p.composed.overrides[:-1],  # without the temperatures: they follow
               f"--temperatures={','.join(f'{t:g}' for t in k.temperatures)}", f"--samples={k.samples}",
-              f"--level={k.level:g}", f"--wide-gap={k.wide_gap:g}", *(["--fail-on-lossless"] if k.fail else [])]
+              f"--level={k.level:g}", f"--wide-gap={k.wide_gap:g}",
+              *([f"--top-p={k.top_p:g}"] if k.top_p < 1 else []), *([f"--top-k={k.top_k}"] if k.top_k > 0 else []),
+              *([f"--url={k.url}"] if k.url else []), *(["--fail-on-lossless"] if k.fail else [])]
     p.env = {**ctx.runbook.env, **engine_env(cfg)}
     p.artifacts = {"record": p.dir / FILE, "config_file": p.dir / "config.yaml"}
 
@@ -86,21 +104,45 @@ def execute(run, p) -> dict[str, Any]:
 
 
 def describe(p, say) -> None:
-    from llama4spec.lossless.check import POSITIONS, tests_of
+    from llama4spec.lossless.check import tests_of
     from llama4spec.lossless.exact import exact_target
 
     k = p.step.keys
+    settings = k.settings()
     hot = [t for t in k.temperatures if t > 0]
     exact = exact_target(p.composed.cfg.target.model) if p.composed is not None else None
+    side = f"the server at {k.url}" if k.url else "the draft's engine"
     if 0.0 in k.temperatures:
-        say("    temperature 0: every prompt with and without the draft, and without it in another batch shape and "
-            "order; Fisher's exact test on the divergence counts")
+        say(f"    temperature 0: every prompt from {side} and from the target alone, and from the target in another "
+            "batch shape and order; Fisher's exact test on the divergence counts")
     if hot:
-        how = ("the emitted words against the target's exact next-word distribution (exact multinomial test)" if exact
-               else f"the tokens at output positions 1-{POSITIONS} with and without the draft (two-sample chi-square)")
-        say(f"    temperatures {', '.join(f'{t:g}' for t in hot)}: {k.samples} seeded requests each; {how}")
-    tests = tests_of(k.settings(), exact)
+        extra = settings.described_sampling()
+        say(f"    temperatures {', '.join(f'{t:g}' for t in hot)}{f' ({extra})' if extra else ''}: {k.samples} seeded "
+            f"requests each from {side}, and as many from the target alone (the control)")
+        say("      context-conditioned test: every token after an output's first scored by the target alone "
+            "(prompt logprobs), its rank category (top-1, top-2, rest) against the target's processed "
+            "probabilities there; the draft's run against the control")
+        if exact:
+            say("      cross-check: the emitted words against this tiny target's exact next-word distribution "
+                "(exact multinomial test)")
+        if p.composed is not None:
+            tokens = k.samples * max(0, p.composed.cfg.generation.max_tokens - 1)
+            say(f"      power (planning): {planned_power(tokens, k.level / tests_of(settings, exact))}")
+    tests = tests_of(settings, exact)
     say(f"    joint level {k.level:g} over {tests} test{'s' if tests != 1 else ''} (Bonferroni: {k.level / tests:.3g} each)")
+
+
+def planned_power(tokens: int, level: float) -> str:
+    """The deviation the test would find with 80% power on ``tokens`` scored tokens a run, for an assumed
+    target (top-1 0.6, top-2 0.15 at every context): a planning figure; the record states the one for
+    the contexts collected."""
+    from llama4spec.lossless.check import planned_detectable
+
+    eps = planned_detectable(tokens, level)
+    if eps is None:
+        return f"{tokens:,} tokens a run are too few to state a deviation found with 80% power"
+    return (f"up to {tokens:,} tokens a run; if the target's top-1 token carries 0.6 and its second 0.15, a sampler "
+            f"that moves {eps:.3f} of its tokens to the top-1 or outside the top two is found with 80% power")
 
 
 def fail_on_lossy(plan) -> None:
@@ -110,8 +152,45 @@ def fail_on_lossy(plan) -> None:
             p.step.keys = dataclasses.replace(p.step.keys, fail=True)
 
 
+def page_part(read, step, page) -> None:
+    """Its verdicts on report.html, each test with its power line, from lossless.json read back
+    through ``record.load`` (an unreadable record is one sentence saying so)."""
+    from llama4spec.errors import UserError
+    from llama4spec.lossless.record import load
+    from llama4spec.lossless.verdict_lines import lines
+    from llama4spec.engine.secrets import redact
+    from llama4spec.runbook.rundir import step_dir
+
+    sid = str(step.get("id"))
+    for path in [step_dir(where, sid) / FILE for source in read.sources for where in (source.runs or [source.dir])]:
+        if not path.is_file():
+            continue
+        try:
+            said = lines(load(path))
+        except UserError as err:
+            said = [f"lossless record unreadable: {'; '.join(err.problems)}"]
+        page.stated += [redact(f"{sid}: {line}", read.secrets) for line in said]
+        return
+
+
+def ready_problem(p) -> str | None:
+    """A check against a server that runs already: before any engine starts, it must answer as an
+    OpenAI-compatible server serving the target the config names (with the configured API key)."""
+    import os
+
+    from llama4spec.serving.probe import model_problem
+
+    url = p.step.keys.url
+    if not url or p.composed is None:
+        return None
+    cfg = p.composed.cfg
+    var = cfg.serve.api_key_env
+    return model_problem(url.rstrip("/"), cfg.serve.served_model_name or cfg.target.model,
+                         os.environ.get(var) if var else None, var)
+
+
 KIND = BaseKind("lossless", Keys, Traits(starts_engine=True, loads_models=True, shows_env=True), plan, execute,
-                describe)
+                describe, ready_problem=ready_problem, page_part=page_part)
 
 
 def records_in(source) -> dict[str, Path]:

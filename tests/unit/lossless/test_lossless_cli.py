@@ -13,7 +13,7 @@ from rich.console import Console
 
 from llama4spec.lossless.check import LOSSY, PASS, Greedy, SampledTest
 from llama4spec.lossless.record import LosslessRecord, load, worse
-from llama4spec.lossless.run_engines import needs_baseline, sampled_requests
+from llama4spec.lossless.run_engines import sampled_requests
 from llama4spec.lossless.settings import Settings
 from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.render import plan_text
@@ -47,7 +47,8 @@ def test_the_command_plans_one_lossless_step(cli) -> None:
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "llama4spec lossless target=tiny_spread --temperatures=0,0.8 --samples=16 --level=0.01" in out
-    assert "exact multinomial test" in out and "joint level 0.01 over 2 tests (Bonferroni: 0.005 each)" in out
+    assert "exact multinomial test" in out and "context-conditioned test" in out
+    assert "joint level 0.01 over 3 tests (Bonferroni: 0.00333 each)" in out
     assert "lossless/lossless.json" in out
 
 
@@ -91,13 +92,6 @@ def test_sampled_requests_have_seeds_of_their_own_after_the_greedy_ones() -> Non
     hot = sampled_requests(Settings(temperatures=(0.0, 0.6, 1.0), samples=5), seed=3, prompts=4)
     assert len(hot) == 10 and [r.prompt for r in hot[:5]] == [0, 1, 2, 3, 0]
     assert [r.seed for r in hot] == list(range(3 + 4, 3 + 14))  # greedy requests took seeds 3..6
-    from llama4spec.config.compose import compose_config
-
-    spread = compose_config(["target=tiny_spread"]).cfg
-    assert not needs_baseline(spread, Settings(temperatures=(0.8,)))  # exact: no run without the draft
-    assert needs_baseline(spread, Settings(temperatures=(0.0, 0.8)))
-    scout = compose_config(["target=llama4_scout"]).cfg
-    assert needs_baseline(scout, Settings(temperatures=(0.8,)))  # two-sample: the target's own samples
 
 
 # -- regress on lossless records -------------------------------------------------------------------

@@ -91,24 +91,15 @@ def test_a_sampled_run_is_judged_against_the_exact_distribution():
             ids.append(successor(prev) if k == 0 else spread.alternative(prev) if k == 1 else successor(prev) + 7)
         return ids
 
-    good = check.exact_test("target_spread", 0.8, [chain(p, 32) for _ in range(16)], 0.005, seed=0)
+    good = check.exact_test("target_spread", Settings(), 0.8, [chain(p, 32) for _ in range(16)], 0.005, seed=0)
     assert good.verdict == check.PASS and sum(good.counts) == 16 * 32
-    bad = check.exact_test("target_spread", 0.8, [chain([0.9, 0.1, 0.0], 32) for _ in range(16)], 0.005, seed=0)
+    bad = check.exact_test("target_spread", Settings(), 0.8, [chain([0.9, 0.1, 0.0], 32) for _ in range(16)], 0.005, seed=0)
     assert bad.verdict == check.LOSSY and bad.p_value < 0.005
 
 
-def test_the_two_sample_test_compares_positions():
-    rng = np.random.default_rng(5)
-    same = [list(rng.choice([5, 6, 7], size=10)) for _ in range(400)]
-    other = [list(rng.choice([5, 6, 7], size=10)) for _ in range(400)]
-    skewed = [list(rng.choice([5, 6, 7], size=10, p=[0.6, 0.2, 0.2])) for _ in range(400)]
-    passed = check.two_sample_test(1.0, same, other, 0.01 / check.POSITIONS)
-    assert passed.verdict == check.PASS and len(passed.detail) == check.POSITIONS
-    assert 0.1 < passed.detectable < 0.2  # (z_(1 - 0.01/16) + z_0.8) sqrt(0.25 * 2 / 400) = 0.14
-    assert check.two_sample_test(1.0, same, skewed, 0.01 / check.POSITIONS).verdict == check.LOSSY
-    assert stats.homogeneity([1, 1, 1], [1, 1]) == (1.0, 0.0)  # one column: nothing to test
-    assert check.tests_of(Settings(temperatures=(0.0, 0.6, 1.0)), "target_spread") == 3
-    assert check.tests_of(Settings(temperatures=(0.0, 1.0)), None) == 1 + check.POSITIONS
+def test_the_tests_are_counted_for_the_joint_level():
+    assert check.tests_of(Settings(temperatures=(0.0, 0.6, 1.0)), "target_spread") == 5  # context + exact each
+    assert check.tests_of(Settings(temperatures=(0.0, 1.0)), None) == 2
 
 
 @pytest.mark.parametrize("values, problem", [
@@ -123,7 +114,7 @@ def test_a_word_the_target_never_says_is_lossy_and_the_record_stays_json():
     from llama4spec.tiny.words import successor as succ
 
     a = 100
-    seen = check.exact_test("target", 0.01, [[a, succ(a), 7]], 0.01, seed=0)  # 7 has probability 0 at T = 0.01
+    seen = check.exact_test("target", Settings(), 0.01, [[a, succ(a), 7]], 0.01, seed=0)  # 7 has probability 0 at T = 0.01
     assert seen.verdict == check.LOSSY and seen.p_value == 0.0 and seen.statistic is None
     import json
 

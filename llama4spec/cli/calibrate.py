@@ -53,8 +53,13 @@ def _validate(args: argparse.Namespace) -> None:
     from llama4spec.calibrate.settings import problems
     from llama4spec.errors import UserError
 
-    bad = problems(_settings(args))
-    if bad and args.check is None:
+    if args.check is not None:  # a profile read back uses --precision alone: the starts a comparison needs
+        from llama4spec.analysis.noise import precision_problem
+
+        bad = [p for p in (precision_problem(args.precision, "--precision"),) if p]
+    else:
+        bad = problems(_settings(args))
+    if bad:
         raise UserError(*bad)
     validate_run_options(RunOptions.from_cli_args(args))
 

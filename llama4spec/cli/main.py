@@ -19,17 +19,45 @@ TAKES_OVERRIDES = ("show", "validate", "offline", "serve", "bench", "run", "swee
 
 
 class _Parser(argparse.ArgumentParser):
+    commands: dict[str, argparse.ArgumentParser] = {}  # on the top level: each command's parser, by name and alias
+
     def error(self, message: str) -> None:  # one line and exit 2, like every other user mistake
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:  # said by the command's parser (its name, its --help), naming what it does not know
+            command = self.commands.get(getattr(namespace, "command", None) or "", self)
+            command.error(unrecognized(extras, command))
+        return namespace
+
+
+class _CommandParser(_Parser):
+    """A command's parser: options and operands in any order, as Hydra applications and ``vllm serve``
+    take them (``sweep lookahead=1,3 --dry-run bench=random_tiny``). argparse's intermixed parsing,
+    applied where the command's own arguments are read (it refuses a parser holding subparsers, so
+    not on the top level); an option it does not know is left over, and the top level names it."""
+
+    _intermixing = False
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        if self._intermixing:  # the two passes intermixed parsing makes: plain parsing
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
 
 
 def build_parser() -> argparse.ArgumentParser:
     from llama4spec.cli.common import add_verbosity, groups_help
 
     parser = _Parser(prog="llama4spec", description="Run and measure EAGLE speculative decoding for Llama 4 on vLLM.")
+    parser.commands = {}
     parser.add_argument("--version", action="version", version=f"llama4spec {__version__}")
     add_verbosity(parser, top=True)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser)
     for name in MODULES:
         for command in importlib.import_module(f"llama4spec.cli.{name}").COMMANDS:
             epilog = command.epilog
@@ -40,7 +68,23 @@ def build_parser() -> argparse.ArgumentParser:
             command.arguments(p)
             add_verbosity(p)
             p.set_defaults(command_obj=command)
+            parser.commands.update(dict.fromkeys([command.name, *command.aliases], p))
     return parser
+
+
+def unrecognized(extras: Sequence[str], parser: argparse.ArgumentParser) -> str:
+    """What a command does not know, in one line: the options among the leftovers when there are any
+    (an override after an unknown option is left over with it, and is not the mistake), each with the
+    command's nearest option when one is close (``-dry-run``: did you mean --dry-run?)."""
+    import difflib
+
+    flags = [a for a in extras if a.startswith("-") and a != "-"]
+    known = [o for o in parser._option_string_actions if o.startswith("--")]
+    said = []
+    for flag in flags or extras:
+        near = difflib.get_close_matches(flag.partition("=")[0], known, n=1, cutoff=0.75) if flag in flags else []
+        said.append(f"{flag} (did you mean {near[0]}?)" if near else flag)
+    return f"unrecognized arguments: {' '.join(said)}"
 
 
 def empty_arguments(argv: Sequence[str]) -> list[str]:

@@ -63,7 +63,7 @@ def _at_least(problems: list[str], key: str, value, low: float = 1, optional: bo
 
 def _values(cfg: Config, problems: list[str]) -> None:
     """Every number and name that vLLM would reject, or that would make a run meaningless."""
-    s, b, m, g, d = cfg.serve, cfg.bench, cfg.memory, cfg.generation, cfg.draft
+    s, b, m, d = cfg.serve, cfg.bench, cfg.memory, cfg.draft
     if not 1 <= s.port <= 65535:
         problems.append(f"serve.port={s.port}: must be a port number (1-65535)")
     host = host_problem("serve.host", s.host)
@@ -99,20 +99,7 @@ def _values(cfg: Config, problems: list[str]) -> None:
     _at_least(problems, "bench.prompts_per_concurrency", b.prompts_per_concurrency)
     _at_least(problems, "bench.input_len", b.input_len)
     _at_least(problems, "bench.output_len", b.output_len)
-    for key, t in (("bench.temperature", b.temperature), ("generation.temperature", g.temperature)):
-        if t < 0:  # NaN and infinity: the walk over every number refuses them (``_finite``)
-            problems.append(f"{key}={t}: temperature must be 0 (greedy) or positive")
-    _temperatures(cfg.offline.temperatures, problems)
-    if cfg.offline.temperatures and cfg.offline.by_category:
-        problems.append("offline.temperatures and offline.by_category=true each split the batch; use one of them")
-    if d.sample_method is not None:
-        if d.sample_method not in DRAFT_SAMPLE_METHODS:
-            problems.append(f"draft.sample_method={d.sample_method}: must be one of vLLM's draft_sample_method "
-                            f"values: {', '.join(DRAFT_SAMPLE_METHODS)}")
-        elif not methods.needs_model(d.method):
-            drafters = " or ".join(m for m in methods.RUN if methods.needs_model(m))
-            problems.append(f"draft.sample_method={d.sample_method}: only a model draft samples "
-                            f"(draft.method {drafters}, not {d.method or 'none'}); drop draft.sample_method")
+    _sampling(cfg, problems)
     if str(b.request_rate) != "inf":
         try:
             rate = float(b.request_rate)
@@ -168,6 +155,29 @@ def slo_problems(slo: SloConfig) -> list[str]:
 
 DRAFT_SAMPLE_METHODS = ("greedy", "probabilistic")
 MAX_TEMPERATURES = 16
+
+
+def _sampling(cfg: Config, problems: list[str]) -> None:
+    """The temperatures (bench's, generation's, offline's) and how the draft samples."""
+    b, g, d = cfg.bench, cfg.generation, cfg.draft
+    for key, t in (("bench.temperature", b.temperature), ("generation.temperature", g.temperature)):
+        if t < 0:  # NaN and infinity: the walk over every number refuses them (``_finite``)
+            problems.append(f"{key}={t}: temperature must be 0 (greedy) or positive")
+    _temperatures(cfg.offline.temperatures, problems)
+    if cfg.offline.temperatures and cfg.offline.by_category:
+        problems.append("offline.temperatures and offline.by_category=true each split the batch; use one of them")
+    if cfg.offline.temperatures and g.temperature > 0:  # 0: the default, which says nothing either way
+        problems.append(f"generation.temperature={g.temperature:g} is not used where offline.temperatures (lossless: "
+                        f"--temperatures) sets the temperatures, every prompt at each of them; drop "
+                        f"generation.temperature, or add {g.temperature:g} to those")
+    if d.sample_method is not None:
+        if d.sample_method not in DRAFT_SAMPLE_METHODS:
+            problems.append(f"draft.sample_method={d.sample_method}: must be one of vLLM's draft_sample_method "
+                            f"values: {', '.join(DRAFT_SAMPLE_METHODS)}")
+        elif not methods.needs_model(d.method):
+            drafters = " or ".join(m for m in methods.RUN if methods.needs_model(m))
+            problems.append(f"draft.sample_method={d.sample_method}: only a model draft samples "
+                            f"(draft.method {drafters}, not {d.method or 'none'}); drop draft.sample_method")
 
 
 def _temperatures(values: list, problems: list[str]) -> None:

@@ -83,12 +83,26 @@ def _bench(directory: Path, target: str | None, name: str = "record.json", speed
     if not dotted(config, "draft.method") or not acceptance or not k or c is None:
         return None, (f"draft_from {where} holds no acceptance from vLLM's counters (a run without speculation, or "
                       f"one whose counters were not read); give a record of a server with a draft")
+    impossible = _impossible(acceptance, k, where)
+    if impossible is not None:
+        return None, impossible
     theirs = dotted(config, "target.model")
     if target is not None and theirs != target:
         return None, (f"draft_from {where} measured target {plain(str(theirs))}, not this map's {plain(target)}; "
                       f"give a record of the same target")
     label = plain(str(dotted(config, "draft.name") or dotted(config, "draft.method")), 60)
     return Given(k, c, acceptance, f"{label} ({plain(directory.name, 80)})", speedup, confidence), None
+
+
+def _impossible(acceptance: Sequence[float], k: int, where: str) -> str | None:
+    """The one-line problem when a run's acceptance length cannot be true: a verification step keeps
+    the target's token and at most k drafted ones, so the mean length is in [1, k+1]."""
+    bad = next((a for a in acceptance if not 1 - 1e-9 <= a <= k + 1 + 1e-9), None)
+    if bad is None:
+        return None
+    return (f"draft_from {where}: a counted run's acceptance length {bad:.10g} is outside [1, k+1] = [1, {k + 1}] "
+            f"at lookahead {k} (a step keeps the target's token and at most {k} drafted ones); its counters are "
+            f"damaged, give a record this tool wrote")
 
 
 def _on_map(g: Given, where: str, lookaheads: Sequence[int], concurrencies: Sequence[int]) -> str | None:

@@ -22,6 +22,7 @@ from llama4spec.analysis.decide import CONFIDENCE, MAX_REPEATS, MIN_REPEATS
 from llama4spec.analysis.noise import MARGIN, margin_problem, precision_problem
 
 MAX_STARTS, MAX_SEED = 20, 2 ** 31 - 1  # starts: N (each a server start per setting), its order_seed
+GAP_S = 2.0  # interleaved: the least pause between one server's last request and the other's run, by default
 
 
 def _margin(raw: dict, key: str, at: str, problems: list[str]) -> float:
@@ -66,7 +67,7 @@ class Keys:
     starts: int = fields.count(1, 1, MAX_STARTS)
     order_seed: int = fields.count(0, 0, MAX_SEED)  # starts: the seed of that order (recorded in plan.json)
     swap_devices: bool = fields.flag()  # interleaved: no speculation on the second half of the devices, not the first
-    gap_s: float = fields.seconds(2.0, 600.0)  # interleaved: the least pause between one server's last request and the other's run
+    gap_s: float = fields.seconds(GAP_S, 600.0)  # interleaved: the least pause between one server's last request and the other's run
     noise: str | None = fields.text()  # a noise.json (`llama4spec calibrate`): the prior of every comparison
     margin: float = fields.custom(_margin, default=MARGIN)  # equivalent: a ratio within +-margin, decided by two one-sided tests
     precision: float | None = fields.custom(_precision, default=None)  # the relative half-width wanted: the design's starts and runs
@@ -98,6 +99,9 @@ class Keys:
         blocks = used == INTERLEAVED and (self.starts > 1 or auto)
         if self.starts > 1 and not blocks:
             out["starts"] = {"starts": self.starts, "order_seed": self.order_seed, "order": list(self.start_order)}
+        unused = self.unused_design_keys(used)
+        if unused:
+            out["unused"] = unused
         if used == INTERLEAVED:
             first, second = ("candidates", "no speculation") if self.swap_devices else ("no speculation", "candidates")
             out.update(gap_s=self.gap_s, swap_devices=self.swap_devices,
@@ -113,6 +117,17 @@ class Keys:
             out["devices"] = (f"crossed over: {first} on the first half of the devices in block 1, {second} there in "
                               f"block 2, and so on (swap_devices: true swaps block 1's)")
         return out
+
+    def unused_design_keys(self, used: str) -> str | None:
+        """Keys of the interleaved design set on a sweep measured sequentially (design: auto that took
+        it, or interleaved where two copies do not fit), in one sentence: they do nothing there."""
+        set_ = [*([f"gap_s: {self.gap_s:g}"] if self.gap_s != GAP_S else []),
+                *(["swap_devices: true"] if self.swap_devices else [])]
+        if used != SEQUENTIAL or not set_:
+            return None
+        return (f"{', '.join(set_)} act{'s' if len(set_) == 1 else ''} only in the interleaved design, and this sweep "
+                f"is measured sequentially (the design above says why): {'it is' if len(set_) == 1 else 'they are'} "
+                f"not used")
 
 
 def noise_lines(prior: dict[str, Any] | None, margin: float, runs: tuple[int, int] = (MIN_REPEATS, MAX_REPEATS),

@@ -35,7 +35,9 @@ MAX_ORDER = 10_000  # serve steps kept of a nested record's order (the sentence 
 def design_lines(design: dict[str, Any] | None) -> list[str]:
     """The design in sentences (the dry run and the report), and async scheduling where it was pinned."""
     pinned = (design or {}).get("async_scheduling")
-    return _design_words(design) + _starts_words(design) + ([plain(pinned, 500)] if isinstance(pinned, str) else [])
+    unused = (design or {}).get("unused")
+    return (_design_words(design) + ([f"warning: {plain(unused, 500)}"] if isinstance(unused, str) else [])
+            + _starts_words(design) + ([plain(pinned, 500)] if isinstance(pinned, str) else []))
 
 
 def _starts_words(design: dict[str, Any] | None) -> list[str]:

@@ -143,3 +143,18 @@ def test_check_refuses_a_truncated_profile(cli, tmp_path):
     path.write_text(path.read_text()[:40])
     result = cli("calibrate", "--check", str(path))
     assert result.returncode == 2 and "noise.json" in result.stderr and "calibrate" in result.stderr
+
+
+@pytest.mark.parametrize("precision", ["0", "1", "-0.05", "nan", "inf"])
+def test_check_refuses_a_precision_outside_0_1(cli, tmp_path, precision):
+    result = cli("calibrate", "--check", str(_written(tmp_path)), "--precision", precision)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        f"error: --precision: {float(precision)!r} is no relative half-width; give a number between 0 and 1 "
+        "(0.05: the ratio within +-5%)"]
+
+
+def test_check_uses_a_precision_inside_0_1(cli, tmp_path):
+    result = cli("calibrate", "--check", str(_written(tmp_path)), "--precision", "0.1")
+    assert result.returncode == 0, result.stderr
+    assert "a setting reach +-10% at 95%" in " ".join(result.stdout.split())

@@ -62,6 +62,8 @@ def test_completer_sees_a_searchpath_on_the_line(tmp_path: Path) -> None:
     ("llama4spec compare a.json b.json --j", ["--json"]),
     ("llama4spec show memory.enf", ["memory.enforce_eager="]),
     ("llama4spec sweep look", ["lookahead="]),
+    ("llama4spec sweep lookahead=1,3 --dry-run bench=random_t", ["bench=random_tiny"]),  # overrides after an option
+    ("llama4spec offline draft=none -q looka", ["lookahead="]),
     ("llama4spec doctor draft=tiny", ["draft=tiny_draft_model", "draft=tiny_draft_model_imperfect", "draft=tiny_eagle", "draft=tiny_eagle3", "draft=tiny_eagle3_imperfect", "draft=tiny_eagle_contrast", "draft=tiny_eagle_imperfect", "draft=tiny_eagle_spread"]),
 ])
 def test_argcomplete_protocol(line: str, expected: list[str], tmp_path: Path) -> None:

@@ -140,6 +140,9 @@ def test_compose_errors_are_one_clear_line(overrides, expected):
         (["offline.temperatures=[[1]]"], "offline.temperatures: [1] is no temperature"),
         (["offline.temperatures=[nan]"], "offline.temperatures.0=nan: must be a finite number"),
         (["offline.temperatures=[0,1]", "offline.by_category=true"], "use one of them"),
+        (["offline.temperatures=[0,1]", "generation.temperature=0.7"],
+         "generation.temperature=0.7 is not used where offline.temperatures (lossless: --temperatures) sets the "
+         "temperatures, every prompt at each of them; drop generation.temperature, or add 0.7 to those"),
         (["draft.sample_method=nope"], "draft.sample_method=nope: must be one of vLLM's draft_sample_method"),
         (["draft=ngram", "draft.sample_method=probabilistic"], "only a model draft samples"),
         (["lookahead=1000"], "lookahead=1000: must be between 1 and 32"),

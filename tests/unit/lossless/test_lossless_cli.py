@@ -34,6 +34,8 @@ RUN_DIR = Path("runs/RUNBOOK/TIMESTAMP")
     (["draft=none"], "draft=none: nothing to compare"),
     (["--samples", "0"], "--samples must be a whole number from 1"),
     (["--level", "0.9"], "--level must be a number above 0 up to 0.5"),
+    (["generation.temperature=0.7"], "generation.temperature=0.7 is not used where offline.temperatures (lossless: "
+                                     "--temperatures) sets the temperatures"),
 ])
 def test_bad_input_is_one_line_and_exit_2(cli, args, line) -> None:
     result = cli("lossless", "target=tiny_spread", *args, "--dry-run")

@@ -147,6 +147,30 @@ def test_bad_records_are_refused_in_one_line_each_before_anything_starts(tmp_pat
     assert "is not a step id" in line
 
 
+@pytest.mark.parametrize("accepted, said", [((64_000_000_000,) * 3, "1000000001"), ((150, 193, 144), "4.015625")])
+def test_an_acceptance_length_outside_1_to_k_plus_1_is_refused_naming_the_record(tmp_path, cli, accepted, said):
+    where = _bench_dir(tmp_path / "old", "bench_eagle", "draft=tiny_eagle_imperfect", "lookahead=3",
+                       "bench.max_concurrency=4", accepted=accepted)  # 64 drafts of 3 tokens a run
+    (line,) = _problems(tmp_path, where)
+    assert line == (f"{tmp_path / 'be.yaml'}: step 'breakeven': "
+                    f"draft_from {where / 'record.json'}: a counted run's acceptance length {said} is outside "
+                    f"[1, k+1] = [1, 4] at lookahead 3 (a step keeps the target's token and at most 3 drafted ones); "
+                    f"its counters are damaged, give a record this tool wrote")
+    rb = tmp_path / "be.yaml"
+    done = cli("run", rb, "--dry-run", "--runs-dir", tmp_path / "runs")
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.strip().splitlines() == [f"error: {line}"]
+    done = cli("breakeven", *TINY, "--lookaheads", "1,3", "--concurrencies", "1,4", "--draft-from", where, "--dry-run")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [f"error: {line.replace(str(rb), '<breakeven>')}"]
+
+
+def test_an_acceptance_length_of_exactly_k_plus_1_is_read(tmp_path):
+    where = _bench_dir(tmp_path / "old", "bench_eagle", "draft=tiny_eagle_imperfect", "lookahead=3",
+                       "bench.max_concurrency=4", accepted=(192, 0, 100))
+    (g,) = _plan(tmp_path, where).get("breakeven").step.keys.given
+    assert g.acceptance == (4.0, 1.0, 1 + 100 / 64)
+
+
 def _map(given):
     base = [Runs(1, (100.0, 104.0, 98.0), label="none")]
     synthetic = [Runs(1, (s, s * 1.03, s * 0.98), 3, length, (length,) * 3, f"L{length}")

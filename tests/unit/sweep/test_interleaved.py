@@ -138,6 +138,29 @@ def test_where_two_copies_do_not_fit_the_sweep_falls_back_and_says_so(tmp_path, 
     assert record is None  # a plan alone writes nothing
 
 
+@pytest.mark.parametrize("design", ["interleaved", "auto"])
+def test_interleaved_keys_on_a_sweep_measured_sequentially_are_said_unused(cli, tmp_path, monkeypatch, design) -> None:
+    monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "0")  # interleaved: two copies do not fit; auto: a CPU
+    rb = _runbook(tmp_path, design=design, gap_s=5, swap_devices=True)
+    design_ = _step(plan_file(rb, lambda name: tmp_path / "run"), "sweep").step.keys.design_record()
+    said = ("gap_s: 5, swap_devices: true act only in the interleaved design, and this sweep is measured "
+            "sequentially (the design above says why): they are not used")
+    assert design_["design"] == "sequential" and design_["unused"] == said
+    shown = cli("run", rb, "--dry-run", env={"VLLM_CPU_OMP_THREADS_BIND": "0"})
+    assert shown.returncode == 0, shown.stderr
+    assert [line.strip() for line in shown.stdout.splitlines() if "not used" in line] == [f"warning: {said}"]
+    one = _runbook(tmp_path / "one", design=design, gap_s=3)
+    assert _step(plan_file(one, lambda name: tmp_path / "run"), "sweep").step.keys.design_record()["unused"] == (
+        "gap_s: 3 acts only in the interleaved design, and this sweep is measured sequentially (the design above "
+        "says why): it is not used")
+
+
+def test_interleaved_keys_at_their_defaults_or_in_use_say_nothing(tmp_path, monkeypatch) -> None:
+    assert "unused" not in _step(_plan(tmp_path / "a", monkeypatch, cores="0"), "sweep").step.keys.design_record()
+    used = _step(_plan(tmp_path / "b", monkeypatch, gap_s=5, swap_devices=True), "sweep").step.keys.design_record()
+    assert used["design"] == "interleaved" and "unused" not in used
+
+
 def test_a_gpu_node_without_room_for_two_copies_falls_back(tmp_path, monkeypatch) -> None:
     plan = _plan(tmp_path, monkeypatch, overrides=["hardware=h100_80gb", "hardware.devices_per_node=1"])
     design = _step(plan, "sweep").step.keys.design_record()

@@ -52,19 +52,21 @@ KV_GIB = 1  # the perfect run's KV cache space (memory.cpu_kvcache_space_gib), w
 
 # The files that read the session fixtures above, in two groups so that each fixture starts once:
 # the offline engines, and the shared server (the category tests read both: their offline tests go
-# with the first, their served tests with the second).
+# with the first, their served tests with the second; the lossless check's served test goes with the
+# shared server).
 OFFLINE_GROUP, SERVER_GROUP, SEQUENTIAL_GROUP = "offline-engines", "shared-server", "sequential-sweeps"
 GROUPS = {"test_offline_engine": OFFLINE_GROUP, "test_runbook_offline_engine": OFFLINE_GROUP,
           "test_preflight_engine": OFFLINE_GROUP, "test_serving_engine": SERVER_GROUP,
           "test_requests_engine": SERVER_GROUP, "test_decisive_engine": SEQUENTIAL_GROUP,
           "test_revisit_engine": SEQUENTIAL_GROUP}
-SPLIT = {"test_categories_engine": (("test_offline_", OFFLINE_GROUP), ("", SERVER_GROUP))}
+SPLIT = {"test_categories_engine": (("test_offline_", OFFLINE_GROUP), ("", SERVER_GROUP)),
+         "test_lossless_engine": (("test_served_", SERVER_GROUP),)}
 HERE = Path(__file__).resolve().parent
 # Seconds a group took on one of the two workers of a clean-clone CI run (a group not listed is
 # taken as short): the order the groups are handed out in.
 COST = {SERVER_GROUP: 420, OFFLINE_GROUP: 380, "test_capacity_engine": 340, "test_sweep_engine": 290,
         SEQUENTIAL_GROUP: 360, "test_sweep_failures_engine": 185, "test_sampling_engine": 175,
-        "test_fault_campaign_engine": 175, "test_multinode_engine": 150, "test_lossless_engine": 130,
+        "test_fault_campaign_engine": 175, "test_multinode_engine": 150, "test_lossless_engine": 200,
         "test_slurm_engine": 130, "test_faults_engine": 130, "test_interleaved_engine": 175,
         "test_parallel_engine": 100, "test_calibrate_engine": 240, "test_methods_engine": 200}
 

@@ -34,6 +34,14 @@ RUN_DIR = Path("runs/RUNBOOK/TIMESTAMP")
     (["draft=none"], "draft=none: nothing to compare"),
     (["--samples", "0"], "--samples must be a whole number from 1"),
     (["--level", "0.9"], "--level must be a number above 0 up to 0.5"),
+    (["--top-p", "0"], "--top-p must be a number above 0 up to 1"),
+    (["--top-p", "1.5"], "--top-p must be a number above 0 up to 1"),
+    (["--top-p", "nan"], "--top-p must be a number above 0 up to 1"),
+    (["--top-k", "-2"], "--top-k must be a whole number from -1"),
+    (["--top-k", "2.5"], "--top-k: invalid int value"),
+    (["--min-p", "0.05"], "min_p: vLLM 0.32 ignores min_p (and logit_bias) when a draft is set"),
+    (["--url", "ftp://x"], "url 'ftp://x': not a server URL"),
+    (["--url", "http://u:p@127.0.0.1:8000"], "a server URL has no user, password"),
     (["generation.temperature=0.7"], "generation.temperature=0.7 is not used where offline.temperatures (lossless: "
                                      "--temperatures) sets the temperatures"),
 ])
@@ -159,3 +167,23 @@ def test_a_hostile_lossless_record_is_one_line(cli, tmp_path) -> None:
     (new / "check" / "lossless.json").write_text(json.dumps({"kind": "lossless", "verdict": "fine", "target": 3}))
     result = cli("regress", str(old), str(new))
     assert result.returncode == 2 and "not a lossless record this tool wrote" in result.stderr, result.stderr
+
+
+def test_the_verdicts_with_their_power_lines_reach_the_summary_and_the_page(tmp_path) -> None:
+    """A lossy check: summary.md's Verdicts and the report page's carry each test's verdict and power
+    line (before, the page said only 'run done')."""
+    from llama4spec.analysis.page import verdicts
+    from llama4spec.runbook import write_page
+    from llama4spec.runbook.rundir import summary_markdown
+
+    run_dir = _run_dir(tmp_path / "run", _record(LOSSY))
+    summary = summary_markdown(json.loads((run_dir / "status.json").read_text()))
+    assert "## Verdicts" in summary and "- check: lossless: lossy: a test rejected losslessness" in summary
+    assert "T=0.8, cross-check, exact multinomial: lossy (p = 5e-05 at 0.005); a shift of P(successor) by 0.07 " \
+           "is found with 80% power (496 tokens)" in summary
+    said = verdicts(write_page.gather(run_dir))
+    assert "check: lossless: lossy: a test rejected losslessness (joint level 0.01)" in said
+    assert any("T=0: pass (0 of 4 diverged" in line for line in said), said
+    (run_dir / "check" / "lossless.json").write_text('{"kind": "lossless", "verdict": "maybe"}')
+    said = verdicts(write_page.gather(run_dir))
+    assert any(line.startswith("check: lossless record unreadable:") for line in said), said

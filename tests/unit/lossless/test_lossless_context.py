@@ -110,3 +110,29 @@ def test_the_simulation_holds_the_level_and_the_stated_power():
     assert null["rejected"] <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 1000), table
     assert sharp["rejected"] >= 0.8 and flat["rejected"] >= 0.8, table
     assert null["previous_only_rejected"] >= 0.5, table
+
+
+@pytest.mark.parametrize("answer, named", [
+    (b"not json", "did not answer with JSON"),
+    (b'{"choices": [{"text": "w1 w2"}]}', "returned no output token ids"),
+    (b'{"choices": [{"token_ids": [1, -2]}]}', "returned no output token ids"),
+    (b'{"choices": [{"token_ids": [1, true]}]}', "returned no output token ids"),
+    (b'{"choices": []}', "returned no output token ids"),
+    (b"[" * 100000, "did not answer with JSON"),
+])
+def test_a_server_that_does_not_return_the_token_ids_is_named_with_the_fix(answer, named):
+    from llama4spec.errors import UserError
+    from llama4spec.lossless.served import token_ids
+
+    with pytest.raises(UserError) as err:
+        token_ids("http://127.0.0.1:8000", answer)
+    (line,) = err.value.problems
+    assert named in line and "vLLM 0.32 or newer" in line
+
+
+def test_a_served_request_carries_its_seed_and_sampling_parameters():
+    from llama4spec.lossless.served import Request, body, token_ids
+
+    sent = body("m", Request([1, 2, 3], 8, 0.8, 0.9, -1, 42, True))
+    assert sent["seed"] == 42 and sent["top_p"] == 0.9 and sent["prompt"] == [1, 2, 3] and sent["return_token_ids"]
+    assert token_ids("u", b'{"choices": [{"token_ids": [5, 6]}]}') == [5, 6]

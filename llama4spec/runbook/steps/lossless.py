@@ -98,6 +98,7 @@ def execute(run, p) -> dict[str, Any]:
     record.write(p.artifacts["record"])
     render(run.console, record)
     if p.step.keys.fail and record.verdict == "lossy":
+        run.partial(p.id, record.figures())  # the verdicts stay in the run's status, summary and last lines
         raise StepFailed(f"speculation changed the output: lossy at the joint level {record.settings.level:g} "
                          f"({p.artifacts['record']})")
     return record.figures()

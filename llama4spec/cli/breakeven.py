@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from llama4spec.cli.common import Command
-from llama4spec.cli.run import add_plan_options, dry_run_or_execute, run_dir_for, validate_run_options
+from llama4spec.cli.run import add_plan_options, dry_run_or_execute, run_dir_for, validate_run_options, with_budget
 from llama4spec.errors import UserError
 from llama4spec.launch.options import RunOptions
 
@@ -88,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
     given = step_keys(vars(args))
     runbook = breakeven_runbook(list(opts.overrides), given)
     source = runbook_yaml(runbook, given, list(opts.overrides))
-    plan = make_plan(runbook, run_dir_for(opts, NAME), source=source)
+    plan = make_plan(with_budget(runbook, opts), run_dir_for(opts, NAME), source=source)
     return dry_run_or_execute(plan, opts)
 
 

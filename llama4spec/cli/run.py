@@ -20,6 +20,12 @@ def add_plan_options(p: argparse.ArgumentParser, resume_help: str) -> None:
     p.add_argument("--resume", type=Path, metavar="DIR", help=resume_help)
     p.add_argument("--stop-on-error", action="store_true",
                    help="stop at the first failed step (default: skip only what depends on it, run the rest)")
+    p.add_argument("--budget", metavar="AMOUNT",
+                   help='what the whole run may spend: wall time ("10 min", "2 h") or GPU-hours ("50 gpu-h"), checked '
+                        "against its least cost before anything starts (replaces the runbook's budget:)")
+    p.add_argument("--json", action="store_true",
+                   help="with --dry-run: the plan, its cost and budgets as one JSON document on stdout "
+                        "(shape: docs/machine-readable-output.md)")
 
 
 def add_run_options(p: argparse.ArgumentParser, resume_help: str) -> None:
@@ -36,11 +42,29 @@ def add_run_options(p: argparse.ArgumentParser, resume_help: str) -> None:
 
 def validate_run_options(opts: RunOptions) -> None:
     """The output paths the run would write, checked for a dry run too (it promises the run; it writes nothing)."""
+    if opts.json and not opts.dry_run:
+        from llama4spec.errors import UserError
+
+        raise UserError("--json prints the plan of a dry run; add --dry-run (a run's plan.json holds the same)")
+    budget(opts)
     if opts.resume is None and opts.into is None:
         check_output_dir(opts.runs_dir, "--runs-dir")
     for path, flag in ((opts.resume, "--resume"), (opts.into, "--into")):
         if path is not None and path.is_dir():
             check_output_dir(path, flag)
+
+
+def budget(opts: RunOptions):
+    """--budget read (None when not given); UserError in one line when it is not a budget."""
+    from llama4spec.cost.budget import parse_budget
+
+    return parse_budget(opts.budget, "--budget") if opts.budget is not None else None
+
+
+def with_budget(runbook, opts: RunOptions):
+    """The runbook with --budget as its budget (unchanged without it)."""
+    given = budget(opts)
+    return runbook if given is None else dataclasses.replace(runbook, budget=given)
 
 
 def run_dir_for(opts: RunOptions, name: str) -> Path:
@@ -62,6 +86,12 @@ def dry_run_or_execute(plan, opts: RunOptions) -> int:
     from llama4spec.runbook import execute
     from llama4spec.runbook.render import plan_text
 
+    if opts.dry_run and opts.json:
+        from llama4spec.cli.jsonout import emit
+        from llama4spec.runbook.pricing import document
+
+        emit(document(plan))
+        return 0
     if opts.dry_run:
         plan_text(out, plan)
         return 0
@@ -101,7 +131,7 @@ def _run(args: argparse.Namespace) -> int:
                          repeats=opts.repeats, warmup=opts.warmup)
     else:
         plan = plan_file(opts.runbook, lambda name: run_dir_for(opts, name), list(opts.overrides),
-                         repeats=opts.repeats, warmup=opts.warmup)
+                         repeats=opts.repeats, warmup=opts.warmup, budget=budget(opts))
     if opts.fail_on_lossless:
         from llama4spec.runbook.steps.lossless import fail_on_lossy
 

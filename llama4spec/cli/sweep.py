@@ -12,7 +12,7 @@ from typing import Any
 
 from llama4spec.cli.common import Command
 from llama4spec.launch.options import RunOptions
-from llama4spec.cli.run import add_run_options, dry_run_or_execute, run_dir_for, validate_run_options
+from llama4spec.cli.run import add_run_options, dry_run_or_execute, run_dir_for, validate_run_options, with_budget
 from llama4spec.errors import UserError
 
 NAME = "sweep"  # the runbook's name: runs/sweep/<timestamp>
@@ -65,7 +65,7 @@ def _run(args: argparse.Namespace) -> int:
     keys = runbook.steps[0].keys
     source = runbook_yaml(keys.matrix or {}, runbook.overrides, list(opts.overrides), keys.repeats, keys.warmup,
                           args.noise)
-    plan = make_plan(runbook, run_dir_for(opts, NAME), source=source)
+    plan = make_plan(with_budget(runbook, opts), run_dir_for(opts, NAME), source=source)
     return dry_run_or_execute(plan, opts)
 
 

@@ -184,6 +184,15 @@ class NoisePrior:
 
 
 @dataclass
+class CostEstimate:
+    """What a server start and a benchmark run take on this machine class, an estimate until a noise
+    profile (``llama4spec calibrate``'s noise.json) measures them: the dry run prices with it."""
+
+    start_s: Optional[float] = None  # a server start, until it answers /health
+    run_s: Optional[float] = None  # a counted benchmark run, its share of warm-up included
+
+
+@dataclass
 class HardwareConfig:
     """One accelerator type, for memory planning (memory per device as the runtime reports it)."""
 
@@ -194,6 +203,7 @@ class HardwareConfig:
     devices_per_node: int = 1
     fp8: bool = False  # native FP8 support (weights and KV cache)
     noise: NoisePrior = field(default_factory=NoisePrior)  # the recorded noise, if any
+    cost: CostEstimate = field(default_factory=CostEstimate)  # what a start and a run take, estimated
 
 
 @dataclass

@@ -20,6 +20,8 @@ class RunOptions:
     stop_on_error: bool = False
     repeats: int | str | None = None  # a number, or "auto" (sweeps measure until decided)
     warmup: int | None = None
+    budget: str | None = None  # the whole run's budget, as given ("2 h", "50 gpu-h"): the runbook's budget: replaced
+    json: bool = False  # --dry-run --json: the plan as one JSON document
     fail_on_lossless: bool = False  # `run`: a lossy verdict of a lossless step fails the run
     # server groups (`run` only)
     only_group: str | None = None

@@ -349,5 +349,6 @@ def expand(runbook: Runbook, cli: list[str], problems: list[str], make: Make) ->
             steps.append(s)
             continue
         total += matrix_points(s.keys.matrix)
-        steps += s.kind_of.expand(runbook, s, cli, taken, make, problems)
+        made = s.kind_of.expand(runbook, s, cli, taken, make, problems)
+        steps += [m if m.id == s.id else dataclasses.replace(m, part_of=s.id) for m in made]
     return dataclasses.replace(runbook, steps=steps)

@@ -7,6 +7,7 @@ plan run by the same executor as a runbook.
 
 from __future__ import annotations
 
+import dataclasses
 import graphlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from llama4spec.errors import UserError
 from llama4spec.multinode.plan import NodeCommand, node_records
 from llama4spec.runbook import steps as step_kinds
 from llama4spec.runbook.matrix import expand as expand_sweeps
+from llama4spec.runbook.pricing import price, problems as budget_problems
 from llama4spec.runbook.rundir import step_dir
 from llama4spec.runbook.spec import Runbook, Step
 
@@ -59,6 +61,7 @@ class Plan:
     overrides: list[str]  # from the command line, applied to every step last
     steps: list[PlannedStep]  # in execution order
     source: str | None = None  # the runbook's text when it is no file (llama4spec sweep): the run's runbook.yaml
+    pricing: Any = None  # runbook.pricing.Pricing: each step's cost, the whole plan's, the budgets
 
     def source_text(self) -> str:
         """The runbook as given: the run directory's runbook.yaml."""
@@ -92,6 +95,7 @@ class Plan:
                 "overrides": p.composed.overrides if p.composed else None,
                 **({"nodes": node_records(p.nodes)} if p.nodes else {}),
                 **p.step.kind_of.plan_record(p.step.keys),
+                **(self.pricing.record(p.id) if self.pricing is not None else {}),
             }
             for p in self.steps
         ]
@@ -210,22 +214,28 @@ def make_plan(runbook: Runbook, run_dir: Path, cli_overrides: list[str] | tuple[
         ctx.planned[s.id] = PlannedStep(step=s, needs=needs.get(s.id, []), run_dir=run_dir, flat=flat)
         s.kind_of.plan(ctx, ctx.planned[s.id])
     _servers_over_time(ctx, order)
+    steps = [ctx.planned[sid] for sid in order]
+    pricing = None
+    if not problems:  # the price of what is planned, and the budgets against it
+        pricing = price(runbook, steps)
+        problems.extend(budget_problems(pricing, runbook))
     if problems:
         raise UserError(*problems)
-    return Plan(runbook=runbook, run_dir=run_dir, overrides=cli, steps=[ctx.planned[sid] for sid in order],
-                source=source)
+    return Plan(runbook=runbook, run_dir=run_dir, overrides=cli, steps=steps, source=source, pricing=pricing)
 
 
 def plan_file(path: Path, run_dir_for: Callable[[str], Path], cli_overrides: list[str] | tuple[str, ...] = (),
-              repeats: int | None = None, warmup: int | None = None) -> Plan:
+              repeats: int | None = None, warmup: int | None = None, budget: Any = None) -> Plan:
     """Load and plan a runbook file, reporting the file's and the plan's problems together;
-    ``repeats`` / ``warmup`` replace every bench and sweep step's own."""
+    ``repeats`` / ``warmup`` replace every bench and sweep step's own, ``budget`` (``cost.budget.Budget``)
+    the runbook's."""
     from llama4spec.runbook.schema import load, with_measurement
 
     runbook, problems = load(path)
     if runbook is not None:
         try:
             runbook = with_measurement(runbook, repeats, warmup)
+            runbook = runbook if budget is None else dataclasses.replace(runbook, budget=budget)
         except UserError as err:
             raise UserError(*problems, *err.problems) from None
         try:

@@ -20,6 +20,22 @@ def _env_line(step: PlannedStep, secrets: Iterable[str] = ()) -> str:
     return " ".join(parts) if parts else "-"
 
 
+def cost_lines(plan: Plan, step_id: str | None = None) -> list[str]:
+    """A step's cost line and its budget's (``step_id`` None: the whole runbook's); none where it
+    starts and runs nothing."""
+    from llama4spec.cost.lines import budget_line, cost_line
+
+    pricing = plan.pricing
+    if pricing is None:
+        return []
+    cost = pricing.total if step_id is None else pricing.steps.get(step_id)
+    budget = pricing.budget if step_id is None else pricing.budgets.get(step_id)
+    if cost is None or not cost.any:
+        return []
+    lines = [cost_line(cost, "cost of the runbook" if step_id is None else "cost")]
+    return lines + ([budget_line(cost, budget)] if budget is not None else [])
+
+
 def plan_text(console: Console, plan: Plan, environ: Mapping[str, str] | None = None) -> None:
     """The dry run: every step's config, command, env and artifacts; every line redacted (the
     plan's secrets, ``environ``'s secret values: see ``engine.secrets``)."""
@@ -44,6 +60,8 @@ def plan_text(console: Console, plan: Plan, environ: Mapping[str, str] | None = 
         say(head)
         if step.step.description:
             say(f"    {step.step.description}")
+        for line in cost_lines(plan, step.id):
+            say(f"    {line}")
         if step.composed:
             say("    config: " + " ".join(f"{g}={o}" for g, o in step.composed.choices.items()))
             if step.composed.overrides:
@@ -70,6 +88,11 @@ def plan_text(console: Console, plan: Plan, environ: Mapping[str, str] | None = 
     for f in findings(plan):  # what the doctor warns of across steps, before anything starts
         say()
         say(f"doctor: {f.severity} {f.rule}: {f.line()}")
+    total = cost_lines(plan)
+    if total:
+        say()
+        for line in total:
+            say(line)
     say()
     say(f"records: {plan.run_dir / STATUS}, {plan.run_dir / 'summary.md'}, "
         f"{plan.run_dir / 'plan.json'}, {plan.run_dir / 'environment.json'}, {plan.run_dir / 'host.json'}")

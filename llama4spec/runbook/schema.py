@@ -1,8 +1,8 @@
 """What a runbook file may say, and loading it with every problem reported at once.
 
-A runbook is YAML: ``name``, ``description``, ``env``, ``overrides`` shared by all steps, and
-``steps``. Each step has an ``id``, a ``kind`` and optional ``needs``; the other keys are its
-kind's (``steps/<kind>.py``: ``Keys``), read by ``runbook.fields``.
+A runbook is YAML: ``name``, ``description``, ``env``, ``overrides`` shared by all steps, an
+optional ``budget`` (``cost.budget``), and ``steps``. Each step has an ``id``, a ``kind`` and optional
+``needs`` and ``budget``; the other keys are its kind's (``steps/<kind>.py``: ``Keys``), read by ``runbook.fields``.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from llama4spec.config.compose import MAX_OVERRIDE_CHARS
+from llama4spec.cost.budget import budget_key
 from llama4spec.errors import UserError
 from llama4spec.runbook import steps as step_kinds
 from llama4spec.runbook.fields import (AUTO, MAX_ID, MAX_REPEATS, MAX_WARMUP, close, plain, read_keys, runbook_keys, shown,
@@ -22,8 +23,8 @@ from llama4spec.runbook.spec import Runbook, Step
 from llama4spec.runbook.steps import KINDS
 from llama4spec.runbook.yamlsafe import read_yaml
 
-COMMON_KEYS = {"id", "kind", "needs", "description"}
-TOP_KEYS = {"name", "description", "env", "overrides", "steps"}
+COMMON_KEYS = {"id", "kind", "needs", "description", "budget"}
+TOP_KEYS = {"name", "description", "env", "overrides", "steps", "budget"}
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_STEPS = 1_000  # steps written in the file
 
@@ -92,7 +93,8 @@ def _step(raw: Any, i: int, where: str, seen: set[str], state: dict[str, Any], p
     keys = read_keys(kind.Keys, raw, at, problems)
     kind.check(keys, at, problems, state)
     problems.extend(kind.conflicts(keys, at, frozenset(map(str, raw))))
-    return Step(id=step_id, kind_of=kind, keys=keys, needs=needs, description=str(raw.get("description") or ""))
+    return Step(id=step_id, kind_of=kind, keys=keys, needs=needs, description=str(raw.get("description") or ""),
+                budget=budget_key(raw.get("budget"), at, problems))
 
 
 def parse(data: Any, path: Path) -> tuple[Runbook | None, list[str]]:
@@ -115,7 +117,7 @@ def parse(data: Any, path: Path) -> tuple[Runbook | None, list[str]]:
     env = _env(data.get("env"), where, problems)
     overrides = str_list(data.get("overrides"), f"{where}: overrides", problems, MAX_OVERRIDE_CHARS)
     runbook = Runbook(name=name, path=path, description=str(data.get("description") or "").strip(),
-                      env=env, overrides=overrides)
+                      env=env, overrides=overrides, budget=budget_key(data.get("budget"), where, problems))
     steps = data.get("steps")
     if not isinstance(steps, list) or not steps:
         problems.append(f"{where}: 'steps' must be a non-empty list of steps (each with id and kind)")

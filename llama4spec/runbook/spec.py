@@ -120,6 +120,7 @@ class StepKind(Protocol):
     def ready_problem(self, p: Any) -> str | None: ...
     def pending(self, plan: Any, p: Any) -> bool: ...
     def plan_record(self, keys: Any) -> dict[str, Any]: ...
+    def work(self, p: Any, before: Any) -> Any: ...  # its starts and runs (cost.model.Work; before: cost.model.Seen)
     expand: Callable[..., list[Any]] | None  # an expanding kind: the steps it stands for
     # a merging kind: (step id, the run directories given, runbook.merge.Source, in order) -> its part
     # of ``report`` from its plan.json entries there (None: nothing to report); UserError when they
@@ -137,6 +138,8 @@ class Step:
     keys: Any  # the kind's Keys
     needs: list[str] = field(default_factory=list)
     description: str = ""
+    budget: Any = None  # what it may spend (cost.budget.Budget), from its budget: key
+    part_of: str | None = None  # generated: the expanding step it stands for (a sweep's server, say)
 
     @property
     def kind(self) -> str:
@@ -163,6 +166,7 @@ class Runbook:
     env: dict[str, str] = field(default_factory=dict)
     overrides: list[str] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
+    budget: Any = None  # what the whole runbook may spend (cost.budget.Budget)
 
     def step(self, step_id: str) -> Step:
         """The (first) step with this id; an index kept while ``steps`` is the same list of that length,

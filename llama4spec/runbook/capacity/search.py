@@ -22,6 +22,7 @@ from typing import Any
 from llama4spec.figures import SLO_MEDIANS, SLO_METRICS
 from llama4spec.engine.bench_flags import (display_argv, goodput_pairs, probe_flags, probe_prompts, resolve_thresholds,
                                      static_thresholds)
+from llama4spec.cost.model import Work
 from llama4spec.errors import UserError
 from llama4spec.runbook.capacity.search_settings import Settings
 from llama4spec.runbook.capacity.write_report import PROBES, fit_runs, probe_dir
@@ -313,5 +314,18 @@ def describe(p, say) -> None:
         say(f"    SLO thresholds: multiples of the medians measured by step '{k.relative_to}' (resolved when it has run)")
 
 
+def work(p, before) -> Work:
+    """Its probe runs, each taken at duration_s (an open-loop run sends duration_s x rate requests):
+    a fitted search stops after MIN_FIT_RUNS runs at the least and max_probes at the most; a bisecting
+    one probes a rate that holds and one that fails at the least, every probe at max_probe_runs (and
+    the cliff check) at the most."""
+    s = p.step.keys.settings
+    if s.fitted:
+        runs = (cf.MIN_FIT_RUNS, s.max_probes)
+    else:
+        runs = (2 * s.min_probe_runs, s.max_probes * s.max_probe_runs + (s.max_probe_runs if s.confirm else 0))
+    return Work(runs=runs, run_s=s.duration_s)
+
+
 KIND = BaseKind("search", Keys, Traits(uses_server=True, describe_first=True), plan, execute, describe,
-                references=server_ref, pending=pending)
+                references=server_ref, pending=pending, work=work)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from llama4spec.cost.model import NONE
 from llama4spec.runbook.spec import MergePart, PageRead, Reference, StepRun, Traits
 
 
@@ -30,6 +31,8 @@ class BaseKind:
     # (runbook, step, cli, taken, make, problems): the steps an expanding kind stands for (runbook.matrix.expand)
     expand: Callable[..., list[Any]] | None = None
     plan_record: Callable[[Any], dict[str, Any]] = lambda keys: {}  # (keys): what it adds to its plan.json entry
+    # (p, the steps planned before it: ``cost.model.Seen``): its starts and runs (``cost.model.Work``)
+    work: Callable[[Any, Mapping[str, Any]], Any] = lambda p, before: NONE
     # a merging kind's part of ``report`` and its section of report.html (``spec.StepKind``)
     merge_part: Callable[[str, list[Any]], MergePart | None] | None = None
     page_part: Callable[[PageRead, Mapping[str, Any], Any], None] | None = None

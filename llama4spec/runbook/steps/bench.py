@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llama4spec.config.layout import url_problem
+from llama4spec.cost.model import Seen, Work
 from llama4spec.engine.args import base_url
 from llama4spec.engine.bench_flags import bench_flags, display_argv, exec_argv
 from llama4spec.runbook import fields
@@ -265,5 +266,14 @@ def ready_problem(p) -> str | None:
                          os.environ.get(var) if var else None, var)
 
 
+def work(p, before: Seen) -> Work:
+    """Its counted runs (a pair's: both sides; no speculation's collecting point: none of its own);
+    none at the least where its server may not start."""
+    keys = p.step.keys
+    runs = 0 if keys.paired else 2 * keys.repeats if keys.pair_with else keys.repeats
+    server = before.work_of(keys.server)
+    return Work(runs=(0 if server is not None and server.starts[0] == 0 else runs, runs))
+
+
 KIND = BaseKind("bench", Keys, Traits(uses_server=True, benchmarks=True, measures=True, shows_env=True),
-                plan, execute, describe, check=check, references=server_ref, ready_problem=ready_problem)
+                plan, execute, describe, check=check, references=server_ref, ready_problem=ready_problem, work=work)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llama4spec.cost.model import NONE, Work, devices
 from llama4spec.engine.args import engine_env
 from llama4spec.lossless.record import FILE
 from llama4spec.lossless.settings import MAX_SAMPLES, Settings, temperature_problems
@@ -190,8 +191,18 @@ def ready_problem(p) -> str | None:
                          os.environ.get(var) if var else None, var)
 
 
+def work(p, before) -> Work:
+    """Two engine starts, one with the draft and one without (one with url: the draft's side is a
+    running server); their generation is not counted."""
+    if p.composed is None:
+        return NONE
+    starts = 1 if p.step.keys.url else 2
+    return Work(starts=(starts, starts), devices=devices(p.composed.cfg), engine=True,
+                uncounted="generation, whose time depends on its prompts' outputs (an engine start is counted)")
+
+
 KIND = BaseKind("lossless", Keys, Traits(starts_engine=True, loads_models=True, shows_env=True), plan, execute,
-                describe, ready_problem=ready_problem, page_part=page_part)
+                describe, ready_problem=ready_problem, page_part=page_part, work=work)
 
 
 def records_in(source) -> dict[str, Path]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llama4spec.cost.model import NONE, Work, devices
 from llama4spec.engine.args import engine_env
 from llama4spec.runbook import fields
 from llama4spec.runbook.steps.environ import process_env
@@ -44,5 +45,15 @@ def describe(p, say) -> None:
     pass
 
 
+def work(p, before) -> Work:
+    """One engine start (two with offline.baseline: the same prompts without a draft); its
+    generation is not counted."""
+    if p.composed is None:
+        return NONE
+    starts = 2 if p.composed.cfg.offline.baseline else 1
+    return Work(starts=(starts, starts), devices=devices(p.composed.cfg), engine=True,
+                uncounted="generation, whose time depends on its prompts' outputs (an engine start is counted)")
+
+
 KIND = BaseKind("offline", Keys, Traits(starts_engine=True, loads_models=True, shows_env=True), plan, execute,
-                describe)
+                describe, work=work)

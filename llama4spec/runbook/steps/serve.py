@@ -9,6 +9,7 @@ from typing import Any
 
 from llama4spec.engine.args import base_url, engine_env, serve_argv, server_exec_argv
 from llama4spec.config.layout import is_multinode, layout_problems
+from llama4spec.cost.model import NONE, Seen, Work, devices
 from llama4spec.multinode.plan import plan_nodes
 from llama4spec.runbook import fields
 from llama4spec.runbook.steps.failed import StepFailed
@@ -21,6 +22,11 @@ from llama4spec.serving.watch import async_scheduling
 class Gate:
     """What the feature that generated a server decides about it at run time (a sweep's:
     ``runbook.sweep.gates``); by default nothing."""
+
+    def may_skip(self, p, before) -> bool:
+        """Whether it may leave the server unstarted (then the least cost counts no start);
+        ``before``: the steps planned before it (``cost.model.Seen``)."""
+        return True
 
     def missing_input(self, plan, p) -> str | None:
         """Why the server must not start now (None: it starts)."""
@@ -158,5 +164,17 @@ def missing_input(plan, p) -> str | None:
     return gate.missing_input(plan, p) if gate is not None else None
 
 
+def work(p, before: Seen) -> Work:
+    """One server start; none at the least where its gate may leave it unstarted (a sweep's further
+    block, a dominated lookahead, a revisit), or the server it starts beside may."""
+    if p.composed is None:
+        return NONE
+    keys = p.step.keys
+    partner = before.work_of(keys.beside) if keys.beside else None
+    optional = (keys.gate is not None and keys.gate.may_skip(p, before)) or (partner is not None and partner.starts[0] == 0)
+    return Work(starts=(0 if optional else 1, 1), devices=devices(p.composed.cfg), holds=True,
+                beside=partner is not None)
+
+
 KIND = BaseKind("serve", Keys, Traits(starts_engine=True, loads_models=True, serves=True, shows_env=True),
-                plan, execute, describe, missing_input=missing_input)
+                plan, execute, describe, missing_input=missing_input, work=work)

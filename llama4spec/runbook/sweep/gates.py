@@ -26,6 +26,17 @@ class Dominance(Gate):
     earlier: list[str]  # the sweep's points before this server
     rule: Rule  # its confidence: of the bounds that may find the server dominated
 
+    def may_skip(self, p, before) -> bool:
+        """Only a lookahead of a draft measured before it at a smaller one can be found dominated."""
+        cfg = p.composed.cfg if p.composed is not None else None
+        if cfg is None or not cfg.draft.method:
+            return False
+        for q in map(before.planned, self.earlier):
+            qc = q.composed.cfg if q is not None and q.composed is not None else None
+            if qc is not None and qc.draft.name == cfg.draft.name and qc.lookahead < cfg.lookahead:
+                return True
+        return False
+
     def missing_input(self, plan, p) -> str | None:
         if not self.earlier or p.composed is None:
             return None
@@ -138,6 +149,9 @@ class Schedule(Gate):
     schedule derived, before it starts, from the points measured before it."""
 
     derive_from: list[str]
+
+    def may_skip(self, p, before) -> bool:
+        return False  # it starts the server (its schedule derived first)
 
     def before_start(self, run, p) -> dict[str, Any]:
         return {"lookahead_schedule": derive_schedule(run, p, self.derive_from)}

@@ -16,6 +16,7 @@ from typing import Any
 
 from llama4spec.runbook.sweep.rule import Rule
 from llama4spec.runbook.sweep.sequential import Settling, decisions
+from llama4spec.cost.model import Work
 from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps.base import BaseKind, server_ref
 from llama4spec.runbook.steps.failed import StepFailed
@@ -124,5 +125,12 @@ def describe(p, say) -> None:
         f"({rule.min_repeats} to {rule.max_repeats} runs a point, confidence {rule.confidence:g})")
 
 
+def work(p, before) -> Work:
+    """None at the least (every point decided on its first runs); at the most every point of its
+    server up to max_repeats."""
+    keys = p.step.keys
+    return Work(runs=(0, max(0, keys.rule.max_repeats - keys.rule.min_repeats) * len(keys.points)))
+
+
 KIND = BaseKind("settle", Keys, Traits(uses_server=True, describe_first=True), plan, execute, describe,
-                references=server_ref, pending=pending)
+                references=server_ref, pending=pending, work=work)

@@ -124,26 +124,20 @@ def noise_record(noise: Noise | None) -> dict | None:
 
 
 def noise_from_record(data) -> Noise | None:
-    """``noise_record``'s data read back (a run directory's plan.json: input, checked): None where a
-    component is missing, negative, NaN or of a df that is no number of 0 or more."""
-    if not isinstance(data, Mapping):
-        return None
+    """``noise_record``'s data read back (a run directory's plan.json: input, checked through
+    ``noise_profile.PriorRecord``: every sd in [0, 10], every df from 0 to 1e6 or known): None where
+    it is not one (``noise_profile.prior_problem`` says why)."""
+    from llama4spec.analysis.noise_profile import PriorRecord, prior_problem
 
-    def one(raw) -> Component | None:
-        if not isinstance(raw, Mapping):
-            return None
-        sd, df, source = raw.get("sd"), raw.get("df"), raw.get("source")
-        df = math.inf if df == "known" else df
-        if not _number(sd) or sd < 0 or isinstance(df, bool) or not isinstance(df, (int, float)) or math.isnan(df) \
-                or df < 0 or not isinstance(source, str):
-            return None
-        return Component(float(sd) ** 2, float(df), source[:300])
-
-    between, within = one(data.get("between")), one(data.get("within"))
-    if between is None or within is None:
+    if not isinstance(data, Mapping) or prior_problem(data) is not None:
         return None
-    why = data.get("provisional")
-    return Noise(between, within, one(data.get("paired")), provisional=why[:500] if isinstance(why, str) else None)
+    rec = PriorRecord.model_validate(data)
+
+    def one(c) -> Component | None:
+        return None if c is None else Component(c.sd ** 2, math.inf if c.df == "known" else c.df, c.source[:300])
+
+    why = rec.provisional
+    return Noise(one(rec.between), one(rec.within), one(rec.paired), provisional=why[:500] if why else None)
 
 
 def prior(between_sd: float, within_sd: float, source: str, between_df: float = math.inf,
@@ -479,7 +473,8 @@ def _kj(cost_ratio: float, low_var: float, high_var: float, cap: int) -> int:
     ceil(sqrt(cost_upper / cost_lower x T_lower^2 / T_upper^2)), at least 1, at most ``cap``."""
     if high_var <= 0:
         return cap
-    return int(min(cap, max(1, math.ceil(math.sqrt(cost_ratio * low_var / high_var)))))
+    reps = math.sqrt(cost_ratio * low_var / high_var)
+    return cap if not reps < cap else max(1, math.ceil(reps))  # an infinite or NaN ratio: the cap
 
 
 def runs_per_start(noise: Noise, start_s: float, run_s: float, cap: int = MAX_RUNS_PER_START) -> Design:
@@ -660,8 +655,6 @@ def check_margin(value) -> None:
 
 # -- noise.json -----------------------------------------------------------------------------------
 
-FINGERPRINT_KEYS = ("vllm_version", "vllm_build", "device", "device_detail", "target", "tensor_parallel_size",
-                    "concurrency")
 MATCHED = ("vllm_version", "vllm_build", "device", "target", "tensor_parallel_size")  # must agree to reuse a profile
 
 
@@ -718,55 +711,35 @@ def _bad(path, what: str) -> UserError:
     return UserError(f"{path}: {what}; {PROFILE_FIX}")
 
 
-def _read_component(data, key: str, path, source: str) -> Component | None:
-    raw = data.get(key)
-    if raw is None and key == "paired":
-        return None
-    if not isinstance(raw, dict):
-        raise _bad(path, f"'{key}' is missing")
-    sd, df = raw.get("sd"), raw.get("df")
-    if not _number(sd) or sd < 0:
-        raise _bad(path, f"'{key}.sd' is {sd!r}, not a log-sd of 0 or more")
-    if isinstance(df, bool) or not isinstance(df, (int, float)) or math.isnan(df) or df < 0:
-        raise _bad(path, f"'{key}.df' is {df!r}, not degrees of freedom of 0 or more")
-    return Component(float(sd) ** 2, float(df), source)
-
-
 def read_profile(path: Path, here: Fingerprint | None = None) -> Profile:
-    """noise.json read back and checked: UserError (one line naming the difference and the fix) for
-    a file cut short, a component that is NaN or negative, or one measured elsewhere (``here``: the
-    fingerprint of where it is to be used; its fields that are empty are not compared)."""
+    """noise.json read back through its model (``noise_profile.ProfileRecord``: every component,
+    cost and count finite and bounded) and checked: UserError (one line naming the field and the
+    rule, or the difference, and the fix) for a file cut short, a field out of its bounds or of the
+    wrong type, or one measured elsewhere (``here``: the fingerprint of where it is to be used; its
+    fields that are empty are not compared)."""
+    from llama4spec.analysis.noise_profile import ProfileRecord
     from llama4spec.files import Expect, read_json
+    from llama4spec.records.base import validated
 
     data = read_json(Path(path), Expect("noise profile", PROFILE_FIX, 1 << 20))
     if not isinstance(data, dict) or data.get("kind") != "noise profile":
         raise _bad(path, "not a noise profile")
-    if data.get("format") != FORMAT:
-        raise _bad(path, f"format {data.get('format')!r}, this version reads {FORMAT}")
+    rec = validated(ProfileRecord, data, str(path), PROFILE_FIX)
     source = profile_source(path)
-    between, within = _read_component(data, "between", path, source), _read_component(data, "within", path, source)
-    paired = _read_component(data, "paired", path, source)
-    costs = data.get("costs") if isinstance(data.get("costs"), dict) else {}
-    start_s, run_s = costs.get("start_s"), costs.get("run_s")
-    for name, v in (("costs.start_s", start_s), ("costs.run_s", run_s)):
-        if not _number(v) or v <= 0:
-            raise _bad(path, f"'{name}' is {v!r}, not a positive number of seconds")
-    raw_fp = data.get("fingerprint")
-    if not isinstance(raw_fp, dict) or any(k not in raw_fp for k in FINGERPRINT_KEYS):
-        raise _bad(path, f"the fingerprint needs {', '.join(FINGERPRINT_KEYS)}")
-    fp = Fingerprint(**{k: raw_fp[k] for k in FINGERPRINT_KEYS})
+
+    def one(c) -> Component | None:
+        return None if c is None else Component(c.sd ** 2, c.df, source)
+
+    fp = Fingerprint(**rec.fingerprint.model_dump())
     if here is not None:
         for key in MATCHED:
             theirs, ours = getattr(fp, key), getattr(here, key)
             if ours not in (None, "") and theirs != ours:
                 raise UserError(f"{path}: measured with {key.replace('_', ' ')} {theirs!r}, this run has {ours!r}; "
                                 f"a profile holds only where it was measured: {CALIBRATE}")
-    n0 = data.get("n0")
-    noise = Noise(between, within, paired, n0=float(n0) if _number(n0) and n0 > 0 else 1.0)
-    extra = {k: v for k, v in data.items() if k == "aa_check"}
-    starts, runs = data.get("starts"), data.get("runs")
-    return Profile(noise, float(start_s), float(run_s), fp, str(data.get("design")),
-                   starts if isinstance(starts, int) else 0, runs if isinstance(runs, int) else 0, extra)
+    noise = Noise(one(rec.between), one(rec.within), one(rec.paired), n0=rec.n0)
+    extra = {} if rec.aa_check is None else {"aa_check": rec.aa_check.model_dump()}
+    return Profile(noise, rec.costs.start_s, rec.costs.run_s, fp, rec.design, rec.starts, rec.runs, extra)
 
 
 # -- simulated sweeps (the checks of this module's coverage) --------------------------------------

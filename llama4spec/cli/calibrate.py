@@ -11,6 +11,7 @@ from pathlib import Path
 from llama4spec.calibrate.settings import DESIGNS, Settings
 from llama4spec.cli.common import Command, RUNS_DIR, out
 from llama4spec.cli.run import dry_run_or_execute, run_dir_for, validate_run_options
+from llama4spec.console import say
 from llama4spec.launch.options import RunOptions
 
 NAME = "calibrate"
@@ -93,7 +94,7 @@ def _run(args: argparse.Namespace) -> int:
     settings = _settings(args)
     plan = make(settings, list(opts.overrides), run_dir_for(opts, NAME))
     if opts.dry_run:
-        out.print(f"calibration: {calibration.describe(settings)}")
+        say(out, f"calibration: {calibration.describe(settings)}")
     code = dry_run_or_execute(plan, opts)
     if opts.dry_run or code:
         return code

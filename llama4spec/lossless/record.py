@@ -72,27 +72,47 @@ class LosslessRecord:
 
 
 def load(path: Path) -> dict[str, Any]:
-    """A lossless record read back and checked (what regress compares); UserError, one line."""
+    """A lossless record read back and checked, every field ``worse`` and ``verdict_lines`` read of
+    its type and finite (what regress compares); UserError, one line naming the field and the rule."""
+    from llama4spec.files import shown
+
     data, why = json_or_none(Path(path), READ)
     where = plain(str(path))
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise UserError(f"{where}: {why or 'it is not a lossless record this tool wrote'}")
-    problems = []
-    if data.get("verdict") not in (PASS, LOSSY):
-        problems.append("its verdict")
-    if not isinstance(data.get("target"), str):
-        problems.append("its target")
+
+    def num(x: Any, low: float, high: float) -> bool:
+        return _number(x) and low <= x <= high
+
+    def counts(x: Any) -> bool:
+        return isinstance(x, list) and len(x) <= 1000 and all(
+            isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= 10**12 for c in x)
+
+    verdict, text, share = (lambda x: x in (PASS, LOSSY), "pass or lossy"), (lambda x: isinstance(x, str), "text"), \
+        (lambda x: num(x, 0, 1), "a number from 0 to 1")
+    rules: list[tuple[str, Any, Any, str]] = [
+        ("verdict", data.get("verdict"), *verdict), ("target", data.get("target"), *text),
+        ("settings", data.get("settings"), lambda x: isinstance(x, dict), "a mapping")]
     greedy = data.get("greedy")
-    if greedy is not None and not (isinstance(greedy, dict) and isinstance(greedy.get("diverged"), list)
-                                   and isinstance(greedy.get("requests"), int)):
-        problems.append("its greedy comparison")
+    rules.append(("greedy", greedy, lambda x: x is None or isinstance(x, dict), "a mapping or null"))
+    if isinstance(greedy, dict):
+        rules += [("greedy.diverged", greedy.get("diverged"), lambda x: isinstance(x, list), "a list"),
+                  ("greedy.requests", greedy.get("requests"), lambda x: counts([x]), "a whole number of 0 or more")]
     sampled = data.get("sampled")
-    if not isinstance(sampled, list) or not all(
-            isinstance(t, dict) and _number(t.get("temperature")) and _number(t.get("p_value"))
-            and t.get("verdict") in (PASS, LOSSY) for t in sampled):
-        problems.append("its tests above temperature 0")
-    if problems:
-        raise UserError(f"{where}: not a lossless record this tool wrote ({', '.join(problems)} unreadable)")
+    rules.append(("sampled", sampled, lambda x: isinstance(x, list) and len(x) <= 1000, "a list of tests"))
+    for i, t in enumerate(sampled if isinstance(sampled, list) else []):
+        at = f"sampled[{i}]"
+        if not isinstance(t, dict):
+            rules.append((at, t, lambda x: False, "a mapping"))
+            continue
+        rules += [(f"{at}.temperature", t.get("temperature"), lambda x: num(x, 0, 100), "a number from 0 to 100"),
+                  (f"{at}.p_value", t.get("p_value"), *share), (f"{at}.level", t.get("level"), *share),
+                  (f"{at}.verdict", t.get("verdict"), *verdict), (f"{at}.test", t.get("test"), *text),
+                  (f"{at}.counts", t.get("counts"), lambda x: x is None or counts(x), "a list of whole numbers")]
+    for field_name, value, ok, rule in rules:
+        if not ok(value):
+            said = "missing" if value is None else f"{shown(value)}, not {rule}"
+            raise UserError(f"{where}: not a lossless record this tool wrote ('{field_name}' is {said})")
     return data
 
 

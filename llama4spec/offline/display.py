@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from rich.console import Console
 from rich.markup import escape
 
+from llama4spec.console import say, styled, text
+
 if TYPE_CHECKING:
     from llama4spec.config.schema import Config
     from llama4spec.offline.prompts import Prompts
@@ -204,20 +206,18 @@ class OfflineDisplay:
         if self.quiet:
             return
         speculative = cfg.draft.method is not None
-        self.console.print(
-            f"[bold]offline[/bold] target={cfg.target.name} draft={cfg.draft.name}"
+        say(self.console, styled(
+            ("offline", "bold"), f" target={cfg.target.name} draft={cfg.draft.name}"
             + (f" lookahead={cfg.lookahead}" if speculative else "")
             + f" prompts={len(prompts.texts)} ({prompts.source['kind']}) max_tokens={cfg.generation.max_tokens}"
             + (f" categories={len(prompts.by_category())}" if cfg.offline.by_category else "")
             + (f" temperatures={','.join(f'{t:g}' for t in cfg.offline.temperatures)}"
-               if cfg.offline.temperatures else ""),
-            highlight=False,
-        )
+               if cfg.offline.temperatures else "")))
 
     def starting(self, label: str) -> contextlib.AbstractContextManager[Any]:
         if self.quiet:
             return contextlib.nullcontext()
-        return self.console.status(f"starting the vLLM engine ({label})")
+        return self.console.status(text(f"starting the vLLM engine ({label})"))
 
     def progress(self, label: str, category: str) -> Callable[..., Any] | bool:
         if self.quiet:

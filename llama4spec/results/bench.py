@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from llama4spec import figures as registry
-from llama4spec.files import count, json_or_none, number, plain
+from llama4spec.files import count, json_or_none, number, plain, shown
 from llama4spec.results import requests as per_request
 from llama4spec.results.acceptance import AcceptanceCounters
 from llama4spec.results.requests import RequestRow
@@ -379,4 +379,22 @@ def read_record(path: Path) -> tuple[BenchRecord | None, str | None]:
         return None, problem
     if not isinstance(data, dict) or data.get("kind") != KIND:
         return None, f"{plain(str(path))}: not a llama4spec bench record (no \"kind\": \"{KIND}\"); it is not a record this tool wrote"
-    return BenchRecord.from_dict(data, Path(path).parent.name), None
+    record = BenchRecord.from_dict(data, Path(path).parent.name)
+    bad = rate_problem(record)
+    if bad is not None:
+        return None, f"{plain(str(path))}: {bad}; it is not a record this tool wrote"
+    return record, None
+
+
+RATES, MIN_RATE, MAX_RATE = ("output_throughput", "total_token_throughput", "request_throughput"), 1e-6, 1e9  # per s
+
+
+def rate_problem(record: BenchRecord) -> str | None:
+    """The first rate of a counted run (or of its medians) that is no throughput: not a finite number
+    in [MIN_RATE, MAX_RATE] (0, 5e-324, -5: its log ratio to another would fail or overflow)."""
+    for name, run in [("result", record), *((f"runs[{i}].result", r) for i, r in enumerate(record.runs))]:
+        for key in RATES if run.counted else ():
+            value = (run.result or {}).get(key)
+            if value is not None and number(value, MIN_RATE, MAX_RATE) is None:
+                return f"'{name}.{key}' is {shown(value)}, not a throughput from {MIN_RATE:g} to {MAX_RATE:g} per second"
+    return None

@@ -90,9 +90,24 @@ def hardware_prior(hardware: Any) -> nz.Noise:
     return nz.prior(between, within, f"hardware prior: {source.strip()}", b_df, w_df)
 
 
-def of_sweep(design: Mapping[str, Any] | None, configs: list[Any]) -> nz.Noise:
-    """A sweep's prior read back: the one its plan recorded (``design.noise_prior``, checked), else
-    the hardware prior of its points' configs (as their config.yaml holds them)."""
+def check_recorded(design: Any, where: str = "plan.json") -> None:
+    """UserError (one line naming ``where``, the field and the rule) when a sweep's recorded prior
+    (``design.noise_prior``) is there but is no noise prior: an sd out of [0, 10], a df that is no
+    number, a field of the wrong type."""
+    from llama4spec.analysis.noise_profile import prior_problem
+    from llama4spec.errors import UserError
+    from llama4spec.files import plain
+
+    raw = design.get("noise_prior") if isinstance(design, Mapping) else None
+    if raw is not None and (why := prior_problem(raw)) is not None:
+        raise UserError(f"{plain(str(where))}: the sweep's design.noise_prior: {why}; it is not a plan this tool "
+                        f"wrote")
+
+
+def of_sweep(design: Mapping[str, Any] | None, configs: list[Any], where: str = "plan.json") -> nz.Noise:
+    """A sweep's prior read back: the one its plan recorded (``design.noise_prior``, checked:
+    ``check_recorded``), else the hardware prior of its points' configs (as their config.yaml holds them)."""
+    check_recorded(design, where)
     recorded = nz.noise_from_record((design or {}).get("noise_prior") if isinstance(design, Mapping) else None)
     if recorded is not None:
         return recorded

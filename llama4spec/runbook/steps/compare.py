@@ -139,7 +139,9 @@ class Rebuilt:
         pair = [measured[ref].record if ref in measured else (bench_record.read(Path(ref)) if "/" in ref else None)
                 for ref in (refs.get("baseline", ""), refs.get("candidate", ""))]
         if pair[0] is None or pair[1] is None:
-            absent = [role for role, rec in zip(("baseline", "candidate"), pair) if rec is None]
+            roles = zip(("baseline", "candidate"), (refs.get("baseline", ""), refs.get("candidate", "")), pair)
+            absent = [role + (f" ({ctx.reasons[ref]})" if ref in ctx.reasons else "") for role, ref, rec in roles
+                      if rec is None]
             ctx.comparisons[self.id] = f"not compared: no counted record of the {' and the '.join(absent)}\n"
             return 0
         prior = of_sweep(None, [measured[ref].config for ref in refs.values() if ref in measured])

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llama4spec.console import text
 from llama4spec.cost.model import NONE, Work, devices
 from llama4spec.engine.args import engine_env
 from llama4spec.lossless.record import FILE
@@ -92,7 +93,7 @@ def execute(run, p) -> dict[str, Any]:
     def starting(label: str):
         if run.progress.verbosity < 0:
             return contextlib.nullcontext()
-        return run.console.status(f"starting the {label} engine ...")
+        return run.console.status(text(f"starting the {label} engine ..."))
 
     with process_env(p.env):
         record = check(p.composed, p.step.keys.settings(), starting, run.progress.verbosity)

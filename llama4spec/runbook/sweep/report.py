@@ -17,7 +17,7 @@ from llama4spec.engine.secrets import redact
 from llama4spec.files import csv_text, number, plain, write_atomic, write_json
 from llama4spec.runbook import colocation as groups
 from llama4spec.runbook.measured import measured_in_plan
-from llama4spec.runbook.noise_prior import of_sweep
+from llama4spec.runbook.noise_prior import check_recorded, of_sweep
 from llama4spec.runbook.rundir import Measured, csv_rows, is_step_id, not_run
 from llama4spec.runbook.spec import MergeRead, PageRead
 from llama4spec.runbook.steps import traits_of
@@ -275,6 +275,7 @@ def merge_part(sid: str, sources: list[Any]) -> Rebuilt:
         ids = [n for n in step.get("needs") or [] if traits_of(kinds.get(n)).benchmarks]
         part.points = list(dict.fromkeys([*part.points, *ids]))
         if isinstance(step.get("design"), dict):
+            check_recorded(step["design"], str(source.dir / "plan.json"))
             part.design = _design(step, prior=True)
     return part
 
@@ -291,8 +292,8 @@ def page_part(read: PageRead, step: Mapping[str, Any], page) -> None:
     measured = read.collect(ids, left_out)
     points = sweep_points((pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured)
     design = step.get("design") if isinstance(step.get("design"), dict) else None
-    analysis = analyse(points, of_sweep(design, [m.config for m in measured.values()]), margin=margin_of(design),
-                       block_rule=block_rule_of(design))
+    prior = of_sweep(design, [m.config for m in measured.values()], str(source.dir / "plan.json"))
+    analysis = analyse(points, prior, margin=margin_of(design), block_rule=block_rule_of(design))
     reasons = {**not_run(source.status.get("steps") or []), **left_out}
     missing = {pid: reasons.get(pid, "no record") for pid in ids if pid not in measured}
     beside = groups.beside_points(source.dir, {pid: m.where for pid, m in measured.items()})

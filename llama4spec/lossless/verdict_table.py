@@ -7,6 +7,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from llama4spec.console import text
 from llama4spec.lossless.check import CONTEXT, LOSSY
 from llama4spec.lossless.verdict_lines import power
 
@@ -36,9 +37,9 @@ def _shares(values) -> str:
 
 def render(console: Console, record) -> None:
     s = record.settings
-    table = Table(title=f"lossless: {record.draft} k={record.lookahead} on {record.target} "
-                        f"(joint level {s.level:g}, {record.tests} test{'s' if record.tests != 1 else ''}, "
-                        f"Bonferroni)", title_justify="left")
+    table = Table(title=text(f"lossless: {record.draft} k={record.lookahead} on {record.target} "
+                             f"(joint level {s.level:g}, {record.tests} test{'s' if record.tests != 1 else ''}, "
+                             f"Bonferroni)"), title_justify="left")
     for column in ("T", "test", "requests", "observed", "expected", "control", "p-value", "level", "verdict"):
         table.add_column(column, justify="right" if column in ("requests", "p-value", "level") else "left")
     g = record.greedy

@@ -106,17 +106,12 @@ def _categories(p: np.ndarray, ranked: np.ndarray, token_rank: int) -> tuple[tup
 
 
 def full(logprobs: Sequence[float], token: int, s: Sampling) -> Context:
-    """The exact context from the raw logprobs of every token of the vocabulary."""
+    """The exact context from the raw logprobs of every token of the vocabulary (``batch`` of one)."""
     lp = np.asarray(logprobs, dtype=np.float64)
     if not 0 <= token < lp.size:
         raise ValueError(f"token {token} is outside a vocabulary of {lp.size}")
-    p = process(lp / s.temperature, s)
-    ranked = np.argsort(-lp, kind="stable")
-    rank = int(np.nonzero(ranked == token)[0][0])
-    probs, observed = _categories(p, ranked, rank)
-    if p[token] == 0.0:  # outside the processed support: "rest" of probability as computed (maybe 0)
-        observed = 2
-    return Context(probs, observed)
+    probs, observed = batch(lp[None, :], np.array([token]), s)
+    return Context((float(probs[0, 0]), float(probs[0, 1]), float(probs[0, 2])), int(observed[0]))
 
 
 def _tail_bounds(raw_tail: float, smallest: float, tail_tokens: int, temperature: float) -> tuple[float, float]:

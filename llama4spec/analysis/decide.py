@@ -158,6 +158,11 @@ class LogRatio:
         total, df = _satterthwaite(within, shares, *self.between)
         return Estimate(center, np.sqrt(total), df)
 
+    def combined(self, center: float, within: list[tuple[float, float]], shares: float = 2.0) -> Estimate:
+        """A weighted difference of means (an interpolated frontier's): ``within`` each mean's
+        weighted variance and its df, ``shares`` the start shares of both sides summed."""
+        return self._estimate(np.asarray(center, float), [(np.asarray(v, float), d) for v, d in within], shares)
+
     def compare(self, a: np.ndarray, b: np.ndarray, share_a=1.0, share_b=1.0) -> Estimate:
         na, nb = a.shape[-1], b.shape[-1]
         return self._estimate(a.mean(-1) - b.mean(-1), [(a.var(-1, ddof=1) / na, na - 1),

@@ -121,6 +121,7 @@ class RunPage:
     commands: list[tuple[str, str]] = field(default_factory=list)  # step id -> its command line
     notes: list[str] = field(default_factory=list)
     stated: list[str] = field(default_factory=list)  # verdicts a kind's page part adds (step id: sentence)
+    lead: list[str] = field(default_factory=list)  # a kind's answer in one sentence: first among the verdicts
 
 
 # -- the view: text cells and sentences ---------------------------------------------------------------
@@ -239,8 +240,9 @@ def markdown_table(text: str) -> Table | None:
 
 
 def verdicts(page: RunPage) -> list[str]:
-    """The run's verdicts in sentences: its status, each sweep's answer, each failed step."""
-    lines = [f"run {page.status}" + (f", started {page.started}" if page.started else "")
+    """The run's verdicts in sentences: the answers kinds put first (``lead``), its status, each
+    sweep's answer, each failed step."""
+    lines = [*page.lead, f"run {page.status}" + (f", started {page.started}" if page.started else "")
              + (f", finished {page.finished}" if page.finished else "")]
     for part in page.sweeps:
         lines.append(f"{part.id}: {part.analysis.verdict()}")

@@ -79,6 +79,7 @@ def point(step_id: str, config: Mapping[str, Any], record: BenchRecord) -> Point
     category = dotted(config, "bench.category")
     measured = [f.key for f in registry.sweep() if f.source == registry.RESULT]
     samples: dict[str, tuple[float, ...]] = {key: tuple(record.samples(key)) for key in measured}
+    samples["median_tpot_ms"] = tuple(record.samples("median_tpot_ms"))  # a frontier's per-user speed
     if k:
         samples["acceptance_length"] = tuple(record.acceptance_samples())
     draft = "none"

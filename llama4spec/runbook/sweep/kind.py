@@ -17,6 +17,8 @@ from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps.base import BaseKind
 from llama4spec.runbook.sweep.rule import BLOCK_RUNS, MAX_BLOCK_RUNS, Rule
 from llama4spec.runbook.sweep.expand import AUTO_DESIGN, DESIGNS, INTERLEAVED, SEQUENTIAL, expand_step
+from llama4spec.frontier.price import MAX_PRICE
+from llama4spec.runbook.sweep.frontier_part import describe as frontier_lines
 from llama4spec.runbook.sweep.report import artifacts, design_lines, linked, merge_part, page_part, run_report
 from llama4spec.analysis.decide import CONFIDENCE, MAX_REPEATS, MIN_REPEATS
 from llama4spec.analysis.noise import MARGIN, margin_problem, precision_problem
@@ -71,6 +73,9 @@ class Keys:
     noise: str | None = fields.text()  # a noise.json (`llama4spec calibrate`): the prior of every comparison
     margin: float = fields.custom(_margin, default=MARGIN)  # equivalent: a ratio within +-margin, decided by two one-sided tests
     precision: float | None = fields.custom(_precision, default=None)  # the relative half-width wanted: the design's starts and runs
+    # a device-hour price (a GPU's; a CPU server counts as one device): the frontier's price per million
+    # output tokens, with and without the draft
+    price: float | None = fields.number(None, 0, MAX_PRICE, optional=True)
     fallback: str | None = None  # generated: why an interleaved sweep is measured sequentially here
     chosen: str | None = None  # generated: design: auto: the design it took (sequential or interleaved)
     auto_why: str | None = None  # generated: design: auto: why it took the sequential design
@@ -265,7 +270,7 @@ def describe(p, say) -> None:
     if keys.matrix:
         say("    matrix: " + " x ".join(f"{k} [{', '.join(v)}]" for k, v in keys.matrix.items()))
         say(f"    report over {len(keys.points)} points (speedup, efficiency, best lookahead, plots)")
-        for line in design_lines(keys.design_record()):
+        for line in design_lines(keys.design_record()) + frontier_lines(keys.matrix, keys.price):
             say(f"    {line}")
         rule = keys.rule
         runs = (rule.min_repeats, rule.max_repeats) if keys.repeats == "auto" else (keys.repeats, keys.repeats)
@@ -282,4 +287,6 @@ def describe(p, say) -> None:
 
 KIND = BaseKind("sweep", Keys, Traits(expands=True, merges=True, measures=True, decides=True, describe_first=True),
                 plan, execute, describe, check=check, conflicts=conflicts, expand=expand_step,
-                plan_record=lambda keys: {"design": keys.design_record()}, merge_part=merge_part, page_part=page_part)
+                plan_record=lambda keys: {"design": keys.design_record(),
+                                          **({"price": keys.price} if keys.price is not None else {})},
+                merge_part=merge_part, page_part=page_part)

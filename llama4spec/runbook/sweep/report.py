@@ -21,7 +21,10 @@ from llama4spec.runbook.noise_prior import check_recorded, of_sweep
 from llama4spec.runbook.rundir import Measured, csv_rows, is_step_id, not_run
 from llama4spec.runbook.spec import MergeRead, PageRead
 from llama4spec.runbook.steps import traits_of
+from llama4spec.runbook.sweep import frontier_part
 from llama4spec.runbook.sweep.expand import AUTO_DESIGN, INTERLEAVED
+from llama4spec.console import say
+from llama4spec.frontier import words as frontier_words
 from llama4spec.analysis import plots, sweep_tables as render
 from llama4spec.analysis.model import Analysis, Point, analyse
 from llama4spec.analysis.noise import MARGIN, margin_problem
@@ -129,7 +132,7 @@ IMAGES = {
 def artifacts(step_dir: Path) -> dict[str, Path]:
     files = {"report": step_dir / "report.md", "analysis": step_dir / "sweep.json", "table": step_dir / "sweep.csv"}
     files.update({stem: step_dir / f"{stem}.png" for stem in IMAGES.values()})
-    return files
+    return {**files, **frontier_part.files(step_dir)}
 
 
 def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
@@ -162,11 +165,12 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
 
 def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str, Path], console: Console,
                   not_run: dict[str, str] | None = None, beside: dict[str, tuple[str, ...]] | None = None,
-                  design: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+                  design: dict[str, Any] | None = None, price: float | None = None) -> tuple[str, dict[str, Any]]:
     """A sweep's report over points ``ids`` from their records: written to ``files``, printed;
     returns (markdown, record). ``not_run``: step id -> why it has no result, from the run's status;
     ``beside``: point id -> the groups that ran beside its own while it measured (a launcher's);
-    ``design``: the sweep step's ``design_record`` (said in the report when interleaving was asked for)."""
+    ``design``: the sweep step's ``design_record`` (said in the report when interleaving was asked for);
+    ``price``: a device-hour price, for the frontier's price per million tokens."""
     points = sweep_points((pid, measured[pid].config, measured[pid].record) for pid in ids if pid in measured)
     missing = [pid for pid in ids if pid not in measured]
     analysis = analyse(points, of_sweep(design, [m.config for m in measured.values()]), margin=margin_of(design),
@@ -178,6 +182,11 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
     colocation = {"beside": {pid: list(v) for pid, v in beside.items()}, "warnings": warnings} if beside else None
     _, text = write(analysis, points, files, measured, colocation, design)
     render.render(console, analysis)
+    front = frontier_part.of_points(points, {p.id: measured[p.id].config for p in points}, analysis,
+                                    margin_of(design), price)
+    text += frontier_part.write(front, files["report"].parent)
+    for line in [*filter(None, [frontier_words.lead(front)]), *front.notes]:
+        say(console, f"frontier: {line}")
     why = {pid: (not_run or {}).get(pid, "no record") for pid in missing}
     stops = {pid: measured[pid].record.stop for pid in ids if pid in measured and measured[pid].record.stop}
     if stops:  # repeats: auto: why each point stopped, after how many runs
@@ -194,9 +203,9 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
     for line in design_lines(design):
         console.print(escape(line), highlight=False, soft_wrap=True)
         text += f"\n{line}\n"
-    if stops or missing or warnings or design_lines(design):
-        write_atomic(files["report"], text)
+    write_atomic(files["report"], text)
     return text, {**render.to_record(analysis), "missing": missing, **({"not_measured": why} if missing else {}),
+                  "frontier": frontier_words.record(front),
                   **({"design": design} if design else {}),
                   **({"stops": stops} if stops else {}), **({"colocation": colocation} if colocation else {})}
 
@@ -206,12 +215,12 @@ def run_report(plan, planned, console: Console, failures: dict[str, str] | None 
     ``failures``: step id -> why it has no result ("failed: ...", "skipped: ..."), from the run's status."""
     ids = planned.step.keys.points
     return report_points(ids, measured_in_plan(plan, ids), planned.artifacts, console, failures,
-                         design=planned.step.keys.design_record())
+                         design=planned.step.keys.design_record(), price=planned.step.keys.price)
 
 
 def linked(text: str, step_id: str) -> str:
     """A report's image links as seen from the run directory (summary.md), one level up."""
-    for stem in IMAGES.values():
+    for stem in [*IMAGES.values(), "frontier"]:
         text = text.replace(f"]({stem}.png)", f"]({step_id}/{stem}.png)")
     return text
 
@@ -247,6 +256,7 @@ class Rebuilt:
     points: list[str]
     design: dict[str, Any] | None = None
     writes: list[str] = field(default_factory=list)
+    price: float | None = None  # per device-hour, as the last source planned it
 
     def read(self, ctx: MergeRead) -> None:
         pass
@@ -259,7 +269,7 @@ class Rebuilt:
                                                        if pid not in beside}))
         text, record = report_points(self.points, ctx.measured, artifacts(ctx.out / self.id), ctx.console,
                                      ctx.reasons, {pid: beside[pid] for pid in self.points if pid in beside},
-                                     self.design)
+                                     self.design, self.price)
         ctx.comparisons[self.id] = linked(text, self.id)
         return len(record["missing"])
 
@@ -274,6 +284,7 @@ def merge_part(sid: str, sources: list[Any]) -> Rebuilt:
             continue
         ids = [n for n in step.get("needs") or [] if traits_of(kinds.get(n)).benchmarks]
         part.points = list(dict.fromkeys([*part.points, *ids]))
+        part.price = frontier_part.price_of(step)
         if isinstance(step.get("design"), dict):
             check_recorded(step["design"], str(source.dir / "plan.json"))
             part.design = _design(step, prior=True)
@@ -303,7 +314,12 @@ def page_part(read: PageRead, step: Mapping[str, Any], page) -> None:
     notes = [f"warning: {line}" for line in groups.mixed(by_c)] + design_lines(_design(step))
     sid = str(step["id"])
     stops = {pid: dict(m.record.stop) for pid, m in measured.items() if m.record.stop}
+    front = frontier_part.of_points(points, {p.id: measured[p.id].config for p in points}, analysis,
+                                    margin_of(design), frontier_part.price_of(step))
+    page.lead += redact(frontier_part.lead(front, sid), secrets)
+    notes += [f"frontier: {line}" for line in redact(list(front.notes), secrets)]
+    shown = [*IMAGES.items(), *([(frontier_part.TITLE, "frontier")] if front.drawn else [])]
     page.sweeps.append(html_page.SweepPart(
         id=sid, analysis=analysis, figures=[read.figure(title, source.dir / sid / f"{stem}.png")
-                                            for title, stem in IMAGES.items()],
+                                            for title, stem in shown],
         stops=stops, not_measured=redact(missing, secrets), beside=beside, notes=redact(notes, secrets)))

@@ -16,5 +16,4 @@ _.arrival_ms  # likewise
 _.prompt_sha256  # likewise
 _.prompt_items  # tiny/contrast.py: the generator of the shipped conf/dataset/prompts/tiny_contrast.jsonl (tests/unit/tiny/test_contrast.py checks the file against it)
 _.reports  # analysis/page.py RunPage.reports: read by the page template (templates/report.html.j2: page.reports)
-_.mean_tpot_ms  # analysis/model.py's Point: a sweep figure, read by its key (Point.value, figures.sweep())
 _.mean_ttft_ms  # likewise

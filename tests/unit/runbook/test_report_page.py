@@ -76,10 +76,11 @@ def test_a_finished_run_writes_one_self_contained_page(sweep_run: Path) -> None:
     interval = r"sweep-tiny_eagle-k3-c1 \d+\.\d \[\d+\.\d, \d+\.\d\]"
     assert re.search(interval, body), "the medians carry their 95% intervals"
     images = [attrs for tag, attrs in parsed.tags if tag == "img"]
-    assert len(images) == 4 and all(a["src"].startswith("data:image/png;base64,") for a in images)
+    assert len(images) == 5 and all(a["src"].startswith("data:image/png;base64,") for a in images)  # and the frontier
     assert all(base64.b64decode(a["src"].split(",", 1)[1]).startswith(b"\x89PNG") for a in images)
     assert {a["alt"].split(":")[0] for a in images} == {"acceptance by position", "throughput vs concurrency",
-                                                        "speedup, measured vs predicted", "acceptance length per request"}
+                                                        "speedup, measured vs predicted", "acceptance length per request",
+                                                        "frontier"}
     series = json.loads((sweep_run / "sweep" / "sweep.json").read_text())["plots"]["acceptance_per_request"]
     assert series == ["tiny_eagle k=1", "tiny_eagle k=3"]  # a box per setting
     assert all(u.startswith("data:") for u in urls(parsed)), "nothing is loaded from anywhere else"
@@ -126,7 +127,7 @@ def test_the_report_command_writes_the_page_from_the_records(cli, sweep_run: Pat
     merged = tmp_path / "merged"
     done = cli("report", str(run), str(sweep_run), "--out", str(merged))
     assert done.returncode == 0, done.stderr
-    assert Parsed((merged / "report.html").read_text()).count("img") == 4
+    assert Parsed((merged / "report.html").read_text()).count("img") == 5
 
 
 def test_a_report_html_that_is_a_directory_is_one_line_and_nothing_is_rebuilt(cli, sweep_run: Path,
@@ -163,7 +164,7 @@ def test_user_text_is_escaped_and_secrets_are_redacted(sweep_run: Path, tmp_path
     page.write(run, secrets=["sk-live-abcdef123456"])
     text = (run / "report.html").read_text()
     parsed = Parsed(text)
-    assert parsed.count("script") == 1 and parsed.count("b") == 0 and parsed.count("img") == 4
+    assert parsed.count("script") == 1 and parsed.count("b") == 0 and parsed.count("img") == 5
     assert "&lt;script&gt;alert(&#39;description&#39;)&lt;/script&gt;" in text
     assert "&lt;b&gt;bold&lt;/b&gt; k=1" in text  # a draft's name, from its config
     assert "http://example.invalid" in parsed.all_text()  # shown as text, never loaded
@@ -218,7 +219,7 @@ def test_a_page_is_written_even_for_a_run_whose_plots_are_gone(sweep_run: Path, 
     (run / "sweep" / "acceptance_by_position.png").write_bytes(b"<svg onload=alert(1)>")  # not a PNG: left out
     page.write(run)
     parsed = Parsed((run / "report.html").read_text())
-    assert parsed.count("img") == 2
+    assert parsed.count("img") == 3
     assert "speedup, measured vs predicted: not shown" in parsed.all_text()
 
 

@@ -35,13 +35,16 @@ class Method:
     gpu_only: bool = False  # vLLM 0.32 runs it on CUDA only (the doctor refuses it on the CPU build)
     varies: bool = False  # drafts fewer than k tokens where it finds less (a rate per position then needs
     #   the steps that drafted each position: the per-step arrays vLLM returns at the "detailed" level)
+    eagle_family: bool = False  # vLLM 0.32's ``SpeculativeConfig.use_eagle()``: the prefix cache drops its
+    #   trailing block (``disable_eagle_block_drop`` keeps it), and a chunked-attention target runs
+    #   without the hybrid KV cache manager (``VllmConfig.__post_init__``)
 
 
 SUFFIX_PACKAGE = "arctic-inference==0.1.1"  # SpeculativeConfig._validate_suffix_decoding, vLLM 0.32
 
 TABLE: tuple[Method, ...] = (
-    Method("eagle", "EAGLE", True, True, False, True, True, True, memory="head"),
-    Method("eagle3", "EAGLE-3", True, True, False, True, True, True, memory="head"),
+    Method("eagle", "EAGLE", True, True, False, True, True, True, memory="head", eagle_family=True),
+    Method("eagle3", "EAGLE-3", True, True, False, True, True, True, memory="head", eagle_family=True),
     Method("ngram", "n-gram", False, False, True, False, True, True, varies=True),
     # the GPU proposer (vllm/v1/spec_decode/ngram_proposer_gpu.py) runs its n-gram search as CUDA kernels
     Method("ngram_gpu", "n-gram (GPU)", False, False, True, True, True, True, gpu_only=True, varies=True),
@@ -51,10 +54,10 @@ TABLE: tuple[Method, ...] = (
     Method("medusa", "Medusa", True, False, False, False, False, False),
     Method("mlp_speculator", "MLP speculator", True, False, False, False, False, False),
     Method("custom_class", "custom proposer", False, False, False, False, False, False),
-    Method("mtp", "MTP", True, True, False, True, False, False),
+    Method("mtp", "MTP", True, True, False, True, False, False, eagle_family=True),
     Method("extract_hidden_states", "hidden-state extraction", False, True, False, True, False, False),
-    Method("dflash", "DFlash", True, True, False, True, False, False),
-    Method("dspark", "DSpark", True, False, False, True, False, False),
+    Method("dflash", "DFlash", True, True, False, True, False, False, eagle_family=True),
+    Method("dspark", "DSpark", True, False, False, True, False, False, eagle_family=True),
 )
 BY_NAME = {m.name: m for m in TABLE}
 RUN = tuple(m.name for m in TABLE if m.runs)  # the methods a config may name
@@ -92,6 +95,21 @@ def varies(name: str | None) -> bool:
     """The method drafts a number of tokens that varies from step to step."""
     m = get(name)
     return bool(m and m.varies)
+
+
+def eagle_family(name: str | None) -> bool:
+    """vLLM 0.32 treats the method as EAGLE (``use_eagle()``): it reads ``disable_eagle_block_drop``."""
+    m = get(name)
+    return bool(m and m.eagle_family)
+
+
+def block_drop_problems(name: str | None, disable: bool | None) -> list[str]:
+    """``draft.disable_eagle_block_drop`` where vLLM reads it: the EAGLE-family methods only."""
+    if disable is None or eagle_family(name):
+        return []
+    family = ", ".join(m.name for m in TABLE if m.eagle_family)
+    return [f"draft.disable_eagle_block_drop={str(disable).lower()}: it applies to vLLM's EAGLE-family methods "
+            f"({family}), not draft.method={name or 'none'}; drop draft.disable_eagle_block_drop"]
 
 
 def draft_memory(name: str | None) -> str:

@@ -46,6 +46,9 @@ class DraftConfig:
     # or per-position unconditional rates (lookahead of them, in [0, 1], non-increasing).
     synthetic_acceptance_length: Optional[float] = None
     synthetic_acceptance_rates: Optional[list[float]] = None
+    # vLLM's disable_eagle_block_drop (EAGLE-family methods only): true keeps the trailing prefix-cache
+    # block that vLLM otherwise drops from each cache hit under EAGLE. None: vLLM's default (dropped).
+    disable_eagle_block_drop: Optional[bool] = None
 
 
 @dataclass

@@ -383,7 +383,7 @@ def validate(cfg: Config) -> list[str]:
             problems.append("draft.lookahead_schedule needs a draft; name one (draft=...) or drop the schedule")
         else:
             problems.extend(schedule_problems(d.lookahead_schedule, cfg.lookahead))
-    problems.extend(synthetic_problems(d, cfg.lookahead))
+    problems.extend(synthetic_problems(d, cfg.lookahead) + methods.block_drop_problems(d.method, d.disable_eagle_block_drop))
     _at_least(problems, "parallel.data_parallel_size", p.data_parallel_size, optional=False)
     _categories(cfg, problems)
     _leaves(cfg, problems)

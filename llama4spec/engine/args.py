@@ -40,6 +40,8 @@ def speculative_config(cfg: Config) -> dict[str, Any] | None:
         spec["num_speculative_tokens_per_batch_size"] = [list(r) for r in d.lookahead_schedule]
     if d.sample_method is not None:
         spec["draft_sample_method"] = d.sample_method
+    if d.disable_eagle_block_drop is not None:
+        spec["disable_eagle_block_drop"] = d.disable_eagle_block_drop
     spec.update(synthetic_settings(d))
     return spec
 

@@ -15,7 +15,7 @@ from typing import Any, Callable
 from llama4spec.config import methods
 from llama4spec.config.schema import Config
 from llama4spec.files import Expect, json_or_none
-from llama4spec.preflight import hfconfig, values
+from llama4spec.preflight import hfconfig, kvcache, values
 from llama4spec.preflight.sources import ModelConfig
 
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -81,10 +81,6 @@ class Pairing:
     @property
     def eagle(self) -> bool:
         return methods.reads_hidden_states(self.cfg.draft.method) and self.draft is not None
-
-    @property
-    def llama4_target(self) -> bool:
-        return self.t.get("model_type") == "llama4_text" or self.target.config.get("model_type") == "llama4"
 
     @property
     def llama4_eagle(self) -> bool:
@@ -343,16 +339,34 @@ def eagle_draft_tp(p: Pairing) -> list[Finding]:
 
 
 def prefix_caching(p: Pairing) -> list[Finding]:
-    if not (p.eagle and p.llama4_target and p.t.get("attention_chunk_size")):
+    """Prefix caching with an EAGLE-family draft where vLLM 0.32 leaves a chunked-local KV cache group
+    (``kvcache``): not a Llama 4 pair as published, whose NoPE layers keep full attention."""
+    method, setting, args = p.cfg.draft.method, p.cfg.serve.enable_prefix_caching, list(p.cfg.serve.extra_args)
+    if not methods.eagle_family(method) or setting is False or p.cfg.draft.disable_eagle_block_drop:
         return []
-    setting = p.cfg.serve.enable_prefix_caching
-    if setting is False:
+    hybrid = kvcache.hybrid_manager(p.t, True, args)
+    if not kvcache.chunked_group_left(kvcache.pair_layers(p.t, p.d if p.draft else None, p.llama4_eagle), hybrid):
         return []
     how = "is on" if setting else "is left to vLLM, which turns it on"
-    return [Finding("prefix-caching", ERROR, f"prefix caching {how} for a Llama 4 target with an EAGLE draft",
-                    "chunked local attention + EAGLE fails at the first request "
-                    "(\"Hybrid KV cache is not supported for eagle + chunked local attention\")",
-                    "set serve.enable_prefix_caching=false (--no-enable-prefix-caching)")]
+    where = ("the draft's layers have chunked local attention, which keeps a cache group of its own under the "
+             "hybrid KV cache manager" if hybrid else "every layer of the target and the draft has chunked local "
+             "attention (no NoPE layer)")
+    return [Finding("prefix-caching", ERROR, f"prefix caching {how} with an {methods.label(method)} draft, and {where}",
+                    "vLLM 0.32's prefix lookup asserts on that chunked-local group at the first request under the "
+                    "EAGLE block drop (\"Hybrid KV cache is not supported for eagle + chunked local attention\")",
+                    "set draft.disable_eagle_block_drop=true, or serve.enable_prefix_caching=false")]
+
+
+def hybrid_kv_cache(p: Pairing) -> list[Finding]:
+    method = p.cfg.draft.method
+    if not (methods.eagle_family(method) and kvcache.chunk_size(p.t)
+            and kvcache.forces_hybrid(list(p.cfg.serve.extra_args))):
+        return []
+    return [Finding("hybrid-kv-cache", ERROR, f"serve.extra_args has {kvcache.FORCE_HYBRID}",
+                    f"vLLM 0.32 runs a target with chunked local attention and an {methods.label(method)} draft only "
+                    "without the hybrid KV cache manager, and refuses the server at start (\"Hybrid KV cache manager "
+                    "was explicitly enabled but is not supported\")",
+                    f"drop {kvcache.FORCE_HYBRID}: vLLM turns the manager off for this pair itself")]
 
 
 def removed_flags(p: Pairing) -> list[Finding]:
@@ -602,6 +616,7 @@ RULES: dict[str, Rule] = {
     "parallel": parallel,
     "eagle-draft-tp": eagle_draft_tp,
     "prefix-caching": prefix_caching,
+    "hybrid-kv-cache": hybrid_kv_cache,
     "removed-flags": removed_flags,
     "max-model-len": max_model_len,
     "trust-remote-code": trust_remote_code,
@@ -612,7 +627,7 @@ RULES: dict[str, Rule] = {
 }
 ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
 # Errors no --force gets past: the method cannot run in this installation, or vLLM refuses the pair itself.
-CANNOT_START = frozenset({"method-runs-here", "draft-model-vocab"})
+CANNOT_START = frozenset({"method-runs-here", "draft-model-vocab", "hybrid-kv-cache"})
 
 
 def examine(p: Pairing) -> list[Finding]:

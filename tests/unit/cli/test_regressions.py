@@ -54,8 +54,8 @@ def offline_runbook(tmp_path: Path) -> tuple[Path, Path]:
     runbook = tmp_path / "offline_doctor_force.yaml"
     runbook.write_text(
         "name: offline_doctor_force\n"
-        "description: a doctor error (prefix caching with Llama 4 + EAGLE) and a malformed JSONL line\n"
-        f"overrides: [serve.enable_prefix_caching=true, dataset=jsonl, 'dataset.path={bad}']\n"
+        "description: a doctor error (max_model_len beyond the target's positions) and a malformed JSONL line\n"
+        f"overrides: [memory.max_model_len=4096, dataset=jsonl, 'dataset.path={bad}']\n"
         "steps:\n"
         "  - id: prompts\n"
         "    kind: offline\n")
@@ -70,10 +70,10 @@ def _no_engine_env(tmp_path: Path) -> dict:
     return {"PYTHONPATH": str(tmp_path / "no_engine")}
 
 
-def test_the_doctor_finding_fires_for_prefix_caching(cli):
-    result = cli("doctor", "serve.enable_prefix_caching=true", timeout=120)
+def test_the_doctor_finding_fires_for_max_model_len(cli):
+    result = cli("doctor", "memory.max_model_len=4096", timeout=120)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "prefix-caching" in result.stdout
+    assert "max-model-len" in result.stdout
 
 
 def test_run_force_carries_to_the_doctor_of_an_offline_step(offline_runbook):
@@ -86,7 +86,7 @@ def test_run_force_carries_to_the_doctor_of_an_offline_step(offline_runbook):
     assert result.returncode != 0, output
     assert "run anyway with --force" not in output, output
     # the doctor ran exactly once and said it was forced
-    assert output.count("prefix caching is on") == 1, output
+    assert output.count("memory.max_model_len=4096 exceeds") == 1, output
     assert output.count("doctor: 1 error(s)") == 1, output
     assert "--force: starting despite 1 doctor error(s)" in output
     # then the step failed on the malformed line, naming it, and the run records it as failed
@@ -107,7 +107,7 @@ def test_run_without_force_refuses_with_the_doctor_finding(offline_runbook):
     output = result.stdout + result.stderr
     assert "ENGINE IMPORTED" not in output and "Traceback" not in output, output
     assert result.returncode == 2, output
-    assert "prefix caching is on" in result.stderr and "run anyway with --force" in result.stderr, output
+    assert "memory.max_model_len=4096 exceeds" in result.stderr and "run anyway with --force" in result.stderr, output
     assert "not valid JSON" not in output, "the refused run read the prompts"
     assert not (tmp_path / "runs").exists(), "a refused run left a run directory"
 

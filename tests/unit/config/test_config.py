@@ -163,7 +163,7 @@ def test_validation_reports_every_problem_at_once():
 
 
 @pytest.mark.parametrize("overrides,expected", [
-    (["serve.enable_prefix_caching=true"], "serve.enable_prefix_caching=false"),
+    (["memory.max_model_len=4096"], "set memory.max_model_len to at most"),
     (["target=llama4_scout", "draft=none", "memory=default", "parallel.tensor_parallel_size=3"], "does not divide"),
 ])
 def test_validate_runs_the_doctor_rules_that_read_config_json(cli, overrides, expected):

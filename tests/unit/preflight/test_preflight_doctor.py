@@ -12,6 +12,7 @@ import pytest
 from llama4spec.config.compose import compose_config
 from llama4spec.preflight import gate, pairing
 from llama4spec.preflight.doctor import ERROR, INFO, RULES, WARNING, examine
+from llama4spec.preflight.kvcache import FORCE_HYBRID
 from llama4spec.errors import UserError
 from tests.helpers import DROP, edited, run_cli
 
@@ -37,6 +38,7 @@ def eagle3_head(tmp_path: Path, tiny_dir: Path, ids, **changes) -> Path:
                   eagle_config={"eagle_aux_hidden_state_layer_ids": ids, "use_aux_hidden_state": True}, **changes)
 
 
+ALL_CHUNKED = [1] * 8  # the tiny target's 8 layers without a NoPE (full-attention) layer
 # rule -> (severity expected, how to break the pair)
 BROKEN = {
     "draft-class": (ERROR, lambda tmp, tiny: draft(tmp, tiny, architectures=["Qwen2ForCausalLM"])),
@@ -47,7 +49,9 @@ BROKEN = {
     "compatible": (ERROR, lambda tmp, tiny: draft(tmp, tiny, hidden_size=512)),
     "parallel": (ERROR, lambda tmp, tiny: ["parallel=tp4", "parallel.draft_tensor_parallel_size=2"]),
     "eagle-draft-tp": (WARNING, lambda tmp, tiny: ["parallel=tp4_draft_tp1"]),
-    "prefix-caching": (ERROR, lambda tmp, tiny: ["serve.enable_prefix_caching=true"]),
+    "prefix-caching": (ERROR, lambda tmp, tiny: [*target(tmp, tiny, no_rope_layers=ALL_CHUNKED),
+                                                 "serve.enable_prefix_caching=true"]),
+    "hybrid-kv-cache": (ERROR, lambda tmp, tiny: [f'serve.extra_args=["{FORCE_HYBRID}"]']),
     "removed-flags": (ERROR, lambda tmp, tiny: ['serve.extra_args=["--num-lookahead-slots=3"]']),
     "max-model-len": (ERROR, lambda tmp, tiny: ["memory.max_model_len=4096"]),
     "trust-remote-code": (WARNING, lambda tmp, tiny: ["target.trust_remote_code=true"]),
@@ -109,9 +113,26 @@ def test_removed_speculative_config_key(tiny_dir):
     assert [f.what for f in found] == ["--speculative-config has 'prefill_token_shift'"]
 
 
-def test_prefix_caching_left_to_vllm_is_an_error(tiny_dir):
-    found = RULES["prefix-caching"](pairing(compose_config(["serve.enable_prefix_caching=null"]).cfg))
-    assert found and "left to vLLM" in found[0].what
+@pytest.mark.parametrize("setting", ["true", "null"])
+def test_prefix_caching_with_the_tiny_eagle_pair_is_allowed(tiny_dir, setting):
+    """The tiny target has NoPE layers, so vLLM 0.32 promotes its chunked layers to full attention."""
+    cfg = compose_config(["draft=tiny_eagle", f"serve.enable_prefix_caching={setting}"]).cfg
+    assert examine(pairing(cfg)) == []
+
+
+def test_prefix_caching_left_to_vllm_on_an_all_chunked_target_is_an_error(tiny_dir, tmp_path):
+    overrides = [*target(tmp_path, tiny_dir, no_rope_layers=ALL_CHUNKED), "serve.enable_prefix_caching=null"]
+    found = RULES["prefix-caching"](pairing(compose_config(overrides).cfg))
+    assert found and "left to vLLM" in found[0].what and "draft.disable_eagle_block_drop=true" in found[0].fix
+    kept = RULES["prefix-caching"](pairing(compose_config([*overrides, "draft.disable_eagle_block_drop=true"]).cfg))
+    assert kept == []
+    no_draft = RULES["prefix-caching"](pairing(compose_config([*overrides, "draft=none"]).cfg))
+    assert no_draft == []
+
+
+def test_a_later_flag_turns_the_hybrid_manager_off_again(tiny_dir):
+    flags = f'serve.extra_args=["{FORCE_HYBRID}","--disable-hybrid-kv-cache-manager"]'
+    assert RULES["hybrid-kv-cache"](pairing(compose_config([flags]).cfg)) == []
 
 
 def test_tokenizer_mismatch(tiny_dir, tmp_path):
@@ -137,13 +158,13 @@ def test_reference_scout_pair_is_clean_but_for_the_heads_published_config():
 def test_gate_refuses_on_error_unless_forced(tiny_dir):
     from rich.console import Console
 
-    cfg = compose_config(["serve.enable_prefix_caching=true"]).cfg
+    cfg = compose_config(["memory.max_model_len=4096"]).cfg
     console = Console(record=True, width=200)
     with pytest.raises(UserError) as err:
         gate(cfg, console)
-    assert any("prefix" in line for line in err.value.problems)
+    assert any("max_model_len" in line for line in err.value.problems)
     found = gate(cfg, console, force=True)
-    assert any(f.rule == "prefix-caching" for f in found)
+    assert any(f.rule == "max-model-len" for f in found)
     assert "--force" in console.export_text()
     assert gate(compose_config([]).cfg, console) == []
 
@@ -194,8 +215,8 @@ def test_unknown_hardware_preset(cli):
 
 def test_doctor_exit_codes(cli, tiny_dir):
     assert cli("doctor", env=OFFLINE).returncode == 0
-    run = cli("doctor", "serve.enable_prefix_caching=true", env=OFFLINE)
-    assert run.returncode == 1 and "prefix-caching" in run.stdout
+    run = cli("doctor", "memory.max_model_len=4096", env=OFFLINE)
+    assert run.returncode == 1 and "max-model-len" in run.stdout
 
 
 @pytest.mark.parametrize("overrides, words", [

@@ -57,7 +57,8 @@ def test_rebuilt_report_equals_the_one_the_run_wrote(tmp_path: Path) -> None:
     assert rebuild([run_dir], None, _console()) == 0
     assert {name: (sweep / name).read_text() for name in before} == before
     assert sorted(p.name for p in sweep.glob("*.png")) == ["acceptance_by_position.png", "acceptance_per_request.png",
-                                                            "speedup.png", "throughput_vs_concurrency.png"]
+                                                            "frontier.png", "speedup.png",
+                                                            "throughput_vs_concurrency.png"]
     rebuilt = (run_dir / "summary.md").read_text()
     assert rebuilt.split("## sweep", 1)[1] == summary.split("## sweep", 1)[1]
 

@@ -36,6 +36,39 @@ def cost_lines(plan: Plan, step_id: str | None = None) -> list[str]:
     return lines + ([budget_line(cost, budget)] if budget is not None else [])
 
 
+def _step_text(plan: Plan, n: int, step, say, secrets) -> None:
+    """One step's part of the dry run: its heading, cost, config, command, env and artifacts."""
+    head = f"[{n}/{len(plan.steps)}] {step.id}: {step.kind}"
+    if step.needs:
+        head += f" (needs {', '.join(step.needs)})"
+    say(head)
+    if step.step.description:
+        say(f"    {step.step.description}")
+    for line in cost_lines(plan, step.id):
+        say(f"    {line}")
+    if step.composed:
+        say("    config: " + " ".join(f"{g}={o}" for g, o in step.composed.choices.items()))
+        if step.composed.overrides:
+            say("    overrides: " + " ".join(step.composed.overrides))
+    traits = step.step.traits
+    if traits.describe_first:
+        step.step.kind_of.describe(step, say)
+    if step.url:
+        say(f"    url: {step.url}")
+    if step.argv:
+        say(f"    command: {shell_line(step.argv)}")
+    if step.exec_argv and step.exec_argv != step.argv:
+        say(f"    runs as: {shell_line(step.exec_argv)}")
+    if not traits.describe_first:
+        step.step.kind_of.describe(step, say)
+    if traits.shows_env:
+        say(f"    env: {_env_line(step, secrets)}")
+    for role, path in step.inputs.items():
+        say(f"    {role}: {path}")
+    for name, path in step.artifacts.items():
+        say(f"    {name}: {path}")
+
+
 def plan_text(console: Console, plan: Plan, environ: Mapping[str, str] | None = None) -> None:
     """The dry run: every step's config, command, env and artifacts; every line redacted (the
     plan's secrets, ``environ``'s secret values: see ``engine.secrets``)."""
@@ -54,35 +87,7 @@ def plan_text(console: Console, plan: Plan, environ: Mapping[str, str] | None = 
     say(f"environment for every step: {' '.join(f'{k}={v}' for k, v in redact_env(rb.env, secrets).items()) or '-'}")
     for n, step in enumerate(plan.steps, 1):
         say()
-        head = f"[{n}/{len(plan.steps)}] {step.id}: {step.kind}"
-        if step.needs:
-            head += f" (needs {', '.join(step.needs)})"
-        say(head)
-        if step.step.description:
-            say(f"    {step.step.description}")
-        for line in cost_lines(plan, step.id):
-            say(f"    {line}")
-        if step.composed:
-            say("    config: " + " ".join(f"{g}={o}" for g, o in step.composed.choices.items()))
-            if step.composed.overrides:
-                say("    overrides: " + " ".join(step.composed.overrides))
-        traits = step.step.traits
-        if traits.describe_first:
-            step.step.kind_of.describe(step, say)
-        if step.url:
-            say(f"    url: {step.url}")
-        if step.argv:
-            say(f"    command: {shell_line(step.argv)}")
-        if step.exec_argv and step.exec_argv != step.argv:
-            say(f"    runs as: {shell_line(step.exec_argv)}")
-        if not traits.describe_first:
-            step.step.kind_of.describe(step, say)
-        if traits.shows_env:
-            say(f"    env: {_env_line(step, secrets)}")
-        for role, path in step.inputs.items():
-            say(f"    {role}: {path}")
-        for name, path in step.artifacts.items():
-            say(f"    {name}: {path}")
+        _step_text(plan, n, step, say, secrets)
     from llama4spec.runbook.schedulers import findings
 
     for f in findings(plan):  # what the doctor warns of across steps, before anything starts

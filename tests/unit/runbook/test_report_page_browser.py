@@ -99,8 +99,8 @@ def test_the_page_in_a_browser_offline(run_dir: Path, tmp_path: Path) -> None:
     before, after = Parsed(page.read_text()), Parsed(dom.stdout)
     assert "speculation pays up to concurrency 1" in after.all_text()
     assert after.count("table") == before.count("table") >= 8
-    assert after.count("img") == before.count("img") == 4
-    assert [a.get("src", "")[:30] for t, a in after.tags if t == "img"] == ["data:image/png;base64,iVBORw0K"] * 4
+    assert after.count("img") == before.count("img") == 5  # the sweep's four figures and its frontier
+    assert [a.get("src", "")[:30] for t, a in after.tags if t == "img"] == ["data:image/png;base64,iVBORw0K"] * 5
     assert "TPOT tail attribution" in after.all_text() and "The TPOT tail is the draft's" in after.all_text()
     # the network log: nothing but the page itself (file://) was asked for
     for log in (net, dom_net):

@@ -18,7 +18,7 @@ from llama4spec.analysis.model import Analysis, Point
 SERIES_KEY = "Series"
 
 
-def _pyplot():
+def pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -27,16 +27,18 @@ def _pyplot():
     return plt
 
 
-def _save(fig, ax, path: Path, title: str) -> list[str]:
+def save(fig, ax, path: Path, title: str, grid: str = "major") -> list[str]:
+    """Legend, title and grid (``grid``: which ticks), then the PNG written whole to ``path`` with its
+    title and the series drawn in its metadata; returns the series."""
     _, labels = ax.get_legend_handles_labels()
     if labels:
         ax.legend(fontsize=8)
     ax.set_title(title)
-    ax.grid(True, alpha=0.3)
+    ax.grid(True, alpha=0.3, which=grid)
     fig.tight_layout()
     image = io.BytesIO()
     fig.savefig(image, format="png", dpi=100, metadata={"Title": title, SERIES_KEY: json.dumps(labels)})
-    _pyplot().close(fig)
+    pyplot().close(fig)
     write_atomic(path, image.getvalue())
     return labels
 
@@ -44,7 +46,7 @@ def _save(fig, ax, path: Path, title: str) -> list[str]:
 def acceptance_by_position(points: list[Point], path: Path) -> list[str]:
     """P(position i accepted) per draft and lookahead, pooled over every concurrency (fixed
     lookaheads only: under a schedule later positions are drafted at some batch sizes only)."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     pooled: dict[tuple[str, int], tuple[int, list[int]]] = {}
     for p in points:
@@ -58,7 +60,7 @@ def acceptance_by_position(points: list[Point], path: Path) -> list[str]:
     ax.set_xlabel("draft position")
     ax.set_ylabel("acceptance rate")
     ax.set_ylim(0, 1.05)
-    return _save(fig, ax, path, "Acceptance by position")
+    return save(fig, ax, path, "Acceptance by position")
 
 
 def _errors(values: list[tuple[float, float | None, float | None]]) -> list[list[float]] | None:
@@ -72,7 +74,7 @@ def _errors(values: list[tuple[float, float | None, float | None]]) -> list[list
 def figure_vs_concurrency(points: list[Point], figure: Figure, plot: Plot, path: Path) -> list[str]:
     """A sweep figure (medians; output throughput, say) against concurrency, one line per lookahead
     (and no speculation), with the 95% intervals as error bars."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     lines: dict[str, list[tuple[int, float, float | None, float | None]]] = {}
     several = len({p.temperature for p in points}) > 1
@@ -90,13 +92,13 @@ def figure_vs_concurrency(points: list[Point], figure: Figure, plot: Plot, path:
     ax.set_xticks(ticks, [str(t) for t in ticks])
     ax.set_xlabel("max concurrency")
     ax.set_ylabel(plot.axis)
-    return _save(fig, ax, path, plot.title)
+    return save(fig, ax, path, plot.title)
 
 
 def speedup_measured_vs_predicted(analysis: Analysis, path: Path) -> list[str]:
     """Measured speedup (markers with their Welch intervals, at each comparison's Holm level) against
     the fitted model (lines) by lookahead, per concurrency."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     n = 0
@@ -121,7 +123,7 @@ def speedup_measured_vs_predicted(analysis: Analysis, path: Path) -> list[str]:
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel("lookahead (speculative tokens)")
     ax.set_ylabel("speedup over no speculation")
-    return _save(fig, ax, path, "Speedup: measured vs predicted")
+    return save(fig, ax, path, "Speedup: measured vs predicted")
 
 
 def latency_vs_throughput(name: str, runs: list[tuple[float, dict[str, float]]], thresholds: dict[str, float],
@@ -130,7 +132,7 @@ def latency_vs_throughput(name: str, runs: list[tuple[float, dict[str, float]]],
     (ms, log scale) against its request throughput (req/s), the SLO's thresholds as dashed lines in
     the same colour, the request capacity as a vertical line. ``runs``: (request throughput,
     metric -> ms)."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     names = {"ttft": "TTFT", "tpot": "TPOT", "e2el": "E2E"}
@@ -146,14 +148,14 @@ def latency_vs_throughput(name: str, runs: list[tuple[float, dict[str, float]]],
     ax.set_yscale("log")
     ax.set_xlabel("request throughput (req/s)")
     ax.set_ylabel("latency (ms)")
-    return _save(fig, ax, path, f"Latency vs throughput: {name}")
+    return save(fig, ax, path, f"Latency vs throughput: {name}")
 
 
 def acceptance_per_request(points: list[Point], path: Path) -> list[str]:
     """The distribution of acceptance length per request, one box per setting (draft and lookahead),
     its requests pooled over every concurrency and run (a server without per-request counters
     gives none)."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     by_setting: dict[str, list[float]] = {}
     for p in points:
@@ -168,5 +170,5 @@ def acceptance_per_request(points: list[Point], path: Path) -> list[str]:
     else:
         ax.text(0.5, 0.5, "no per-request acceptance recorded", ha="center", va="center", transform=ax.transAxes)
     ax.set_ylabel("acceptance length (tokens per step)")
-    labels = _save(fig, ax, path, "Acceptance length per request")
+    labels = save(fig, ax, path, "Acceptance length per request")
     return names if names else labels

@@ -4,13 +4,10 @@ its interval shaded. Like the sweep's plots, the series drawn are in the PNG's `
 
 from __future__ import annotations
 
-import io
-import json
 from pathlib import Path
 
-from llama4spec.analysis.plots import SERIES_KEY
+from llama4spec.analysis.plots import pyplot, save
 from llama4spec.analysis.stats import interval
-from llama4spec.files import write_atomic
 from llama4spec.frontier.build import Frontier
 
 TITLE = "Frontier: tokens per device vs per-user speed"
@@ -18,12 +15,7 @@ TITLE = "Frontier: tokens per device vs per-user speed"
 
 def draw(f: Frontier, path: Path) -> list[str]:
     """Write the figure to ``path``; returns the series drawn."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    fig, ax = pyplot().subplots(figsize=(6.4, 4.4))
     for c in f.curves:
         on = c.frontier
         line, = ax.plot([n.speed for n in on], [n.per_device for n in on], marker="o", label=c.name,
@@ -44,15 +36,4 @@ def draw(f: Frontier, path: Path) -> list[str]:
     ax.set_yscale("log")
     ax.set_xlabel(f"per-user output tok/s (1000 / {'median' if f.curves and f.curves[0].tpot.startswith('median') else 'mean'} TPOT ms)")
     ax.set_ylabel(f"output tok/s per {f.device} (95% interval)")
-    _, labels = ax.get_legend_handles_labels()
-    if labels:
-        ax.legend(fontsize=8)
-    title = TITLE.replace("device", f.device)
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3, which="both")
-    fig.tight_layout()
-    image = io.BytesIO()
-    fig.savefig(image, format="png", dpi=100, metadata={"Title": title, SERIES_KEY: json.dumps(labels)})
-    plt.close(fig)
-    write_atomic(path, image.getvalue())
-    return labels
+    return save(fig, ax, path, TITLE.replace("device", f.device), grid="both")

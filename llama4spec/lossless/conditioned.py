@@ -75,8 +75,7 @@ class Run:
         return int((self.probs[np.arange(self.n), self.observed] < IMPOSSIBLE).sum())
 
     def covariance(self) -> np.ndarray:
-        q = self.probs
-        return np.diag(q.sum(axis=0)) - q.T @ q
+        return _covariance(self.probs)
 
 
 @dataclass(frozen=True)
@@ -101,11 +100,6 @@ def _scale(draft: Run, control: Run) -> np.ndarray:
     return draft.covariance() / draft.n ** 2 + control.covariance() / control.n ** 2
 
 
-def statistic(draft: Run, control: Run) -> float:
-    d = (draft.counts() - draft.expected()) / draft.n - (control.counts() - control.expected()) / control.n
-    return float(d @ _inverse(_scale(draft, control)) @ d)
-
-
 def _replay_counts(probs: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
     """``draws`` replays of a run's category counts (draws x 3)."""
     cum = np.cumsum(probs, axis=1)
@@ -123,9 +117,10 @@ def p_value(draft: Run, control: Run, seed: int = 0, draws: int = DRAWS,
         raise ValueError("a run with no scored tokens")
     if draft.impossible() > 0 and control.impossible() == 0:  # the quadratic form cannot see these: p = 0
         return math.inf, 0.0, None
-    x = statistic(draft, control)
     inv = _inverse(_scale(draft, control))
     ed, ec = draft.expected() / draft.n, control.expected() / control.n
+    observed = draft.counts() / draft.n - ed - (control.counts() / control.n - ec)
+    x = float(observed @ inv @ observed)
     rng = np.random.default_rng(seed)
     hits, done, kept = 0, 0, []
     while done < draws:
@@ -155,6 +150,7 @@ def fit(run: Run) -> float:
 
 
 def _covariance(probs: np.ndarray) -> np.ndarray:
+    """The covariance of the category counts of independent tokens with these probabilities (N x 3)."""
     return np.diag(probs.sum(axis=0)) - probs.T @ probs
 
 

@@ -100,11 +100,6 @@ def batch(logprobs: np.ndarray, tokens: np.ndarray, s: Sampling) -> tuple[np.nda
     return probs, observed
 
 
-def _categories(p: np.ndarray, ranked: np.ndarray, token_rank: int) -> tuple[tuple[float, float, float], int]:
-    top1, top2 = float(p[ranked[0]]), float(p[ranked[1]]) if ranked.size > 1 else 0.0
-    return (top1, top2, max(0.0, 1.0 - top1 - top2)), min(token_rank, 2)
-
-
 def full(logprobs: Sequence[float], token: int, s: Sampling) -> Context:
     """The exact context from the raw logprobs of every token of the vocabulary (``batch`` of one)."""
     lp = np.asarray(logprobs, dtype=np.float64)
@@ -134,25 +129,16 @@ def top_k(logprobs: Mapping[int, float], token: int, vocab: int, s: Sampling) ->
     raw = np.exp(lp)
     raw_tail = max(0.0, 1.0 - float(raw.sum()))
     low, high = _tail_bounds(raw_tail, float(raw.min()), vocab - len(ids), s.temperature)
-    outcomes = []
+    tops = []  # (P(top-1), P(top-2)) at each extreme of the tail
     for tail in (low, high):
         # the tail as one pseudo-token below every listed one (top-k at or under K cuts it off)
         z = np.append(lp / s.temperature, math.log(tail) if tail > 0 else -np.inf)
         if s.k is not None and s.k <= len(ids):
             z[-1] = -np.inf
-        if not np.isfinite(z[-1]):
-            p = process(z[:-1], s)
-            p = np.append(p, 0.0)
-        else:
-            z_listed = z.copy()
-            p = process(z_listed, s)
-        outcomes.append(p)
+        p = process(z, s)
+        tops.append((float(p[0]), float(p[1]) if len(ids) > 1 else 0.0))
+    (a1, a2), (b1, b2) = tops
+    top1, top2 = (a1 + b1) / 2, (a2 + b2) / 2
+    bound = max(abs(a1 - b1), abs(a2 - b2), abs((a1 + a2) - (b1 + b2))) / 2
     rank = ids.index(token) if token in ids else len(ids)
-    got = []
-    for p in outcomes:
-        probs, _ = _categories(p, np.arange(len(ids)), rank)
-        got.append(probs)
-    mid = tuple(float((a + b) / 2) for a, b in zip(*got))
-    bound = max(abs(a - b) / 2 for a, b in zip(*got))
-    observed = min(rank, 2)
-    return Context((mid[0], mid[1], max(0.0, 1.0 - mid[0] - mid[1])), observed, float(bound))
+    return Context((top1, top2, max(0.0, 1.0 - top1 - top2)), min(rank, 2), float(bound))

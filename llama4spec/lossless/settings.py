@@ -28,8 +28,12 @@ class Settings:
 
     def described_sampling(self) -> str:
         """The sampling parameters beside the temperature, as a user writes them ('' when none)."""
-        parts = ([f"top_p={self.top_p:g}"] if self.top_p < 1 else []) + ([f"top_k={self.top_k}"] if self.top_k > 0 else [])
-        return ", ".join(parts)
+        return ", ".join(sampling_words(self.top_p, self.top_k))
+
+
+def sampling_words(top_p: float, top_k: float) -> list[str]:
+    """The sampling parameters beside the temperature that are on, as a user writes them."""
+    return ([f"top_p={top_p:g}"] if top_p < 1 else []) + ([f"top_k={top_k:g}"] if top_k > 0 else [])
 
 
 def temperature_problems(values: object, where: str) -> list[str]:

@@ -9,6 +9,7 @@ import math
 from typing import Any, Mapping
 
 from llama4spec.files import plain
+from llama4spec.lossless.settings import sampling_words
 
 
 def _num(x: Any) -> float | None:
@@ -25,13 +26,9 @@ def _p(test: Mapping[str, Any]) -> str:
 def _sampling(test: Mapping[str, Any]) -> str:
     s = test.get("sampling") if isinstance(test.get("sampling"), Mapping) else {}
     t = _num(test.get("temperature"))
-    parts = [f"T={t:g}" if t is not None else "T=?"]
     top_p, top_k = _num(s.get("top_p")), _num(s.get("top_k"))
-    if top_p is not None and top_p < 1:
-        parts.append(f"top_p={top_p:g}")
-    if top_k is not None and top_k > 0:
-        parts.append(f"top_k={top_k:g}")
-    return ", ".join(parts)
+    return ", ".join([f"T={t:g}" if t is not None else "T=?",
+                      *sampling_words(1.0 if top_p is None else top_p, -1 if top_k is None else top_k)])
 
 
 def power(test: Mapping[str, Any]) -> str:

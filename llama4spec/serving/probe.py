@@ -70,3 +70,13 @@ def model_problem(url: str, model: str, api_key: str | None, key_var: str | None
                 f"else target.model); give the config that server was started with, or set "
                 f"serve.served_model_name to the name it serves")
     return None
+
+
+def config_problem(url: str, cfg) -> str | None:
+    """``model_problem`` for the model a config names (serve.served_model_name, else target.model), with
+    the API key its ``serve.api_key_env`` variable holds."""
+    import os
+
+    var = cfg.serve.api_key_env
+    return model_problem(url, cfg.serve.served_model_name or cfg.target.model, os.environ.get(var) if var else None,
+                         var)

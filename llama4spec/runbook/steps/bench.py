@@ -254,16 +254,11 @@ def describe(p, say) -> None:
 def ready_problem(p) -> str | None:
     """A bench against a server that runs already: before anything starts, it must answer as an
     OpenAI-compatible server serving the model the config names (with the configured API key)."""
-    import os
-
-    from llama4spec.serving.probe import model_problem
+    from llama4spec.serving.probe import config_problem
 
     if not (p.step.keys.url and p.url and p.composed is not None):
         return None
-    cfg = p.composed.cfg
-    var = cfg.serve.api_key_env
-    return model_problem(p.url, cfg.serve.served_model_name or cfg.target.model,
-                         os.environ.get(var) if var else None, var)
+    return config_problem(p.url, p.composed.cfg)
 
 
 def work(p, before: Seen) -> Work:

@@ -158,38 +158,31 @@ def fail_on_lossy(plan) -> None:
 def page_part(read, step, page) -> None:
     """Its verdicts on report.html, each test with its power line, from lossless.json read back
     through ``record.load`` (an unreadable record is one sentence saying so)."""
+    from llama4spec.engine.secrets import redact
     from llama4spec.errors import UserError
     from llama4spec.lossless.record import load
     from llama4spec.lossless.verdict_lines import lines
-    from llama4spec.engine.secrets import redact
-    from llama4spec.runbook.rundir import step_dir
 
     sid = str(step.get("id"))
-    for path in [step_dir(where, sid) / FILE for source in read.sources for where in (source.runs or [source.dir])]:
-        if not path.is_file():
-            continue
-        try:
-            said = lines(load(path))
-        except UserError as err:
-            said = [f"lossless record unreadable: {'; '.join(err.problems)}"]
-        page.stated += [redact(f"{sid}: {line}", read.secrets) for line in said]
+    path = next((found[sid] for found in map(records_in, read.sources) if sid in found), None)
+    if path is None:
         return
+    try:
+        said = lines(load(path))
+    except UserError as err:
+        said = [f"lossless record unreadable: {'; '.join(err.problems)}"]
+    page.stated += [redact(f"{sid}: {line}", read.secrets) for line in said]
 
 
 def ready_problem(p) -> str | None:
     """A check against a server that runs already: before any engine starts, it must answer as an
     OpenAI-compatible server serving the target the config names (with the configured API key)."""
-    import os
-
-    from llama4spec.serving.probe import model_problem
+    from llama4spec.serving.probe import config_problem
 
     url = p.step.keys.url
     if not url or p.composed is None:
         return None
-    cfg = p.composed.cfg
-    var = cfg.serve.api_key_env
-    return model_problem(url.rstrip("/"), cfg.serve.served_model_name or cfg.target.model,
-                         os.environ.get(var) if var else None, var)
+    return config_problem(url.rstrip("/"), p.composed.cfg)
 
 
 def work(p, before) -> Work:

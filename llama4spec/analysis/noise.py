@@ -722,8 +722,8 @@ def read_profile(path: Path, here: Fingerprint | None = None) -> Profile:
     from llama4spec.records.base import validated
 
     data = read_json(Path(path), Expect("noise profile", PROFILE_FIX, 1 << 20))
-    if not isinstance(data, dict) or data.get("kind") != "noise profile":
-        raise _bad(path, "not a noise profile")
+    if not isinstance(data, dict):
+        raise _bad(path, f"holds a JSON {type(data).__name__}, not a noise profile")
     rec = validated(ProfileRecord, data, str(path), PROFILE_FIX)
     source = profile_source(path)
 

@@ -14,7 +14,7 @@ from llama4spec import __version__
 from llama4spec.errors import UserError
 
 # The command modules, in the order `--help` lists them; each has COMMANDS (a list of Command).
-MODULES = ["show", "offline", "serving", "run", "sweep", "capacity", "breakeven", "lossless", "calibrate", "report", "compare", "regress", "preflight", "fetch", "cancel"]
+MODULES = ["show", "offline", "serving", "run", "sweep", "capacity", "breakeven", "lossless", "calibrate", "report", "compare", "regress", "preflight", "fetch", "cancel", "schema"]
 TAKES_OVERRIDES = ("show", "validate", "offline", "serve", "bench", "run", "sweep", "capacity", "breakeven", "lossless", "calibrate", "doctor", "memory", "fetch")
 
 

@@ -31,7 +31,7 @@ NON_TINY = re.compile(r"^(target=llama4_\w+|experiment=(scout|maverick)_\w+)$")
 CPU_MEMORY = ("--gpu-memory-utilization 0.4", "VLLM_CPU_KVCACHE_SPACE")
 # A pipeline or redirection ends the llama4spec command (`llama4spec compare ... --json | python -c ...`).
 SHELL_OPERATORS = {"|", "||", "&&", ";", ">", ">>", "<"}
-NO_ENGINE_AS_IS = {"show", "validate", "doctor", "memory", "plan", "compare", "tiny-models"}
+NO_ENGINE_AS_IS = {"show", "validate", "doctor", "memory", "plan", "compare", "tiny-models", "schema"}
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import Field
-from pydantic.fields import FieldInfo
 
 from llama4spec.errors import UserError
 from llama4spec.files import Expect, json_or_none, plain
 from llama4spec.records.base import MAX_TEXT, Record, validated
 from llama4spec.records.registry import Entry, register
+from llama4spec.records.shapes import listed, maybe
 
 KIND = "lossless"
 SCHEMA = "llama4spec.lossless/2"
@@ -38,25 +38,15 @@ TopK = Annotated[int, Field(ge=-1, le=10**9, description="a top-k from -1 (off) 
 Verdict = Literal["pass", "lossy"]
 
 
-def maybe(kind: Any) -> Any:
-    """``kind`` or null, its rule in words kept on the field (an error names it)."""
-    rule = next((m.description for m in getattr(kind, "__metadata__", ()) if isinstance(m, FieldInfo)), None)
-    return Annotated[Union[kind, None], Field(description=rule and f"{rule}, or null")]
-
-
-def listed(kind: Any, most: int, what: str) -> Any:
-    return Annotated[list[kind], Field(max_length=most, description=f"a list of at most {most} {what}")]
-
-
 OptNats, OptShare, OptTopK, OptUrl, OptP = maybe(Nats), maybe(Share), maybe(TopK), maybe(Url), maybe(P)
 OptText, OptTemperature, OptStatistic, OptLevel = maybe(Text), maybe(Temperature), maybe(Statistic), maybe(Level)
 OptLookahead = maybe(Annotated[int, Field(ge=0, le=64, description="a lookahead from 0 to 64")])
-Counts = listed(Count, MAX_TESTS, "whole numbers from 0 to 1e12")
-Shares = listed(Share, MAX_TESTS, "shares from 0 to 1")
-Temperatures = listed(Temperature, 64, "temperatures from 0 to 100")
+Counts = listed(Count, MAX_TESTS, "counts")
+Shares = listed(Share, MAX_TESTS, "shares")
+Temperatures = listed(Temperature, 64, "temperatures")
 Tokens, Names = listed(Count, 2, "token counts"), listed(Text, MAX_TESTS, "names")
 OptCounts, OptShares = maybe(Counts), maybe(Shares)
-Starts = listed(Seconds, 100, "seconds from 0 to 1e6")
+Starts = listed(Seconds, 100, "engine starts")
 
 
 class Settings(Record):
@@ -130,7 +120,7 @@ class SampledTest(Record):
     control: Control = Field(default=Control(), description="a mapping (the control run)")
 
 
-Tests = listed(SampledTest, MAX_TESTS, "tests, each a mapping")
+Tests = listed(SampledTest, MAX_TESTS, "tests (mappings)")
 
 
 class LosslessFile(Record):

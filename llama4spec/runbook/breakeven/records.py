@@ -16,6 +16,7 @@ from llama4spec.analysis.noise_profile import PriorRecord
 from llama4spec.files import Expect
 from llama4spec.records.base import Record
 from llama4spec.records.registry import Entry, register
+from llama4spec.records.shapes import listed
 from llama4spec.runbook.sweep.records import (
     MAX_LIST, SLACK, Acceptance, Concurrency, Count, Level, Lookahead, OptAcceptance, OptFinite, OptRatio,
     OptSentence, Ratio, Sentence, StepId, Text, read_model)
@@ -46,7 +47,8 @@ class BreakEven(Record):
     value: OptAcceptance = None
     low: OptAcceptance = None
     high: OptAcceptance = None
-    state: Literal[CROSSES, PAYS, NEVER] = Field(description=f"{CROSSES}, {PAYS} or {NEVER}")  # type: ignore[valid-type]
+    state: Literal[CROSSES, PAYS, NEVER] = Field(  # type: ignore[valid-type]
+        description=f"{CROSSES}, {PAYS} or {NEVER}")
     first: Acceptance
     last: Acceptance
 
@@ -63,17 +65,17 @@ class Placement(Record):
     given: bool = False
 
 
-WITHIN = "each acceptance length from 1 to the curve's lookahead + 1"
+WITHIN = "each acceptance length in them from 1 to the curve's lookahead + 1"
 
 
 class Curve(Record):
     lookahead: Lookahead
     concurrency: Concurrency
-    points: list[MapPoint] = Field(max_length=MAX_LIST, description=f"at most {MAX_LIST} points, {WITHIN}")
+    points: list[MapPoint] = Field(max_length=MAX_LIST, description=f"a list of at most {MAX_LIST} points (mappings), {WITHIN}")
     breakeven: BreakEven
     k0_cost: Union[SpeedupRange, None] = None
     placements: list[Placement] = Field(default=[], max_length=MAX_LIST,
-                                        description=f"at most {MAX_LIST} placements, {WITHIN}")
+                                        description=f"a list of at most {MAX_LIST} placements (mappings), {WITHIN}")
 
     @field_validator("points", "placements")
     @classmethod
@@ -90,12 +92,12 @@ class BreakevenRecord(Record):
     """breakeven.json."""
 
     method: Sentence
-    curves: list[Curve] = Field(max_length=MAX_LIST, description=f"a list of at most {MAX_LIST} curves")
+    curves: listed(Curve, MAX_LIST, "curves (mappings)")
     noise: PriorRecord
     confidence: Level
     draws: Count
-    notes: list[Sentence] = Field(default=[], max_length=1000, description="at most 1000 sentences")
-    plot: list[Sentence] = Field(default=[], max_length=MAX_LIST, description=f"at most {MAX_LIST} series")
+    notes: listed(Sentence, 1000, "notes") = []
+    plot: listed(Sentence, MAX_LIST, "series") = []
     self_check: OptSentence = None
     not_measured: dict[StepId, Sentence] = Field(default={}, max_length=MAX_LIST,
                                                  description=f"at most {MAX_LIST} step ids, each with why")

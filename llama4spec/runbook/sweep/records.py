@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import Field, ValidationInfo, field_validator
-from pydantic.fields import FieldInfo
 
 from llama4spec.config.validate import MAX_LOOKAHEAD
 from llama4spec.errors import UserError
 from llama4spec.files import Expect, RECORD_BYTES, json_or_none, json_text, plain, write_json
 from llama4spec.records.base import MAX_TEXT, M, Record, validated
 from llama4spec.records.registry import Entry, register
+from llama4spec.records.shapes import listed, maybe
 
 MAX_LIST = 4096  # rows at a concurrency, concurrencies of a sweep, points of a schedule
 MAX_SENTENCE = 20_000  # a verdict or a sentence the report writes
@@ -47,12 +47,6 @@ Acceptance = Annotated[float, Field(ge=1, le=MAX_LOOKAHEAD + 1 + SLACK,
                                     description="an acceptance length from 1 to the lookahead + 1")]
 
 
-def maybe(kind: Any) -> Any:
-    """``kind`` or null, its rule in words kept on the field (an error names it)."""
-    rule = next((m.description for m in getattr(kind, "__metadata__", ()) if isinstance(m, FieldInfo)), None)
-    return Annotated[Union[kind, None], Field(description=rule and f"{rule}, or null")]
-
-
 OptText, OptStepId, OptRatio, OptThroughput = maybe(Text), maybe(StepId), maybe(Ratio), maybe(Throughput)
 OptMillis, OptFinite, OptLookahead, OptConcurrency = maybe(Millis), maybe(Finite), maybe(Lookahead), maybe(Concurrency)
 OptTemperature, OptDF, OptSentence, OptAcceptance = maybe(Temperature), maybe(DF), maybe(Sentence), maybe(Acceptance)
@@ -75,7 +69,7 @@ class FigureInterval(Record):
     high: OptFinite = None
     n: Count = 0
     method: OptText = None
-    samples: list[Finite] = Field(default=[], max_length=1_000_000, description="at most 1,000,000 numbers")
+    samples: listed(Finite, 1_000_000, "samples") = []
 
 
 class Row(Record):
@@ -90,8 +84,7 @@ class Row(Record):
     mean_tpot_ms: OptMillis = None
     mean_ttft_ms: OptMillis = None
     acceptance_length: OptAcceptance = None
-    acceptance_rate_per_position: list[Share] = Field(default=[], max_length=MAX_LOOKAHEAD,
-                                                      description=f"at most {MAX_LOOKAHEAD} shares from 0 to 1")
+    acceptance_rate_per_position: listed(Share, MAX_LOOKAHEAD, "rates") = []
     speedup: OptRatio = None
     speedup_interval: Union[RatioInterval, None] = None
     verdict: Union[Verdict, None] = Field(default=None, description=VERDICT)
@@ -123,9 +116,8 @@ class AtConcurrency(Record):
     baseline: OptStepId = None
     baseline_output_throughput: OptThroughput = None
     fastest: OptStepId = None
-    rows: list[Row] = Field(max_length=MAX_LIST, description=f"a list of at most {MAX_LIST} rows")
-    without_speculation: list[Row] = Field(default=[], max_length=MAX_LIST,
-                                           description=f"a list of at most {MAX_LIST} rows")
+    rows: listed(Row, MAX_LIST, "rows (mappings)")
+    without_speculation: listed(Row, MAX_LIST, "rows (mappings)") = []
 
 
 class Band(Record):
@@ -134,20 +126,20 @@ class Band(Record):
     k: Lookahead
 
 
-Range3 = Annotated[list[Annotated[int, Field(ge=0, le=1_000_000)]], Field(min_length=3, max_length=3)]
+Range3 = Annotated[list[Annotated[int, Field(ge=0, le=1_000_000)]], Field(
+    min_length=3, max_length=3, description="three whole numbers from 0 to 1,000,000")]
 
 
 class Schedule(Record):
     """A lookahead schedule derived from the points: schedule.json, and each of sweep.json's ``schedules``."""
 
     draft: Text
-    schedule: list[Range3] = Field(max_length=MAX_LIST, description=(
-        "a list of [first, last, k] ranges (whole numbers from 0 to 1,000,000), at most 4096"))
+    schedule: listed(Range3, MAX_LIST, "[first, last, k] ranges")
     lookahead: OptLookahead = None
     override: OptSentence = None
-    bands: list[Band] = Field(default=[], max_length=MAX_LIST, description=f"a list of at most {MAX_LIST} bands")
-    from_points: list[StepId] = Field(default=[], max_length=MAX_LIST, description="at most 4096 step ids")
-    missing: list[StepId] = Field(default=[], max_length=MAX_LIST, description="at most 4096 step ids")
+    bands: listed(Band, MAX_LIST, "bands (mappings)") = []
+    from_points: listed(StepId, MAX_LIST, "points") = []
+    missing: listed(StepId, MAX_LIST, "points") = []
 
 
 class SweepRecord(Record):
@@ -156,10 +148,9 @@ class SweepRecord(Record):
     verdict: OptSentence = None
     pays_up_to: OptConcurrency = None
     stops_paying_at: OptConcurrency = None
-    temperatures: list[Temperature] = Field(default=[], max_length=64, description="at most 64 temperatures")
-    schedules: list[Schedule] = Field(default=[], max_length=1024, description="a list of at most 1024 schedules")
-    concurrency: list[AtConcurrency] = Field(max_length=MAX_LIST,
-                                             description=f"a list of at most {MAX_LIST} concurrencies")
+    temperatures: listed(Temperature, 64, "temperatures") = []
+    schedules: listed(Schedule, 1024, "schedules (mappings)") = []
+    concurrency: listed(AtConcurrency, MAX_LIST, "concurrencies (mappings)")
 
 
 class PointStop(Record):

@@ -26,7 +26,7 @@ CASES = [
     ("counts huge", _edit_sampled(counts=[10**300]), "'sampled.0.counts.0' is 1000"),
     ("settings a list", lambda d: d.update(settings=[1]), "'settings' is [1], not a mapping"),
     ("greedy requests text", lambda d: d["greedy"].update(requests="4"), "'greedy.requests' is '4', not a whole number from 0 to 1e12"),
-    ("sampled item text", lambda d: d["sampled"].append("x"), "'sampled.1' is 'x', not a list of at most 1000 tests, each a mapping"),
+    ("sampled item text", lambda d: d["sampled"].append("x"), "'sampled.1' is 'x', not a list of at most 1000 tests (mappings)"),
     ("target markup", lambda d: d.update(target=7), "'target' is 7, not text of at most 500 characters"),
 ]
 

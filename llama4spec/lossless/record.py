@@ -10,7 +10,8 @@ from typing import Any
 from llama4spec.errors import UserError
 from llama4spec.files import plain
 from llama4spec.lossless.check import LOSSY, PASS, Greedy, SampledTest, as_dict
-from llama4spec.lossless.records import FILE, KIND, READ, SCHEMA, LosslessFile, check, read
+from llama4spec.lossless.records import FILE, KIND, READ, SCHEMA, LosslessFile, read
+from llama4spec.records.io import checked
 from llama4spec.lossless.settings import Settings
 
 __all__ = ["FILE", "KIND", "READ", "SCHEMA", "LosslessRecord", "load", "worse"]
@@ -66,7 +67,7 @@ class LosslessRecord:
         from llama4spec.files import write_json
 
         data = self.to_dict()
-        check(data, Path(path))  # read back as a reader will: nothing written when a value breaks a rule
+        checked(LosslessFile, Path(path), data)  # as a reader reads it back: nothing written when a rule breaks
         write_json(Path(path), data)
 
 

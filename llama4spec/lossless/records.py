@@ -7,13 +7,13 @@ check takes any temperature of 0 or more), counts whole numbers from 0 to 1e12."
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Literal, Union
 
 from pydantic import Field
 
-from llama4spec.errors import UserError
-from llama4spec.files import Expect, json_or_none, plain
-from llama4spec.records.base import MAX_TEXT, Record, validated
+from llama4spec.files import Expect
+from llama4spec.records.base import MAX_TEXT, Record
+from llama4spec.records.io import read_model
 from llama4spec.records.registry import Entry, register
 from llama4spec.records.shapes import listed, maybe
 
@@ -144,23 +144,7 @@ class LosslessFile(Record):
 def read(path: Path) -> LosslessFile:
     """A lossless record read back through its model; UserError, one line naming the file, the field
     and the rule."""
-    data, why = json_or_none(Path(path), READ)
-    where = plain(str(path))
-    if why is not None:
-        raise UserError(why)
-    if data is None:
-        raise UserError(f"{where}: no such file; {READ.fix}")
-    return validated(LosslessFile, data, where, READ.fix)
-
-
-def check(data: dict[str, Any], path: Path) -> None:
-    """``data`` (what the check writes) read through the model as a reader will read it back."""
-    import json
-
-    from llama4spec.files import json_text
-
-    validated(LosslessFile, json.loads(json_text(data)), plain(str(path)),
-              "the check computed a value outside its record's bounds; nothing was written")
+    return read_model(LosslessFile, path, READ)
 
 
 register(Entry(f"<lossless step>/{FILE}", LosslessFile, SCHEMA,

@@ -24,7 +24,7 @@ from llama4spec.errors import UserError
 from llama4spec.files import count, plain
 from llama4spec.results.bench import read_record
 from llama4spec.runbook.rundir import config_or_problem
-from llama4spec.runbook.sweep.records import Row, read_sweep
+from llama4spec.analysis.sweep_records import Row, read_sweep
 
 MAX_ROWS = 4096  # rows read from one sweep.json
 FIX = ("give a bench step's directory of a run (runs/NAME/TIMESTAMP/STEP), its record.json, or a sweep step's "
@@ -121,7 +121,8 @@ def _on_map(g: Given, where: str, lookaheads: Sequence[int], concurrencies: Sequ
 def _speedup(row: Row) -> tuple[Range | None, float]:
     """A sweep row's speedup over no speculation with its interval (its confidence), as read back."""
     iv = row.speedup_interval
-    if iv is not None and iv.low <= iv.ratio <= iv.high:
+    if iv is not None and iv.low is not None and iv.high is not None and iv.low <= iv.ratio <= iv.high \
+            and 0.5 <= iv.confidence <= 0.999:
         return Range(iv.ratio, iv.low, iv.high), iv.confidence
     return (Range(row.speedup, None, None), 0.95) if row.speedup else (None, 0.95)
 

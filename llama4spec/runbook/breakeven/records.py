@@ -17,16 +17,17 @@ from llama4spec.files import Expect
 from llama4spec.records.base import Record
 from llama4spec.records.registry import Entry, register
 from llama4spec.records.shapes import listed
-from llama4spec.runbook.sweep.records import (
-    MAX_LIST, SLACK, Acceptance, Concurrency, Count, Level, Lookahead, OptAcceptance, OptFinite, OptRatio,
-    OptSentence, Ratio, Sentence, StepId, Text, read_model)
+from llama4spec.analysis.sweep_records import (
+    MAX_LIST, SLACK, Acceptance, Concurrency, Count, Level, Lookahead, OptAcceptance, OptBound, OptFinite, OptRatio,
+    OptSentence, Ratio, Sentence, StepId, Text)
+from llama4spec.records.io import read_model
 
 
 
 class SpeedupRange(Record):
     value: OptRatio = None
-    low: OptRatio = None
-    high: OptRatio = None
+    low: OptBound = None
+    high: OptBound = None
 
 
 class SignedRange(Record):
@@ -71,7 +72,8 @@ WITHIN = "each acceptance length in them from 1 to the curve's lookahead + 1"
 class Curve(Record):
     lookahead: Lookahead
     concurrency: Concurrency
-    points: list[MapPoint] = Field(max_length=MAX_LIST, description=f"a list of at most {MAX_LIST} points (mappings), {WITHIN}")
+    points: list[MapPoint] = Field(max_length=MAX_LIST,
+                                   description=f"a list of at most {MAX_LIST} points (mappings), {WITHIN}")
     breakeven: BreakEven
     k0_cost: Union[SpeedupRange, None] = None
     placements: list[Placement] = Field(default=[], max_length=MAX_LIST,

@@ -13,7 +13,7 @@ from llama4spec.files import write_atomic
 from llama4spec.runbook.breakeven.records import BreakevenRecord
 from llama4spec.runbook.measured import measured_in_plan
 from llama4spec.runbook.rundir import Measured
-from llama4spec.runbook.sweep.records import checked, write_checked
+from llama4spec.records.io import checked, write_checked
 
 
 def runs_of(measured: Mapping[str, Measured]) -> tuple[list[Runs], list[Runs], list[Runs]]:

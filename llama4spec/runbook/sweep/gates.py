@@ -168,7 +168,8 @@ def derive_schedule(run, p, derive_from: list[str]) -> list[list[int]]:
     from llama4spec.config.schedule import schedule_problems
     from llama4spec.config.validate import validate
     from llama4spec.runbook.measured import collect_points
-    from llama4spec.runbook.sweep.records import Schedule, write_checked
+    from llama4spec.records.io import write_checked
+    from llama4spec.analysis.sweep_records import Schedule
     from llama4spec.analysis.model import analyse
     from llama4spec.analysis.schedule import derive
 

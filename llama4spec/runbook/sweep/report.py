@@ -23,7 +23,8 @@ from llama4spec.runbook.spec import MergeRead, PageRead
 from llama4spec.runbook.steps import traits_of
 from llama4spec.runbook.sweep import frontier_part
 from llama4spec.runbook.sweep.expand import AUTO_DESIGN, INTERLEAVED
-from llama4spec.runbook.sweep.records import SweepRecord, checked
+from llama4spec.analysis.sweep_records import SweepRecord
+from llama4spec.records.io import checked
 from llama4spec.console import say
 from llama4spec.frontier import words as frontier_words
 from llama4spec.analysis import plots, sweep_tables as render

@@ -64,7 +64,8 @@ def pending(plan, p) -> bool:
 def execute(run, p) -> dict[str, Any]:
     from llama4spec.files import write_json
     from llama4spec.runbook.measured import config_data
-    from llama4spec.runbook.sweep.records import SettleRecord, write_checked
+    from llama4spec.records.io import write_checked
+    from llama4spec.runbook.sweep.records import SettleRecord
     from llama4spec.runbook.rundir import vllm_runs
     from llama4spec.serving.benchmark import BenchFiles, failure, run_more
     from llama4spec.serving.process import log_tail

@@ -17,7 +17,8 @@ def sweep(tmp: Path) -> Path:
 
 def settle(tmp: Path) -> Path:
     """settle.json as a settle step writes it: its further runs and each point's stop record."""
-    from llama4spec.runbook.sweep.records import SettleRecord, write_checked
+    from llama4spec.records.io import write_checked
+    from llama4spec.runbook.sweep.records import SettleRecord
     from llama4spec.runbook.sweep.rule import Rule
 
     rule = Rule().record()
@@ -32,7 +33,8 @@ def settle(tmp: Path) -> Path:
 
 def schedule(tmp: Path) -> Path:
     """schedule.json as a schedule server writes it, from the schedule a tiny sweep derived."""
-    from llama4spec.runbook.sweep.records import Schedule, write_checked
+    from llama4spec.records.io import write_checked
+    from llama4spec.analysis.sweep_records import Schedule
 
     derived = json.loads(sweep(tmp).read_text())["schedules"][0]
     path = tmp / "sweep-schedule" / "schedule.json"
@@ -51,7 +53,7 @@ def breakeven(tmp: Path) -> Path:
     from llama4spec.analysis.noise import prior as known_noise
     from llama4spec.runbook.breakeven.records import BreakevenRecord
     from llama4spec.runbook.breakeven.report import runs_of
-    from llama4spec.runbook.sweep.records import write_checked
+    from llama4spec.records.io import write_checked
     from tests.unit.runbook.test_breakeven_report import _measured
 
     m = build(*runs_of(_measured()), noise=known_noise(0.13, 0.0, "test"))

@@ -30,7 +30,8 @@ class SettleRecord(Record):
     """settle.json: a settle step's further runs and each point's decision."""
 
     extra_runs: Count
-    points: dict[StepId, PointStop] = Field(max_length=MAX_LIST, description=f"a mapping of at most {MAX_LIST} step ids to their decisions")
+    points: dict[StepId, PointStop] = Field(max_length=MAX_LIST,
+                                            description=f"a mapping of at most {MAX_LIST} step ids to their decisions")
 
 
 SETTLE = Expect("settle record", "it is not a settle.json this tool wrote; run the sweep again (--resume)")

@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
+from pydantic import BaseModel
+
 from llama4spec.files import plain
 from llama4spec.lossless.settings import sampling_words
 
@@ -51,8 +53,11 @@ def power(test: Mapping[str, Any]) -> str:
             f"is found with 80% power ({many} a run{mean_tv}{tail})")
 
 
-def lines(data: Mapping[str, Any]) -> list[str]:
-    """The verdicts of one record: the whole, then each test with its figures and power line."""
+def lines(data: Mapping[str, Any] | BaseModel) -> list[str]:
+    """The verdicts of one record (its JSON form, or the model it was read back through): the whole,
+    then each test with its figures and power line."""
+    if isinstance(data, BaseModel):
+        data = data.model_dump(by_alias=True)
     verdict = data.get("verdict")
     out = [f"lossless: {'lossy: a test rejected losslessness' if verdict == 'lossy' else 'pass: no test rejected losslessness'}"
            f" (joint level {_num(data.get('settings', {}).get('level')) or 0:g})"]

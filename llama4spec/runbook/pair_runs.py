@@ -62,7 +62,7 @@ def lossless_changes(sources: list[merge.Source]) -> tuple[list[LosslessChange],
     for sid in old:
         if sid in new:
             a, b = load(old[sid]), load(new[sid])
-            out.append(LosslessChange(sid, a["verdict"], b["verdict"], worse(a, b)))
+            out.append(LosslessChange(sid, a.verdict, b.verdict, worse(a, b)))
     return out, bool(old or new)
 
 

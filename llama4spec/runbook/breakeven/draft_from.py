@@ -15,14 +15,16 @@ What it reads is input, checked when the step is planned (a dry run too), every 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from llama4spec.analysis.breakeven_map import Given, Range
 from llama4spec.analysis.model import SCHEDULED
 from llama4spec.analysis.points import dotted
-from llama4spec.files import count, json_or_none, number, plain
+from llama4spec.errors import UserError
+from llama4spec.files import count, plain
 from llama4spec.results.bench import read_record
-from llama4spec.runbook.rundir import MAX_STEP_ID, STEP_ID, config_or_problem
+from llama4spec.runbook.rundir import config_or_problem
+from llama4spec.analysis.sweep_records import Row, read_sweep
 
 MAX_ROWS = 4096  # rows read from one sweep.json
 FIX = ("give a bench step's directory of a run (runs/NAME/TIMESTAMP/STEP), its record.json, or a sweep step's "
@@ -116,54 +118,44 @@ def _on_map(g: Given, where: str, lookaheads: Sequence[int], concurrencies: Sequ
     return None
 
 
-def _speedup(row: dict[str, Any]) -> tuple[Range | None, float]:
+def _speedup(row: Row) -> tuple[Range | None, float]:
     """A sweep row's speedup over no speculation with its interval (its confidence), as read back."""
-    iv = row.get("speedup_interval")
-    if isinstance(iv, dict):
-        ratio, low, high = (number(iv.get(k), 0) for k in ("ratio", "low", "high"))
-        level = number(iv.get("confidence"), 0.5, 0.999)
-        if ratio and low is not None and high is not None and low <= ratio <= high and level:
-            return Range(ratio, low, high), level
-    value = number(row.get("speedup"), 0)
-    return (Range(value, None, None), 0.95) if value else (None, 0.95)
+    iv = row.speedup_interval
+    if iv is not None and iv.low is not None and iv.high is not None and iv.low <= iv.ratio <= iv.high \
+            and 0.5 <= iv.confidence <= 0.999:
+        return Range(iv.ratio, iv.low, iv.high), iv.confidence
+    return (Range(row.speedup, None, None), 0.95) if row.speedup else (None, 0.95)
 
 
 def _sweep(path: Path, target: str | None, lookaheads: Sequence[int],
            concurrencies: Sequence[int]) -> tuple[list[Given], list[str]]:
+    """The drafts of a sweep.json read back through its model (``sweep.records``): a damaged field is
+    the one problem, naming the file, the field and the rule."""
     where = plain(str(path))
-    data, why = json_or_none(path)
-    if why is not None:
-        return [], [f"draft_from {why}; {FIX}"]
-    if data is None:
+    if not path.exists():
         return [], [f"draft_from {where} does not exist; {FIX}"]
-    at = data.get("concurrency") if isinstance(data, dict) else None
-    if not isinstance(at, list):
-        return [], [f"draft_from {where} is not a sweep's analysis (no 'concurrency' list); {FIX}"]
+    try:
+        sweep = read_sweep(path)
+    except UserError as err:
+        return [], [f"draft_from {err}"]
     run_dir = path.parent.parent  # RUN/<sweep step>/sweep.json: the rows' bench steps are RUN/<id>/
     givens, problems, rows = [], [], 0
-    for a in at:
-        c = count(a.get("concurrency"), 1) if isinstance(a, dict) else None
-        if c is None or c not in concurrencies or not isinstance(a.get("rows"), list):
+    for at in sweep.concurrency:
+        if at.concurrency not in concurrencies:
             continue
-        for row in a["rows"]:
+        for row in at.rows:
             rows += 1
             if rows > MAX_ROWS:
                 return [], [f"draft_from {where} has more than {MAX_ROWS} rows; it is not a sweep this tool wrote"]
-            if not isinstance(row, dict) or row.get("draft") in (None, "none") or count(row.get("lookahead")) \
-                    not in lookaheads or str(row.get("draft")).endswith(SCHEDULED):  # a schedule: no one k
-                continue
-            sid = row.get("id")
-            if not isinstance(sid, str) or not STEP_ID.fullmatch(sid) or len(sid) > MAX_STEP_ID:
-                problems.append(f"draft_from {where}: a row's id {plain(str(sid), 80)} is not a step id; it is not a "
-                                f"sweep this tool wrote")
-                continue
+            if row.draft in (None, "none") or row.lookahead not in lookaheads or row.draft.endswith(SCHEDULED):
+                continue  # no speculation, off the map, or a schedule (no one k)
             speedup, level = _speedup(row)
-            given, problem = _bench(run_dir / sid, target, speedup=speedup, confidence=level, in_sweep=True)
+            given, problem = _bench(run_dir / row.id, target, speedup=speedup, confidence=level, in_sweep=True)
             if given is None and problem is None:
                 continue
-            if problem is None and (given.lookahead, given.concurrency) != (row.get("lookahead"), c):
-                problem = (f"draft_from {where}: row {sid} says k={row.get('lookahead')}, c={c}, its record's config "
-                           f"k={given.lookahead}, c={given.concurrency}; the two disagree")
+            if problem is None and (given.lookahead, given.concurrency) != (row.lookahead, at.concurrency):
+                problem = (f"draft_from {where}: row {row.id} says k={row.lookahead}, c={at.concurrency}, its "
+                           f"record's config k={given.lookahead}, c={given.concurrency}; the two disagree")
             if problem is not None:
                 problems.append(problem)
             else:

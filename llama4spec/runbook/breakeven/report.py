@@ -9,9 +9,11 @@ from rich.console import Console
 from llama4spec.analysis import breakeven_report as report
 from llama4spec.analysis.breakeven_map import Runs, build
 from llama4spec.analysis.points import dotted
-from llama4spec.files import write_atomic, write_json
+from llama4spec.files import write_atomic
+from llama4spec.runbook.breakeven.records import BreakevenRecord
 from llama4spec.runbook.measured import measured_in_plan
 from llama4spec.runbook.rundir import Measured
+from llama4spec.records.io import checked, write_checked
 
 
 def runs_of(measured: Mapping[str, Measured]) -> tuple[list[Runs], list[Runs], list[Runs]]:
@@ -44,14 +46,16 @@ def run_report(plan, planned, console: Console, not_run: dict[str, str] | None =
     noise = pooled(prior, {pid: m.record.samples("output_throughput") for pid, m in measured.items()},
                    {pid: m.record.sample_starts("output_throughput") for pid, m in measured.items()})
     m = build(base, synthetic, real, noise=noise, given=planned.step.keys.given)
-    files["report"].parent.mkdir(parents=True, exist_ok=True)
+    missing = {pid: (not_run or {}).get(pid, "no record") for pid in ids if pid not in measured}
+    record = checked(BreakevenRecord, files["analysis"], {**report.to_record(m), "plot": [],
+                                                          "self_check": report.verdict(m), "not_measured": missing})
+    files["report"].parent.mkdir(parents=True, exist_ok=True)  # the map's record checked: nothing half-written
     series = report.plot(m, files["plot"]) if m.curves else []
     text = report.markdown(m, files["plot"].name if m.curves else None)
-    missing = {pid: (not_run or {}).get(pid, "no record") for pid in ids if pid not in measured}
     if missing:
         text += "\nnot measured:\n\n" + "".join(f"- {pid}: {why}\n" for pid, why in missing.items())
     write_atomic(files["report"], text)
-    record = {**report.to_record(m), "plot": series, "self_check": report.verdict(m), "not_measured": missing}
-    write_json(files["analysis"], record)
+    record = {**record, "plot": series}
+    write_checked(BreakevenRecord, files["analysis"], record)
     report.render(console, m)
     return text, record

@@ -167,8 +167,9 @@ def derive_schedule(run, p, derive_from: list[str]) -> list[list[int]]:
     from llama4spec.config.compose import compose_config
     from llama4spec.config.schedule import schedule_problems
     from llama4spec.config.validate import validate
-    from llama4spec.files import write_json
     from llama4spec.runbook.measured import collect_points
+    from llama4spec.records.io import write_checked
+    from llama4spec.analysis.sweep_records import Schedule
     from llama4spec.analysis.model import analyse
     from llama4spec.analysis.schedule import derive
 
@@ -195,8 +196,8 @@ def derive_schedule(run, p, derive_from: list[str]) -> list[list[int]]:
             q.composed = compose_config([*q.composed.overrides, *derived])
     fill(p, run.plan.runbook.env)
     run.write_config(p)
-    write_json(p.dir / "schedule.json", {"draft": draft, "schedule": schedule.ranges,
-                                          "override": schedule.override(), "from_points": schedule.from_points,
-                                          "missing": missing})
+    write_checked(Schedule, p.dir / "schedule.json", {"draft": draft, "schedule": schedule.ranges,
+                                                       "override": schedule.override(),
+                                                       "from_points": schedule.from_points, "missing": missing})
     run.say(f"      lookahead schedule derived from {len(points)} measured points: {schedule.ranges}")
     return schedule.ranges

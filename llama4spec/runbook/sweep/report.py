@@ -23,6 +23,8 @@ from llama4spec.runbook.spec import MergeRead, PageRead
 from llama4spec.runbook.steps import traits_of
 from llama4spec.runbook.sweep import frontier_part
 from llama4spec.runbook.sweep.expand import AUTO_DESIGN, INTERLEAVED
+from llama4spec.analysis.sweep_records import SweepRecord
+from llama4spec.records.io import checked
 from llama4spec.console import say
 from llama4spec.frontier import words as frontier_words
 from llama4spec.analysis import plots, sweep_tables as render
@@ -142,6 +144,7 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
     """The PNGs, the analysis JSON (with ``colocation`` when a launcher's groups measured the
     points), the CSV (a row per point and repeat), the Markdown report; returns each PNG's series
     and the report."""
+    record = checked(SweepRecord, files["analysis"], render.to_record(analysis))  # nothing written if it breaks a rule
     files["report"].parent.mkdir(parents=True, exist_ok=True)
     series = {
         "acceptance_by_position": plots.acceptance_by_position(points, files["acceptance_by_position"]),
@@ -153,10 +156,9 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
     text = render.markdown(analysis, images)
     write_atomic(files["report"], text)
     stops = {pid: m.record.stop for pid, m in (measured or {}).items() if m.record.stop}  # repeats: auto
-    write_json(files["analysis"], {**render.to_record(analysis), "plots": series,
-                                             **({"stops": stops} if stops else {}),
-                                             **({"colocation": colocation} if colocation else {}),
-                                             **({"design": design} if design else {})})
+    write_json(files["analysis"], {**record, "plots": series, **({"stops": stops} if stops else {}),
+                                   **({"colocation": colocation} if colocation else {}),
+                                   **({"design": design} if design else {})})
     if "table" in files:
         header, rows = csv_rows([pt.id for pt in points], measured or {})
         write_atomic(files["table"], csv_text(header, rows))

@@ -64,6 +64,8 @@ def pending(plan, p) -> bool:
 def execute(run, p) -> dict[str, Any]:
     from llama4spec.files import write_json
     from llama4spec.runbook.measured import config_data
+    from llama4spec.records.io import write_checked
+    from llama4spec.runbook.sweep.records import SettleRecord
     from llama4spec.runbook.rundir import vllm_runs
     from llama4spec.serving.benchmark import BenchFiles, failure, run_more
     from llama4spec.serving.process import log_tail
@@ -107,7 +109,7 @@ def execute(run, p) -> dict[str, Any]:
             record.stop = d.record()
             record.write(q.artifacts["record"])
     result = {"extra_runs": extra, "points": {pid: d.record() for pid, d in found.items()}}
-    write_json(p.artifacts["decisions"], result)
+    write_checked(SettleRecord, p.artifacts["decisions"], result)
     for pid, d in found.items():
         run.progress.note(f"      {pid}: {d.state} after {d.runs} runs" + (f" ({d.verdict})" if d.verdict else ""))
     return result

@@ -18,16 +18,16 @@ def _edit_sampled(**change):
 
 
 CASES = [
-    ("test missing", lambda d: d["sampled"][0].pop("test"), "'sampled[0].test' is missing"),
-    ("level missing", lambda d: d["sampled"][0].pop("level"), "'sampled[0].level' is missing"),
-    ("level text", _edit_sampled(level="x"), "'sampled[0].level' is 'x', not a number from 0 to 1"),
-    ("p_value 1e308", _edit_sampled(p_value=1e308), "'sampled[0].p_value' is 1e+308"),
-    ("temperature bool", _edit_sampled(temperature=True), "'sampled[0].temperature' is True"),
-    ("counts huge", _edit_sampled(counts=[10**300]), "'sampled[0].counts'"),
+    ("test missing", lambda d: d["sampled"][0].pop("test"), "'sampled.0.test' is missing"),
+    ("level missing", lambda d: d["sampled"][0].pop("level"), "'sampled.0.level' is missing"),
+    ("level text", _edit_sampled(level="x"), "'sampled.0.level' is 'x', not a level between 0 and 1"),
+    ("p_value 1e308", _edit_sampled(p_value=1e308), "'sampled.0.p_value' is 1e+308, not a p-value from 0 to 1"),
+    ("temperature bool", _edit_sampled(temperature=True), "'sampled.0.temperature' is True, not a temperature from 0 to 100"),
+    ("counts huge", _edit_sampled(counts=[10**300]), "'sampled.0.counts.0' is 1000"),
     ("settings a list", lambda d: d.update(settings=[1]), "'settings' is [1], not a mapping"),
-    ("greedy requests text", lambda d: d["greedy"].update(requests="4"), "'greedy.requests' is '4'"),
-    ("sampled item text", lambda d: d["sampled"].append("x"), "'sampled[1]' is 'x', not a mapping"),
-    ("target markup", lambda d: d.update(target=7), "'target' is 7, not text"),
+    ("greedy requests text", lambda d: d["greedy"].update(requests="4"), "'greedy.requests' is '4', not a whole number from 0 to 1e12"),
+    ("sampled item text", lambda d: d["sampled"].append("x"), "'sampled.1' is 'x', not a list of at most 1000 tests (mappings)"),
+    ("target markup", lambda d: d.update(target=7), "'target' is 7, not text of at most 500 characters"),
 ]
 
 
@@ -58,4 +58,4 @@ def test_regress_fail_on_lossless_refuses_a_record_without_a_level(cli, tmp_path
     path.write_text(json.dumps(data))
     result = cli("regress", str(old), str(new), "--fail-on-lossless")
     lines_ = [x for x in result.stderr.splitlines() if x.strip()]
-    assert result.returncode == 2 and len(lines_) == 1 and "'sampled[0].level' is 'x'" in lines_[0], result.stderr
+    assert result.returncode == 2 and len(lines_) == 1 and "'sampled.0.level' is 'x'" in lines_[0], result.stderr

@@ -17,3 +17,19 @@ _.prompt_sha256  # likewise
 _.prompt_items  # tiny/contrast.py: the generator of the shipped conf/dataset/prompts/tiny_contrast.jsonl (tests/unit/tiny/test_contrast.py checks the file against it)
 _.reports  # analysis/page.py RunPage.reports: read by the page template (templates/report.html.j2: page.reports)
 _.mean_ttft_ms  # likewise
+# record models (records.base): a field the tool validates when it writes and reads the record (the
+# bound is the point) but reads back by no attribute; the published schema and a user read it
+_.acceptance_rate_per_position  # analysis/sweep_records.py Row: sweep.json's per-position acceptance rates
+_.predicted_speedup  # likewise, the fitted model's speedup
+_.best_lookahead  # analysis/sweep_records.py AtConcurrency: sweep.json's recommendation at a concurrency
+_.best_decided  # likewise
+_.speculation  # likewise
+_.baseline_output_throughput  # likewise
+_.without_speculation  # likewise
+_._within_lookahead  # a pydantic field_validator (sweep_records Row, breakeven records Curve): pydantic calls it
+_.fit_p  # lossless/records.py Control: the control's fit p-values in lossless.json
+_.tail_bound  # likewise
+_.schema_  # lossless/records.py LosslessFile: the record's schema name (alias "schema")
+_.level_per_test  # lossless/records.py LosslessFile: the Bonferroni level of each test
+_.self_check  # runbook/breakeven/records.py BreakevenRecord: the self-check sentence in breakeven.json
+_.extra_runs  # runbook/sweep/records.py SettleRecord: settle.json's further runs

@@ -144,7 +144,18 @@ def test_bad_records_are_refused_in_one_line_each_before_anything_starts(tmp_pat
     assert "not a llama4spec bench record" in line
     hostile = _sweep_json(tmp_path / "g", [{"id": "../../etc", "draft": "x", "lookahead": 3}])
     (line,) = _problems(tmp_path, hostile)
-    assert "is not a step id" in line
+    assert "'concurrency.0.rows.0.id' is '../../etc', not a step id" in line
+
+
+def test_a_sweep_row_with_an_acceptance_length_above_k_plus_1_is_one_line_naming_the_field(tmp_path, cli):
+    path = _sweep_json(tmp_path / "old", [{"id": "sweep-k3-c4", "draft": "tiny_eagle_imperfect", "lookahead": 3,
+                                           "acceptance_length": 4.5}])
+    (line,) = _problems(tmp_path, path)
+    assert (f"draft_from {path}: 'concurrency.0.rows.0.acceptance_length' is 4.5, not an acceptance length from 1 "
+            f"to the lookahead + 1") in line
+    done = cli("breakeven", *TINY, "--lookaheads", "1,3", "--concurrencies", "1,4", "--draft-from", path, "--dry-run")
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "'concurrency.0.rows.0.acceptance_length'" in done.stderr
 
 
 @pytest.mark.parametrize("accepted, said", [((64_000_000_000,) * 3, "1000000001"), ((150, 193, 144), "4.015625")])

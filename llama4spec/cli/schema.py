@@ -13,7 +13,8 @@ from llama4spec.cli.common import Command, out, say
 from llama4spec.errors import UserError
 
 # The modules that register a record model (``records.registry.register``), loaded by this command.
-CATALOG = ["llama4spec.analysis.noise_profile"]
+CATALOG = ["llama4spec.analysis.noise_profile", "llama4spec.analysis.sweep_records", "llama4spec.runbook.sweep.records",
+           "llama4spec.runbook.breakeven.records", "llama4spec.lossless.records"]
 
 
 def entries() -> dict:

@@ -763,3 +763,26 @@ def simulated_intervals(y: np.ndarray, a: int, b: int, confidence: float = CONFI
     center = y[:, a].mean((-1, -2)) - y[:, b].mean((-1, -2))
     var, df = comparison_variance(noise, starts * runs, starts * runs, 1.0 / starts, 1.0 / starts)
     return center, t_quantile(df, 0.5 + confidence / 2) * np.sqrt(var), df
+
+
+def _read_model(path: Path):
+    """noise.json as ``read_profile`` reads it (the same bounds, the same one line), as its model."""
+    from llama4spec.analysis.noise_profile import ProfileRecord
+    from llama4spec.files import Expect, read_json
+    from llama4spec.records.base import validated
+
+    read_profile(Path(path))
+    return validated(ProfileRecord, read_json(Path(path), Expect("noise profile", PROFILE_FIX, 1 << 20)),
+                     str(path), PROFILE_FIX)
+
+
+def _register() -> None:
+    from llama4spec.analysis.noise_profile import ProfileRecord
+    from llama4spec.records.registry import Entry, register
+
+    register(Entry("noise.json", ProfileRecord, "llama4spec.noise/1",
+                   "written by `llama4spec calibrate`; read by a sweep's `noise:` key, `calibrate --check` and "
+                   "`report` (the prior a plan records)", _read_model))
+
+
+_register()

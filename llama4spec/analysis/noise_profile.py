@@ -10,7 +10,6 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import Field
 
 from llama4spec.records.base import MAX_TEXT, Record, problem
-from llama4spec.records.registry import Entry, register
 
 MAX_SD = 10.0
 MAX_DF = 1e6
@@ -94,20 +93,3 @@ def prior_problem(data: Any) -> str | None:
         return problem(PriorRecord, err)
     return None
 
-
-def _read(path: Any) -> ProfileRecord:
-    """noise.json as ``read_profile`` reads it (the same bounds, the same one line), as its model."""
-    from pathlib import Path
-
-    from llama4spec.analysis.noise import PROFILE_FIX, read_profile
-    from llama4spec.files import Expect, read_json
-    from llama4spec.records.base import validated
-
-    read_profile(Path(path))
-    return validated(ProfileRecord, read_json(Path(path), Expect("noise profile", PROFILE_FIX, 1 << 20)),
-                     str(path), PROFILE_FIX)
-
-
-register(Entry("noise.json", ProfileRecord, "llama4spec.noise/1",
-               "written by `llama4spec calibrate`; read by a sweep's `noise:` key, `calibrate --check` and "
-               "`report` (the prior a plan records)", _read))

@@ -13,7 +13,7 @@ from llama4spec.cli.common import Command, out, say
 from llama4spec.errors import UserError
 
 # The modules that register a record model (``records.registry.register``), loaded by this command.
-CATALOG = ["llama4spec.analysis.noise_profile", "llama4spec.analysis.sweep_records", "llama4spec.runbook.sweep.records",
+CATALOG = ["llama4spec.analysis.noise", "llama4spec.analysis.sweep_records", "llama4spec.runbook.sweep.records",
            "llama4spec.runbook.breakeven.records", "llama4spec.lossless.records"]
 
 
@@ -68,7 +68,7 @@ def _schema(args: argparse.Namespace) -> int:
         return 0
     schema = json_schema(entry)
     if args.fields:
-        table = Table("field", "type", "rule", title=f"{entry.file} ({entry.schema})")
+        table = Table("field", "type", "rule", title=text(f"{entry.file} ({entry.schema})"))
         for row in shape.rows(schema):
             table.add_row(*(text(c) for c in row))
         out.print(table)

@@ -8,7 +8,8 @@ import json
 import os
 
 from llama4spec.cli.schema import entries, json_schema
-from llama4spec.records import published, shape
+from llama4spec.records import shape
+from tests.unit.records import published
 from tests.helpers import REPO
 
 DOCS = REPO / "docs"

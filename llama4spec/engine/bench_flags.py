@@ -166,7 +166,7 @@ CATEGORY_FILE_PROMPTS = 16  # prompts in each shipped category file of the built
 
 def builtin_category_file(category: str) -> Path:
     """The shipped prompt file of one category of the built-in prompts (vLLM's ``custom`` format)."""
-    from llama4spec.config.compose import conf_dir
+    from llama4spec.config.conf_dirs import conf_dir
 
     return conf_dir() / "dataset" / "prompts" / f"builtin-{category}.jsonl"
 

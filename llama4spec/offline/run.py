@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from llama4spec.config.compose import Composed
 from llama4spec.config import methods
+from llama4spec.config.composed import Composed
 from llama4spec.config.schema import Config
 from llama4spec.engine.args import engine_env, llm_kwargs
 from llama4spec.errors import UserError

@@ -91,7 +91,8 @@ def test_prompts_without_categories_are_one_group() -> None:
 
 def test_category_stats_and_record_of_an_engine_run() -> None:
     from llama4spec.config.compose import compose_config
-    from llama4spec.offline.run import EngineRun, category_stats
+    from llama4spec.offline.outcome import EngineRun
+    from llama4spec.offline.stats import category_stats
     from llama4spec.results.acceptance import AcceptanceCounters, RunStats
     from llama4spec.results.offline_record import CategoryRun, Stats
 

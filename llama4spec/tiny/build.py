@@ -18,6 +18,7 @@ from llama4spec.tiny.marker import MARKER, first_foreign, is_complete, parents, 
 from llama4spec.tiny.paths import KINDS, describe_root, tiny_root
 from llama4spec.tiny.weights import pair_files
 
+
 def build_into(root: Path, force: bool = False) -> Path:
     """Write the tiny pair into ``root`` (target/, draft/, draft_imperfect/, VERSION, MARKER).
 

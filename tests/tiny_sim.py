@@ -22,8 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from llama4spec.tiny.build import draft_successor, successor
 from llama4spec.tiny.prompts import last_token
+from llama4spec.tiny.weights import draft_successor
+from llama4spec.tiny.words import successor
 
 Next = Callable[[int], int]
 

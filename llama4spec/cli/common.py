@@ -95,7 +95,8 @@ def verbosity_of(args: argparse.Namespace) -> int:
 
 def groups_help() -> str:
     """Every config group and its options, for the help of commands that take overrides."""
-    from llama4spec.config.compose import GROUPS, TARGET_DEFAULTS, group_options
+    from llama4spec.config.compose import group_options
+    from llama4spec.config.conf_dirs import GROUPS, TARGET_DEFAULTS
 
     lines = ["config groups (group=option):"]
     for group in GROUPS:

@@ -12,7 +12,7 @@ import dataclasses
 import os
 from typing import Any, Iterable, Sequence
 
-# config.compose.GROUPS, spelled out here: completing must not import Hydra (a test keeps them equal)
+# config.conf_dirs.GROUPS, spelled out here: completing must not import Hydra (a test keeps them equal)
 GROUPS = ("target", "draft", "parallel", "memory", "serve", "bench", "dataset", "hardware", "slo", "cluster",
           "experiment")
 SEARCHPATH = "hydra.searchpath"

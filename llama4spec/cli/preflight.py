@@ -76,7 +76,8 @@ def _doctor_runbook(args: argparse.Namespace) -> int:
 
     from llama4spec.cli.paths import runbook_path
     from llama4spec.preflight import ERROR, findings as render
-    from llama4spec.preflight.doctor import ORDER, WARNING
+    from llama4spec.preflight.doctor import ORDER
+    from llama4spec.preflight.rule import WARNING
 
     found = sorted(runbook_findings(runbook_path(args.runbook), list(args.overrides)), key=lambda x: ORDER[x[1].severity])
     errors = sum(f.severity == ERROR for _, f in found)
@@ -91,7 +92,7 @@ def _doctor_runbook(args: argparse.Namespace) -> int:
 
 def _doctor(args: argparse.Namespace) -> int:
     from llama4spec.preflight import ERROR, examine, pairing, findings as render
-    from llama4spec.preflight.doctor import WARNING
+    from llama4spec.preflight.rule import WARNING
 
     if args.runbook is not None:
         return _doctor_runbook(args)

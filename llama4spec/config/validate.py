@@ -1,7 +1,7 @@
 """One validation pass over a composed config: every problem at once, in the user's words.
 
-The one place for config rules that need no model file; ``validate``, ``serve``, ``offline``,
-``run``, ``doctor`` and ``memory`` all go through it."""
+The one place for config rules that need no model file (those of the prompt categories in ``categories``);
+``validate``, ``serve``, ``offline``, ``run``, ``doctor`` and ``memory`` all go through it."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from llama4spec.config import methods
+from llama4spec.config.categories import check_categories
 from llama4spec.config.layout import host_problem, layout_problems
 from llama4spec.config.schedule import schedule_problems
 from llama4spec.config.schema import Config, SloConfig
@@ -199,74 +200,6 @@ def _own_flag_hint(flag: str) -> str:
             "--api-key": "serve.api_key_env=VAR (the key is read from that variable, never put on argv)"}[flag]
 
 
-def builtin_categories() -> tuple[str, ...]:
-    from llama4spec.tiny.prompts import CATEGORIES  # imported only when a category is named
-
-    return CATEGORIES
-
-
-def bench_category_problem(cfg: Config) -> str | None:
-    """Why the benchmark cannot serve ``bench.category`` alone (None when it can): it reads a
-    category from the built-in prompts or from a spec_bench-format file, nowhere else."""
-    b = cfg.bench
-    if b.category is None:
-        return None
-    if b.dataset_name == "spec_bench":
-        return _spec_bench_category_problem(b.category, b.dataset_path)
-    if cfg.dataset.name != "builtin":
-        return (f"bench.category={b.category}: the benchmark reads categories from the built-in prompts "
-                f"(dataset=builtin) or from a spec_bench-format file such as mt-bench's question.jsonl "
-                f"(bench.dataset_name=spec_bench bench.dataset_path=FILE); "
-                f"for other prompts, bench one JSONL file per category with bench.dataset_name=custom")
-    if b.dataset_path:
-        return (f"bench.category={b.category}: the bench preset sends its own prompts ({b.dataset_name} "
-                f"{b.dataset_path}), which the built-in prompts of that category would replace; drop "
-                f"bench.category, or bench a file of that category's prompts (bench.dataset_path=FILE) without it")
-    if b.category not in builtin_categories():
-        return (f"bench.category '{b.category}' is not a category of the built-in prompts; "
-                f"use one of {', '.join(builtin_categories())}")
-    return None
-
-
-def _spec_bench_category_problem(category: str, path: str | None) -> str | None:
-    """A category that a local spec_bench-format file does not hold: vLLM's filter would leave no
-    prompt (None when it holds it, or when the file is not here to read: a hub dataset, a path on
-    another machine)."""
-    from llama4spec.files import Expect, Unreadable, plain, read_text
-
-    if not path or not Path(path).is_file():
-        return None
-    try:
-        text = read_text(Path(path), Expect("prompt file", "give a spec_bench-format JSONL file"))
-    except Unreadable as err:
-        return str(err)
-    import json
-
-    found: set[str] = set()
-    for line in text.splitlines():
-        try:
-            row = json.loads(line) if line.strip() else None
-        except ValueError:
-            continue
-        if isinstance(row, dict) and isinstance(row.get("category"), str):
-            found.add(row["category"])
-    if category in found or not found:
-        return None
-    return (f"bench.category={category}: {plain(path)} has no prompt of that category, so the benchmark would "
-            f"send none; use one of {', '.join(sorted(found)[:20])}")
-
-
-def _categories(cfg: Config, problems: list[str]) -> None:
-    """A category the prompts it is read from do not have (the built-in ones are known here)."""
-    problem = bench_category_problem(cfg)
-    if problem:
-        problems.append(problem)
-    ds = cfg.dataset
-    if ds.category is not None and ds.name == "builtin" and ds.category not in builtin_categories():
-        problems.append(f"dataset.category '{ds.category}' is not a category of the built-in prompts; "
-                        f"use one of {', '.join(builtin_categories())}")
-
-
 # Strings with their own rule (and message) elsewhere in this module or in layout.py.
 OWN_TEXT_RULES = ("serve.host", "target.revision", "draft.revision")
 
@@ -334,15 +267,9 @@ def _noise_prior(cfg: Config, problems: list[str]) -> None:
         problems.append("hardware.noise.source is empty; name the measurement the figures came from")
 
 
-def validate(cfg: Config) -> list[str]:
-    """The config rules that need no model: every problem at once. Rules that read a model's
-    config.json (heads, vocabulary, positions, chunked attention) live in the doctor."""
-    problems: list[str] = []
-    _noise_prior(cfg, problems)
-    d, p, t = cfg.draft, cfg.parallel, cfg.target
-    _check_model("target.model", t.model, problems)
-    _check_revision("target.revision", t.revision, problems)
-    _check_revision("draft.revision", d.revision, problems)
+def _draft(cfg: Config, problems: list[str]) -> None:
+    """The draft's method, the lookahead it needs, its model and its prompt-lookup bounds."""
+    d = cfg.draft
     if d.method is not None and d.method not in methods.RUN:
         problems.append(f"draft.method '{d.method}' is not supported; use one of {', '.join(methods.RUN)} or draft=none")
     if d.method is not None and cfg.lookahead < 1:
@@ -359,6 +286,18 @@ def validate(cfg: Config) -> list[str]:
             problems.append(
                 f"draft: {d.method} needs 1 <= prompt_lookup_min <= prompt_lookup_max (got {lo}, {hi})"
             )
+
+
+def validate(cfg: Config) -> list[str]:
+    """The config rules that need no model: every problem at once. Rules that read a model's
+    config.json (heads, vocabulary, positions, chunked attention) live in the doctor."""
+    problems: list[str] = []
+    _noise_prior(cfg, problems)
+    d, p, t = cfg.draft, cfg.parallel, cfg.target
+    _check_model("target.model", t.model, problems)
+    _check_revision("target.revision", t.revision, problems)
+    _check_revision("draft.revision", d.revision, problems)
+    _draft(cfg, problems)
     for key, value in (("tensor_parallel_size", p.tensor_parallel_size), ("pipeline_parallel_size", p.pipeline_parallel_size), ("nnodes", p.nnodes)):
         if value < 1:
             problems.append(f"parallel.{key}={value}: must be at least 1")
@@ -385,7 +324,7 @@ def validate(cfg: Config) -> list[str]:
             problems.extend(schedule_problems(d.lookahead_schedule, cfg.lookahead))
     problems.extend(synthetic_problems(d, cfg.lookahead) + methods.block_drop_problems(d.method, d.disable_eagle_block_drop))
     _at_least(problems, "parallel.data_parallel_size", p.data_parallel_size, optional=False)
-    _categories(cfg, problems)
+    check_categories(cfg, problems)
     _leaves(cfg, problems)
     problems.extend(layout_problems(cfg))
     if cfg.dataset.name == "jsonl" and cfg.dataset.path in (None, "???"):

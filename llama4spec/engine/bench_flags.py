@@ -166,7 +166,7 @@ CATEGORY_FILE_PROMPTS = 16  # prompts in each shipped category file of the built
 
 def builtin_category_file(category: str) -> Path:
     """The shipped prompt file of one category of the built-in prompts (vLLM's ``custom`` format)."""
-    from llama4spec.config.compose import conf_dir
+    from llama4spec.config.conf_dirs import conf_dir
 
     return conf_dir() / "dataset" / "prompts" / f"builtin-{category}.jsonl"
 
@@ -183,7 +183,7 @@ def category_flags(cfg: Config, prompt_file: Path | None) -> list[str] | None:
         path = ["--dataset-path", b.dataset_path] if b.dataset_path else []
         return ["--dataset-name", "spec_bench", *path, "--spec-bench-category", b.category]
     if prompt_file is None:
-        from llama4spec.config.validate import bench_category_problem
+        from llama4spec.config.categories import bench_category_problem
         from llama4spec.errors import UserError
 
         raise UserError(bench_category_problem(cfg) or f"bench.category={b.category}: no prompt file for it")
@@ -198,7 +198,7 @@ def dataset_flags(cfg: Config) -> list[str]:
     b = cfg.bench
     prompt_file = None
     if b.category is not None and cfg.dataset.name == "builtin" and b.dataset_name != "spec_bench":
-        from llama4spec.config.validate import bench_category_problem
+        from llama4spec.config.categories import bench_category_problem
 
         problem = bench_category_problem(cfg)  # the rule `validate` applies
         if problem:

@@ -1,7 +1,7 @@
 """What an offline run shows: the line saying what runs, a spinner while an engine starts, a
 progress bar per batch, the engine log's tail after a failure, and the tables (acceptance
 statistics, the baseline comparison, the greedy check). Renderers take a Console and return
-nothing; ``OfflineDisplay`` is the run's reporter (``offline.run.Reporter``) on one console."""
+nothing; ``OfflineDisplay`` is the run's reporter (``offline.outcome.Reporter``) on one console."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from llama4spec.console import say, styled, text
 if TYPE_CHECKING:
     from llama4spec.config.schema import Config
     from llama4spec.offline.prompts import Prompts
-    from llama4spec.offline.run import Outcome
+    from llama4spec.offline.outcome import Outcome
 
 
 def _fmt(value: Any, digits: int = 2) -> str:

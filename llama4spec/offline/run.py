@@ -1,4 +1,5 @@
-"""Offline runs: vLLM's ``LLM`` on the composed config, acceptance from its own counters."""
+"""Offline runs: vLLM's ``LLM`` on the composed config, acceptance from its own counters; the
+engine's noise kept out of the terminal, each request's temperature and seed."""
 
 from __future__ import annotations
 
@@ -10,74 +11,22 @@ import sys
 import tempfile
 import time
 import warnings
-from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any
 
-from llama4spec.config.compose import Composed
 from llama4spec.config import methods
+from llama4spec.config.composed import Composed
 from llama4spec.config.schema import Config
 from llama4spec.engine.args import engine_env, llm_kwargs
 from llama4spec.errors import UserError
+from llama4spec.offline.outcome import EngineRun, Outcome, Reporter
 from llama4spec.offline.prompts import Prompts, load_prompts
+from llama4spec.offline.record import run_record
+from llama4spec.offline.stats import category_stats, exact_rates, first_difference
 from llama4spec.results.acceptance import (AcceptanceCounters, RequestSteps, RunStats, from_offline_metrics, total,
                                            with_drafted)
-from llama4spec.results.offline_record import CategoryRun, OfflineRecord, Output, PassRecord, Stats, TemperatureRun, Timings
-from llama4spec.results.provenance import model_revisions, public_config, versions
-from llama4spec.analysis.categories import CategoryStat
-
-
-@dataclass
-class EngineRun:
-    """One engine's pass over the prompts."""
-
-    label: str
-    stats: RunStats
-    token_ids: list[list[int]]
-    texts: list[str]
-    engine_start_s: float
-    categories: list[CategoryRun] = field(default_factory=list)  # offline.by_category only
-    temperatures: list[TemperatureRun] = field(default_factory=list)  # offline.temperatures only
-    requests_match_counters: bool | None = None  # offline.temperatures: per-request sums == counter deltas
-    seeds: list[int] = field(default_factory=list)  # each request's sampling seed, in output order
-    steps: list[RequestSteps] = field(default_factory=list)  # each request's verify steps (with a draft)
-    async_scheduling: bool | None = None  # as the engine resolved it (vLLM's scheduler config)
-
-
-@dataclass
-class Outcome:
-    """What an offline run found, for its tables: the passes (the run's, then its baseline's),
-    each category's figures, and the greedy check (``identical`` None: not made)."""
-
-    runs: list[EngineRun]
-    categories: list[CategoryStat]
-    identical: bool | None = None
-    difference: tuple[int, int] | None = None  # (prompt, token) where greedy outputs first differ
-    pinned: str | None = None  # how async scheduling was pinned for the comparison, if it was
-
-
-class Reporter(Protocol):
-    """What an offline run shows while it runs (``offline.display.OfflineDisplay`` draws it with
-    Rich). The run calls every method; the reporter decides what its verbosity shows."""
-
-    def header(self, cfg: Config, prompts: Prompts) -> None:
-        """Before the first engine starts: what is about to run."""
-
-    def starting(self, label: str) -> AbstractContextManager[Any]:
-        """Held while the ``label`` engine starts (its processes start inside)."""
-
-    def progress(self, label: str, category: str) -> Callable[..., Any] | bool:
-        """vLLM's ``use_tqdm`` for one batch of the ``label`` pass (``category`` "": all prompts)."""
-
-    def engine_failed(self, log: Path, tail: list[str]) -> None:
-        """An engine failed while its noise went to ``log``; ``tail``: the log's last lines."""
-
-    def finished(self, outcome: Outcome) -> None:
-        """Every pass is done: the results."""
-
-    def recorded(self, path: Path) -> None:
-        """The run record is written to ``path``."""
+from llama4spec.results.offline_record import CategoryRun, OfflineRecord, TemperatureRun
 
 
 def without_draft(cfg: Config) -> Config:
@@ -193,25 +142,9 @@ def run_engine(cfg: Config, prompts: Prompts, label: str, reporter: Reporter, ve
 
 def _run_engine(cfg: Config, prompts: Prompts, label: str, reporter: Reporter, verbosity: int,
                 engine_log: Path | None) -> EngineRun:
-    # the engine's log: INFO with -v, else errors only, into the engine log with the rest (set by
-    # the user, VLLM_LOGGING_LEVEL and VLLM_LOGGING_STREAM win)
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "INFO" if verbosity > 0 else "ERROR")
-    if engine_log is not None:
-        os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
-    for key, value in engine_env(cfg).items():
-        os.environ[key] = value
-    start = time.perf_counter()
-    try:
-        with reporter.starting(label), stderr_to(engine_log):  # the engine's processes start here and inherit it
-            from vllm import LLM, SamplingParams
+    llm, engine_start_s, resolved = _start_engine(cfg, label, reporter, verbosity, engine_log)
+    from vllm import SamplingParams  # imported with the engine
 
-            llm = LLM(**llm_kwargs(cfg))
-    except Exception as error:  # engine start failures become one readable line
-        raise UserError(f"vLLM could not start the {label} engine: {engine_error(error)}") from None
-    engine_start_s = time.perf_counter() - start
-    # async scheduling as the engine resolved it (vLLM decides per method when the config leaves it open)
-    scheduler = getattr(getattr(llm.llm_engine, "vllm_config", None), "scheduler_config", None)
-    resolved = getattr(scheduler, "async_scheduling", None)
     try:
         texts = prompts.texts
         if prompts.chat:
@@ -243,6 +176,38 @@ def _run_engine(cfg: Config, prompts: Prompts, label: str, reporter: Reporter, v
         llm.llm_engine.engine_core.shutdown()
         del llm
         gc.collect()
+    return _engine_run(cfg, label, requests, outputs, parts, engine_start_s, resolved)
+
+
+def _start_engine(cfg: Config, label: str, reporter: Reporter, verbosity: int,
+                  engine_log: Path | None) -> tuple[Any, float, Any]:
+    """Start one engine (its environment set first): the engine, its start-up time in seconds and
+    async scheduling as the engine resolved it."""
+    # the engine's log: INFO with -v, else errors only, into the engine log with the rest (set by
+    # the user, VLLM_LOGGING_LEVEL and VLLM_LOGGING_STREAM win)
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "INFO" if verbosity > 0 else "ERROR")
+    if engine_log is not None:
+        os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
+    for key, value in engine_env(cfg).items():
+        os.environ[key] = value
+    start = time.perf_counter()
+    try:
+        with reporter.starting(label), stderr_to(engine_log):  # the engine's processes start here and inherit it
+            from vllm import LLM
+
+            llm = LLM(**llm_kwargs(cfg))
+    except Exception as error:  # engine start failures become one readable line
+        raise UserError(f"vLLM could not start the {label} engine: {engine_error(error)}") from None
+    engine_start_s = time.perf_counter() - start
+    # async scheduling as the engine resolved it (vLLM decides per method when the config leaves it open)
+    scheduler = getattr(getattr(llm.llm_engine, "vllm_config", None), "scheduler_config", None)
+    return llm, engine_start_s, getattr(scheduler, "async_scheduling", None)
+
+
+def _engine_run(cfg: Config, label: str, requests: list[Request], outputs: list[Any],
+                parts: list[tuple[str, list[int], AcceptanceCounters, float]], engine_start_s: float,
+                resolved: Any) -> EngineRun:
+    """The pass's figures from its outputs and each batch's counter deltas (``parts``)."""
     token_ids = [list(o.outputs[0].token_ids) for o in outputs]
     speculative = cfg.draft.method is not None
 
@@ -311,80 +276,6 @@ def by_temperature(cfg: Config, requests: list[Request], steps: list[RequestStep
     return out
 
 
-def exact_rates(cfg: Config, temperature: float) -> list[float] | None:
-    """The per-position rates the spread tiny pair gives at ``temperature`` (``tiny.spread``), for
-    that pair under its own draft; None for any other pair, or under a lookahead schedule."""
-    from llama4spec.tiny import spread
-    from llama4spec.tiny.paths import tiny_path
-
-    if cfg.draft.lookahead_schedule or not cfg.target.model or not cfg.draft.model:
-        return None
-    same = [Path(cfg.target.model).resolve() == tiny_path("target_spread").resolve(),
-            Path(cfg.draft.model).resolve() == tiny_path("draft_spread").resolve()]
-    if not all(same):
-        return None
-    return spread.expected_rates(temperature, cfg.lookahead, cfg.draft.sample_method or "greedy")
-
-
-def category_stats(cfg: Config, spec: EngineRun, base: EngineRun | None = None) -> list[CategoryStat]:
-    """One ``CategoryStat`` per category of a speculative run (with the speedup over ``base``, the
-    same categories without a draft, when given)."""
-    if not spec.categories or spec.stats.k is None:
-        return []
-    base_by = {c.category: c for c in (base.categories if base else [])}
-    out = []
-    for c in spec.categories:
-        counters, other = c.stats.counters, base_by.get(c.category)
-        s, b = c.stats.output_tokens_per_s, other.stats.output_tokens_per_s if other else None
-        out.append(CategoryStat(
-            category=c.category, draft=cfg.draft.name, lookahead=spec.stats.k, concurrency=None, prompts=c.prompts,
-            acceptance_length=counters.mean_acceptance_length if counters else None,
-            rates=tuple(counters.rate_per_position(spec.stats.k)) if counters else (),
-            speedup=s / b if s and b else None,
-        ))
-    return out
-
-
-def first_difference(a: list[list[int]], b: list[list[int]]) -> tuple[int, int] | None:
-    """(prompt index, token position) of the first place two runs' outputs differ, or None."""
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x != y:
-            pos = next((j for j, (p, q) in enumerate(zip(x, y)) if p != q), min(len(x), len(y)))
-            return i, pos
-    return None
-
-
-def _recorded_pass(run: EngineRun) -> PassRecord:
-    """A pass's figures as the record holds them (the record's own, or its baseline's)."""
-    seeds = run.seeds or [None] * len(run.token_ids)
-    steps = [s.to_record() for s in run.steps] or [None] * len(run.token_ids)
-    outputs = [Output(ids, text, seed, st) for ids, text, seed, st in zip(run.token_ids, run.texts, seeds, steps)]
-    return PassRecord(Timings(run.engine_start_s, run.stats.wall_time_s), run.stats.output_tokens_per_s,
-                      Stats(run.stats, run.categories, run.temperatures, run.requests_match_counters), outputs,
-                      run.async_scheduling)
-
-
-def _run_record(composed: Composed, prompts: Prompts, runs: list[EngineRun], identical: bool | None,
-                pinned: str | None = None) -> OfflineRecord:
-    main = _recorded_pass(runs[0])
-    base = _recorded_pass(runs[1]) if len(runs) > 1 else None
-    speedup = None
-    if base is not None and main.output_tokens_per_s and base.output_tokens_per_s:
-        speedup = main.output_tokens_per_s / base.output_tokens_per_s
-    return OfflineRecord(
-        created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        versions=versions(),
-        models=model_revisions(composed.cfg),  # each model's commit in the local hub cache
-        overrides=composed.overrides,
-        choices=composed.choices,
-        config=public_config(composed.raw),
-        prompts=prompts.source,
-        timings=main.timings, output_tokens_per_s=main.output_tokens_per_s, stats=main.stats, outputs=main.outputs,
-        baseline=base, speedup=speedup, outputs_identical=identical, async_scheduling=main.async_scheduling,
-        async_pinned=pinned,
-    )
-
-
 def run_offline(composed: Composed, reporter: Reporter, json_path: Path | None = None,
                 verbosity: int = 0) -> OfflineRecord | None:
     """Run the offline job (the pre-flight checks have run: this starts engines), telling
@@ -410,7 +301,7 @@ def run_offline(composed: Composed, reporter: Reporter, json_path: Path | None =
     reporter.finished(outcome)
     if json_path is None:
         return None
-    record = _run_record(composed, prompts, runs, outcome.identical, outcome.pinned)
+    record = run_record(composed, prompts, runs, outcome.identical, outcome.pinned)
     json_path = Path(json_path)
     record.write(json_path)
     reporter.recorded(json_path)

@@ -13,7 +13,8 @@ from rich.console import Console
 from llama4spec.config import methods
 from llama4spec.config.schema import Config
 from llama4spec.errors import UserError
-from llama4spec.preflight.doctor import CANNOT_START, ERROR, Finding, Pairing, examine
+from llama4spec.preflight.doctor import CANNOT_START, examine
+from llama4spec.preflight.rule import ERROR, Finding, Pairing
 from llama4spec.preflight.sources import load
 
 __all__ = ["gate", "pairing", "device_memory_gib", "examine", "Finding", "Pairing"]

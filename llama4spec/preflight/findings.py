@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from llama4spec.preflight.doctor import ERROR, WARNING, Finding
+from llama4spec.preflight.rule import ERROR, WARNING, Finding
 from llama4spec.preflight.memory import GIB, MemoryPlan
 from llama4spec.preflight.sources import ModelConfig
 

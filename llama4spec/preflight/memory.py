@@ -192,21 +192,7 @@ def memory_plan(cfg: Config, target: dict[str, Any], draft: dict[str, Any] | Non
     tquant = quantization(cfg.target.quantization, target)
     tparams = count.model(target, keep=not_converted(target, tquant))
     twb = weight_bytes(tparams, tquant, model_bytes)
-    dparams: count.Params | None = None
-    dwb = ddev = 0
-    if eagle:
-        # vLLM 0.32 shards an EAGLE head over the target's TP (draft_tensor_parallel_size has no effect);
-        # under pipeline parallelism it lives on the last stage and keeps its own token embedding.
-        dquant = quantization(None, draft)
-        dparams = count.eagle_draft(draft, method, target, keep=not_converted(draft, dquant), own_embedding=pp > 1)
-        dwb = weight_bytes(dparams, dquant, model_bytes)
-        ddev = weight_bytes(dparams, dquant, model_bytes, tp)
-    elif whole:
-        # vLLM 0.32 needs a draft model's TP to be the target's (draft_model.py): sharded the same way.
-        dquant = quantization(None, draft)
-        dparams = count.model(draft, keep=not_converted(draft, dquant))
-        dwb = weight_bytes(dparams, dquant, model_bytes)
-        ddev = weight_bytes(dparams, dquant, model_bytes, tp)
+    dparams, dwb, ddev = _draft_weights(method, target, draft, eagle, whole, model_bytes, tp, pp)
 
     length = m.max_model_len or t.get("max_position_embeddings") or 8192
     seqs = m.max_num_seqs or DEFAULT_NUM_SEQS
@@ -217,11 +203,7 @@ def memory_plan(cfg: Config, target: dict[str, Any], draft: dict[str, Any] | Non
     h = t["hidden_size"]
     ff = (t.get("intermediate_size_mlp") or t["intermediate_size"]) if not count.moe_layers(t) else 2 * t["intermediate_size"]
     activation = batched * model_bytes * (6 * h + 3 * ff // tp)
-    vocab = t["vocab_size"]
-    k = max_k(cfg.draft.lookahead_schedule, cfg.lookahead) if method else 0  # the largest k a step verifies
-    verify = seqs * (k + 1) * vocab * 4 * 2
-    if eagle or whole:
-        verify += seqs * (_text(draft).get("draft_vocab_size") or _text(draft).get("vocab_size") or vocab) * 4
+    verify = _verify_bytes(cfg, t, draft if eagle or whole else None, seqs)
     overhead = int(hw.runtime_overhead_gib * GIB)
     memory = int(device_memory_gib * GIB)
     util = m.gpu_memory_utilization if m.gpu_memory_utilization is not None else 0.92
@@ -253,6 +235,40 @@ def memory_plan(cfg: Config, target: dict[str, Any], draft: dict[str, Any] | Non
     )
     _verdict(plan, cfg)
     return plan
+
+
+def _draft_weights(method: str | None, target: dict[str, Any], draft: dict[str, Any] | None, eagle: bool,
+                   whole: bool, model_bytes: int, tp: int, pp: int) -> tuple[count.Params | None, int, int]:
+    """The draft's parameters, its weights' bytes and its bytes per device (an EAGLE head or a draft
+    model; None, 0, 0 without either)."""
+    dparams: count.Params | None = None
+    dwb = ddev = 0
+    if eagle:
+        # vLLM 0.32 shards an EAGLE head over the target's TP (draft_tensor_parallel_size has no effect);
+        # under pipeline parallelism it lives on the last stage and keeps its own token embedding.
+        dquant = quantization(None, draft)
+        dparams = count.eagle_draft(draft, method, target, keep=not_converted(draft, dquant), own_embedding=pp > 1)
+        dwb = weight_bytes(dparams, dquant, model_bytes)
+        ddev = weight_bytes(dparams, dquant, model_bytes, tp)
+    elif whole:
+        # vLLM 0.32 needs a draft model's TP to be the target's (draft_model.py): sharded the same way.
+        dquant = quantization(None, draft)
+        dparams = count.model(draft, keep=not_converted(draft, dquant))
+        dwb = weight_bytes(dparams, dquant, model_bytes)
+        ddev = weight_bytes(dparams, dquant, model_bytes, tp)
+    return dparams, dwb, ddev
+
+
+def _verify_bytes(cfg: Config, t: dict[str, Any], draft: dict[str, Any] | None, seqs: int) -> int:
+    """The logits of a verify step (the target's, over the largest k a step verifies), and the
+    draft's when it has logits of its own (``draft``: an EAGLE head's or a draft model's config)."""
+    method = cfg.draft.method
+    vocab = t["vocab_size"]
+    k = max_k(cfg.draft.lookahead_schedule, cfg.lookahead) if method else 0  # the largest k a step verifies
+    verify = seqs * (k + 1) * vocab * 4 * 2
+    if draft is not None:
+        verify += seqs * (_text(draft).get("draft_vocab_size") or _text(draft).get("vocab_size") or vocab) * 4
+    return verify
 
 
 def _verdict(plan: MemoryPlan, cfg: Config) -> None:

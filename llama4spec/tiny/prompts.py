@@ -14,7 +14,8 @@ words); with the perfect draft both accept everything.
 
 from __future__ import annotations
 
-from llama4spec.tiny.build import draft_successor, successor, word
+from llama4spec.tiny.weights import draft_successor
+from llama4spec.tiny.words import successor, word
 
 CLEAN_START = "clean_start"
 EARLY_MISS = "early_miss"

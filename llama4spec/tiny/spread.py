@@ -1,6 +1,6 @@
 """The spread tiny pair: a next-word distribution known exactly at every temperature (pure: numpy).
 
-The tiny models keep the residual stream one-hot (``tiny.build``), and the final RMSNorm scales
+The tiny models keep the residual stream one-hot (``tiny.weights``), and the final RMSNorm scales
 it by ``s = 1 / sqrt(1/256 + 1e-5)``, so a head column becomes the logits times ``1 / s``. The
 spread head puts ``(L + gap) / s`` on the successor ``succ(i)`` and ``L / s`` on a second word
 ``alt(i)``; the other 254 words keep logit 0 and carry under 2e-7 at T <= 1. At temperature T:

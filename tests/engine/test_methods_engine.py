@@ -20,7 +20,7 @@ import json
 import pytest
 
 from llama4spec.offline.prompts import builtin_prompts
-from llama4spec.tiny.build import successor
+from llama4spec.tiny.words import successor
 from tests import tiny_sim
 from tests.helpers import run_cli
 

@@ -202,7 +202,7 @@ def predicted() -> dict:
     """What one host serves for PROMPTS (greedy, k=3, the perfect draft): the successor chain of
     each prompt's last word, and the counters the simulation of greedy EAGLE (tests/tiny_sim.py)
     predicts; a one-host TP 2 server gave exactly these."""
-    from llama4spec.tiny.build import successor
+    from llama4spec.tiny.words import successor
     from llama4spec.tiny.prompts import last_token
     from tests import tiny_sim
 

@@ -13,7 +13,8 @@ import re
 import pytest
 
 from llama4spec.offline.prompts import builtin_prompts
-from llama4spec.tiny.build import draft_successor, successor
+from llama4spec.tiny.weights import draft_successor
+from llama4spec.tiny.words import successor
 from tests import tiny_sim
 from tests.helpers import run_cli
 

@@ -16,7 +16,7 @@ import pytest
 
 from llama4spec.config.compose import compose_config
 from llama4spec.preflight import ERROR, examine, pairing
-from llama4spec.tiny.build import successor
+from llama4spec.tiny.words import successor
 from llama4spec.tiny.words import FIRST_WORD, WORDS, word
 from tests.engine.conftest import K
 from tests.helpers import run_cli

@@ -55,14 +55,14 @@ def _reset_globals() -> None:
     from hydra.core.global_hydra import GlobalHydra
 
     from llama4spec.cli import common
-    from llama4spec.config import compose
+    from llama4spec.config import compose, group_trees
     from llama4spec.results import provenance
 
     if GlobalHydra.instance().is_initialized():
         GlobalHydra.instance().clear()
     common.set_verbosity(common.NORMAL)  # the one setting (runbook.progress), as at a fresh import
     compose._ATTEMPTS.clear()
-    compose._GROUP_TREES.clear()
+    group_trees.GROUP_TREES.clear()
     compose._COMPOSED.clear()
     provenance._FINGERPRINTS.clear()
     provenance._PLAIN.clear()

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from llama4spec.config import compose
+from llama4spec.config import compose, conf_dirs, group_trees
+from llama4spec.config.composed import Raw
+from llama4spec.config.schema import register
 from tests.helpers import REPO
 
 GROUPS = {
@@ -44,19 +46,19 @@ def _outcome(compose_fn, overrides: list[str]):
 
 
 def _registered() -> None:
-    compose.register()
-    compose._register_resolvers()
+    register()
+    conf_dirs.register_resolvers()
 
 
 def _in_full(overrides: list[str]):
     """One full Hydra composition, settings included (no memo): the reference."""
     _registered()
-    return compose._finish(*compose._tree_and_choices(list(overrides)), list(overrides))
+    return group_trees.finish(*group_trees.tree_and_choices(list(overrides)), list(overrides))
 
 
 def _memoised(overrides: list[str]):
     _registered()
-    return compose._compose(list(overrides), list(overrides))
+    return group_trees.compose(list(overrides), list(overrides))
 
 
 def _same(overrides: list[str]) -> None:
@@ -106,11 +108,11 @@ def test_the_memo_equals_a_full_composition_for_every_shipped_runbook() -> None:
 def test_a_sweep_composes_and_resolves_each_distinct_choice_of_groups_once(monkeypatch) -> None:
     trees: list[list[str]] = []
     resolved: list[list[str]] = []
-    real, real_finish = compose._tree_and_choices, compose._finish
-    monkeypatch.setattr(compose, "_GROUP_TREES", {})
+    real, real_finish = group_trees.tree_and_choices, group_trees.finish
+    monkeypatch.setattr(group_trees, "GROUP_TREES", {})
     monkeypatch.setattr(compose, "_COMPOSED", {})
-    monkeypatch.setattr(compose, "_tree_and_choices", lambda kept: trees.append(list(kept)) or real(kept))
-    monkeypatch.setattr(compose, "_finish", lambda cfg, choices, o: resolved.append(o) or real_finish(cfg, choices, o))
+    monkeypatch.setattr(group_trees, "tree_and_choices", lambda kept: trees.append(list(kept)) or real(kept))
+    monkeypatch.setattr(group_trees, "finish", lambda cfg, choices, o: resolved.append(o) or real_finish(cfg, choices, o))
     for k in (1, 2, 3, 5):
         for c in (1, 4):
             composed = compose.compose_config(["target=tiny", "draft=tiny_eagle", f"lookahead={k}",
@@ -169,14 +171,14 @@ def test_an_interpolation_that_reads_a_set_key_is_resolved_after_it(tmp_path: Pa
 def test_a_leaf_composition_makes_its_dictconfig_only_when_read() -> None:
     _registered()
     made = []
-    real = compose._Raw.get
-    c = compose._compose(["target=tiny", "lookahead=4"], ["target=tiny", "lookahead=4"])
+    real = Raw.get
+    c = group_trees.compose(["target=tiny", "lookahead=4"], ["target=tiny", "lookahead=4"])
     assert c.cfg.lookahead == 4 and c.containers()[0]["lookahead"] == 4 and c._raw._cfg is None
-    compose._Raw.get = lambda self: made.append(1) or real(self)
+    Raw.get = lambda self: made.append(1) or real(self)
     try:
         assert c.raw.lookahead == 4 and made == [1]
     finally:
-        compose._Raw.get = real
+        Raw.get = real
     # compose_config's copies share one read-only DictConfig; each has its own typed object
     a, b = compose.compose_config(["target=tiny", "lookahead=4"]), compose.compose_config(["target=tiny", "lookahead=4"])
     assert a.raw is b.raw and OmegaConf.is_readonly(a.raw) and a.cfg == b.cfg and a.cfg is not b.cfg

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from llama4spec.config.compose import ConfigError, compose_config, conf_dir, group_options
+from llama4spec.config.compose import ConfigError, compose_config, group_options
+from llama4spec.config.conf_dirs import conf_dir
 from llama4spec.config.validate import validate
 from llama4spec.engine.args import llm_kwargs, serve_argv, shell_line, speculative_config
 from tests.helpers import REPO, run_cli

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from llama4spec.cli import complete
-from llama4spec.config.compose import GROUPS, compose_config, conf_dir, group_options
+from llama4spec.config.compose import compose_config, group_options
+from llama4spec.config.conf_dirs import GROUPS, conf_dir
 from llama4spec.config.validate import validate
 
 

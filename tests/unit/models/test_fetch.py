@@ -271,13 +271,14 @@ def test_model_revisions_reads_the_cache_without_network(hf_home: Path, tmp_path
 def test_offline_record_carries_the_commits(hf_home: Path, monkeypatch):
     from llama4spec.config.compose import compose_config
     from llama4spec.offline.prompts import Prompts
-    from llama4spec.offline.run import EngineRun, _run_record
+    from llama4spec.offline.outcome import EngineRun
+    from llama4spec.offline.record import run_record
     from llama4spec.results.acceptance import RunStats
 
     monkeypatch.setenv("HF_HUB_CACHE", str(hf_home / "hub"))
     composed = compose_config([f"target.model={ORG}/llama", "draft=none"])
     run = EngineRun("no draft", RunStats(4, None, None, 1.0), [[1, 2]], ["w4 w5"], 0.5)
-    record = _run_record(composed, Prompts(["w4"], {"kind": "builtin"}), [run], None)
+    record = run_record(composed, Prompts(["w4"], {"kind": "builtin"}), [run], None)
     assert record.models == {"target": {"model": f"{ORG}/llama", "revision": None, "commit": MAIN}}
 
 

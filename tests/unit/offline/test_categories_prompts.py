@@ -11,8 +11,9 @@ import pytest
 from llama4spec.config.schema import DatasetConfig
 from llama4spec.errors import UserError
 from llama4spec.offline.prompts import UNCATEGORISED, Prompts, builtin_items, builtin_prompts, load_prompts
-from llama4spec.tiny.build import WRONG_TOKENS, successor
 from llama4spec.tiny.prompts import CATEGORIES, CLEAN_SPAN, category_of, last_token
+from llama4spec.tiny.weights import WRONG_TOKENS
+from llama4spec.tiny.words import successor
 from tests import tiny_sim
 
 
@@ -30,7 +31,7 @@ def test_builtin_items_are_the_builtin_prompts_with_a_category() -> None:
 
 def test_the_imperfect_draft_accepts_more_on_clean_starts() -> None:
     """Over every word the tiny target can continue from, and at several lengths and lookaheads."""
-    from llama4spec.tiny.build import WORDS
+    from llama4spec.tiny.words import WORDS
 
     for max_tokens, k in ((16, 3), (64, 3), (64, 5)):
         length = {}
@@ -90,7 +91,8 @@ def test_prompts_without_categories_are_one_group() -> None:
 
 def test_category_stats_and_record_of_an_engine_run() -> None:
     from llama4spec.config.compose import compose_config
-    from llama4spec.offline.run import EngineRun, category_stats
+    from llama4spec.offline.outcome import EngineRun
+    from llama4spec.offline.stats import category_stats
     from llama4spec.results.acceptance import AcceptanceCounters, RunStats
     from llama4spec.results.offline_record import CategoryRun, Stats
 

@@ -19,7 +19,9 @@ from llama4spec.config.compose import compose_config
 from llama4spec.offline import run as offline_run
 from llama4spec.offline.prompts import Prompts, load_prompts
 from llama4spec.offline.display import OfflineDisplay
-from llama4spec.offline.run import EngineRun, _run_record, run_offline
+from llama4spec.offline.outcome import EngineRun
+from llama4spec.offline.record import run_record
+from llama4spec.offline.run import run_offline
 from llama4spec.results.acceptance import AcceptanceCounters, RunStats
 from llama4spec.results.offline_record import CategoryRun
 from llama4spec.results.provenance import model_revisions, public_config, versions
@@ -122,7 +124,7 @@ def test_the_record_is_what_the_dict_was(case: str, fixed_time, tmp_path: Path) 
     composed = compose_config(overrides)
     prompts = Prompts(["w4", "w8"], {"kind": "builtin", "num_prompts": 2})
     old = _old_run_record(composed, prompts, runs, identical)
-    record = _run_record(composed, prompts, runs, identical)
+    record = run_record(composed, prompts, runs, identical)
     assert record.to_dict() == old
     assert json.dumps(record.to_dict(), indent=2) == json.dumps(old, indent=2)  # the same keys in the same order
     record.write(tmp_path / "run" / "record.json")
@@ -132,7 +134,7 @@ def test_the_record_is_what_the_dict_was(case: str, fixed_time, tmp_path: Path) 
 
 def test_the_record_keys_in_order(fixed_time) -> None:
     runs, identical, overrides = CASES["baseline, by category, outputs differ"]
-    data = _run_record(compose_config(overrides), Prompts(["w4"], {"kind": "builtin"}), runs, identical).to_dict()
+    data = run_record(compose_config(overrides), Prompts(["w4"], {"kind": "builtin"}), runs, identical).to_dict()
     assert list(data) == ["kind", "created", "versions", "models", "overrides", "choices", "config", "prompts",
                           "timings", "async_scheduling", "output_tokens_per_s", "stats", "outputs", "baseline",
                           "speedup", "outputs_identical", "async_scheduling_pinned", "async_scheduling_match"]

@@ -7,7 +7,8 @@ from rich.console import Console
 from llama4spec.offline import display as report
 from llama4spec.config.compose import compose_config
 from llama4spec.results.acceptance import AcceptanceCounters, RunStats
-from llama4spec.offline.run import first_difference, without_draft
+from llama4spec.offline.run import without_draft
+from llama4spec.offline.stats import first_difference
 
 
 def test_first_difference():
@@ -83,7 +84,7 @@ def test_the_temperature_table_has_a_row_per_temperature():
 
 
 def test_the_spread_pair_brings_its_exact_rates_and_no_other_pair_does():
-    from llama4spec.offline.run import exact_rates
+    from llama4spec.offline.stats import exact_rates
     from llama4spec.tiny import spread
 
     cfg = compose_config(["target=tiny_spread", "lookahead=2"]).cfg

@@ -3,7 +3,7 @@ lists this file among its paths). Vulture reads this file; nothing imports or ru
 name, ``_.name`` with the reason; test_dead_code.py checks that vulture would report each of them."""
 
 _.completer  # argcomplete reads the completer of each argparse action (cli/complete.py)
-_.post_processor  # a tokenizers.Tokenizer property: set in tiny/build.py, read by the tokenizers library
+_.post_processor  # a tokenizers.Tokenizer property: set in tiny/weights.py, read by the tokenizers library
 _.pre_tokenizer  # likewise
 _.MAX_NUM_TOKENS  # engine/cpu_fix.py: vLLM's kernel dispatcher passes the kernel's launch constant by name
 _._expand_kernel_impl  # engine/cpu_fix.py sets it on vLLM's cpu_triton_utils, which vLLM's CPU platform reads

@@ -14,8 +14,9 @@ import pytest
 from llama4spec.config.compose import compose_config
 from llama4spec.errors import UserError
 from llama4spec.preflight import examine, hfconfig, pairing, values
-from llama4spec.preflight.doctor import ERROR, INFO, Pairing, transformers_config
+from llama4spec.preflight.file_checks import transformers_config
 from llama4spec.preflight.memory import memory_plan, suggest
+from llama4spec.preflight.rule import ERROR, INFO, Pairing
 from llama4spec.preflight.sources import KNOWN_DIR, ModelConfig
 from tests.helpers import DROP, REPO, edited
 

@@ -21,8 +21,9 @@ import pytest
 
 from llama4spec.config.compose import compose_config
 from llama4spec.preflight import count
-from llama4spec.preflight.doctor import WARNING, Pairing, eagle_draft_tp
 from llama4spec.preflight.memory import memory_plan, pp_stages
+from llama4spec.preflight.rule import WARNING, Pairing
+from llama4spec.preflight.setting_rules import eagle_draft_tp
 from llama4spec.preflight.sources import KNOWN_DIR, ModelConfig
 
 H100 = 79.19

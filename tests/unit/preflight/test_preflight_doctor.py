@@ -11,8 +11,9 @@ import pytest
 
 from llama4spec.config.compose import compose_config
 from llama4spec.preflight import gate, pairing
-from llama4spec.preflight.doctor import ERROR, INFO, RULES, WARNING, examine
+from llama4spec.preflight.doctor import RULES, examine
 from llama4spec.preflight.kvcache import FORCE_HYBRID
+from llama4spec.preflight.rule import ERROR, INFO, WARNING
 from llama4spec.errors import UserError
 from tests.helpers import DROP, edited, run_cli
 

@@ -182,7 +182,7 @@ def test_tiny_weights_match_safetensors(tiny_dir):
     plan = make_plan(cfg, p.target.config, p.draft.config, device_memory_gib(cfg))
     assert plan.target_weights == tensor_bytes(tiny_dir / "target" / "model.safetensors")
     assert plan.draft_weights == tensor_bytes(tiny_dir / "draft" / "model.safetensors")
-    from llama4spec.tiny import build as tiny
+    from llama4spec.tiny import weights as tiny
 
     # every attention layer (the target's and the draft's one) x K and V x KV heads x head dim x 4 bytes
     assert plan.kv_per_token_target == tiny.LAYERS * 2 * tiny.KV_HEADS * tiny.HEAD_DIM * 4

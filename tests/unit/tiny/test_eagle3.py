@@ -10,8 +10,9 @@ import pytest
 
 from llama4spec.offline.prompts import builtin_prompts
 from llama4spec.tiny import build as tiny
-from llama4spec.tiny import eagle3
+from llama4spec.tiny import eagle3, words
 from llama4spec.tiny.prompts import last_token
+from llama4spec.tiny.weights import draft_successor
 from tests import tiny_sim
 
 K = 3
@@ -28,7 +29,7 @@ def heads(tmp_path_factory):
 
 def _aux(token: int) -> list[np.ndarray]:
     """The tiny target's auxiliary states at a position holding ``token``: its one-hot embedding, after every layer."""
-    return [np.eye(tiny.VOCAB, dtype=np.float32)[token]] * len(eagle3.AUX_LAYERS)
+    return [np.eye(words.VOCAB, dtype=np.float32)[token]] * len(eagle3.AUX_LAYERS)
 
 
 def _rms_norm(x: np.ndarray) -> np.ndarray:
@@ -72,29 +73,29 @@ def test_config_is_what_vllms_eagle3_head_reads(heads):
 
 def test_perfect_head_walks_the_successor_chain(heads):
     _, weights = heads["draft_eagle3"]
-    for x in range(tiny.VOCAB):
-        want, y = [], tiny.successor(x)  # y: the token the target samples after x
+    for x in range(words.VOCAB):
+        want, y = [], words.successor(x)  # y: the token the target samples after x
         for _ in range(5):
-            y = tiny.successor(y)
+            y = words.successor(y)
             want.append(y)
         assert _proposals(weights, x, 5) == want
 
 
 def test_imperfect_head_is_wrong_where_the_imperfect_draft_is(heads):
     _, weights = heads["draft_eagle3_imperfect"]
-    for x in range(tiny.VOCAB):
-        sampled = tiny.successor(x)
-        assert _proposals(weights, x, 1) == [tiny.draft_successor(sampled, imperfect=True)]
+    for x in range(words.VOCAB):
+        sampled = words.successor(x)
+        assert _proposals(weights, x, 1) == [draft_successor(sampled, imperfect=True)]
 
 
 def _simulate(weights, prompt: str, max_tokens: int) -> tuple[int, list[int]]:
     """Greedy verification with the head's own proposals (vLLM's counting, as tests/tiny_sim.py)."""
-    before, out = last_token(prompt), [tiny.successor(last_token(prompt))]
+    before, out = last_token(prompt), [words.successor(last_token(prompt))]
     steps, per_pos = 0, [0] * K
     while len(out) < max_tokens:
         proposals = _proposals(weights, before, K)
         accepted, x = 0, out[-1]
-        while accepted < K and proposals[accepted] == tiny.successor(x):
+        while accepted < K and proposals[accepted] == words.successor(x):
             x = proposals[accepted]
             accepted += 1
         steps += 1
@@ -102,7 +103,7 @@ def _simulate(weights, prompt: str, max_tokens: int) -> tuple[int, list[int]]:
             per_pos[j] += 1
         for _ in range(accepted + 1):
             before = out[-1]
-            out.append(tiny.successor(out[-1]))
+            out.append(words.successor(out[-1]))
     return steps, per_pos
 
 

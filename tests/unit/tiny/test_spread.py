@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llama4spec.tiny import build, spread
+from llama4spec.tiny import spread, words
 
 
 def test_alternative_is_an_ordinary_word_beside_the_successor():
-    for i in range(build.VOCAB):
-        assert spread.alternative(i) >= build.FIRST_WORD and spread.alternative(i) != build.successor(i)
+    for i in range(words.VOCAB):
+        assert spread.alternative(i) >= words.FIRST_WORD and spread.alternative(i) != words.successor(i)
 
 
 @pytest.mark.parametrize("temperature,rates,length", [
@@ -39,7 +39,7 @@ def test_probabilistic_drafting_accepts_one_minus_the_total_variation():
 
 def test_the_other_words_carry_almost_nothing():
     p = spread.probabilities(spread.TARGET_GAP, 1.0)
-    top = p[[build.successor(100), spread.alternative(100)]]
+    top = p[[words.successor(100), spread.alternative(100)]]
     assert 0 < 1 - top.sum() < 2e-7
 
 
@@ -50,5 +50,5 @@ def test_the_built_heads_are_the_spread_heads(tiny_dir):
     draft = load_file(str(tiny_dir / "draft_spread" / "model.safetensors"))["lm_head.weight"]
     assert np.array_equal(target, spread.head(spread.TARGET_GAP))
     assert np.array_equal(draft, spread.head(spread.DRAFT_GAP))
-    for i in range(build.VOCAB):  # greedy output and greedy drafting stay the successor chain
-        assert target[:, i].argmax() == draft[:, i].argmax() == build.successor(i)
+    for i in range(words.VOCAB):  # greedy output and greedy drafting stay the successor chain
+        assert target[:, i].argmax() == draft[:, i].argmax() == words.successor(i)

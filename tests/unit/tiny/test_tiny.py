@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from llama4spec.tiny import build as tiny
+from llama4spec.tiny import weights, words
 
 def _digest(root: Path) -> dict[str, str]:
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
@@ -28,13 +29,13 @@ def test_every_word_round_trips(tiny_dir):
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(tiny_dir / "target"))
-    for i in tiny.WORDS:
-        ids = tok.encode(tiny.word(i), add_special_tokens=False)
+    for i in words.WORDS:
+        ids = tok.encode(words.word(i), add_special_tokens=False)
         assert ids == [i]
-        assert tok.decode(ids) == tiny.word(i)
-    text = " ".join(tiny.word(i) for i in tiny.WORDS)
+        assert tok.decode(ids) == words.word(i)
+    text = " ".join(words.word(i) for i in words.WORDS)
     assert tok.decode(tok.encode(text, add_special_tokens=False)) == text
-    assert tok.encode("w10 w11")[0] == tiny.BOS
+    assert tok.encode("w10 w11")[0] == words.BOS
 
 
 def test_draft_config_has_what_vllm_needs(tiny_dir):
@@ -53,13 +54,13 @@ def test_weights_encode_the_successor_maps(tiny_dir):
     perfect = load_file(str(tiny_dir / "draft" / "model.safetensors"))
     imperfect = load_file(str(tiny_dir / "draft_imperfect" / "model.safetensors"))
     assert not any(k.startswith("model.") for k in perfect)
-    for i in range(tiny.VOCAB):
-        assert target["lm_head.weight"][:, i].argmax() == tiny.successor(i)
-        assert perfect["lm_head.weight"][:, i].argmax() == tiny.successor(i)
-        assert imperfect["lm_head.weight"][:, i].argmax() == tiny.draft_successor(i, imperfect=True)
-    wrong = [i for i in tiny.WORDS if tiny.draft_successor(i, True) != tiny.successor(i)]
-    assert wrong == sorted(tiny.WRONG_TOKENS) and 0 < len(wrong) < len(tiny.WORDS)
-    assert all(tiny.successor(i) >= tiny.FIRST_WORD for i in range(tiny.VOCAB))  # never EOS
+    for i in range(words.VOCAB):
+        assert target["lm_head.weight"][:, i].argmax() == words.successor(i)
+        assert perfect["lm_head.weight"][:, i].argmax() == words.successor(i)
+        assert imperfect["lm_head.weight"][:, i].argmax() == weights.draft_successor(i, imperfect=True)
+    wrong = [i for i in words.WORDS if weights.draft_successor(i, True) != words.successor(i)]
+    assert wrong == sorted(weights.WRONG_TOKENS) and 0 < len(wrong) < len(words.WORDS)
+    assert all(words.successor(i) >= words.FIRST_WORD for i in range(words.VOCAB))  # never EOS
 
 
 def test_the_spread_pair_is_built_beside_the_others(tmp_path):

@@ -11,6 +11,7 @@ import pytest
 
 from llama4spec.errors import UserError
 from llama4spec.tiny import build as tiny
+from llama4spec.tiny.marker import MARKER, REQUIRED, is_complete
 from llama4spec.tiny.paths import TINY_VERSION, tiny_root
 
 
@@ -44,10 +45,10 @@ def _one_line(err: pytest.ExceptionInfo) -> str:
 
 
 def _assert_cache(root: Path) -> None:
-    assert tiny.is_complete(root)
-    marker = json.loads((root / tiny.MARKER).read_text())
+    assert is_complete(root)
+    marker = json.loads((root / MARKER).read_text())
     assert marker["version"] == TINY_VERSION and marker["written_by"] == "llama4spec"
-    assert set(tiny.REQUIRED) <= set(marker["files"])
+    assert set(REQUIRED) <= set(marker["files"])
 
 
 @pytest.fixture
@@ -126,13 +127,13 @@ def test_old_version_cache_written_by_the_tool_is_replaced(tmp_path, monkeypatch
     old = {"target/config.json": b"{}\n", "target/old_only.bin": b"\x00\x01", "VERSION": b"v1\n"}
     for rel, data in old.items():
         (root / rel).write_bytes(data)
-    marker = json.loads((root / tiny.MARKER).read_text())
+    marker = json.loads((root / MARKER).read_text())
     marker["version"] = "v1"
     marker["files"] = {rel: hashlib.sha256((root / rel).read_bytes()).hexdigest() for rel in marker["files"]} | {
         rel: hashlib.sha256(data).hexdigest() for rel, data in old.items()
     }
-    (root / tiny.MARKER).write_text(json.dumps(marker))
-    assert not tiny.is_complete(root)
+    (root / MARKER).write_text(json.dumps(marker))
+    assert not is_complete(root)
     monkeypatch.setenv("LLAMA4SPEC_TINY_DIR", str(root))
     assert tiny.ensure_built() == root
     _assert_cache(root)
@@ -144,8 +145,8 @@ def test_old_version_cache_written_by_the_tool_is_replaced(tmp_path, monkeypatch
 def test_old_cache_with_a_user_file_added_is_refused(tmp_path, monkeypatch):
     root = tmp_path / "tiny"
     tiny.build_into(root)
-    marker = json.loads((root / tiny.MARKER).read_text())
-    (root / tiny.MARKER).write_text(json.dumps(marker | {"version": "v1"}))
+    marker = json.loads((root / MARKER).read_text())
+    (root / MARKER).write_text(json.dumps(marker | {"version": "v1"}))
     (root / "draft" / "my_notes.txt").write_text("keep me\n")
     before = _snapshot(root)
     monkeypatch.setenv("LLAMA4SPEC_TINY_DIR", str(root))
@@ -158,8 +159,8 @@ def test_old_cache_with_a_user_file_added_is_refused(tmp_path, monkeypatch):
 def test_old_cache_with_a_changed_file_is_refused(tmp_path, monkeypatch):
     root = tmp_path / "tiny"
     tiny.build_into(root)
-    marker = json.loads((root / tiny.MARKER).read_text())
-    (root / tiny.MARKER).write_text(json.dumps(marker | {"version": "v1"}))
+    marker = json.loads((root / MARKER).read_text())
+    (root / MARKER).write_text(json.dumps(marker | {"version": "v1"}))
     (root / "target" / "config.json").write_text("edited by hand\n")
     before = _snapshot(root)
     with pytest.raises(UserError):
@@ -169,7 +170,7 @@ def test_old_cache_with_a_changed_file_is_refused(tmp_path, monkeypatch):
 
 def test_forged_marker_does_not_make_a_dir_deletable(tmp_path, monkeypatch):
     root = _user_dir(tmp_path / "mine")
-    (root / tiny.MARKER).write_text(json.dumps({"written_by": "llama4spec", "version": "v0", "files": {}}))
+    (root / MARKER).write_text(json.dumps({"written_by": "llama4spec", "version": "v0", "files": {}}))
     before = _snapshot(root)
     monkeypatch.setenv("LLAMA4SPEC_TINY_DIR", str(root))
     with pytest.raises(UserError):
@@ -253,8 +254,8 @@ def test_tiny_models_with_force_leaves_foreign_files_intact(tmp_path):
     assert tiny.build_into(root, force=True) == root  # again: only its own files rewritten
     assert {k: v for k, v in _snapshot(root).items() if k in before} == before
     # The marker covers only llama4spec's files, so the cache can never be "replaced" wholesale.
-    marker = json.loads((root / tiny.MARKER).read_text())
-    (root / tiny.MARKER).write_text(json.dumps(marker | {"version": "v1"}))
+    marker = json.loads((root / MARKER).read_text())
+    (root / MARKER).write_text(json.dumps(marker | {"version": "v1"}))
     with pytest.raises(UserError):
         tiny.ensure_built(root)
     assert {k: v for k, v in _snapshot(root).items() if k in before} == before
@@ -294,8 +295,8 @@ def test_unmarked_earlier_build_is_accepted_when_bytes_match(tmp_path):
     """A pair built before the marker existed: identical bytes, so rewriting changes nothing."""
     root = tmp_path / "legacy"
     tiny.build_into(root)
-    (root / tiny.MARKER).unlink()
-    assert tiny.is_complete(root)
+    (root / MARKER).unlink()
+    assert is_complete(root)
     assert tiny.ensure_built(root) == root  # reused as it is
     tiny.build_into(root)
     _assert_cache(root)

@@ -142,8 +142,8 @@ def group_plan(plan: Plan, run_dir: Path, name: str, overrides: list[str], port:
 
 
 def record(run_dir: Path, name: str, data: dict[str, Any]) -> None:
-    """job.json of group ``name``, checked through its model (``launch.job_record``) first."""
-    from llama4spec.launch.job_record import checked
+    """job.json of group ``name``, checked through its model (``records.job``) first."""
+    from llama4spec.records.job import checked
 
     path = group_dir(run_dir, name) / JOB_RECORD
     checked(data, plain(str(path)))

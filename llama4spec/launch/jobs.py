@@ -47,9 +47,9 @@ def group_status(run_dir: Path, group: str) -> str | None:
 
 
 def group_where(run_dir: Path, group: str) -> dict[str, Any]:
-    """job.json of a group through its model (``launch.job_record``): where it ran (node, devices,
+    """job.json of a group through its model (``records.job``): where it ran (node, devices,
     start and end); empty without one, or with one this tool did not write."""
-    from llama4spec.launch.job_record import job_or_problem
+    from llama4spec.records.job import job_or_problem
 
     job, _ = job_or_problem(group_dir(run_dir, group) / "job.json")
     if job is None:

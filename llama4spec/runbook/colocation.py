@@ -52,7 +52,7 @@ def read_spans(run_dir: Path) -> list[Span]:
     """The spans of every group under ``run_dir/groups/`` with a readable job.json."""
     from llama4spec.errors import UserError
     from llama4spec.files import Expect, json_or_none
-    from llama4spec.launch.job_record import checked
+    from llama4spec.records.job import checked
 
     job = Expect("job record", "it is not a record this tool wrote", MAX_JOB_BYTES)
     out = []

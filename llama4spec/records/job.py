@@ -1,7 +1,8 @@
 """job.json: where a server group's job ran (``<RUN_DIR>/groups/<group>/job.json``). The group's own
 command writes it through ``JobRecord`` when it starts and when it ends (``launch.group.record``);
 the launcher (``launch.jobs.group_where``: node, devices, times) and the co-location of a report
-(``runbook.colocation``) read it back through ``read``."""
+(``runbook.colocation``) read it back through ``read``. The model lies here, below both (the
+runbook may not import the launchers)."""
 
 from __future__ import annotations
 

@@ -114,9 +114,9 @@ def environment_or_problem(path: Path) -> tuple[EnvironmentRecord | None, str | 
         return None, str(err)
 
 
-HOST = register(Entry("host.json", HostRecord, "llama4spec.host/1",
+register(Entry("host.json", HostRecord, "llama4spec.host/1",
                       "versions, the host and the models' commits: `run` writes it; report.html, `regress`, "
                       "`report` and the launchers read it", read_host))
-ENVIRONMENT = register(Entry("environment.json", EnvironmentRecord, "llama4spec.environment/1",
+register(Entry("environment.json", EnvironmentRecord, "llama4spec.environment/1",
                              "the run's environment variables: `run` writes it; report.html and `regress` read it",
                              read_environment))

@@ -68,6 +68,6 @@ def job_or_problem(path: Path) -> tuple[JobRecord | None, str | None]:
         return None, str(err)
 
 
-ENTRY = register(Entry("groups/<group>/job.json", JobRecord, "llama4spec.job/1",
+register(Entry("groups/<group>/job.json", JobRecord, "llama4spec.job/1",
                        "where a server group's job ran: the group's command writes it; the launcher and report's "
                        "co-location read it", read))

@@ -123,6 +123,6 @@ def plan_or_problem(path: Path) -> tuple[PlanRecord | None, str | None]:
         return None, str(err)
 
 
-ENTRY = register(Entry("plan.json", PlanRecord, "llama4spec.plan/1",
+register(Entry("plan.json", PlanRecord, "llama4spec.plan/1",
                        "the run's planned steps: `run` writes it, `report`, `--resume` and the launchers read it",
                        read))

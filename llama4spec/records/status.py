@@ -112,6 +112,6 @@ def read(path: Path) -> StatusRecord:
     return checked(read_json(Path(path)), plain(str(path)))
 
 
-ENTRY = register(Entry("status.json", StatusRecord, "llama4spec.status/1",
+register(Entry("status.json", StatusRecord, "llama4spec.status/1",
                        "the run's status, steps, comparisons and jobs: `run`, `report` and the launchers write it; "
                        "`--resume`, `report` and `cancel` read it", read))

@@ -66,10 +66,6 @@ class Source:
         return {str(s.get("id")): str(s.get("kind")) for s in self.plan}
 
 
-def _json(path: Path) -> Any:
-    return json_or_none(path)[0]
-
-
 def load(run_dir: Path) -> Source:
     """A run directory's records, checked as planning checks its input; UserError naming the fix
     when it is none (one line)."""

@@ -17,3 +17,8 @@ _.prompt_sha256  # likewise
 _.prompt_items  # tiny/contrast.py: the generator of the shipped conf/dataset/prompts/tiny_contrast.jsonl (tests/unit/tiny/test_contrast.py checks the file against it)
 _.reports  # analysis/page.py RunPage.reports: read by the page template (templates/report.html.j2: page.reports)
 _.mean_ttft_ms  # likewise
+_.resumed  # records/status.py: a field of status.json's model (its published schema), checked where read
+_.rebuilt  # likewise
+_.merged_from  # likewise
+_.submit_seconds  # likewise
+_.slurm_job_id  # records/job.py: a field of job.json's model (its published schema), checked where read

@@ -299,11 +299,11 @@ def refuse_unrelated(sources: list[Source]) -> None:
                             f"{shown(theirs)}); merge only runs of one runbook, or report each on its own")
     kinds: dict[str, tuple[str, Source]] = {}
     for s in sources:
-        for sid, kind in s.kinds().items():
-            seen = kinds.setdefault(sid, (kind, s))
-            if seen[0] != kind:
+        for sid, its in s.kinds().items():
+            seen = kinds.setdefault(sid, (its, s))
+            if seen[0] != its:
                 raise UserError(f"step '{sid}' is a {plain(seen[0], 40)} step in {where(seen[1])} and a "
-                                f"{plain(kind, 40)} step in {where(s)}; merge only runs of one runbook, or report "
+                                f"{plain(its, 40)} step in {where(s)}; merge only runs of one runbook, or report "
                                 f"each on its own")
 
 

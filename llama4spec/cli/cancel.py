@@ -14,22 +14,24 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from llama4spec.files import json_or_none, write_json
+    from llama4spec.files import json_or_none, plain, write_json
     from llama4spec.launch import jobs as J, slurm
-    from llama4spec.runbook.rundir import STATUS, status_problem
+    from llama4spec.records.status import checked
+    from llama4spec.runbook.rundir import STATUS
 
     path = args.run_dir / STATUS
     status, problem = json_or_none(path)
-    problem = problem or (status_problem(status, str(path)) if status is not None else None)
-    if status is None or problem is not None:
-        raise UserError(f"{problem or f'{args.run_dir}: no {STATUS} there'}; give the run directory "
-                        f"`llama4spec run ... --launcher slurm` printed")
-    if status.get("launcher") != "slurm":
+    fix = "give the run directory `llama4spec run ... --launcher slurm` printed"
+    if status is None:
+        raise UserError(f"{problem or f'{args.run_dir}: no {STATUS} there'}; {fix}")
+    try:
+        record = checked(status, plain(str(path)))
+    except UserError as err:
+        raise UserError(f"{err}; {fix}") from None
+    if record.launcher != "slurm":
         raise UserError(f"{args.run_dir}: not a run submitted to Slurm (llama4spec run ... --launcher slurm); "
                         f"nothing to cancel")
-    if not all(isinstance(j, dict) for j in status.get("jobs", [])):
-        raise UserError(f"{path}: a job that is not a mapping; it is not a record this tool wrote")
-    jobs = [J.Job.from_record(j) for j in status.get("jobs", [])]
+    jobs = [J.Job.from_entry(j) for j in record.jobs]
     live = [j for j in jobs if j.state not in J.FINAL and j.job_id != "-"]
     if not live:
         say("no pending or running job in this run")

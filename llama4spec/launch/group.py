@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 
 from llama4spec.engine.devices import cpu_bind
 from llama4spec.launch.devices import hostnames_inline, hosts_override, job_cpus
-from llama4spec.files import json_or_none, write_json
+from llama4spec.files import plain, write_json
 from llama4spec.runbook.groups import Group, find, group_dir, group_runbook, only_group, plan_groups, rebase
 from llama4spec.runbook.plan import Plan, make_plan
 
@@ -31,9 +31,11 @@ def free_port(host: str) -> int:
 
 def recorded_port(run_dir: Path, group: str) -> int | None:
     """The port an earlier group's server used, from its plan.json."""
-    steps, _ = json_or_none(group_dir(run_dir, group) / "plan.json")
-    url = next((s.get("url") for s in steps if isinstance(s, dict) and s.get("id") == group), None) \
-        if isinstance(steps, list) else None
+    from llama4spec.records.plan import plan_or_problem
+
+    record, _ = plan_or_problem(group_dir(run_dir, group) / "plan.json")  # none, or damaged: a new port
+    step = record.step(group) if record is not None else None
+    url = step.url if step is not None else None
     try:
         port = int(url.rsplit(":", 1)[1].split("/")[0]) if isinstance(url, str) else None
     except (ValueError, IndexError):
@@ -140,7 +142,11 @@ def group_plan(plan: Plan, run_dir: Path, name: str, overrides: list[str], port:
 
 
 def record(run_dir: Path, name: str, data: dict[str, Any]) -> None:
+    """job.json of group ``name``, checked through its model (``records.job``) first."""
+    from llama4spec.records.job import checked
+
     path = group_dir(run_dir, name) / JOB_RECORD
+    checked(data, plain(str(path)))
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, data)
 

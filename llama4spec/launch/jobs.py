@@ -6,10 +6,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llama4spec.errors import UserError
-from llama4spec.files import json_or_none, shown
 from llama4spec.runbook.groups import group_dir
-from llama4spec.runbook.rundir import STATUS, is_step_id, read_status
+from llama4spec.runbook.rundir import read_status
 from llama4spec.serving.process import log_tail
 
 PENDING, RUNNING, DONE, FAILED, CANCELLED, SKIPPED = "pending", "running", "done", "failed", "cancelled", "skipped"
@@ -35,21 +33,11 @@ class Job:
         return asdict(self)
 
     @classmethod
-    def from_record(cls, data: dict[str, Any]) -> "Job":
-        """A job read back from status.json: every field of its type (text, or a mapping of text for
-        ``devices``); a value of another type is left at its default. UserError without a group name."""
-        kept: dict[str, Any] = {}
-        for name in cls.__dataclass_fields__:
-            value = data.get(name)
-            if name == "devices":
-                if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
-                    kept[name] = {str(k): v for k, v in value.items()}
-            elif isinstance(value, str) and len(value) <= MAX_FIELD and value.isprintable():
-                kept[name] = value
-        if not is_step_id(kept.get("group")):
-            raise UserError(f"a job without a valid group name ({shown(data.get('group'))}) in {STATUS}; "
-                            f"it is not a record this tool wrote")
-        return cls(**{"job_id": "-", "shape": "-", **kept})
+    def from_entry(cls, entry: Any) -> "Job":
+        """A job read back from status.json through its model (``records.status.JobEntry``)."""
+        return cls(group=entry.group, job_id=entry.job_id, shape=entry.shape, state=entry.state, node=entry.node,
+                   devices=dict(entry.devices), start=entry.start, end=entry.end, log=entry.log,
+                   err_log=entry.err_log, reason=entry.reason)
 
 
 def group_status(run_dir: Path, group: str) -> str | None:
@@ -59,15 +47,17 @@ def group_status(run_dir: Path, group: str) -> str | None:
 
 
 def group_where(run_dir: Path, group: str) -> dict[str, Any]:
-    """job.json of a group: where it ran (node, devices, start and end), each of its type."""
-    data, _ = json_or_none(group_dir(run_dir, group) / "job.json")
-    if not isinstance(data, dict):
+    """job.json of a group through its model (``records.job``): where it ran (node, devices,
+    start and end); empty without one, or with one this tool did not write."""
+    from llama4spec.records.job import job_or_problem
+
+    job, _ = job_or_problem(group_dir(run_dir, group) / "job.json")
+    if job is None:
         return {}
-    out: dict[str, Any] = {k: data[k] for k in ("node", "started", "finished", "status")
-                           if isinstance(data.get(k), str) and len(data[k]) <= MAX_FIELD}
-    devices = data.get("devices")
-    if isinstance(devices, dict) and all(isinstance(v, str) for v in devices.values()):
-        out["devices"] = {str(k): v for k, v in devices.items()}
+    out: dict[str, Any] = {k: v for k, v in (("node", job.node), ("started", job.started),
+                                             ("finished", job.finished), ("status", job.status)) if v is not None}
+    if job.devices:
+        out["devices"] = dict(job.devices)
     return out
 
 

@@ -245,9 +245,10 @@ def submit(opts: RunOptions, plan, here: Here) -> int:
         raise UserError(f"a step run before the groups failed; see {run_dir / 'summary.md'}")
     from llama4spec.runbook.rundir import read_status
 
-    earlier = (read_status(run_dir) or {}) if opts.resume is not None else {}
-    old_jobs = {j["group"]: J.Job.from_record(j) for j in earlier.get("jobs", [])
-                if isinstance(j, dict) and is_step_id(j.get("group"))}
+    from llama4spec.records.status import checked
+
+    earlier = read_status(run_dir) if opts.resume is not None else None  # read through its model
+    old_jobs = {j.group: J.Job.from_entry(j) for j in checked(earlier, str(run_dir)).jobs} if earlier else {}
     finished = {g.name for g in groups if J.group_status(run_dir, g.name) == "done"}
     todo = [g for g in groups if g.name not in finished]
     status: dict[str, Any] = {
@@ -422,18 +423,14 @@ def wait(launcher: Launcher, kept, plan, status, here: Here) -> None:
 
 def node_types(run_dir: Path, groups: list[str]) -> dict[str, list[str]]:
     """Node type (GPUs, else CPU model) -> the groups that ran on it, from each group's host.json."""
-    from llama4spec.files import json_or_none
+    from llama4spec.records.host import host_or_problem
 
     found: dict[str, list[str]] = {}
     for name in groups:
-        data, _ = json_or_none(run_dir / "groups" / name / "host.json")
-        host = data.get("host") if isinstance(data, dict) else None
-        if not isinstance(host, dict):
-            continue
-        gpus = host.get("gpus") if isinstance(host.get("gpus"), list) else []
-        cpu = host.get("cpu") if isinstance(host.get("cpu"), str) else None
-        kind = ", ".join(str(g) for g in gpus) or cpu or "unknown"
-        found.setdefault(kind, []).append(name)
+        record, _ = host_or_problem(run_dir / "groups" / name / "host.json")
+        if record is None:
+            continue  # none, or one this tool did not write: its node's type is not known
+        found.setdefault(record.host.kind() or "unknown", []).append(name)
     return found
 
 

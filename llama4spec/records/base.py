@@ -25,15 +25,43 @@ class Record(BaseModel):
 def _rule(model: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
     """The ``description`` of the field at ``loc`` (the rule in words), where the model gives one."""
     current: Any = model
-    info = None
+    fields = getattr(model, "model_fields", {})
+    info = fields["root"] if set(fields) == {"root"} else None  # a RootModel: its own rule, unless deeper
     for part in loc:
         fields = getattr(current, "model_fields", None)
+        if fields and set(fields) == {"root"} and part != "root":  # a RootModel: its rule, its item's model
+            info, current = fields["root"], _inner(fields["root"].annotation)
+            fields = getattr(current, "model_fields", None)
         if not isinstance(part, str) or not fields or part not in fields:
             continue  # a list index, or a union's branch name
         info = fields[part]
-        current = next((a for a in [info.annotation, *getattr(info.annotation, "__args__", ())]
-                        if isinstance(a, type) and issubclass(a, BaseModel)), None)
-    return info.description if info is not None else None
+        current = _inner(info.annotation)
+    if not loc and info is None:
+        return getattr(model, "RULE", None)  # the record as a whole: a model may say what it is
+    return (info.description or _described(info.annotation)) if info is not None else None
+
+
+def _described(annotation: Any) -> str | None:
+    """The rule an optional field's inner ``Annotated[..., Field(description=...)]`` gives, if any."""
+    for meta in getattr(annotation, "__metadata__", ()):
+        if getattr(meta, "description", None):
+            return meta.description
+    for a in getattr(annotation, "__args__", ()):
+        found = _described(a)
+        if found:
+            return found
+    return None
+
+
+def _inner(annotation: Any) -> Any:
+    """The model a field's annotation holds (itself, a list's item, an optional's), or None."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for a in getattr(annotation, "__args__", ()):
+        inner = _inner(a)
+        if inner is not None:
+            return inner
+    return None
 
 
 def problem(model: type[BaseModel], err: ValidationError) -> str:

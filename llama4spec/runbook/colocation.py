@@ -50,14 +50,20 @@ def colocated(spans: Iterable[Span]) -> dict[str, tuple[str, ...]]:
 
 def read_spans(run_dir: Path) -> list[Span]:
     """The spans of every group under ``run_dir/groups/`` with a readable job.json."""
+    from llama4spec.errors import UserError
     from llama4spec.files import Expect, json_or_none
+    from llama4spec.records.job import checked
 
     job = Expect("job record", "it is not a record this tool wrote", MAX_JOB_BYTES)
     out = []
     root = Path(run_dir) / GROUPS_DIR
     for path in sorted(root.glob("*/job.json")) if root.is_dir() else []:
         data, _ = json_or_none(path, job)
-        if isinstance(data, dict) and (s := span(path.parent.name, data)) is not None:
+        try:
+            record = checked(data, str(path)) if data is not None else None
+        except UserError:
+            continue  # not one this tool wrote: no span (what ran beside it is unknown)
+        if record is not None and (s := span(path.parent.name, record.model_dump())) is not None:
             out.append(s)
     return out
 

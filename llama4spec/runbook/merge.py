@@ -27,8 +27,11 @@ from rich.console import Console
 
 from llama4spec.errors import UserError
 from llama4spec.files import json_or_none, outside, plain, shown, write_atomic, write_json
+from llama4spec.records.host import host_or_problem
+from llama4spec.records.plan import PlanRecord, checked as checked_plan
 from llama4spec.results import bench as bench_record
 from llama4spec.results.bench import BenchRecord
+from llama4spec.runbook.merge_designs import design_warnings
 from llama4spec.runbook.recorder import Recorder
 from llama4spec.runbook.rundir import (STATUS, Measured, bench_files, config_or_problem, flatten, is_step_id, not_run,
                                        status_or_problem, vllm_runs)
@@ -52,36 +55,15 @@ class Source:
     status: dict[str, Any]
     plan: list[dict[str, Any]]
     runs: list[Path] = field(default_factory=list)  # where step directories lie: the run, then its groups
+    record: PlanRecord | None = None  # plan.json through its model (``records.plan``)
 
     def step(self, step_id: str) -> dict[str, Any] | None:
         return next((s for s in self.plan if s.get("id") == step_id), None)
 
     def kinds(self) -> dict[str, str]:
+        if self.record is not None:
+            return self.record.kinds()
         return {str(s.get("id")): str(s.get("kind")) for s in self.plan}
-
-
-def _json(path: Path) -> Any:
-    return json_or_none(path)[0]
-
-
-def plan_problem(plan: Any, where: str) -> str | None:
-    """Why a plan.json read back is not one this tool wrote (None when it is): every entry a
-    mapping with a step id, a kind, and references (``needs``, ``inputs``) of the right types."""
-    if not isinstance(plan, list):
-        return f"{where}: not a plan (a JSON list of steps); it is not a record this tool wrote"
-    if not plan:  # a runbook has steps, so every plan written has too
-        return f"{where}: lists no steps; it is not a record this tool wrote"
-    for n, step in enumerate(plan, 1):
-        if not isinstance(step, dict) or not is_step_id(step.get("id")):
-            got = shown(step.get("id")) if isinstance(step, dict) else type(step).__name__
-            return f"{where}: step {n} has no valid step id ({got}); it is not a record this tool wrote"
-        needs, inputs = step.get("needs", []), step.get("inputs", {})
-        if not isinstance(step.get("kind"), str) or not isinstance(needs, list) or \
-                not all(is_step_id(x) for x in needs) or not isinstance(inputs, dict) or \
-                not all(isinstance(v, str) for v in inputs.values()):
-            return (f"{where}: step '{step['id']}' has a kind, needs or inputs of the wrong type; it is not a "
-                    f"record this tool wrote")
-    return None
 
 
 def load(run_dir: Path) -> Source:
@@ -92,17 +74,23 @@ def load(run_dir: Path) -> Source:
         raise UserError(f"{run_dir}: no such run directory; give one under runs/<runbook>/")
     status, problem = status_or_problem(run_dir)
     plan, plan_unreadable = json_or_none(run_dir / "plan.json")
+    record = None
+    if plan is not None:
+        try:
+            record = checked_plan(plan, plain(str(run_dir / "plan.json")))
+        except UserError as err:
+            plan_unreadable = str(err)
     if status is None and problem is None and plan is None and plan_unreadable is None:
         raise UserError(f"{run_dir}: no {STATUS} and plan.json there, so it is not a run directory of llama4spec; "
                         f"give one under runs/<runbook>/")
     problem = problem or plan_unreadable or (f"{run_dir}: no {STATUS} there" if status is None else None) or \
-        (f"{run_dir}: no plan.json there" if plan is None else None) or plan_problem(plan, plain(str(run_dir / "plan.json")))
-    if problem is not None:
+        (f"{run_dir}: no plan.json there" if record is None else None)
+    if problem is not None or status is None or record is None:
         raise UserError(f"{problem} (give a run directory of llama4spec under runs/<runbook>/)")
     root = run_dir / GROUPS
     groups = sorted(d for d in root.iterdir() if is_step_id(d.name) and d.is_dir() and (d / STATUS).is_file()) \
         if root.is_dir() and not root.is_symlink() else []
-    return Source(run_dir, status, plan, [run_dir, *groups])
+    return Source(run_dir, status, plan, [run_dir, *groups], record)
 
 
 def measured_here(source: Source, step_id: str, problems: list[str] | None = None) -> list[Measured]:
@@ -194,10 +182,10 @@ def _hosts(sources: list[Source]) -> list[str]:
         for where in s.runs:
             if not any(bench_files(d)["record"].is_file() for d in where.iterdir() if d.is_dir()):
                 continue  # measured nothing here (a launcher's own directory): not a machine points ran on
-            data = _json(where / "host.json")
-            info = data.get("host") if isinstance(data, dict) else None
-            info = {k: v for k, v in info.items() if isinstance(v, (str, int, float))} if isinstance(info, dict) else {}
-            kind = ", ".join(str(info[k]) for k in ("machine", "cpu", "gpus") if info.get(k)) or "unknown machine"
+            record, _ = host_or_problem(where / "host.json")  # one this tool did not write: an unknown machine
+            info = record.host if record is not None else None
+            kind = ", ".join(k for k in (info.machine, info.kind()) if k) if info is not None else ""
+            kind = kind or "unknown machine"
             seen.setdefault(kind, []).append(str(where))
     if len(seen) <= 1:
         return []
@@ -278,7 +266,7 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     for pid in ctx.measured:
         ctx.reasons.pop(pid, None)
     missing = sum(part.write(ctx) for part in parts.values())
-    notes = _hosts(sources)
+    notes = design_warnings(sources) + _hosts(sources)  # a sweep of two designs merges, said so
     if in_place:
         status = dict(first.status)
     else:
@@ -297,7 +285,7 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
 
 def refuse_unrelated(sources: list[Source]) -> None:
     """Runs merged into one report must be runs of one runbook with the same settings: the same
-    runbook and command-line overrides, one kind for each step id, one design for each sweep (and
+    runbook and command-line overrides, one kind for each step id (and
     what each merging kind's ``merge_part`` refuses: a capacity search lies in one run only).
     UserError (one line) naming the first difference and the fix; nothing is reduced to the first."""
     if len(sources) < 2:
@@ -310,22 +298,13 @@ def refuse_unrelated(sources: list[Source]) -> None:
             raise UserError(f"{where(first)} and {where(other)} are runs of different runbooks ({shown(mine)} and "
                             f"{shown(theirs)}); merge only runs of one runbook, or report each on its own")
     kinds: dict[str, tuple[str, Source]] = {}
-    designs: dict[str, tuple[Any, Source]] = {}
     for s in sources:
-        for step in s.plan:
-            sid, kind = str(step["id"]), str(step["kind"])
-            seen = kinds.setdefault(sid, (kind, s))
-            if seen[0] != kind:
+        for sid, its in s.kinds().items():
+            seen = kinds.setdefault(sid, (its, s))
+            if seen[0] != its:
                 raise UserError(f"step '{sid}' is a {plain(seen[0], 40)} step in {where(seen[1])} and a "
-                                f"{plain(kind, 40)} step in {where(s)}; merge only runs of one runbook, or report "
+                                f"{plain(its, 40)} step in {where(s)}; merge only runs of one runbook, or report "
                                 f"each on its own")
-            design = step.get("design", {}).get("design") if isinstance(step.get("design"), dict) else None
-            if design is not None:
-                known = designs.setdefault(sid, (design, s))
-                if known[0] != design:
-                    raise UserError(f"sweep '{sid}' measured its pairs {shown(known[0])} in {where(known[1])} and "
-                                    f"{shown(design)} in {where(s)}: one report cannot pair the runs of both; report "
-                                    f"each on its own")
 
 
 def _measuring(overrides: Any) -> list[str]:

@@ -16,15 +16,13 @@ from typing import Any, Mapping
 
 from llama4spec.errors import UserError
 from llama4spec.figures import regressed
-from llama4spec.files import Expect, json_or_none, plain
+from llama4spec.files import plain
+from llama4spec.records.host import HostRecord, environment_or_problem, host_or_problem
 from llama4spec.runbook import merge
 from llama4spec.runbook.write_page import traits
 from llama4spec.runbook.rundir import Measured
 from llama4spec.analysis.noise import Noise, pooled
 from llama4spec.analysis.regress import PointChange, Runs, compare_points
-
-HOST = Expect("host record", "it is not a record this tool wrote", 4 << 20)
-
 
 @dataclass
 class Regress:
@@ -111,13 +109,16 @@ def runs_of(m: Measured, key: str) -> Runs:
     return Runs(tuple(m.record.samples(key)), tuple(m.record.sample_starts(key)))
 
 
-def _host_record(source: merge.Source) -> dict[str, Any]:
-    """host.json of the run (or of its first group that has one)."""
+def _host_record(source: merge.Source) -> HostRecord:
+    """host.json of the run (or of its first group that has one), through its model; UserError (one
+    line naming the file and the field) for one this tool did not write."""
     for where in source.runs:
-        data, _ = json_or_none(where / "host.json", HOST)
-        if isinstance(data, dict):
-            return data
-    return {}
+        record, problem = host_or_problem(where / "host.json")
+        if problem is not None:
+            raise UserError(f"{problem}; give runs whose records are as `run` wrote them")
+        if record is not None:
+            return record
+    return HostRecord()
 
 
 def _differ(old: Any, new: Any) -> dict[str, tuple[Any, Any]]:
@@ -170,9 +171,15 @@ def run_noise(measured: list[dict[str, Measured]]) -> Noise:
 def _provenance(sources: list[merge.Source]) -> dict[str, Any]:
     """What differs between two runs' hosts: versions, host, environment variables."""
     hosts = [_host_record(s) for s in sources]
-    envs = [json_or_none(s.dir / "environment.json", HOST)[0] for s in sources]
-    return {"versions": _differ(hosts[0].get("versions"), hosts[1].get("versions")),
-            "host": _differ(hosts[0].get("host"), hosts[1].get("host")), "environment": list(_differ(*envs))}
+    envs = []
+    for s in sources:
+        env, problem = environment_or_problem(s.dir / "environment.json")
+        if problem is not None:
+            raise UserError(f"{problem}; give runs whose records are as `run` wrote them")
+        envs.append(dict(env.root) if env is not None else {})
+    return {"versions": _differ(hosts[0].versions, hosts[1].versions),
+            "host": _differ(*(h.host.model_dump(exclude_defaults=True) for h in hosts)),
+            "environment": list(_differ(*envs))}
 
 
 def heading(r: Regress) -> list[str]:

@@ -9,14 +9,23 @@ no records: it runs with ``NoRecords``, whose writes do nothing.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from llama4spec.engine.secrets import redact, redact_yaml
-from llama4spec.files import Expect, Unreadable, read_text, write_atomic, write_json
+from llama4spec.files import Expect, Unreadable, json_text, plain, read_text, write_atomic
 from llama4spec.runbook.rundir import STATUS, summary_markdown
 
 RUNBOOK_COPY = Expect("runbook", "it is not the runbook this tool recorded", 1 << 20)
+
+
+def checker(name: str) -> Callable[[Any, str], Any] | None:
+    """The model check of the run directory's record ``name`` (None for a file without one)."""
+    from llama4spec.records import host, plan, status
+
+    return {"plan.json": plan.checked, STATUS: status.checked, "host.json": host.host_checked,
+            "environment.json": host.environment_checked}.get(name)
 
 
 class Recorder:
@@ -32,8 +41,14 @@ class Recorder:
         return redact(obj, self.secrets)
 
     def json(self, name: str, data: Any) -> None:
-        """``name`` (environment.json, host.json, ...) in the run directory."""
-        write_json(self.dir / name, self.redact(data))
+        """``name`` (environment.json, host.json, ...) in the run directory, checked first through its
+        record's model (``checker``) as it will be read back: the same bytes as ever, never a record
+        its reader would refuse."""
+        text = json_text(self.redact(data))
+        check = checker(name)
+        if check is not None:
+            check(json.loads(text), plain(str(self.dir / name)))
+        write_atomic(self.dir / name, text + "\n")
 
     def start(self, plan: Any, source: str) -> None:
         """runbook.yaml (the runbook's text as given) and plan.json (every step's commands)."""

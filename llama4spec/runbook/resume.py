@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from llama4spec.errors import UserError
+from llama4spec.records.plan import plan_or_problem
 from llama4spec.results import bench as bench_record
 from llama4spec.results.bench import BenchRecord
-from llama4spec.files import json_or_none
-from llama4spec.runbook.rundir import STATUS, is_step_id, legacy_bench_record, status_or_problem
+from llama4spec.runbook.rundir import STATUS, legacy_bench_record, status_or_problem
 
 
 def _command(argv: Any) -> list[str] | None:
@@ -55,10 +55,8 @@ def _runs_of(record: BenchRecord, keys: Any) -> int:
 
 def _earlier_commands(run_dir: Path) -> dict[str, Any]:
     """Step id -> the command the earlier run planned for it (its plan.json; empty without one)."""
-    records, _ = json_or_none(run_dir / "plan.json")
-    if not isinstance(records, list):
-        return {}
-    return {r["id"]: r.get("argv") for r in records if isinstance(r, dict) and is_step_id(r.get("id"))}
+    record, _ = plan_or_problem(run_dir / "plan.json")  # none, or not one this tool wrote: nothing to compare
+    return {} if record is None else {s.id: list(s.argv) for s in record.root}
 
 
 def changed_servers(plan) -> set[str]:

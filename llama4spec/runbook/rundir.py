@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llama4spec.errors import UserError
 from llama4spec.files import Expect, Unreadable, json_or_none, number, plain, read_yaml, shown
 from llama4spec.results.bench import BenchRecord
 
@@ -75,32 +76,15 @@ def status_or_problem(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]
     return None, problem
 
 
-# status.json's keys that are read back, and the types they must have (None: absent)
-STATUS_TYPES: dict[str, tuple[type, ...]] = {
-    "runbook": (str,), "status": (str,), "description": (str, type(None)), "started": (str, type(None)),
-    "steps": (list,), "comparisons": (dict,), "jobs": (list,), "merged_from": (list,), "notes": (list,),
-    "overrides": (list,), "runbook_path": (str, type(None)), "finished": (str, type(None)),
-    "rebuilt": (str, type(None)), "launcher": (str, type(None)),
-}
-
-
 def status_problem(data: Any, where: str) -> str | None:
-    """Why ``data`` is not a run's status as this tool writes it (None when it is)."""
-    if not isinstance(data, dict):
-        return f"{where}: not a run status (a JSON object); it is not a record this tool wrote"
-    for key, types in STATUS_TYPES.items():
-        if key in data and not isinstance(data[key], types):
-            return (f"{where}: '{key}' is {type(data[key]).__name__}, not "
-                    f"{' or '.join('null' if t is type(None) else t.__name__ for t in types)}; "
-                    f"it is not a record this tool wrote")
-    if not all(isinstance(o, str) for o in data.get("overrides") or []):
-        return f"{where}: 'overrides' holds something other than text; it is not a record this tool wrote"
-    steps = data.get("steps") or []
-    if not all(isinstance(e, dict) and is_step_id(e.get("id")) for e in steps):
-        return f"{where}: a step entry without a valid step id; it is not a record this tool wrote"
-    if not all(isinstance(v, str) for v in (data.get("comparisons") or {}).values()) or \
-            not all(is_step_id(k) for k in data.get("comparisons") or {}):
-        return f"{where}: 'comparisons' holds something other than step ids and tables; it is not a record this tool wrote"
+    """Why ``data`` is not a run's status as this tool writes it (None when it is): its model
+    (``records.status.StatusRecord``) in one line naming the field and the rule."""
+    from llama4spec.records import status as status_record
+
+    try:
+        status_record.checked(data, where)
+    except UserError as err:
+        return str(err)
     return None
 
 

@@ -19,14 +19,13 @@ from typing import Any, Iterable, Mapping
 
 from llama4spec.engine.secrets import redact
 from llama4spec.errors import UserError
-from llama4spec.files import Expect, Unreadable, json_or_none, number, plain, read_bytes, write_atomic
+from llama4spec.files import Expect, Unreadable, number, plain, read_bytes, write_atomic
 from llama4spec.runbook import colocation, merge, steps
 from llama4spec.runbook.rundir import Measured
 from llama4spec.analysis import page as html_page
 
 PAGE = "report.html"
 PLOT = Expect("plot", "rebuild it with: llama4spec report RUN_DIR", 16 << 20)
-PROVENANCE = Expect("provenance record", "it is not a record this tool wrote", 4 << 20)
 CELL = 2000  # the most characters of one value the provenance tables show
 
 
@@ -161,9 +160,12 @@ def _rows(data: Any) -> list[list[str]]:
 
 def _provenance(run_dir: Path, status: Mapping[str, Any], secrets: tuple[str, ...]) -> list[html_page.Table]:
     """Versions, host, models, the command and the recorded environment, redacted."""
-    host, host_problem = json_or_none(run_dir / "host.json", PROVENANCE)
-    env, env_problem = json_or_none(run_dir / "environment.json", PROVENANCE)
-    host = host if isinstance(host, dict) else {}
+    from llama4spec.records.host import environment_or_problem, host_or_problem
+
+    record, host_problem = host_or_problem(run_dir / "host.json")  # each through its model
+    env_record, env_problem = environment_or_problem(run_dir / "environment.json")
+    host = record.model_dump(exclude_unset=True) if record is not None else {}
+    env = dict(env_record.root) if env_record is not None else None
     command = {"runbook": status.get("runbook_path") or status.get("runbook"),
                "overrides": " ".join(str(o) for o in status.get("overrides") or [] if isinstance(o, str)) or None,
                "run directory": str(run_dir), "merged from": status.get("merged_from")}

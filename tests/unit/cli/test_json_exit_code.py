@@ -16,6 +16,8 @@ def _strict(text: str):
 
 
 def test_regress_json_exits_as_without_it_with_a_version_that_is_no_number(cli, tmp_path: Path) -> None:
+    """A version written by hand as a number that is none (1e999) is refused by host.json's model: both
+    forms exit 2 with the same one line, and --json prints nothing half-written."""
     before = finished_run(tmp_path / "runs" / "before", seed=1)
     after = finished_run(tmp_path / "runs" / "after", seed=2)
     host = json.loads((after / "host.json").read_text())
@@ -24,7 +26,5 @@ def test_regress_json_exits_as_without_it_with_a_version_that_is_no_number(cli, 
     plain = cli("regress", str(before), str(after))
     as_json = cli("regress", str(before), str(after), "--json")
     assert "Traceback" not in plain.stderr + as_json.stderr
-    assert as_json.returncode == plain.returncode, (plain.stderr, as_json.stderr)
-    document = _strict(as_json.stdout)
-    assert document["schema"] == "llama4spec.regress/1"
-    assert any(key.startswith("versions") for key in document["written_null"]), document.get("written_null")
+    assert as_json.returncode == plain.returncode == 2, (plain.stderr, as_json.stderr)
+    assert as_json.stderr == plain.stderr and "'versions.vllm'" in plain.stderr and not as_json.stdout.strip()

@@ -33,3 +33,8 @@ _.schema_  # lossless/records.py LosslessFile: the record's schema name (alias "
 _.level_per_test  # lossless/records.py LosslessFile: the Bonferroni level of each test
 _.self_check  # runbook/breakeven/records.py BreakevenRecord: the self-check sentence in breakeven.json
 _.extra_runs  # runbook/sweep/records.py SettleRecord: settle.json's further runs
+_.resumed  # records/status.py: a field of status.json's model (its published schema), checked where read
+_.rebuilt  # likewise
+_.merged_from  # likewise
+_.submit_seconds  # likewise
+_.slurm_job_id  # records/job.py: a field of job.json's model (its published schema), checked where read

@@ -66,16 +66,16 @@ def _plan_id(data):
 
 REFUSED: list[tuple[str, Callable[[Path], None], list[str]]] = [
     ("plan id is a path", lambda r: _edit_json(r / "plan.json", _plan_id), ["not a record this tool wrote"]),
-    ("plan is a mapping", lambda r: (r / "plan.json").write_text("{}"), ["not a plan"]),
-    ("plan lists no steps", lambda r: (r / "plan.json").write_text("[]"), ["plan.json: lists no steps"]),
+    ("plan is a mapping", lambda r: (r / "plan.json").write_text("{}"), ["plan.json: 'the record' is {}, not a plan"]),
+    ("plan lists no steps", lambda r: (r / "plan.json").write_text("[]"), ["plan.json: 'the record' is [], not a plan"]),
     ("plan is null", lambda r: (r / "plan.json").write_text("null"), ["plan.json: holds null"]),
     ("status is null", lambda r: (r / "status.json").write_text("null"), ["status.json: holds null"]),
     ("plan needs an int", lambda r: _edit_json(r / "plan.json", lambda d: [{**d[0], "needs": 5}, *d[1:]]),
-     ["wrong type"]),
-    ("steps: 5", lambda r: _edit_json(r / "status.json", lambda d: {**d, "steps": 5}), ["'steps' is int"]),
+     ["plan.json: '0.needs' is 5, not a list of step ids"]),
+    ("steps: 5", lambda r: _edit_json(r / "status.json", lambda d: {**d, "steps": 5}), ["status.json: 'steps' is 5, not a list of steps"]),
     ("comparisons: [1, 2]", lambda r: _edit_json(r / "status.json", lambda d: {**d, "comparisons": [1, 2]}),
-     ["'comparisons' is list"]),
-    ("runbook: 7", lambda r: _edit_json(r / "status.json", lambda d: {**d, "runbook": 7}), ["'runbook' is int"]),
+     ["status.json: 'comparisons' is [1, 2], not step ids and their tables"]),
+    ("runbook: 7", lambda r: _edit_json(r / "status.json", lambda d: {**d, "runbook": 7}), ["status.json: 'runbook' is 7, not a name"]),
     ("status cut short", lambda r: (r / "status.json").write_text('{"runbook": "tiny_cpu_sweep", "st'),
      ["status.json", "ends early"]),
     ("status is a FIFO", lambda r: ((r / "status.json").unlink(), os.mkfifo(r / "status.json")),
@@ -264,9 +264,10 @@ def test_cancel_reports_a_failing_scancel(cli, tmp_path: Path, scancel) -> None:
 
 
 @pytest.mark.parametrize("status,words", [
-    ({"runbook": "x", "launcher": "slurm", "jobs": 5}, ["'jobs' is int"]),
-    ({"runbook": "x", "launcher": "slurm", "jobs": [5]}, ["not a mapping"]),
-    ({"runbook": "x", "launcher": "slurm", "jobs": [{"group": "../x", "job_id": "1"}]}, ["valid group name"]),
+    ({"runbook": "x", "launcher": "slurm", "jobs": 5}, ["'jobs' is 5, not a list of jobs"]),
+    ({"runbook": "x", "launcher": "slurm", "jobs": [5]}, ["'jobs.0' is 5"]),
+    ({"runbook": "x", "launcher": "slurm", "jobs": [{"group": "../x", "job_id": "1"}]},
+     ["'jobs.0.group' is '../x', not a step id"]),
     ([1, 2], ["not a run status"]),
 ])
 def test_cancel_refuses_wrongly_typed_records(cli, tmp_path: Path, scancel, status, words) -> None:

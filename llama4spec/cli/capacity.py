@@ -22,11 +22,16 @@ STEP_ID = "capacity"
 SOURCE = Path("<capacity>")
 
 
+# the step's keys offered as flags of their own: key -> the flag's destination
+DEMAND = {"load": "load", "price": "gpu_hour_price"}
+
+
 def step_keys(args: dict[str, Any]) -> dict[str, Any]:
     """The step's keys the command line gives (those left out keep the kind's defaults)."""
     from llama4spec.runbook.capacity.search_settings import Settings
 
-    return {f.name: args[f.name] for f in dataclasses.fields(Settings) if args.get(f.name) is not None}
+    given = {f.name: args[f.name] for f in dataclasses.fields(Settings) if args.get(f.name) is not None}
+    return {**given, **{key: args[dest] for key, dest in DEMAND.items() if args.get(dest) is not None}}
 
 
 def capacity_runbook(overrides: list[str], given: dict[str, Any]):
@@ -44,7 +49,7 @@ def capacity_runbook(overrides: list[str], given: dict[str, Any]):
     of.check(keys, at, problems, {})
     if problems:
         for key in given:
-            problems = [p.replace(f"'{key}'", flag_of(key)) for p in problems]
+            problems = [p.replace(f"'{key}'", flag_of(DEMAND.get(key, key))) for p in problems]
         raise UserError(*problems)
     step = Step(id=STEP_ID, kind_of=of, keys=keys, description=f"request capacity over {', '.join(matrix)}")
     return Runbook(name=NAME, path=SOURCE, description=f"llama4spec capacity {shlex.join(overrides)}",
@@ -67,6 +72,12 @@ def _arguments(p: argparse.ArgumentParser) -> None:
                    help="Hydra overrides; those with a sweep (draft=none,tiny_eagle lookahead=1,3) are the server "
                         "settings compared, the rest (the SLO among them: slo=interactive) apply to every server")
     add_settings_flags(p, Settings)
+    p.add_argument("--load", metavar="RPS", type=float,
+                   help="a request rate to carry (req/s): the servers and GPUs each setting needs for it under the "
+                        "SLO, with intervals, and the GPUs the draft saves (a CPU server counts as one device)")
+    p.add_argument("--gpu-hour-price", metavar="PRICE", type=float,
+                   help="what a GPU-hour costs you: the price per million output tokens at each setting's capacity "
+                        "(none by default)")
     add_plan_options(p, "continue the searches in DIR (runs/capacity/<timestamp>): recorded probes are reused")
 
 
@@ -93,4 +104,6 @@ COMMANDS = [Command(
               "slo.ttft_ms=500 slo.tpot_ms=50 --dry-run",
               "llama4spec capacity draft=none,eagle_llama4_scout lookahead=1,3,5 experiment=scout_eagle_reference "
               "slo=interactive",
+              "llama4spec capacity draft=none,tiny_eagle lookahead=3 target=tiny memory=cpu bench=random_tiny "
+              "slo.ttft_ms=500 slo.tpot_ms=50 --load 12 --gpu-hour-price 2.5 --dry-run",
               "llama4spec capacity draft=none,tiny_eagle --resume runs/capacity/TIMESTAMP"])]

@@ -25,6 +25,8 @@ from typing import Any, Mapping
 
 from llama4spec.config import methods
 from llama4spec.config.validate import slo_problems
+from llama4spec.frontier.load import MAX_LOAD
+from llama4spec.frontier.price import MAX_PRICE
 from llama4spec.runbook import fields
 from llama4spec.runbook.matrix import (TooLarge, bounded_id, check_matrix, file_label, is_client_axis,
                                        matrix_points, points_problem, server_groups, shared_config)
@@ -46,6 +48,10 @@ class Keys:
     matrix: dict[str, list[str]] | None = fields.custom(_matrix, default=None)  # server settings: key -> values
     overrides: list[str] = fields.overrides()  # every server's, and the SLO (slo=interactive, slo.relative_to=...)
     settings: Settings = fields.group(Settings)  # the search's (start_rate, max_rate, ...): written beside these
+    # a request rate to carry (req/s): each setting's servers and devices for it under the SLO, and those the draft saves
+    load: float | None = fields.number(None, 0, MAX_LOAD, above=True, optional=True)
+    # a device-hour price (a GPU's; a CPU server counts as one device): a million output tokens at each capacity
+    price: float | None = fields.number(None, 0, MAX_PRICE, optional=True)
     # generated:
     points: list[str] = field(default_factory=list)  # its search steps, one per server
     names: dict[str, str] = field(default_factory=dict)  # search step -> the setting in words
@@ -58,7 +64,9 @@ class Keys:
     def settings_record(self) -> dict[str, Any]:
         """plan.json's ``capacity``: each search step's setting in words, and the baseline's search
         (what ``report`` and report.html need to analyse the searches again from their records)."""
-        return {"names": dict(self.names), "baseline": self.baseline}
+        return {"names": dict(self.names), "baseline": self.baseline,
+                **({"load": self.load} if self.load is not None else {}),
+                **({"price": self.price} if self.price is not None else {})}
 
 
 def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> None:
@@ -195,6 +203,12 @@ def describe(p, say) -> None:
         say("    matrix: " + " x ".join(f"{k} [{', '.join(v)}]" for k, v in keys.matrix.items()))
     say(f"    request capacity of {len(keys.points)} servers under the SLO; gain over "
         f"{'no speculation' if keys.baseline else 'no baseline (no server without a draft)'}, with intervals")
+    if keys.load is not None or keys.price is not None:
+        parts = ([f"servers and devices (tensor x pipeline x data parallel; a CPU server one) each setting needs for "
+                  f"{keys.load:g} req/s under the SLO, and those the draft saves"] if keys.load is not None else []) + \
+                ([f"price per million output tokens at each capacity at {keys.price:g} a device-hour"]
+                 if keys.price is not None else [])
+        say(f"    {'; '.join(parts)}")
 
 
 KIND = BaseKind("capacity", Keys, Traits(expands=True, merges=True, describe_first=True), plan, execute, describe,

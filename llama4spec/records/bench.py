@@ -8,14 +8,15 @@ in [1, k+1] where the lookahead k is recorded."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union, get_args, get_origin
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, RootModel, ValidationError, model_validator
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
 from llama4spec.errors import UserError
 from llama4spec.files import shown
-from llama4spec.records.base import MAX_TEXT, Record, _rule
+from llama4spec.records.base import MAX_TEXT, Record
 from llama4spec.records.registry import Entry, register
 
 KIND = "llama4spec.bench"
@@ -51,6 +52,40 @@ def rule_error(field: str, value: Any, rule: str) -> PydanticCustomError:
                                {"field": field, "value": shown(value), "rule": rule})
 
 
+def _bare(tp: Any) -> tuple[Any, str | None]:
+    """``tp`` without Optional and Annotated, and the description an Annotated Field gave it."""
+    said = None
+    while True:
+        if get_origin(tp) is Annotated:
+            said = next((m.description for m in tp.__metadata__ if isinstance(m, FieldInfo) and m.description), said)
+            tp = get_args(tp)[0]
+        elif get_origin(tp) is Union and len([a for a in get_args(tp) if a is not type(None)]) == 1:
+            tp = next(a for a in get_args(tp) if a is not type(None))
+        else:
+            return tp, said
+
+
+def rule_of(model: Any, loc: tuple[Any, ...]) -> str | None:
+    """The rule in words (a ``description``) of the value at ``loc``: a field's, a list item's, a
+    mapping value's, found through Optional and Annotated."""
+    tp, said = model, None
+    for part in loc:
+        tp, inner = _bare(tp)
+        said = inner or said
+        if isinstance(tp, type) and issubclass(tp, RootModel):
+            tp, said = tp.model_fields["root"].annotation, None
+            tp, said = _bare(tp)
+        if isinstance(tp, type) and issubclass(tp, BaseModel) and isinstance(part, str) and part in tp.model_fields:
+            info = tp.model_fields[part]
+            tp, said = info.annotation, info.description
+        elif get_origin(tp) is list and isinstance(part, int):
+            tp, said = get_args(tp)[0], None
+        elif get_origin(tp) is dict and isinstance(part, str):
+            tp, said = get_args(tp)[1], None
+    tp, inner = _bare(tp)
+    return inner or said
+
+
 def problem(model: type[Record], err: ValidationError) -> str:
     """The first problem of ``err`` in one line: ``'field' is value, not rule`` (a list index in
     brackets: ``runs[1].result.output_throughput``)."""
@@ -63,7 +98,7 @@ def problem(model: type[Record], err: ValidationError) -> str:
         return f"'{field or 'the record'}' is {ctx.get('value')}, not {ctx.get('rule')}"
     if first["type"] == "missing":
         return f"'{field}' is missing"
-    rule = _rule(model, tuple(p for p in loc if not isinstance(p, int)))
+    rule = rule_of(model, loc)
     if rule is None:
         return f"'{field or 'the record'}' is {shown(first.get('input'))}: {first['msg'][:1].lower()}{first['msg'][1:]}"
     return f"'{field or 'the record'}' is {shown(first.get('input'))}, not {rule}"

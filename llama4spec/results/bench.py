@@ -293,11 +293,11 @@ class BenchRecord:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], fallback_label: str = "result") -> "BenchRecord":
-        """A record of this tool (through its model, ``records.bench``: UserError in one line for a
-        damaged one), or a plain ``vllm bench serve --save-result`` JSON."""
+    def from_dict(cls, data: Mapping[str, Any], fallback_label: str = "result", where: str | None = None) -> "BenchRecord":
+        """A record of this tool (through its model, ``records.bench``: UserError in one line naming
+        ``where``, the file, for a damaged one), or a plain ``vllm bench serve --save-result`` JSON."""
         if data.get("kind") == KIND:
-            return cls.of_model(model.check(data, "bench record"), data, fallback_label)
+            return cls.of_model(model.check(data, plain(where or fallback_label)), data, fallback_label)
         return cls(label=str(data.get("label") or fallback_label), returncode=0, result=dict(data))
 
     @classmethod

@@ -43,7 +43,9 @@ class Points(RootModel[Annotated[list[Point], Field(max_length=MAX_RUNS, descrip
 def checked(data: Any, where: str) -> Any:
     """``data`` (summary.json's list) when its model takes it, else UserError naming ``where``, the field
     and the rule; the writers pass what they write through it, and write ``data`` itself."""
-    validated(Points, data, where, FIX)
+    from llama4spec.files import finite
+
+    validated(Points, finite(data), where, FIX)  # as written: a NaN or infinity is null
     return data
 
 

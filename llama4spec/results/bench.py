@@ -316,10 +316,10 @@ class BenchRecord:
             client_cpu_s=m.client_cpu_s, requests=[_row(r) for r in m.requests])
 
     def write(self, path: Path) -> None:
-        from llama4spec.files import plain, write_json
+        from llama4spec.files import finite, plain, write_json
 
         data = self.to_dict()
-        model.check(data, plain(str(path)))  # what is written reads back
+        model.check(finite(data), plain(str(path)))  # what is written (a NaN as null) reads back
         write_json(Path(path), data)
 
 

@@ -200,7 +200,9 @@ class Capacity(Record):
 
 def checked_capacity(data: dict[str, Any], where: str) -> dict[str, Any]:
     """capacity.json's record when its model takes it (the writer writes ``data`` itself), else UserError."""
-    validated(Capacity, data, where, "a bug: the analysis gave a record outside its bounds; please report it")
+    from llama4spec.files import finite
+
+    validated(Capacity, finite(data), where, "a bug: the analysis gave a record outside its bounds; please report it")
     return data
 
 

@@ -207,8 +207,8 @@ class Request(Record):
     drafted_per_pos: Optional[Positions] = None
 
 
-class Bench(Record):
-    """A bench step's record.json (``results.bench.BenchRecord.to_dict``); each of its runs is one too."""
+class BenchRun(Record):
+    """One run of a point as its record holds it (``results.bench.BenchRecord.to_dict`` of a run)."""
 
     kind: Literal["llama4spec.bench"] = Field(description="a bench record (kind: llama4spec.bench)")
     label: Optional[Name] = None
@@ -219,7 +219,6 @@ class Bench(Record):
     lookahead: Optional[Annotated[int, Field(ge=0, le=MAX_POSITIONS, description="a lookahead from 0 to 64")]] = None
     acceptance: Optional[Acceptance] = None
     result: Optional[Result] = None
-    runs: Annotated[list["Bench"], Field(max_length=MAX_RUNS, description=f"at most {MAX_RUNS} runs")] = []
     warmup: Optional[Count] = None
     models: Annotated[dict[Name, Name], Field(max_length=100, description="at most 100 model fingerprints")] = {}
     category_prompts: Optional[Count] = None
@@ -231,7 +230,7 @@ class Bench(Record):
     requests: Annotated[list[Request], Field(max_length=MAX_REQUESTS, description="at most 200,000 requests")] = []
 
     @model_validator(mode="after")
-    def _within_lookahead(self) -> "Bench":
+    def _within_lookahead(self) -> "BenchRun":
         """The acceptance length (recorded, and as its counters give it) lies in [1, k+1]."""
         a, k = self.acceptance, self.lookahead
         if a is None or not k:
@@ -247,6 +246,13 @@ class Bench(Record):
     @property
     def counted(self) -> bool:
         return self.returncode == 0 and bool(self.result is not None and self.result.completed)
+
+
+class Bench(BenchRun):
+    """A bench step's record.json (``results.bench.BenchRecord.to_dict``): a point, with its counted runs
+    when it was measured more than once."""
+
+    runs: Annotated[list[BenchRun], Field(max_length=MAX_RUNS, description=f"at most {MAX_RUNS} runs")] = []
 
 
 RATES = ("output_throughput", "total_token_throughput", "request_throughput")

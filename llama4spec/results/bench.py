@@ -301,7 +301,7 @@ class BenchRecord:
         return cls(label=str(data.get("label") or fallback_label), returncode=0, result=dict(data))
 
     @classmethod
-    def of_model(cls, m: "model.Bench", data: Mapping[str, Any], fallback_label: str = "result") -> "BenchRecord":
+    def of_model(cls, m: "model.BenchRun", data: Mapping[str, Any], fallback_label: str = "result") -> "BenchRecord":
         """The record a validated ``records.bench.Bench`` holds; ``data``: what it was validated from
         (vLLM's result is kept whole: its other keys too)."""
         raw_runs = data.get("runs") or []
@@ -309,7 +309,7 @@ class BenchRecord:
             label=m.label or fallback_label, url=m.url, argv=list(m.argv), returncode=m.returncode,
             wall_time_s=m.wall_time_s, lookahead=m.lookahead, acceptance=_counters(m.acceptance),
             result=dict(data["result"]) if m.result is not None else None,
-            runs=[cls.of_model(r, d, fallback_label) for r, d in zip(m.runs, raw_runs)], warmup=m.warmup or 0,
+            runs=[cls.of_model(r, d, fallback_label) for r, d in zip(getattr(m, "runs", []), raw_runs)], warmup=m.warmup or 0,
             models=dict(m.models), category_prompts=m.category_prompts,
             stop=m.stop.model_dump(exclude_none=True) if m.stop is not None else None, start=m.start,
             pair=m.pair if m.pair is not None and m.pair.isprintable() else None, started=m.started,

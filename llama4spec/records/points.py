@@ -15,6 +15,7 @@ from llama4spec.records.bench import MAX_RUNS, Length, Name, Result, Seconds, va
 from llama4spec.records.registry import Entry, register
 
 FIX = "it is not a summary this tool wrote whole; run the step again (--resume) or `llama4spec report` the run"
+WRITE_FIX = "the benchmark's figures are beyond what a record holds; nothing was written, run the step again"
 Size = Annotated[int, Field(ge=1, le=10**4, description="a parallel size from 1 to 10,000")]
 
 
@@ -40,12 +41,12 @@ class Points(RootModel[Annotated[list[Point], Field(max_length=MAX_RUNS, descrip
     model_config = ConfigDict(strict=True, frozen=True)
 
 
-def checked(data: Any, where: str) -> Any:
+def checked(data: Any, where: str, fix: str = FIX) -> Any:
     """``data`` (summary.json's list) when its model takes it, else UserError naming ``where``, the field
     and the rule; the writers pass what they write through it, and write ``data`` itself."""
     from llama4spec.files import finite
 
-    validated(Points, finite(data), where, FIX)  # as written: a NaN or infinity is null
+    validated(Points, finite(data), where, fix)  # as written: a NaN or infinity is null
     return data
 
 
@@ -53,7 +54,7 @@ def write(path: Path, data: list[dict[str, Any]]) -> None:
     """summary.json at ``path``, validated first (the bytes are ``files.write_json``'s)."""
     from llama4spec.files import plain, write_json
 
-    write_json(Path(path), checked(data, plain(str(path))))
+    write_json(Path(path), checked(data, plain(str(path)), WRITE_FIX))
 
 
 def read(path: Path) -> Points:

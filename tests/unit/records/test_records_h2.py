@@ -96,8 +96,9 @@ def test_the_writers_refuse_what_their_model_refuses(tmp_path) -> None:
     points = json.loads(EXAMPLES["points"](tmp_path).read_text())
     points[0]["request_throughput"] = -2.0
     with pytest.raises(UserError) as info:
-        points_model.write(tmp_path / "summary.json", points)
-    assert str(tmp_path / "summary.json") in str(info.value) and not (tmp_path / "summary.json").exists()
+        points_model.write(tmp_path / "again" / "summary.json", points)
+    said = str(info.value)
+    assert str(tmp_path / "again" / "summary.json") in said and not (tmp_path / "again" / "summary.json").exists()
     assert "'[0].request_throughput' is -2.0, not a throughput from 0 to 1e9 per second" in str(info.value)
     found = json.loads(EXAMPLES["capacity"](tmp_path / "c").read_text())
     next(iter(found["settings"].values()))["rate"] = float("inf")

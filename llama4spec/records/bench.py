@@ -30,6 +30,7 @@ MAX_REQUESTS = 200_000  # requests one run may keep
 MAX_ARG = 100_000  # one argv item (a --speculative-config JSON, a path)
 MAX_LINE = 10_000
 FIX = "it is not a record this tool wrote whole; run the step again (--resume)"
+WRITE_FIX = "the benchmark's figures are beyond what a record holds; nothing was written, run the step again"
 
 Rate = Annotated[float, Field(ge=0, le=MAX_RATE, description="a throughput from 0 to 1e9 per second")]
 Ms = Annotated[float, Field(ge=0, le=MAX_MS, description="milliseconds from 0 to 1e9")]
@@ -269,14 +270,14 @@ def rate_problem(record: Bench) -> str | None:
     return None
 
 
-def check(data: Any, where: str) -> Bench:
+def check(data: Any, where: str, fix: str = FIX) -> Bench:
     """A bench record through its model and the rate rule: UserError (one line) for a damaged one."""
     if not isinstance(data, dict) or data.get("kind") != KIND:
-        raise UserError(f"{where}: not a llama4spec bench record (no \"kind\": \"{KIND}\"); {FIX}")
-    model = validated(Bench, data, where)
+        raise UserError(f"{where}: not a llama4spec bench record (no \"kind\": \"{KIND}\"); {fix}")
+    model = validated(Bench, data, where, fix)
     bad = rate_problem(model)
     if bad is not None:
-        raise UserError(f"{where}: {bad}; {FIX}")
+        raise UserError(f"{where}: {bad}; {fix}")
     return model
 
 

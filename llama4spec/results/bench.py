@@ -319,7 +319,7 @@ class BenchRecord:
         from llama4spec.files import finite, plain, write_json
 
         data = self.to_dict()
-        model.check(finite(data), plain(str(path)))  # what is written (a NaN as null) reads back
+        model.check(finite(data), plain(str(path)), model.WRITE_FIX)  # what is written (a NaN as null) reads back
         write_json(Path(path), data)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional, Union, get_args, get_origin
 
-from pydantic import BaseModel, Field, RootModel, ValidationError, model_validator
+from pydantic import BaseModel, Field, RootModel, ValidationError, create_model, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
@@ -130,45 +130,21 @@ class Acceptance(Record):
         max_length=MAX_POSITIONS, description="at most 64 shares (or null), one a position")]] = None
 
 
-class Result(Record):
-    """vLLM's result JSON: the numbers the tool reads (other keys are kept as they are, unread here)."""
-
-    output_throughput: Optional[Rate] = None
-    total_token_throughput: Optional[Rate] = None
-    request_throughput: Optional[Rate] = None
-    request_goodput: Optional[Rate] = None
-    completed: Optional[Count] = None
-    failed: Optional[Count] = None
-    total_input_tokens: Optional[Count] = None
-    total_output_tokens: Optional[Count] = None
-    max_concurrency: Optional[Annotated[int, Field(ge=1, le=10**6, description="a concurrency from 1 to 1e6")]] = None
-    duration: Optional[Seconds] = None
-    spec_decode_acceptance_length: Optional[Length] = None
-    spec_decode_per_position_acceptance_rates: Optional[Rates] = None
-    mean_ttft_ms: Optional[Ms] = None
-    median_ttft_ms: Optional[Ms] = None
-    p50_ttft_ms: Optional[Ms] = None
-    p90_ttft_ms: Optional[Ms] = None
-    p95_ttft_ms: Optional[Ms] = None
-    p99_ttft_ms: Optional[Ms] = None
-    mean_tpot_ms: Optional[Ms] = None
-    median_tpot_ms: Optional[Ms] = None
-    p50_tpot_ms: Optional[Ms] = None
-    p90_tpot_ms: Optional[Ms] = None
-    p95_tpot_ms: Optional[Ms] = None
-    p99_tpot_ms: Optional[Ms] = None
-    mean_itl_ms: Optional[Ms] = None
-    median_itl_ms: Optional[Ms] = None
-    p50_itl_ms: Optional[Ms] = None
-    p90_itl_ms: Optional[Ms] = None
-    p95_itl_ms: Optional[Ms] = None
-    p99_itl_ms: Optional[Ms] = None
-    mean_e2el_ms: Optional[Ms] = None
-    median_e2el_ms: Optional[Ms] = None
-    p50_e2el_ms: Optional[Ms] = None
-    p90_e2el_ms: Optional[Ms] = None
-    p95_e2el_ms: Optional[Ms] = None
-    p99_e2el_ms: Optional[Ms] = None
+LATENCIES = tuple(f"{stat}_{metric}_ms" for metric in ("ttft", "tpot", "itl", "e2el")
+                  for stat in ("mean", "median", "std", "p50", "p90", "p95", "p99"))
+RESULT_FIELDS: dict[str, Any] = {
+    **{key: (Optional[Rate], None) for key in ("output_throughput", "total_token_throughput", "request_throughput",
+                                                "request_goodput")},
+    **{key: (Optional[Count], None) for key in ("completed", "failed", "total_input_tokens", "total_output_tokens")},
+    "max_concurrency": (Optional[Annotated[int, Field(ge=1, le=10**6, description="a concurrency from 1 to 1e6")]], None),
+    "duration": (Optional[Seconds], None),
+    "spec_decode_acceptance_length": (Optional[Length], None),
+    "spec_decode_per_position_acceptance_rates": (Optional[Rates], None),
+    **{key: (Optional[Ms], None) for key in LATENCIES},
+}
+# vLLM's result JSON: the numbers the tool reads (by name: ``BenchRecord.figure``); its other keys are
+# kept as they are, unread here. Made from the list of its fields (they are read by their key).
+Result = create_model("Result", __base__=Record, **RESULT_FIELDS)
 
 
 class Rule(Record):

@@ -39,7 +39,7 @@ class AACheck:
 def read_runs(run_dir: Path) -> tuple[dict[int, list[float]], dict[tuple[int, str], list[float]]]:
     """start -> its counted runs' output throughputs (sequential), and (block, side) -> the runs of
     each side (back to back), from the bench records."""
-    from llama4spec.files import RECORD, read_json
+    from llama4spec.files import RECORD, plain, read_json
     from llama4spec.results.bench import BenchRecord
 
     starts: dict[int, list[float]] = {}
@@ -48,7 +48,10 @@ def read_runs(run_dir: Path) -> tuple[dict[int, list[float]], dict[tuple[int, st
         m = BENCH_ID.match(path.parent.name)
         if not m:
             continue
-        record = BenchRecord.from_dict(read_json(path, RECORD), path.parent.name)
+        data = read_json(path, RECORD)
+        if not isinstance(data, dict):
+            raise UserError(f"{plain(str(path))}: not a llama4spec bench record (a JSON object); {RECORD.fix}")
+        record = BenchRecord.from_dict(data, path.parent.name, str(path))
         runs = [x for x in record.samples("output_throughput") if x > 0]
         if m["side"]:
             sides.setdefault((int(m["start"]), m["side"]), []).extend((int(m["run"] or 0), x) for x in runs)

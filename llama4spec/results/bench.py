@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from llama4spec import figures as registry
-from llama4spec.files import count, json_or_none, number, plain, shown
+from llama4spec.errors import UserError
+from llama4spec.files import count, json_or_none, number, plain
+from llama4spec.records import bench as model
 from llama4spec.results import requests as per_request
 from llama4spec.results.acceptance import AcceptanceCounters
 from llama4spec.results.requests import RequestRow
@@ -291,43 +293,58 @@ class BenchRecord:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], fallback_label: str = "result") -> "BenchRecord":
-        """A record of this tool, or a plain ``vllm bench serve --save-result`` JSON."""
+    def from_dict(cls, data: Mapping[str, Any], fallback_label: str = "result", where: str | None = None) -> "BenchRecord":
+        """A record of this tool (through its model, ``records.bench``: UserError in one line naming
+        ``where``, the file, for a damaged one), or a plain ``vllm bench serve --save-result`` JSON."""
         if data.get("kind") == KIND:
-            result = data.get("result")
-            argv = data.get("argv")
-            k = data.get("lookahead")
-            runs = data.get("runs") if isinstance(data.get("runs"), list) else []
-            warmup = data.get("warmup")
-            models = data.get("models")
-            prompts = data.get("category_prompts")
-            return cls(
-                label=str(data.get("label") or fallback_label),
-                url=data.get("url") if isinstance(data.get("url"), str) else None,
-                argv=[str(a) for a in argv] if isinstance(argv, list) else [],
-                returncode=count(data.get("returncode"), -255, 255),
-                wall_time_s=number(data.get("wall_time_s"), 0),
-                lookahead=count(k),
-                acceptance=AcceptanceCounters.from_record(data.get("acceptance")),
-                result=dict(result) if isinstance(result, Mapping) else None,
-                runs=[cls.from_dict(r, fallback_label) for r in runs if isinstance(r, Mapping)],
-                warmup=count(warmup) or 0,
-                models={str(k): str(v) for k, v in models.items()} if isinstance(models, Mapping) else {},
-                category_prompts=count(prompts),
-                stop=_stop(data.get("stop")),
-                start=count(data.get("start"), 1, 100) or 1,
-                pair=pair if isinstance(pair := data.get("pair"), str) and 0 < len(pair) <= MAX_PAIR
-                and pair.isprintable() else None,
-                started=number(data.get("started"), 0),
-                client_cpu_s=number(data.get("client_cpu_s"), 0),
-                requests=per_request.from_record(data.get("requests")),
-            )
+            return cls.of_model(model.check(data, plain(where or fallback_label)), data, fallback_label)
         return cls(label=str(data.get("label") or fallback_label), returncode=0, result=dict(data))
 
-    def write(self, path: Path) -> None:
-        from llama4spec.files import write_json
+    @classmethod
+    def of_model(cls, m: "model.BenchRun", data: Mapping[str, Any], fallback_label: str = "result") -> "BenchRecord":
+        """The record a validated ``records.bench.Bench`` holds; ``data``: what it was validated from
+        (vLLM's result is kept whole: its other keys too)."""
+        raw_runs = data.get("runs") or []
+        return cls(
+            label=m.label or fallback_label, url=m.url, argv=list(m.argv), returncode=m.returncode,
+            wall_time_s=m.wall_time_s, lookahead=m.lookahead, acceptance=_counters(m.acceptance),
+            result=dict(data["result"]) if m.result is not None else None,
+            runs=[cls.of_model(r, d, fallback_label) for r, d in zip(getattr(m, "runs", []), raw_runs)], warmup=m.warmup or 0,
+            models=dict(m.models), category_prompts=m.category_prompts,
+            stop=m.stop.model_dump(exclude_none=True) if m.stop is not None else None, start=m.start,
+            pair=m.pair if m.pair is not None and m.pair.isprintable() else None, started=m.started,
+            client_cpu_s=m.client_cpu_s, requests=[_row(r) for r in m.requests])
 
-        write_json(Path(path), self.to_dict())
+    def write(self, path: Path) -> None:
+        from llama4spec.files import finite, plain, write_json
+
+        data = self.to_dict()
+        model.check(finite(data), plain(str(path)), model.WRITE_FIX)  # what is written (a NaN as null) reads back
+        write_json(Path(path), data)
+
+
+def _counters(a: "model.Acceptance | None") -> AcceptanceCounters | None:
+    """The counters a validated acceptance block holds (None: no acceptance). Records written before
+    the raw per-position counts were kept carry only rates: counts are then rates x drafts."""
+    if a is None or a.num_drafts is None:
+        return None
+    per_pos = a.accepted_per_pos
+    if per_pos is None and a.num_drafts:
+        per_pos = [round(r * a.num_drafts) for r in a.acceptance_rate_per_position or []]
+    return AcceptanceCounters(a.num_drafts, a.num_draft_tokens or 0, a.num_accepted_tokens or 0, list(per_pos or []),
+                              None if a.drafted_per_pos is None else list(a.drafted_per_pos))
+
+
+def _row(r: "model.Request") -> RequestRow:
+    """One request as a validated record holds it."""
+    sha = r.prompt_sha256
+    return RequestRow(id=r.id, ok=r.ok, index=r.index,
+                      category=r.category[:100] if r.category is not None and r.category.isprintable() else None,
+                      ttft_ms=r.ttft_ms, tpot_ms=r.tpot_ms, e2e_ms=r.e2e_ms, queue_ms=r.queue_ms,
+                      arrival_ms=r.arrival_ms, output_tokens=r.output_tokens or 0, drafts=r.drafts,
+                      draft_tokens=r.draft_tokens, accepted=r.accepted, accepted_per_pos=list(r.accepted_per_pos or []),
+                      prompt_sha256=sha if sha is not None and len(sha) == 64 and sha.isalnum() else None,
+                      drafted_per_pos=None if r.drafted_per_pos is None else list(r.drafted_per_pos))
 
 
 def without_pair(record: BenchRecord, pair: str, start: int | None = None) -> BenchRecord | None:
@@ -342,59 +359,27 @@ def without_pair(record: BenchRecord, pair: str, start: int | None = None) -> Be
     return record.with_runs(runs, sum(r.wall_time_s or 0.0 for r in runs))
 
 
-MAX_PAIR = 200  # a pair tag is a generated step id (at most 120 characters)
-
-
-def _stop(data: Any) -> dict[str, Any] | None:
-    """A record's stop reason as read back: only its known, plainly typed keys."""
-    if not isinstance(data, Mapping) or not isinstance(data.get("reason"), str):
-        return None
-    out: dict[str, Any] = {"reason": data["reason"][:100]}
-    if count(data.get("runs")) is not None:
-        out["runs"] = data["runs"]
-    if isinstance(data.get("verdict"), str):
-        out["verdict"] = data["verdict"][:100]
-    if isinstance(data.get("starts"), int) and not isinstance(data.get("starts"), bool):
-        out["starts"] = data["starts"]
-    rule = data.get("rule")
-    if isinstance(rule, Mapping):
-        low, high, level = rule.get("min_repeats"), rule.get("max_repeats"), rule.get("confidence")
-        if (all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)) and 2 <= low <= high <= 100
-                and isinstance(level, (int, float)) and not isinstance(level, bool) and 0.5 < level < 1):
-            out["rule"] = {"min_repeats": low, "max_repeats": high, "confidence": float(level)}
-    return out
-
-
 def read(path: Path) -> BenchRecord | None:
-    """The record (or vLLM result) at ``path``, read bounded; None when it is missing or unreadable."""
+    """The record (or vLLM result) at ``path``, read bounded; None when it is missing or unreadable
+    (not whole JSON); a record of this tool through its model (UserError in one line naming the file,
+    the field and the rule for a damaged one)."""
     data, _ = json_or_none(Path(path))
-    return BenchRecord.from_dict(data, Path(path).parent.name) if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        return None
+    if data.get("kind") == KIND:
+        return BenchRecord.of_model(model.check(data, plain(str(path))), data, Path(path).parent.name)
+    return BenchRecord.from_dict(data, Path(path).parent.name)
 
 
 def read_record(path: Path) -> tuple[BenchRecord | None, str | None]:
     """A bench step's record read back from a run directory: (record, None); (None, None) without
-    one; (None, why: one line) when it is not a whole record of this tool (cut short, foreign)."""
+    one; (None, why: one line naming the file, the field and the rule) when it is not a whole record
+    of this tool (cut short, foreign, damaged)."""
     data, problem = json_or_none(Path(path))
     if problem is not None or data is None:
         return None, problem
-    if not isinstance(data, dict) or data.get("kind") != KIND:
-        return None, f"{plain(str(path))}: not a llama4spec bench record (no \"kind\": \"{KIND}\"); it is not a record this tool wrote"
-    record = BenchRecord.from_dict(data, Path(path).parent.name)
-    bad = rate_problem(record)
-    if bad is not None:
-        return None, f"{plain(str(path))}: {bad}; it is not a record this tool wrote"
-    return record, None
+    try:
+        return BenchRecord.of_model(model.check(data, plain(str(path))), data, Path(path).parent.name), None
+    except UserError as err:
+        return None, err.problems[0]
 
-
-RATES, MIN_RATE, MAX_RATE = ("output_throughput", "total_token_throughput", "request_throughput"), 1e-6, 1e9  # per s
-
-
-def rate_problem(record: BenchRecord) -> str | None:
-    """The first rate of a counted run (or of its medians) that is no throughput: not a finite number
-    in [MIN_RATE, MAX_RATE] (0, 5e-324, -5: its log ratio to another would fail or overflow)."""
-    for name, run in [("result", record), *((f"runs[{i}].result", r) for i, r in enumerate(record.runs))]:
-        for key in RATES if run.counted else ():
-            value = (run.result or {}).get(key)
-            if value is not None and number(value, MIN_RATE, MAX_RATE) is None:
-                return f"'{name}.{key}' is {shown(value)}, not a throughput from {MIN_RATE:g} to {MAX_RATE:g} per second"
-    return None

@@ -26,14 +26,14 @@ def _rows() -> list[tuple[str, str, bool]]:
     return [(f.title, f.key, f.higher_is_better) for f in registry.shown_in(registry.COMPARE)]
 
 
-def from_json(data: dict[str, Any], fallback_label: str) -> BenchRecord:
+def from_json(data: dict[str, Any], fallback_label: str, where: str | None = None) -> BenchRecord:
     """A benchmark record (this tool's, or vLLM's own result JSON) that can be compared."""
     if data.get("kind") != KIND and "output_throughput" not in data:
         raise UserError(
             f"{fallback_label}: not a benchmark result (no 'output_throughput'); give a llama4spec bench record "
             "or a `vllm bench serve --save-result` JSON file"
         )
-    record = BenchRecord.from_dict(data, fallback_label)
+    record = BenchRecord.from_dict(data, fallback_label, where)
     if record.result is None:
         raise UserError(f"{fallback_label}: the benchmark in this record did not finish (no result); rerun it")
     if not record.counted:
@@ -78,7 +78,7 @@ def load(path: Path) -> BenchRecord:
     data = read_json(Path(path), RESULT)
     if not isinstance(data, dict):
         raise UserError(f"{path}: expected a JSON object; give a saved benchmark JSON")
-    return from_json(data, Path(path).stem)
+    return from_json(data, Path(path).stem, str(path))
 
 
 def load_pair(baseline: Path, candidate: Path) -> tuple[BenchRecord, BenchRecord]:

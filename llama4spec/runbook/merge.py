@@ -27,6 +27,7 @@ from rich.console import Console
 
 from llama4spec.errors import UserError
 from llama4spec.files import json_or_none, outside, plain, shown, write_atomic, write_json
+from llama4spec.records import points
 from llama4spec.records.host import host_or_problem
 from llama4spec.records.plan import PlanRecord, checked as checked_plan
 from llama4spec.results import bench as bench_record
@@ -393,5 +394,5 @@ def _write_points(out: Path, measured: dict[str, Measured]) -> None:
     for pid, m in measured.items():
         files = bench_files(out / pid)
         m.record.write(files["record"])
-        write_json(files["points"], vllm_runs(m.config, m.record))
+        points.write(files["points"], vllm_runs(m.config, m.record))
         write_atomic(out / pid / "config.yaml", yaml.safe_dump(m.config, sort_keys=False))

@@ -14,17 +14,18 @@ from llama4spec.errors import UserError
 from llama4spec.files import json_or_none, plain, write_json
 from llama4spec.results import bench as bench_record
 from llama4spec.runbook.capacity import write_report as capacity_report
-from llama4spec.runbook.capacity.write_report import SEARCH, Found, Setting, medians_of, probe_dir, slo_basis
+from llama4spec.runbook.capacity.write_report import SEARCH, Found, Setting, medians_of, probe_dir, read_search
 from llama4spec.runbook.rundir import is_step_id, not_run
 from llama4spec.runbook.spec import MergeRead, PageRead, ReadBack
 
 
 def reference_medians(read: ReadBack, settings: list[Setting]) -> dict[str, float] | None:
     """The medians, as its record is now, of the bench step a relative SLO names (its first
-    search's search.json says which); None without one."""
+    search's search.json says which); None without one (a search.json that is not one says so when
+    its setting is read: ``write_report.read_search``)."""
     for setting in settings:
-        data, _ = json_or_none(setting.dir / SEARCH)
-        step = slo_basis(data.get("slo")).get("relative_to") if isinstance(data, dict) else None
+        search, recorded, _ = read_search(setting.dir / SEARCH)
+        step = recorded["slo"].get("relative_to") if search is not None else None
         if step:
             found = read.collect([step]) if is_step_id(step) else {}
             return medians_of(found[step].record) if step in found else None

@@ -24,6 +24,8 @@ from llama4spec.engine.bench_flags import (display_argv, goodput_pairs, probe_fl
                                      static_thresholds)
 from llama4spec.cost.model import Work
 from llama4spec.errors import UserError
+from llama4spec.records import points
+from llama4spec.runbook.capacity import records
 from llama4spec.runbook.capacity.search_settings import Settings
 from llama4spec.runbook.capacity.write_report import PROBES, fit_runs, probe_dir
 from llama4spec.runbook.spec import Traits
@@ -165,16 +167,26 @@ def _identity(plan, p, thresholds: dict[str, float]) -> dict[str, Any]:
 
 
 def _recorded(p, settings: cap.Settings, identity: dict[str, Any]) -> cap.Search | None:
-    """The search recorded in this step's search.json when it is one of this very search, else None."""
-    from llama4spec.files import json_or_none
+    """The search recorded in this step's search.json when it is one of this very search; None
+    without one or for another search's (the server, the probe or the thresholds changed). A
+    search.json that is not a whole search (cut short, damaged) is UserError, one line naming the file
+    and the field: its probes are not thrown away unasked."""
+    from llama4spec.files import json_or_none, plain
 
-    data, _ = json_or_none(p.artifacts["search"])
-    if not isinstance(data, dict) or data.get("identity") != identity:
+    path = p.artifacts["search"]
+    data, problem = json_or_none(path)
+    if problem is not None:
+        raise UserError(f"{problem}; remove it to start the search afresh")
+    if data is None:
+        return None
+    records.check(data, plain(str(path)), "remove it to start the search afresh")
+    if data.get("identity") != identity:
         return None
     try:
         return cap.from_json(data, settings)
-    except UserError:
-        return None
+    except UserError as err:
+        raise UserError(f"{plain(str(path))}: {err.problems[0].removeprefix('search.json: ')}; "
+                        f"remove it to start the search afresh") from None
 
 
 def document(search: cap.Search, identity: dict[str, Any], thresholds: dict[str, float],
@@ -284,7 +296,7 @@ def execute(run, p) -> dict[str, Any]:
         measured = cap.run_of(one, thresholds, settings.target)
         search = add_run(search, rate, measured, why) if s.fitted else cap.record_run(search, rate, measured)
         write_json(p.artifacts["search"], document(search, identity, thresholds, basis, s))
-        write_json(where / "summary.json", _summary(record, rate, cfg))
+        points.write(where / "summary.json", _summary(record, rate, cfg))
     if s.fitted:
         fitted = cf.answer(s.fit(settings.target), fit_runs(search))
         run.progress.note(f"      {cf.describe('request capacity', fitted)}")

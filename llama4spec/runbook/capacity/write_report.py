@@ -18,8 +18,9 @@ from llama4spec.analysis import capacity_fit as cf
 from llama4spec.analysis.capacity_plot import capacity_fits
 from llama4spec.errors import UserError
 from llama4spec.figures import SLO_MEDIANS
-from llama4spec.files import json_or_none, number, plain, write_atomic, write_json
+from llama4spec.files import json_or_none, plain, write_atomic, write_json
 from llama4spec.results import bench as bench_record
+from llama4spec.runbook.capacity import records
 from llama4spec.analysis import capacity_report, plots
 from llama4spec.analysis.capacity_gain import Between
 from llama4spec.analysis.capacity_search import METRICS, Search, from_json
@@ -39,45 +40,29 @@ def probe_dir(step_dir: Path, rate: float) -> Path:
     return step_dir / PROBES / f"rate={rate:g}"
 
 
-def _number(value: Any) -> bool:
-    return number(value) is not None
-
-
-def _per_metric(value: Any) -> dict[str, float]:
-    """metric -> a positive number, of the SLO's metrics only (anything else left out)."""
-    return {m: float(v) for m, v in value.items() if m in METRICS and _number(v) and v > 0} \
-        if isinstance(value, dict) else {}
-
-
-def slo_basis(value: Any) -> dict[str, Any]:
+def slo_basis(slo: records.Slo) -> dict[str, Any]:
     """The SLO's basis as search.json recorded it (name, attainment, relative_to, multipliers,
-    medians), each key kept only when it is of its type: read back, it is input."""
-    value = value if isinstance(value, dict) else {}
-    out: dict[str, Any] = {}
-    for key in ("name", "relative_to"):
-        if isinstance(value.get(key), str):
-            out[key] = plain(value[key], 200)
-    if _number(value.get("attainment")) and 0 < value["attainment"] < 1:
-        out["attainment"] = float(value["attainment"])
-    for key in ("multipliers", "medians"):
-        if key in value:
-            out[key] = _per_metric(value[key])
+    medians), the keys it holds (read through its model: input)."""
+    out: dict[str, Any] = {k: plain(v, 200) for k in ("name", "relative_to") if (v := getattr(slo, k)) is not None}
+    if slo.attainment is not None:
+        out["attainment"] = slo.attainment
+    out.update({k: dict(v) for k in ("multipliers", "medians") if (v := getattr(slo, k)) is not None})
     return out
 
 
 def read_search(path: Path) -> tuple[Search | None, dict[str, Any], str | None]:
-    """(search, its recorded SLO {thresholds, slo}, None) or (None, {}, why not: one line naming
-    the file and the fix when it is there but not a search this tool wrote)."""
+    """(search, its recorded SLO {thresholds, slo, fit}, None) or (None, {}, why not: one line naming
+    the file, the field and the fix when it is there but not a search this tool wrote)."""
     data, problem = json_or_none(path)
     if data is None:
         return None, {}, problem or "no search.json (the search did not run)"
     try:
+        model = records.check(data, plain(str(path)))
         search = from_json(data)
     except UserError as err:
         found = "; ".join(p.removeprefix(f"{SEARCH}: ") for p in err.problems)
-        return None, {}, f"{plain(str(path))}: {found}; {FIX}"
-    return search, {"thresholds": _per_metric(data.get("thresholds")), "slo": slo_basis(data.get("slo")),
-                    "fit": data.get("search") == "fit"}, None
+        return None, {}, found if found.startswith(plain(str(path))) else f"{plain(str(path))}: {found}; {FIX}"
+    return search, {"thresholds": dict(model.thresholds), "slo": slo_basis(model.slo), "fit": model.search == "fit"}, None
 
 
 def probe_runs(step_dir: Path, search: Search, metrics: list[str], percent: float) -> list[tuple[float, dict]]:
@@ -192,7 +177,7 @@ def write(found: Found, files: Mapping[str, Path], console: Console) -> str:
         images[s.name] = path.name
     text = capacity_report.markdown(found.record, images) + fitted_section(found, files["report"].parent)
     write_atomic(files["report"], text)
-    write_json(files["analysis"], found.record)
+    write_json(files["analysis"], records.checked_capacity(found.record, plain(str(files["analysis"]))))
     capacity_report.render(console, found.record)
     return text
 

@@ -9,6 +9,7 @@ from llama4spec.config.layout import url_problem
 from llama4spec.cost.model import Seen, Work
 from llama4spec.engine.args import base_url
 from llama4spec.engine.bench_flags import bench_flags, display_argv, exec_argv
+from llama4spec.records import points
 from llama4spec.runbook import fields
 from llama4spec.runbook.measured import config_data
 from llama4spec.runbook.rundir import bench_files, vllm_runs
@@ -108,7 +109,7 @@ def execute(run, p) -> dict[str, Any]:
         run.say(f"      warning: {warning}")
     for line in per_request_lines(record):
         run.say(f"      {line}")
-    write_json(p.artifacts["points"], vllm_runs(config_data(p), record))
+    points.write(p.artifacts["points"], vllm_runs(config_data(p), record))
     run.keep_result(keys.adds_to or p.id, record)
     run.output.bench(run, record, files)  # the bench command prints its table and files
     return record.figures()
@@ -227,7 +228,7 @@ def _alternate(run, p, files):
                      keys.warmup if record is None or (keys.block and i == 0) else 0)
         if not record.counted:
             break
-    write_json(base.artifacts["points"], vllm_runs(config_data(base), base_record))
+    points.write(base.artifacts["points"], vllm_runs(config_data(base), base_record))
     return record
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from llama4spec.records import points
 from llama4spec.runbook.sweep.rule import Rule
 from llama4spec.runbook.sweep.sequential import Settling, decisions
 from llama4spec.cost.model import Work
@@ -99,7 +100,7 @@ def execute(run, p) -> dict[str, Any]:
             if record.runs:
                 record.counted_only().write(files.record)
             raise StepFailed(failure(record, files.log), log_tail(files.log, 15))
-        write_json(q.artifacts["points"], vllm_runs(config_data(q), record))
+        points.write(q.artifacts["points"], vllm_runs(config_data(q), record))
         run.keep_result(q.id, record)
         extra += 1
     for pid, d in found.items():  # each point's record says why it stopped

@@ -10,10 +10,6 @@ _._expand_kernel_impl  # engine/cpu_fix.py sets it on vLLM's cpu_triton_utils, w
 _.caption  # analysis/page.py's Table: read by the report.html template (Jinja2), not by Python
 _.numeric  # likewise
 _.provenance  # analysis/page.py's RunPage: read by the report.html template
-_.e2e_ms  # results/requests.py's RequestRow: written into the bench record and requests.csv by dataclasses.asdict
-_.queue_ms  # likewise
-_.arrival_ms  # likewise
-_.prompt_sha256  # likewise
 _.prompt_items  # tiny/contrast.py: the generator of the shipped conf/dataset/prompts/tiny_contrast.jsonl (tests/unit/tiny/test_contrast.py checks the file against it)
 _.reports  # analysis/page.py RunPage.reports: read by the page template (templates/report.html.j2: page.reports)
 _.mean_ttft_ms  # likewise
@@ -26,7 +22,7 @@ _.best_decided  # likewise
 _.speculation  # likewise
 _.baseline_output_throughput  # likewise
 _.without_speculation  # likewise
-_._within_lookahead  # a pydantic field_validator (sweep_records Row, breakeven records Curve): pydantic calls it
+_._within_lookahead  # a pydantic validator (sweep_records Row, breakeven records Curve, records/bench.py): pydantic calls it
 _.fit_p  # lossless/records.py Control: the control's fit p-values in lossless.json
 _.tail_bound  # likewise
 _.schema_  # lossless/records.py LosslessFile: the record's schema name (alias "schema")
@@ -38,3 +34,6 @@ _.rebuilt  # likewise
 _.merged_from  # likewise
 _.submit_seconds  # likewise
 _.slurm_job_id  # records/job.py: a field of job.json's model (its published schema), checked where read
+_.acceptance_rate_per_drafted_position  # records/bench.py Acceptance: a field of a record's model, validated by name when the record is read
+_.run_number  # records/points.py Point: likewise (summary.json, read by vLLM's sweep plotters)
+_.output_tps  # runbook/capacity/records.py Setting: likewise (capacity.json)

@@ -115,7 +115,7 @@ def test_a_reference_step_measured_again_is_said(capacity_run: Path, tmp_path: P
 @pytest.mark.parametrize("damage,said", [
     ('{"kind": "llama4spec.capacity_search", "probes": [', "not valid JSON"),
     ('{"kind": "llama4spec.capacity_search", "settings": {"start": 1}, "probes": [{"rate": "x"}]}',
-     "probe 1 has no usable rate of its own ('x')"),
+     "'probes[0].rate' is 'x', not a request rate above 0, at most 1e4 per second"),
     ('{"kind": "llama4spec.capacity_search", "settings": {"start": 1, "evil": 2}, "probes": []}',
      "its settings are missing or hold unknown keys"),
     ('[1, 2]', "not a capacity search"),

@@ -203,7 +203,9 @@ def test_a_pair_tag_survives_the_record_and_a_pair_measured_again_replaces_its_r
     assert bench_record.without_pair(BenchRecord.of_runs("b", [_run(1, "k1")]), "k1") is None
     bad = json.loads(path.read_text())
     bad["runs"][0]["pair"] = {"not": "a tag"}
-    assert BenchRecord.from_dict(bad).runs[0].pair is None
+    with pytest.raises(UserError) as info:  # its model refuses it, naming the field
+        BenchRecord.from_dict(bad)
+    assert "'runs[0].pair' is {'not': 'a tag'}" in str(info.value)
 
 
 def test_the_analysis_pairs_a_candidate_with_the_baseline_runs_tagged_with_it() -> None:

@@ -220,9 +220,22 @@ def markdown(record: Mapping[str, Any], images: Mapping[str, str]) -> str:
         lines.append(f"- {name}: not measured ({why})")
     lines += [f"- warning: {w}" for w in record.get("warnings") or []]
     lines.append("")
+    lines += demand_lines(record)
     for name, image in images.items():
         lines += [f"![latency against request throughput, {name}]({image})", ""]
     return "\n".join(lines)
+
+
+def demand_lines(record: Mapping[str, Any]) -> list[str]:
+    """report.md's section on a load and a price (``capacity.demand``), when the step gave either."""
+    d = record.get("demand")
+    if not d:
+        return []
+    head = (f"## For {d['load']:g} req/s" if d.get("load") is not None else "## Price") + \
+        (f" (at {d['price']:g} a {d['device']}-hour)" if d.get("price") is not None else "")
+    return [head, "", *(f"- {line}" for line in d["lines"]), "",
+            f"Servers are ceil(load / capacity), their interval from the capacity's; the {d['device']}s saved take "
+            f"the extremes of both settings' intervals; a CPU server counts as one device.", ""]
 
 
 def method_words(record: Mapping[str, Any]) -> str:
@@ -259,3 +272,5 @@ def render(console: Console, record: Mapping[str, Any]) -> None:
             console.print(f"note: {escape(note)}", highlight=False, soft_wrap=True)
     for warning in record.get("warnings") or []:
         console.print(f"warning: {escape(warning)}", highlight=False, soft_wrap=True)
+    for line in (record.get("demand") or {}).get("lines", []):
+        console.print(escape(line), highlight=False, soft_wrap=True)

@@ -211,6 +211,7 @@ def capacity_view(part: CapacityPart) -> dict[str, Any]:
     for s in r["settings"].values():
         lines.append(f"{s['sentence']}; error bound {s['error_bound']:.2g}")
         lines += [note for note in s["notes"] if s.get("search") == "fit" and note not in s["sentence"]]
+    lines += (r.get("demand") or {}).get("lines", [])
     return {"id": part.id, "headline": r.get("headline") or "", "slo": capacity_report.slo_lines(
         r.get("thresholds") or {}, r.get("resolved") or {}), "table": table, "lines": lines,
         "missing": list((r.get("missing") or {}).items()), "figures": part.figures,

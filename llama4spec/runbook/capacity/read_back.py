@@ -56,6 +56,7 @@ class Rebuilt:
     baseline: str | None
     found: Found | None = None
     points: list[str] = field(default_factory=list)
+    demand: tuple[float | None, float | None] = (None, None)  # the step's load and price, as plan.json recorded
 
     @property
     def writes(self) -> list[str]:
@@ -63,8 +64,9 @@ class Rebuilt:
 
     def read(self, ctx: MergeRead) -> None:
         """Its searches analysed (a search.json that is not one refused) before anything is written."""
+        load, price = self.demand
         self.found = capacity_report.analyse(self.settings, self.baseline, ctx.failures, strict=True,
-                                             reference=reference_medians(ctx, self.settings))
+                                             reference=reference_medians(ctx, self.settings), load=load, price=price)
 
     def write(self, ctx: MergeRead) -> int:
         """Its report from its searches (read before) into ``ctx.out``, with the searches themselves
@@ -91,7 +93,7 @@ def merge_part(sid: str, sources: list[Any]) -> Rebuilt:
     source = planned[0]
     settings, baseline = capacity_report.from_plan_record(source.step(sid), source.kinds(),
                                                           [r for s in sources for r in s.runs])
-    return Rebuilt(sid, settings, baseline)
+    return Rebuilt(sid, settings, baseline, demand=capacity_report.demand_of(source.step(sid)))
 
 
 def page_part(read: PageRead, step: Mapping[str, Any], page) -> None:
@@ -102,8 +104,9 @@ def page_part(read: PageRead, step: Mapping[str, Any], page) -> None:
 
     source, secrets = read.sources[0], read.secrets
     settings, baseline = capacity_report.from_plan_record(step, source.kinds(), source.runs)
+    load, price = capacity_report.demand_of(step)
     found = capacity_report.analyse(settings, baseline, not_run(source.status.get("steps") or []),
-                                    reference=reference_medians(read, settings))
+                                    reference=reference_medians(read, settings), load=load, price=price)
     sid = str(step["id"])
     figures = []
     if found.searches:  # every setting's runs against the rate, with the fitted curves

@@ -182,6 +182,36 @@ class Between(Record):
     source: Line
 
 
+Devices = Annotated[int, Field(ge=1, le=10**9, description="devices from 1 to 1e9")]
+Price = Annotated[float, Field(ge=0, le=1e12, description="a price from 0 to 1e12")]
+
+
+class DemandSetting(Record):
+    devices_per_server: Devices
+    output_tps: Optional[Annotated[float, Field(gt=0, le=1e9, description="a throughput above 0, at most 1e9")]] = None
+    price_per_million: Optional[Price] = None
+    servers: Optional[Devices] = None
+    devices: Optional[Devices] = None
+    devices_interval: Annotated[list[Optional[Devices]], Field(max_length=2, description="[low, high]")] = []
+
+
+class Saved(Record):
+    devices: Optional[Annotated[int, Field(ge=-10**9, le=10**9, description="devices from -1e9 to 1e9")]] = None
+    interval: Annotated[list[Optional[Annotated[int, Field(ge=-10**9, le=10**9)]]],
+                        Field(max_length=2, description="[low, high]")] = []
+
+
+class Demand(Record):
+    """A capacity step's load and price (``capacity.demand``)."""
+
+    load: Optional[Annotated[float, Field(gt=0, le=1e6, description="a request rate above 0, at most 1e6")]] = None
+    price: Optional[Annotated[float, Field(ge=0, le=1e6, description="a price from 0 to 1e6")]] = None
+    device: Literal["GPU", "device"]
+    settings: Annotated[dict[Name, DemandSetting], Field(max_length=1000, description="at most 1000 settings")]
+    saved: Annotated[dict[Name, Saved], Field(max_length=1000, description="at most 1000 settings")] = {}
+    lines: Notes = []
+
+
 class Capacity(Record):
     """capacity.json (``write_report.analyse``'s record)."""
 
@@ -196,6 +226,7 @@ class Capacity(Record):
     thresholds: dict[Metric, Threshold] = Field({}, description="milliseconds above 0, at most 1e9, a metric")
     resolved: Slo = Slo()
     warnings: Notes = []
+    demand: Optional[Demand] = None
 
 
 def checked_capacity(data: dict[str, Any], where: str) -> dict[str, Any]:

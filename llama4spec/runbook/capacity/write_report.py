@@ -132,13 +132,15 @@ def between_of(settings: list[Setting]) -> Between:
 
 
 def analyse(settings: list[Setting], baseline: str | None, failures: Mapping[str, str] | None = None,
-            strict: bool = False, reference: Any = None, between: Between | None = None) -> Found:
+            strict: bool = False, reference: Any = None, between: Between | None = None,
+            load: float | None = None, price: float | None = None) -> Found:
     """Read every setting's search.json and analyse them; ``baseline``: the search step of no
     speculation; ``reference``: the medians (``medians_of``) of the bench step a relative SLO
     names, as its record is now. A search.json that is there but not one (cut short, altered) is
     a setting not measured, or with ``strict`` (``report``) a UserError naming the file and the fix.
     A search recorded as fitted (``search: fit``) is refitted from its runs; ``between``: the
-    between-start term its gain carries (default: ``between_of`` the settings)."""
+    between-start term its gain carries (default: ``between_of`` the settings); ``load``, ``price``:
+    the step's (``capacity.demand``)."""
     between = between or between_of(settings)
     searches: dict[str, Search] = {}
     missing: dict[str, str] = {}
@@ -159,7 +161,23 @@ def analyse(settings: list[Setting], baseline: str | None, failures: Mapping[str
     record["thresholds"] = first["thresholds"]
     record["resolved"] = first["slo"]
     record["warnings"] = reference_warnings(first["slo"], reference)
+    _demand(record, settings, load, price)
     return Found(record, searches, recorded, settings)
+
+
+def _demand(record: dict[str, Any], settings: list[Setting], load: float | None, price: float | None) -> None:
+    """The load's servers and devices and the price at each capacity into ``record`` (and its headline)."""
+    from llama4spec.runbook.capacity.demand import clause, demand
+
+    configs = {s.name: c for s in settings if s.name in record["settings"]
+               and isinstance(c := read_config(s.dir / "config.yaml"), dict)}
+    found = demand(record, configs, load, price)
+    if found is None:
+        return
+    record["demand"] = found
+    said = clause(record, found)
+    if said and record.get("headline"):
+        record["headline"] = f"{record['headline']}; {said}"
 
 
 def write(found: Found, files: Mapping[str, Path], console: Console) -> str:
@@ -232,7 +250,8 @@ def run_report(plan, planned, console: Console, failures: Mapping[str, str] | No
     ref = plan.get(keys.relative_to) if keys.relative_to else None
     record = bench_record.read(ref.artifacts["record"]) if ref is not None else None
     found = analyse(settings, keys.baseline, failures,
-                    reference=medians_of(record if record is not None and record.counted else None))
+                    reference=medians_of(record if record is not None and record.counted else None),
+                    load=keys.load, price=keys.price)
     return write(found, planned.artifacts, console), found.record
 
 
@@ -256,3 +275,15 @@ def from_plan_record(step: Mapping[str, Any], kinds: Mapping[str, str],
         out.append(Setting(sid, name, where))
     baseline = record.get("baseline")
     return out, baseline if any(s.id == baseline for s in out) else None
+
+
+def demand_of(step: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """The load and price a capacity step's plan.json entry recorded (each None where absent or out of
+    the bounds its key has)."""
+    from llama4spec.files import number
+    from llama4spec.frontier.load import MAX_LOAD
+    from llama4spec.frontier.price import MAX_PRICE
+
+    record = step.get("capacity") if isinstance(step.get("capacity"), dict) else {}
+    load = number(record.get("load"), 0, MAX_LOAD)
+    return (load if load else None), number(record.get("price"), 0, MAX_PRICE)

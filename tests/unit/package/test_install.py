@@ -110,3 +110,12 @@ def test_run_a_shipped_runbook_by_name_from_the_wheel(installed):
     assert str(REPO / "runbooks") not in result.stdout
     assert "eagle: serve" in result.stdout and "baseline: serve" in result.stdout
     assert not (installed["cwd"] / "runs").exists(), "a dry run wrote a run directory"
+
+
+def test_every_package_of_the_source_is_in_the_wheel() -> None:
+    """pyproject.toml lists the wheel's packages by hand: a new subpackage left out installs without it."""
+    import tomllib
+
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "llama4spec").rglob("__init__.py")}
+    assert found - listed == set(), f"add to pyproject.toml's packages: {sorted(found - listed)}"

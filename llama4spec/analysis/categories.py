@@ -27,15 +27,6 @@ class CategoryStat:
     speedup: float | None = None  # over no speculation in the same category, when measured
 
 
-def from_record(category: str, draft: str, lookahead: int, concurrency: int | None, prompts: int | None,
-                acceptance: Mapping[str, Any] | None, speedup: float | None = None) -> CategoryStat:
-    """A stat from an acceptance record (``AcceptanceCounters.to_record``'s shape: an offline
-    record's ``stats.by_category[C]``, a bench record's ``acceptance``); None: no acceptance."""
-    acceptance = acceptance or {}
-    rates = acceptance.get("acceptance_rate_per_position") or []
-    return CategoryStat(category, draft, lookahead, concurrency, prompts, acceptance.get("mean_acceptance_length"),
-                        tuple(float(r) for r in rates[:lookahead]), speedup)
-
 
 Group = tuple[str, int, int | None]  # (draft, lookahead, concurrency)
 

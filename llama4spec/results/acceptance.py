@@ -108,26 +108,6 @@ class AcceptanceCounters:
             **extra,
         }
 
-    @classmethod
-    def from_record(cls, data: Mapping[str, Any] | None) -> "AcceptanceCounters | None":
-        """Read ``to_record``'s shape back (None for no acceptance). Records written before the
-        raw per-position counts were kept carry only rates: counts are then rates x drafts."""
-        if not isinstance(data, Mapping) or data.get("num_drafts") is None:
-            return None
-        drafts, tokens, accepted = (data.get(k) or 0 for k in ("num_drafts", "num_draft_tokens", "num_accepted_tokens"))
-        per_pos = data.get("accepted_per_pos")
-        if per_pos is None and _count(drafts):
-            rates = data.get("acceptance_rate_per_position") or []
-            if isinstance(rates, list) and all(number(r, 0, 1) is not None for r in rates):
-                per_pos = [round(r * drafts) for r in rates]
-        if not (_count(drafts) and _count(tokens) and _count(accepted) and isinstance(per_pos, list | None)
-                and all(_count(x) for x in per_pos or [])):
-            return None  # not counters this tool wrote (a wrong type, a negative count): no acceptance
-        drafted = data.get("drafted_per_pos")
-        if not (isinstance(drafted, list) and all(_count(x) for x in drafted)):
-            drafted = None
-        return cls(drafts, tokens, accepted, list(per_pos or []), drafted)
-
 
 def _sum_drafted(a: AcceptanceCounters, b: AcceptanceCounters) -> list[int] | None:
     """The sum of two ``drafted_per_pos`` (counters of no step count as none); None when one is unknown."""

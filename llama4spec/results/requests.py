@@ -146,38 +146,6 @@ def rows_of(data: Any, categories: Mapping[str, str] | None = None, category: st
     return sorted((r for r in rows if r is not None), key=lambda r: (r.index is None, r.index or 0, r.id))
 
 
-def from_record(data: Any) -> list[RequestRow]:
-    """Rows as a bench record keeps them (``RequestRow.to_dict``), read back as input."""
-    if not isinstance(data, list):
-        return []
-    out = []
-    for item in data[:MAX_REQUESTS]:
-        if not isinstance(item, Mapping):
-            continue
-        rid = item.get("id")
-        if not (isinstance(rid, str) and 0 < len(rid) <= MAX_ID and rid.isprintable()) or not isinstance(item.get("ok"), bool):
-            continue
-        per_pos = item.get("accepted_per_pos")
-        per_pos = per_pos if isinstance(per_pos, list) and len(per_pos) <= MAX_POSITIONS and all(
-            _count(x) is not None for x in per_pos) else []
-        category = item.get("category")
-        sha = item.get("prompt_sha256")
-        drafted = item.get("drafted_per_pos")
-        drafted = list(drafted) if isinstance(drafted, list) and len(drafted) <= MAX_POSITIONS and all(
-            _count(x) is not None for x in drafted) else None
-        out.append(RequestRow(
-            id=rid, ok=item["ok"], index=_count(item.get("index")),
-            category=category[:100] if isinstance(category, str) and category.isprintable() else None,
-            ttft_ms=_number(item.get("ttft_ms")), tpot_ms=_number(item.get("tpot_ms")),
-            e2e_ms=_number(item.get("e2e_ms")), queue_ms=_number(item.get("queue_ms")),
-            arrival_ms=_number(item.get("arrival_ms")),
-            output_tokens=_count(item.get("output_tokens")) or 0, drafts=_count(item.get("drafts")),
-            draft_tokens=_count(item.get("draft_tokens")), accepted=_count(item.get("accepted")),
-            accepted_per_pos=list(per_pos),
-            prompt_sha256=sha if isinstance(sha, str) and len(sha) == 64 and sha.isalnum() else None,
-            drafted_per_pos=drafted))
-    return out
-
 
 def sums(rows: Iterable[RequestRow]) -> AcceptanceCounters:
     """The counters of ``rows`` added up (requests without counters add nothing)."""

@@ -37,3 +37,5 @@ _.slurm_job_id  # records/job.py: a field of job.json's model (its published sch
 _.acceptance_rate_per_drafted_position  # records/bench.py Acceptance: a field of a record's model, validated by name when the record is read
 _.run_number  # records/points.py Point: likewise (summary.json, read by vLLM's sweep plotters)
 _.output_tps  # runbook/capacity/records.py Setting: likewise (capacity.json)
+_.price_per_million  # runbook/capacity/records.py DemandSetting: a field of capacity.json's model, validated by name
+_.devices_interval  # likewise

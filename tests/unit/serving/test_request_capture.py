@@ -147,7 +147,9 @@ def test_a_foreign_requests_file_gives_no_rows(data) -> None:
 
 def test_rows_survive_the_record_and_the_csv_has_one_line_a_request() -> None:
     rows = per_request.rows_of({"request_id_prefix": "p-", "requests": [_item("p-0", [1, 1, 0, 0])]}, category="c")
-    again = per_request.from_record([r.to_dict() for r in rows] + ["junk", {"id": "b", "ok": 1}])
+    from llama4spec.results.bench import BenchRecord
+
+    again = BenchRecord.from_dict({"kind": "llama4spec.bench", "label": "x", "requests": [r.to_dict() for r in rows]}).requests
     assert again == rows
     text = per_request.to_csv([(0, rows), (1, rows)])
     lines = text.splitlines()

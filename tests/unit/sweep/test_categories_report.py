@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from llama4spec.results.acceptance import AcceptanceCounters
-from llama4spec.analysis.categories import CategoryStat, from_record, least_paying, markdown, oversampled, render
+from llama4spec.analysis.categories import CategoryStat, least_paying, markdown, oversampled, render
 
 
 def stat(category: str, length: float | None, rates=(0.5, 0.4), *, draft: str = "eagle", k: int = 2,
@@ -81,8 +81,3 @@ def test_render_prints_the_same_table() -> None:
     assert "warning: [math] (eagle k=2): concurrency 16 > its 10 prompts" in text
 
 
-def test_from_an_acceptance_record() -> None:
-    record = AcceptanceCounters(10, 30, 15, [7, 5, 3]).to_record(3)
-    s = from_record("math", "eagle", 3, 16, 10, record, speedup=1.4)
-    assert s == CategoryStat("math", "eagle", 3, 16, 10, 2.5, (0.7, 0.5, 0.3), 1.4)
-    assert from_record("math", "none", 3, 16, 10, None).acceptance_length is None

@@ -15,8 +15,7 @@ _.reports  # analysis/page.py RunPage.reports: read by the page template (templa
 _.mean_ttft_ms  # likewise
 # record models (records.base): a field the tool validates when it writes and reads the record (the
 # bound is the point) but reads back by no attribute; the published schema and a user read it
-_.acceptance_rate_per_position  # analysis/sweep_records.py Row: sweep.json's per-position acceptance rates
-_.predicted_speedup  # likewise, the fitted model's speedup
+_.predicted_speedup  # analysis/sweep_records.py Row: sweep.json's fitted model speedup
 _.best_lookahead  # analysis/sweep_records.py AtConcurrency: sweep.json's recommendation at a concurrency
 _.best_decided  # likewise
 _.speculation  # likewise
@@ -36,6 +35,5 @@ _.submit_seconds  # likewise
 _.slurm_job_id  # records/job.py: a field of job.json's model (its published schema), checked where read
 _.acceptance_rate_per_drafted_position  # records/bench.py Acceptance: a field of a record's model, validated by name when the record is read
 _.run_number  # records/points.py Point: likewise (summary.json, read by vLLM's sweep plotters)
-_.output_tps  # runbook/capacity/records.py Setting: likewise (capacity.json)
 _.price_per_million  # runbook/capacity/records.py DemandSetting: a field of capacity.json's model, validated by name
 _.devices_interval  # likewise

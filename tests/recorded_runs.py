@@ -54,7 +54,7 @@ def _run(planned, k: int | None, c: int, factor: float, accepted: float) -> dict
             "accepted_per_pos": [round(drafts * accepted)] * k,
             "mean_acceptance_length": 1.0 + accepted_tokens / drafts,
             "acceptance_rate": accepted_tokens / (drafts * k), "acceptance_rate_per_position": [accepted] * k},
-        "result": {"output_throughput": tput, "mean_tpot_ms": 1000.0 * c / tput, "mean_ttft_ms": (20.0 + c) / factor,
+        "result": {"request_rate": "inf", "burstiness": 1.0, "output_throughput": tput, "mean_tpot_ms": 1000.0 * c / tput, "mean_ttft_ms": (20.0 + c) / factor,
                    "max_concurrency": c, "completed": 8, "request_throughput": tput / 32,
                    "total_token_throughput": 1.5 * tput},
         **({"requests": _requests(k, 1000.0 * c / tput, accepted)} if k else {}),

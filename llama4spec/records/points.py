@@ -7,7 +7,7 @@ validate through it before they write; ``read`` is its reader."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import ConfigDict, Field, RootModel
 
@@ -28,7 +28,9 @@ class Point(Result):
     run_number: Annotated[int, Field(ge=0, le=MAX_RUNS, description=f"a run number from 0 to {MAX_RUNS}")]
     category: Optional[Name] = None
     acceptance_length: Optional[Length] = None
-    request_rate: Optional[Annotated[float, Field(gt=0, le=1e4, description="a request rate above 0, at most 1e4")]] = None
+    # vLLM writes "inf" for requests sent at once (its --request-rate default); a capacity probe its rate
+    request_rate: Optional[Union[Literal["inf"], Annotated[float, Field(gt=0, le=1e4)]]] = Field(
+        None, description="a request rate above 0, at most 1e4, or inf")
     users: Optional[Annotated[float, Field(ge=0, le=1e9, description="requests in flight from 0 to 1e9")]] = None
     tensor_parallel_size: Optional[Size] = None
     pipeline_parallel_size: Optional[Size] = None

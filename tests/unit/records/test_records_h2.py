@@ -115,3 +115,15 @@ def test_a_record_written_reads_back_to_the_same_dict(tmp_path) -> None:
     record.write(tmp_path / "again.json")
     assert json.loads((tmp_path / "again.json").read_text()) == record.to_dict()
     assert BenchRecord.from_dict(record.to_dict()).to_dict() == record.to_dict()
+
+
+def test_a_summary_of_requests_sent_at_once_is_written(tmp_path) -> None:
+    """vLLM writes ``request_rate: "inf"`` for requests sent at once (its default): the points' model takes it."""
+    from llama4spec.records import points
+    from llama4spec.results.bench import BenchRecord
+    from llama4spec.runbook.rundir import vllm_runs
+
+    record = BenchRecord(label="p", returncode=0, lookahead=0, result={
+        "request_rate": "inf", "burstiness": 1.0, "max_concurrency": 4, "completed": 8, "output_throughput": 50.0})
+    points.write(tmp_path / "summary.json", vllm_runs({"draft": {}, "bench": {"max_concurrency": 4}}, record))
+    assert points.read(tmp_path / "summary.json").root[0].request_rate == "inf"

@@ -60,10 +60,26 @@ def test_the_report_and_the_headline_say_it(demanded) -> None:
     assert all(line in body for line in record["demand"]["lines"])
 
 
-def test_without_a_load_or_price_nothing_changes(tmp_path) -> None:
-    run = finished_capacity_run(tmp_path / "run")
+def test_without_a_load_or_price_there_is_no_such_section(demanded, tmp_path) -> None:
+    run = Path(shutil.copytree(demanded, tmp_path / "run"))
+    plan = json.loads((run / "plan.json").read_text())
+    entry = next(s for s in plan if s["id"] == "capacity")["capacity"]
+    del entry["load"], entry["price"]
+    (run / "plan.json").write_text(json.dumps(plan))
+    done = run_in_process("report", str(run))
+    assert done.returncode == 0, done.stderr
     record = json.loads((run / "capacity" / "capacity.json").read_text())
-    assert "demand" not in record and "For " not in (run / "capacity" / "report.md").read_text()
+    assert "demand" not in record and "## For " not in (run / "capacity" / "report.md").read_text()
+    assert "needs" not in record["headline"]
+
+
+def test_the_shipped_runbook_asks_for_a_load_and_a_price() -> None:
+    from llama4spec.runbook.plan import plan_file
+    from tests.helpers import REPO
+
+    plan = plan_file(REPO / "runbooks" / "tiny_cpu_capacity.yaml", lambda name: Path("/nonexistent"), [])
+    keys = plan.get("capacity").step.keys
+    assert (keys.load, keys.price) == (LOAD, PRICE)
 
 
 @pytest.mark.parametrize("flag,value,said", [("--load", "0", "--load must be a number above 0"),

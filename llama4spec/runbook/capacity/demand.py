@@ -59,11 +59,13 @@ def demand(record: Mapping[str, Any], configs: Mapping[str, Mapping[str, Any]], 
 
 
 def clause(record: Mapping[str, Any], d: Mapping[str, Any] | None) -> str | None:
-    """The headline's clause for a load: ``7 GPUs instead of 10 for 12 req/s`` (the best setting's,
-    the headline's first), or None."""
+    """The headline's clause for a load: ``EAGLE k=3 needs 7 GPUs instead of 10 for 12 req/s (saves
+    [2, 4])`` for the setting the headline names first (else the one that saves most), or None."""
     if not d or d.get("load") is None or not d["saved"]:
         return None
-    best = max(d["saved"], key=lambda n: (d["saved"][n]["devices"] is not None, d["saved"][n]["devices"] or 0))
+    head = record.get("headline") or ""
+    best = next((n for n in d["saved"] if head.startswith(f"{n} ")),  # the setting the headline names first
+                max(d["saved"], key=lambda n: (d["saved"][n]["devices"] is not None, d["saved"][n]["devices"] or 0)))
     mine, base = d["settings"][best], d["settings"].get(record.get("baseline") or "", {})
     if mine.get("devices") is None or base.get("devices") is None:
         return None

@@ -17,7 +17,7 @@ from tests.recorded_runs import finished_capacity_run
 from tests.unit.conftest import run_in_process
 from tests.unit.runbook.test_report_page import Parsed
 
-LOAD, PRICE = 12.0, 2.5
+LOAD, PRICE = 200.0, 2.5
 
 
 @pytest.fixture(scope="module")

@@ -85,12 +85,21 @@ def _set(data: Any, path: tuple, value: Any) -> Any:
     return data
 
 
+class _Examples(dict):
+    """Each record's example, written the first time a test asks for it (a worker writes only its own)."""
+
+    def __init__(self, factory) -> None:
+        super().__init__()
+        self.factory = factory
+
+    def __missing__(self, key: str) -> Path:
+        self[key] = EXAMPLES[key](self.factory.mktemp(key))
+        return self[key]
+
+
 @pytest.fixture(scope="module")
 def examples(tmp_path_factory) -> dict[str, Path]:
-    out = {}
-    for key, make in EXAMPLES.items():
-        out[key] = make(tmp_path_factory.mktemp(key))
-    return out
+    return _Examples(tmp_path_factory)
 
 
 def test_every_registered_record_has_an_example() -> None:

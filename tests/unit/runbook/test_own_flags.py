@@ -15,7 +15,7 @@ CAPACITY = (REPO / "runbooks" / "tiny_cpu_capacity.yaml").read_text()
 def _runbook(tmp_path: Path, extra: str, kind: str) -> Path:
     path = tmp_path / "book.yaml"
     if kind == "capacity":
-        text = CAPACITY.replace("    duration_s: 5\n    extra_args: [--ignore-eos]", f"    duration_s: 5\n    extra_args: [{extra}]")
+        text = CAPACITY.replace("    price: 2.5\n    extra_args: [--ignore-eos]", f"    price: 2.5\n    extra_args: [{extra}]")
         assert text != CAPACITY
     elif kind == "sweep":
         text = ("name: b\noverrides: [target=tiny, memory=cpu, bench=random_tiny]\nsteps:\n"

@@ -294,9 +294,9 @@ def merge_part(sid: str, sources: list[Any]) -> Rebuilt:
 
 
 def page_part(read: PageRead, step: Mapping[str, Any], page) -> None:
-    """One sweep's section of report.html (``analysis.page.RunPage.sweeps``): its points analysed
+    """One sweep's section of report.html (``sweep.section.SweepSection``): its points analysed
     from their records, its plots, stops, co-location."""
-    from llama4spec.analysis import page as html_page
+    from llama4spec.runbook.sweep.section import SweepSection
 
     source, secrets = read.sources[0], read.secrets
     kinds = source.kinds()
@@ -321,7 +321,7 @@ def page_part(read: PageRead, step: Mapping[str, Any], page) -> None:
     page.lead += redact(frontier_part.lead(front, sid), secrets)
     notes += [f"frontier: {line}" for line in redact(list(front.notes), secrets)]
     shown = [*IMAGES.items(), *([(frontier_part.TITLE, "frontier")] if front.drawn else [])]
-    page.sweeps.append(html_page.SweepPart(
+    page.sections.append(SweepSection(
         id=sid, analysis=analysis, figures=[read.figure(title, source.dir / sid / f"{stem}.png")
                                             for title, stem in shown],
         stops=stops, not_measured=redact(missing, secrets), beside=beside, notes=redact(notes, secrets)))

@@ -57,6 +57,7 @@ class Rebuilt:
     found: Found | None = None
     points: list[str] = field(default_factory=list)
     demand: tuple[float | None, float | None] = (None, None)  # the step's load and price, as plan.json recorded
+    notes: list[str] = field(default_factory=list)
 
     @property
     def writes(self) -> list[str]:

@@ -23,6 +23,7 @@ from llama4spec.runbook.spec import MergeRead, PageRead
 from llama4spec.runbook.steps import traits_of
 from llama4spec.runbook.sweep import frontier_part
 from llama4spec.runbook.sweep.expand import AUTO_DESIGN, INTERLEAVED
+from llama4spec.runbook.sweep.merge_designs import design_warnings
 from llama4spec.analysis.sweep_records import SweepRecord
 from llama4spec.records.io import checked
 from llama4spec.console import say
@@ -259,6 +260,7 @@ class Rebuilt:
     design: dict[str, Any] | None = None
     writes: list[str] = field(default_factory=list)
     price: float | None = None  # per device-hour, as the last source planned it
+    notes: list[str] = field(default_factory=list)  # measured in two designs across the sources (merge_designs)
 
     def read(self, ctx: MergeRead) -> None:
         pass
@@ -290,6 +292,7 @@ def merge_part(sid: str, sources: list[Any]) -> Rebuilt:
         if isinstance(step.get("design"), dict):
             check_recorded(step["design"], str(source.dir / "plan.json"))
             part.design = _design(step, prior=True)
+    part.notes = design_warnings(sources, sid)
     return part
 
 

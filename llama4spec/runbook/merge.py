@@ -1,5 +1,6 @@
-"""``llama4spec report``: a run's sweep reports, comparisons and summary rebuilt from its records
-alone (no engine), and points measured in several run directories merged into one.
+"""``llama4spec report``: a run's reports (each merging step's, through its kind's ``merge_part``)
+and summary rebuilt from its records alone (no engine), and points measured in several run
+directories merged into one.
 
 A run directory holds ``plan.json`` (its steps), ``status.json`` and one directory per step; the
 points of server groups run elsewhere (``run --only-group``, Slurm jobs) lie in run directories
@@ -32,7 +33,6 @@ from llama4spec.records.host import host_or_problem
 from llama4spec.records.plan import PlanRecord, checked as checked_plan
 from llama4spec.results import bench as bench_record
 from llama4spec.results.bench import BenchRecord
-from llama4spec.runbook.merge_designs import design_warnings
 from llama4spec.runbook.recorder import Recorder
 from llama4spec.runbook.rundir import (STATUS, Measured, bench_files, config_or_problem, flatten, is_step_id, not_run,
                                        status_or_problem, vllm_runs)
@@ -227,8 +227,8 @@ def merge_parts(sources: list[Source]) -> dict[str, MergePart]:
 
 
 def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
-    """Rebuild (or, from several run directories, merge) the merging steps' reports (a sweep's, a
-    comparison's, a capacity step's: each kind's ``merge_part``) and the summary from the records
+    """Rebuild (or, from several run directories, merge) the merging steps' reports (each kind's
+    ``merge_part``, with what it says of the merge: its ``notes``) and the summary from the records
     alone; write them into ``out`` (default: the one run directory given). Returns 0, or 1 when a
     point (or a setting) a report needs has no counted record anywhere."""
     seen: dict[Path, Path] = {}
@@ -267,7 +267,7 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
     for pid in ctx.measured:
         ctx.reasons.pop(pid, None)
     missing = sum(part.write(ctx) for part in parts.values())
-    notes = design_warnings(sources) + _hosts(sources)  # a sweep of two designs merges, said so
+    notes = [*(n for part in parts.values() for n in part.notes), *_hosts(sources)]  # a sweep of two designs, say
     if in_place:
         status = dict(first.status)
     else:
@@ -287,7 +287,7 @@ def rebuild(run_dirs: list[Path], out: Path | None, console: Console) -> int:
 def refuse_unrelated(sources: list[Source]) -> None:
     """Runs merged into one report must be runs of one runbook with the same settings: the same
     runbook and command-line overrides, one kind for each step id (and
-    what each merging kind's ``merge_part`` refuses: a capacity search lies in one run only).
+    what each merging kind's ``merge_part`` refuses).
     UserError (one line) naming the first difference and the fix; nothing is reduced to the first."""
     if len(sources) < 2:
         return

@@ -98,6 +98,7 @@ class MergePart(Protocol):
 
     points: list[str]  # the bench steps whose records it reports (collected and merged by ``report``)
     writes: list[str]  # other step directories it writes into a new output directory
+    notes: list[str]  # what merging the run directories given means for it, said once in the merged status
 
     def read(self, ctx: MergeRead) -> None: ...  # what it reads before anything is written (refused: UserError)
     def write(self, ctx: MergeRead) -> int: ...  # its report into ctx.out and ctx.comparisons; returns what is missing

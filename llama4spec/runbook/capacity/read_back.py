@@ -57,6 +57,7 @@ class Rebuilt:
     found: Found | None = None
     points: list[str] = field(default_factory=list)
     demand: tuple[float | None, float | None] = (None, None)  # the step's load and price, as plan.json recorded
+    notes: list[str] = field(default_factory=list)
 
     @property
     def writes(self) -> list[str]:
@@ -97,10 +98,10 @@ def merge_part(sid: str, sources: list[Any]) -> Rebuilt:
 
 
 def page_part(read: PageRead, step: Mapping[str, Any], page) -> None:
-    """One capacity step's section of report.html (``analysis.page.RunPage.capacities``): its
+    """One capacity step's section of report.html (``capacity.section.CapacitySection``): its
     searches analysed again from their search.json files (one that is not a record is a setting not
     measured, with why), each setting's plot as the step wrote it."""
-    from llama4spec.analysis import page as html_page
+    from llama4spec.runbook.capacity.section import CapacitySection
 
     source, secrets = read.sources[0], read.secrets
     settings, baseline = capacity_report.from_plan_record(step, source.kinds(), source.runs)
@@ -117,4 +118,4 @@ def page_part(read: PageRead, step: Mapping[str, Any], page) -> None:
             continue
         title = redact(f"latency against request throughput, {s.name}", secrets)
         figures.append(read.figure(title, source.dir / sid / f"latency-{s.id}.png"))
-    page.capacities.append(html_page.CapacityPart(sid, redact(found.record, secrets), figures))
+    page.sections.append(CapacitySection(sid, redact(found.record, secrets), figures))

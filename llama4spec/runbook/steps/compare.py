@@ -123,6 +123,7 @@ class Rebuilt:
     id: str
     refs: dict[str, str]
     writes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def points(self) -> list[str]:

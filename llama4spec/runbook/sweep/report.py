@@ -23,6 +23,7 @@ from llama4spec.runbook.spec import MergeRead, PageRead
 from llama4spec.runbook.steps import traits_of
 from llama4spec.runbook.sweep import frontier_part
 from llama4spec.runbook.sweep.expand import AUTO_DESIGN, INTERLEAVED
+from llama4spec.runbook.sweep.merge_designs import design_warnings
 from llama4spec.analysis.sweep_records import SweepRecord
 from llama4spec.records.io import checked
 from llama4spec.console import say
@@ -259,6 +260,7 @@ class Rebuilt:
     design: dict[str, Any] | None = None
     writes: list[str] = field(default_factory=list)
     price: float | None = None  # per device-hour, as the last source planned it
+    notes: list[str] = field(default_factory=list)  # measured in two designs across the sources (merge_designs)
 
     def read(self, ctx: MergeRead) -> None:
         pass
@@ -290,13 +292,14 @@ def merge_part(sid: str, sources: list[Any]) -> Rebuilt:
         if isinstance(step.get("design"), dict):
             check_recorded(step["design"], str(source.dir / "plan.json"))
             part.design = _design(step, prior=True)
+    part.notes = design_warnings(sources, sid)
     return part
 
 
 def page_part(read: PageRead, step: Mapping[str, Any], page) -> None:
-    """One sweep's section of report.html (``analysis.page.RunPage.sweeps``): its points analysed
+    """One sweep's section of report.html (``sweep.section.SweepSection``): its points analysed
     from their records, its plots, stops, co-location."""
-    from llama4spec.analysis import page as html_page
+    from llama4spec.runbook.sweep.section import SweepSection
 
     source, secrets = read.sources[0], read.secrets
     kinds = source.kinds()
@@ -321,7 +324,7 @@ def page_part(read: PageRead, step: Mapping[str, Any], page) -> None:
     page.lead += redact(frontier_part.lead(front, sid), secrets)
     notes += [f"frontier: {line}" for line in redact(list(front.notes), secrets)]
     shown = [*IMAGES.items(), *([(frontier_part.TITLE, "frontier")] if front.drawn else [])]
-    page.sweeps.append(html_page.SweepPart(
+    page.sections.append(SweepSection(
         id=sid, analysis=analysis, figures=[read.figure(title, source.dir / sid / f"{stem}.png")
                                             for title, stem in shown],
         stops=stops, not_measured=redact(missing, secrets), beside=beside, notes=redact(notes, secrets)))

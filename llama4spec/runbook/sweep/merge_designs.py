@@ -1,6 +1,7 @@
 """The designs of the sweeps merged by ``report``: runs of one runbook may have measured a sweep in
 different designs (one interleaved, its baseline's runs tagged with the candidate they pair with;
-one sequential). They merge, and the report says in one line what that means."""
+one sequential). They merge, and the report says in one line what that means (the sweep's merge
+part's ``notes``)."""
 
 from __future__ import annotations
 
@@ -21,14 +22,13 @@ def designs_of(sources: list[Any]) -> dict[str, dict[str, list[Any]]]:
     return out
 
 
-def design_warnings(sources: list[Any]) -> list[str]:
-    """One line for each sweep measured in more than one design across the runs merged: its paired
-    (back-to-back) runs pair within the run that measured them only, and the merged points'
+def design_warnings(sources: list[Any], sid: str) -> list[str]:
+    """One line when sweep ``sid`` was measured in more than one design across the runs merged: its
+    paired (back-to-back) runs pair within the run that measured them only, and the merged points'
     comparison is not back to back (the other run's runs were measured one setting after another)."""
     out = []
-    for sid, designs in designs_of(sources).items():
-        if len(designs) < 2:
-            continue
+    designs = designs_of(sources).get(sid, {})
+    if len(designs) >= 2:
         said = " and ".join(f"{design} in {', '.join(plain(str(s.dir)) for s in found)}"
                             for design, found in designs.items())
         out.append(f"warning: sweep '{sid}' was measured {said}: the two designs differ, so back-to-back pairs "

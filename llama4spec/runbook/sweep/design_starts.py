@@ -11,9 +11,30 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from dataclasses import dataclass
 
 from llama4spec.runbook.matrix import ServerGroup
+from llama4spec.runbook.sweep.design import Design, Scope
 from llama4spec.runbook.sweep.expansion import Expansion
+
+
+@dataclass(frozen=True)
+class RepeatedStarts(Design):
+    """``starts: N`` (N > 1): every server the designs before it left started N times, in rounds."""
+
+    name = "starts"
+    phase = 20
+    starts: int
+    order_seed: int
+
+    @classmethod
+    def of(cls, x: Expansion) -> RepeatedStarts | None:
+        return cls(x.keys.starts, x.keys.order_seed) if x.keys.starts > 1 else None
+
+    def expand(self, x: Expansion, groups: list[ServerGroup], scope: Scope) -> list[ServerGroup]:
+        if groups:  # each setting's server started again in rounds of a random order
+            repeated_starts(x, groups)
+        return []
 
 
 def rounds(settings: int, starts: int, seed: int) -> list[list[int]]:

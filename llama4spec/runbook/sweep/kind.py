@@ -16,7 +16,9 @@ from llama4spec.runbook.matrix import TooLarge, check_matrix, matrix_points, poi
 from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps.base import BaseKind
 from llama4spec.runbook.sweep.rule import BLOCK_RUNS, MAX_BLOCK_RUNS, Rule
-from llama4spec.runbook.sweep.expand import AUTO_DESIGN, DESIGNS, INTERLEAVED, SEQUENTIAL, expand_step
+from llama4spec.runbook.sweep.design import AUTO_DESIGN, INTERLEAVED, SEQUENTIAL
+from llama4spec.runbook.sweep.expand import expand_step
+from llama4spec.runbook.sweep.registry import DESIGN_KEYS, DESIGNS
 from llama4spec.frontier.price import MAX_PRICE
 from llama4spec.runbook.sweep.frontier_part import describe as frontier_lines
 from llama4spec.runbook.sweep.report import artifacts, design_lines, linked, merge_part, page_part, run_report
@@ -183,10 +185,6 @@ def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> No
             state["points"] = before + matrix_points(keys.matrix)
     problems.extend(fields.warmup_flag_problems(keys.extra_args, at))
     problems.extend(fields.own_flag_problems(keys.extra_args, at, fields.BENCH_OWN_FLAGS))
-
-
-# keys that act only in one design: written in a sweep of another, they would do nothing
-DESIGN_KEYS = {INTERLEAVED: ("gap_s", "swap_devices")}
 
 
 def conflicts(keys: Keys, at: str, written: frozenset[str]) -> list[str]:

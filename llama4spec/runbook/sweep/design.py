@@ -1,6 +1,7 @@
 """What every design of a sweep is: a class registered by name in ``registry`` (``REGISTRY``), with
 frozen arguments (what it reads from the sweep's keys, taken by ``of``), its own state and, where it
-has one, its stop reason (why it measured nothing, or handed its servers to a later design). The
+has one, its stop reason (why it measured nothing, or handed its servers to a later design); what
+the expansion produces besides the steps: ``Expansion.plan`` (``planned.SweepPlan``). The
 expansion (``expand``) runs the registered designs in the order of their ``phase``; each takes the
 servers the designs before it left and returns those it leaves to the next."""
 
@@ -12,8 +13,6 @@ from typing import ClassVar, Mapping
 from llama4spec.runbook.matrix import ServerGroup
 from llama4spec.runbook.spec import Runbook
 from llama4spec.runbook.sweep.expansion import Expansion
-
-AUTO_DESIGN, SEQUENTIAL, INTERLEAVED = "auto", "sequential", "interleaved"  # the values of a sweep's design: key
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """``design: auto`` (the default): back-to-back blocks where two servers fit on GPUs
-(``design_interleaved.chosen_design``), else the sequential design, and why."""
+(``design_interleaved.chosen_design``), else the sequential design, and why (the sweep's
+``SweepPlan``: ``chosen``, ``auto_why``)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from dataclasses import dataclass
 
 from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import ServerGroup
-from llama4spec.runbook.sweep.design import AUTO_DESIGN, INTERLEAVED, SEQUENTIAL, Design, Scope
+from llama4spec.runbook.sweep.design import Design, Scope
 from llama4spec.runbook.sweep.design_interleaved import chosen_design
 from llama4spec.runbook.sweep.expansion import Expansion
+from llama4spec.runbook.sweep.planned import AUTO_DESIGN, INTERLEAVED, SEQUENTIAL
 
 AUTO_BLOCKS = 3  # design: auto with a fixed repeats: the back-to-back blocks a candidate gets where they fit
 
@@ -32,9 +34,9 @@ class Auto(Design):
     def expand(self, x: Expansion, groups: list[ServerGroup], scope: Scope) -> list[ServerGroup]:
         why = chosen_design(x, groups, scope.environ)
         if why is None:
-            x.refine(chosen=INTERLEAVED, starts=self.starts if self.starts > 1 or self.repeats == AUTO
-                     else AUTO_BLOCKS)
+            x.plan.chosen = INTERLEAVED
+            x.refine(starts=self.starts if self.starts > 1 or self.repeats == AUTO else AUTO_BLOCKS)
         else:
-            x.refine(chosen=SEQUENTIAL, auto_why=why)
+            x.plan.chosen, x.plan.auto_why = SEQUENTIAL, why
             self.state.stop = why
         return groups

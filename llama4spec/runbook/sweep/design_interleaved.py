@@ -3,7 +3,7 @@ candidate's beside it on the other half of the devices, its points alternating r
 speculation's; no speculation's own points last (they only collect what the pairs measured), then
 its stop. With ``starts: J`` (or ``repeats: auto``) back-to-back blocks instead (``blocks``): both
 servers started together for every block of every candidate, crossed over block by block. Where
-two copies do not fit, the sequential design, with the reason kept as the step's ``fallback``; where
+two copies do not fit, the sequential design, with the reason kept as the sweep's ``fallback``; where
 the sweep cannot be interleaved at all, one problem. ``design: auto`` asks ``chosen_design``
 whether to take blocks."""
 
@@ -15,10 +15,11 @@ from typing import Mapping
 
 from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import ServerGroup
-from llama4spec.runbook.sweep.design import INTERLEAVED, Design, Scope
+from llama4spec.runbook.sweep.design import Design, Scope
 from llama4spec.runbook.sweep.design_starts import rounds
 from llama4spec.runbook.sweep.expansion import Expansion
 from llama4spec.runbook.sweep.gates import Dominance, MoreBlocks
+from llama4spec.runbook.sweep.planned import INTERLEAVED
 from llama4spec.runbook.sweep.rule import BLOCK_RUNS
 
 
@@ -36,13 +37,13 @@ class Interleaved(Design):
 
     @classmethod
     def of(cls, x: Expansion) -> Interleaved | None:
-        if (x.keys.chosen or x.keys.design) != INTERLEAVED:
+        if (x.plan.chosen or x.keys.design) != INTERLEAVED:
             return None
         return cls(x.keys.starts > 1 or x.keys.repeats == AUTO)
 
     def expand(self, x: Expansion, groups: list[ServerGroup], scope: Scope) -> list[ServerGroup]:
         left = interleave(x, groups, scope.environ, scope.problems, scope.at, self.blocks)
-        self.state.stop = x.keys.fallback
+        self.state.stop = x.plan.fallback
         return left
 
 
@@ -66,7 +67,7 @@ def interleave(x: Expansion, groups: list[ServerGroup], environ: Mapping[str, st
         problems.append(f"{at}: design: interleaved: {found}")
         return groups
     if found.why is not None:  # two copies do not fit: sequential, and the dry run and report say so
-        x.refine(fallback=found.why)
+        x.plan.fallback = found.why
         return groups
     if as_blocks:  # back-to-back blocks: both servers started for every block
         blocks(x, groups, found.baseline)
@@ -157,7 +158,7 @@ def blocks(x: Expansion, groups: list[ServerGroup], found: int) -> None:
     ``order_seed``. Block 1 of a candidate measures its points; block j > 1 adds its runs to them,
     tagged as server start j (bench key ``adds_to``), and no speculation's runs of every block join
     its points, each tagged with the candidate's point and the block (``start``). The sweep's
-    ``start_order`` names the candidates' serve steps in the order their blocks run.
+    ``start_order`` (its ``SweepPlan``'s) names the candidates' serve steps in the order their blocks run.
 
     With ``repeats: auto``: ``max_repeats`` blocks of ``BLOCK_RUNS`` pairs, those after the first
     ``min_repeats`` each started only while the candidate's comparison against no speculation is
@@ -196,7 +197,7 @@ def blocks(x: Expansion, groups: list[ServerGroup], found: int) -> None:
             x.stop(brid)
             order.append(rid)
     x.points = points
-    x.refine(start_order=order, block_runs=runs)
+    x.plan.start_order, x.plan.block_runs = order, runs
 
 
 def _block_benches(x: Expansion, servers: tuple[str, str], j: int, points: list[str], collectors: list[str],

@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llama4spec.runbook.matrix import ServerGroup
-from llama4spec.runbook.sweep.design import SEQUENTIAL, Design, Scope
+from llama4spec.runbook.sweep.design import Design, Scope
 from llama4spec.runbook.sweep.expansion import Expansion, Started
 from llama4spec.runbook.sweep.gates import Dominance
+from llama4spec.runbook.sweep.planned import SEQUENTIAL
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ sweep's own runs estimate the between-start noise. A setting's first start measu
 the sequential design does; each later start adds ``repeats`` runs to those same points, tagged
 with their start number (bench key ``adds_to``), which is what the pooled estimate
 (``analysis.noise.pooled``) reads, as it reads a revisit's. The order is recorded on the sweep step
-(``start_order``: plan.json, the dry run), so a dry run is reproducible."""
+(its ``SweepPlan``'s ``start_order``: plan.json, the dry run), so a dry run is reproducible."""
 
 from __future__ import annotations
 
@@ -73,4 +73,4 @@ def repeated_starts(x: Expansion, groups: list[ServerGroup]) -> None:
             x.stop(rid)
             order.append(rid)
     x.points = [*before, *(pid for sid, _, _ in servers for pid in points_of[sid])]
-    x.refine(start_order=order)
+    x.plan.start_order = order

@@ -44,7 +44,8 @@ def pin_async_scheduling(groups: list[ServerGroup]) -> str | None:
 def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], make: Make,
                 problems: list[str], environ: Mapping[str, str] | None = None) -> list[Step]:
     """The serve/bench/stop steps a sweep step stands for, followed by the sweep step itself
-    (which then needs every bench and lists them as its points). ``taken`` holds the step ids in use
+    (which then needs every bench and lists them as its points, in its ``Step.expanded``:
+    ``planned.SweepPlan``, with the design it took). ``taken`` holds the step ids in use
     (the file's and those generated so far); the generated ids are added to it. Linear in the points.
     ``environ``: where an interleaved sweep reads the devices it may split (this process's).
 
@@ -58,7 +59,7 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
     groups = server_groups(runbook, step, matrix, cli, problems)
     pinned = pin_async_scheduling(groups)
     if pinned:
-        x.refine(async_pinned=pinned)
+        x.plan.async_pinned = pinned
     scope = Scope(runbook, matrix, cli, environ, problems, at)
     for design_type in in_phase_order():  # each where it applies, on the servers the designs before it left
         design = design_type.of(x)
@@ -67,5 +68,6 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
     if x.clash is not None:
         problems.append(f"{at}: the generated step id '{x.clash}' is already used by another step (or made "
                         f"twice, by values that differ only in punctuation); rename the sweep step or that step")
+    x.plan.points = x.points
     return [*x.out, dataclasses.replace(x.step, needs=list(dict.fromkeys([*x.step.needs, *x.points])),
-                                        keys=dataclasses.replace(x.keys, points=x.points))]
+                                        expanded=x.plan)]

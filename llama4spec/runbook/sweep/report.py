@@ -22,7 +22,7 @@ from llama4spec.runbook.rundir import Measured, csv_rows, is_step_id, not_run
 from llama4spec.runbook.spec import MergeRead, PageRead
 from llama4spec.runbook.steps import traits_of
 from llama4spec.runbook.sweep import frontier_part
-from llama4spec.runbook.sweep.design import AUTO_DESIGN, INTERLEAVED
+from llama4spec.runbook.sweep.planned import AUTO_DESIGN, INTERLEAVED, design_of
 from llama4spec.analysis.sweep_records import SweepRecord
 from llama4spec.records.io import checked
 from llama4spec.console import say
@@ -215,9 +215,9 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
 def run_report(plan, planned, console: Console, failures: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
     """Analyse a sweep step's points, write its files, print it; returns (markdown, record).
     ``failures``: step id -> why it has no result ("failed: ...", "skipped: ..."), from the run's status."""
-    ids = planned.step.keys.points
+    ids = planned.step.expanded.points
     return report_points(ids, measured_in_plan(plan, ids), planned.artifacts, console, failures,
-                         design=planned.step.keys.design_record(), price=planned.step.keys.price)
+                         design=design_of(planned.step), price=planned.step.keys.price)
 
 
 def linked(text: str, step_id: str) -> str:

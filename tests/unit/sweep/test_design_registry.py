@@ -14,6 +14,7 @@ from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.sweep.design import Design
 from llama4spec.runbook.sweep.design_auto import Auto
 from llama4spec.runbook.sweep.registry import DESIGN_KEYS, DESIGNS, REGISTRY, in_phase_order
+from llama4spec.runbook.sweep.planned import design_of
 
 SWEEP = {"id": "sweep", "kind": "sweep", "repeats": 2,
          "matrix": {"draft": ["none", "tiny_eagle"], "lookahead": [1, 3]}}
@@ -47,6 +48,6 @@ def test_a_designs_arguments_are_frozen_and_its_state_its_own() -> None:
 
 
 def test_auto_on_cpu_takes_the_sequential_design_and_says_why(tmp_path: Path) -> None:
-    record = _plan(tmp_path).get("sweep").step.keys.design_record()
+    record = design_of(_plan(tmp_path).get("sweep").step)
     assert record["design"] == "sequential" and record["asked"] == "auto"
     assert "half the cores" in record["auto"]

@@ -120,7 +120,7 @@ class StepKind(Protocol):
     def missing_input(self, plan: Any, p: Any) -> str | None: ...
     def ready_problem(self, p: Any) -> str | None: ...
     def pending(self, plan: Any, p: Any) -> bool: ...
-    def plan_record(self, step: Step) -> dict[str, Any]: ...
+    def plan_record(self, keys: Any) -> dict[str, Any]: ...
     def work(self, p: Any, before: Any) -> Any: ...  # its starts and runs (cost.model.Work; before: cost.model.Seen)
     expand: Callable[..., list[Any]] | None  # an expanding kind: the steps it stands for
     # a merging kind: (step id, the run directories given, runbook.merge.Source, in order) -> its part
@@ -141,7 +141,6 @@ class Step:
     description: str = ""
     budget: Any = None  # what it may spend (cost.budget.Budget), from its budget: key
     part_of: str | None = None  # generated: the expanding step it stands for (a sweep's server, say)
-    expanded: Any = None  # generated: what its expansion produced besides steps (a sweep's ``SweepPlan``)
 
     @property
     def kind(self) -> str:

@@ -30,7 +30,7 @@ class BaseKind:
     pending: Callable[[Any, Any], bool] = lambda plan, p: False  # (plan, p): the records leave it work (resume)
     # (runbook, step, cli, taken, make, problems): the steps an expanding kind stands for (runbook.matrix.expand)
     expand: Callable[..., list[Any]] | None = None
-    plan_record: Callable[[Any], dict[str, Any]] = lambda step: {}  # (step): what it adds to its plan.json entry
+    plan_record: Callable[[Any], dict[str, Any]] = lambda keys: {}  # (keys): what it adds to its plan.json entry
     # (p, the steps planned before it: ``cost.model.Seen``): its starts and runs (``cost.model.Work``)
     work: Callable[[Any, Mapping[str, Any]], Any] = lambda p, before: NONE
     # a merging kind's part of ``report`` and its section of report.html (``spec.StepKind``)

@@ -12,9 +12,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Protocol, Sequence
 
 from rich.console import Console
+
+if TYPE_CHECKING:  # types only: none of these imports this module
+    from llama4spec.analysis.page import Figure, RunPage
+    from llama4spec.config.composed import Composed
+    from llama4spec.cost.budget import Budget
+    from llama4spec.cost.model import Seen, Work
+    from llama4spec.multinode.plan import NodeCommand
+    from llama4spec.records.plan import PlanRecord
+    from llama4spec.results.bench import BenchRecord
+    from llama4spec.runbook.output import RunOutput
+    from llama4spec.runbook.progress import Progress
+    from llama4spec.runbook.rundir import Measured
+    from llama4spec.serving.bench_runner import BenchRunner
+    from llama4spec.serving.server import ServerHandle
 
 
 @dataclass(frozen=True)
@@ -43,33 +57,108 @@ class Reference:
     file_ok: bool = False  # may name a file instead
 
 
+class KindKeys(Protocol):
+    """A kind's ``Keys``: a dataclass whose fields with readers are the runbook keys."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+
+class Planned(Protocol):
+    """A step as planned (``runbook.plan.PlannedStep``): what a kind's hooks read and fill in."""
+
+    step: Step
+    needs: list[str]  # explicit needs plus the implied ones
+    run_dir: Path
+    composed: Composed | None
+    argv: list[str]  # the pasteable command
+    exec_argv: list[str]  # what runs
+    env: dict[str, str]
+    secret_env: dict[str, str]  # NAME -> env var it is read from at run time
+    artifacts: dict[str, Path]
+    url: str | None
+    inputs: dict[str, Path]
+    nodes: list[NodeCommand]
+    flat: bool
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def dir(self) -> Path: ...
+
+
+class PlanView(Protocol):
+    """A whole plan (``runbook.plan.Plan``) as a kind's hooks read it."""
+
+    runbook: Runbook
+    run_dir: Path
+    overrides: list[str]  # from the command line, applied to every step last
+
+    @property
+    def steps(self) -> Sequence[Planned]: ...  # in execution order
+    def get(self, step_id: str) -> Planned: ...
+
+
+class PlanContext(Protocol):
+    """What a kind's planner sees (``runbook.plan.Context``): the runbook, the command line's
+    overrides, every step planned so far, and where problems go."""
+
+    runbook: Runbook
+    run_dir: Path
+    cli: list[str]
+    kinds: dict[str, str]
+    problems: list[str]
+    flat: bool
+
+    @property
+    def planned(self) -> Mapping[str, Planned]: ...
+    def at(self, step_id: str) -> str: ...
+    def report(self, step_id: str, found: list[str]) -> None: ...
+    def compose(self, step_overrides: list[str], step_id: str, last: list[str] | None = None) -> Composed | None: ...
+    def input_file(self, ref: str) -> Path | None: ...
+
+
 class StepRun(Protocol):
     """What a step may use of the run executing it."""
 
     console: Console
     environ: Mapping[str, str]
-    plan: Any  # runbook.plan.Plan
-    progress: Any  # runbook.progress.Progress
-    benches: Any  # serving.bench_runner.BenchRunner
-    output: Any  # runbook.output.RunOutput: what the run says about itself and its steps' results
+    plan: PlanView
+    progress: Progress
+    benches: BenchRunner
+    output: RunOutput  # what the run says about itself and its steps' results
 
     def say(self, text: str) -> None: ...
-    def secrets(self, p: Any) -> dict[str, str]: ...
-    def write_config(self, p: Any) -> None: ...
+    def secrets(self, p: Planned) -> dict[str, str]: ...
+    def write_config(self, p: Planned) -> None: ...
     def not_run(self) -> dict[str, str]: ...
-    def server(self, step_id: str | None) -> Any: ...
-    def keep_server(self, step_id: str, server: Any) -> None: ...
-    def keep_result(self, step_id: str, record: Any) -> None: ...
+    def server(self, step_id: str | None) -> ServerHandle | None: ...
+    def keep_server(self, step_id: str, server: ServerHandle) -> None: ...
+    def keep_result(self, step_id: str, record: BenchRecord) -> None: ...
     def keep_comparison(self, step_id: str, text: str) -> None: ...
     def partial(self, step_id: str, result: dict[str, Any]) -> None: ...
+
+
+class RunSource(Protocol):
+    """One run directory given to ``report`` (``runbook.merge.Source``): its status and plan.json."""
+
+    dir: Path
+    status: dict[str, Any]
+    plan: list[dict[str, Any]]
+    runs: list[Path]  # where step directories lie: the run, then its groups
+    record: PlanRecord | None  # plan.json through its model
+
+    def step(self, step_id: str) -> dict[str, Any] | None: ...
+    def kinds(self) -> dict[str, str]: ...
 
 
 class ReadBack(Protocol):
     """Run directories read back as ``report`` reads them (``runbook.merge``): all of it is input."""
 
-    sources: list[Any]  # runbook.merge.Source: the run directories given, in order
+    sources: Sequence[RunSource]  # the run directories given, in order
 
-    def collect(self, ids: list[str], problems: dict[str, str] | None = None) -> dict[str, Any]: ...
+    def collect(self, ids: list[str], problems: dict[str, str] | None = None) -> dict[str, Measured]: ...
 
 
 class PageRead(ReadBack, Protocol):
@@ -77,7 +166,7 @@ class PageRead(ReadBack, Protocol):
 
     secrets: tuple[str, ...]  # what the page redacts
 
-    def figure(self, title: str, path: Path) -> Any: ...  # a plot the step wrote, or why it is not shown
+    def figure(self, title: str, path: Path) -> Figure: ...  # a plot the step wrote, or why it is not shown
 
 
 class MergeRead(ReadBack, Protocol):
@@ -86,7 +175,7 @@ class MergeRead(ReadBack, Protocol):
     out: Path  # where the report is written
     in_place: bool  # ``out`` is the one run directory given
     console: Console
-    measured: dict[str, Any]  # point id -> its records merged (runbook.rundir.Measured)
+    measured: dict[str, Measured]  # point id -> its records merged
     reasons: dict[str, str]  # point id -> why it has no counted record
     failures: dict[str, str]  # step id -> why it did not run (the runs' statuses)
     comparisons: dict[str, str]  # step id -> the report the status keeps
@@ -106,30 +195,29 @@ class MergePart(Protocol):
 
 class StepKind(Protocol):
     name: str
-    Keys: type  # a dataclass; its fields with readers are the runbook keys
+    Keys: type[KindKeys]  # a dataclass; its fields with readers are the runbook keys
     required: tuple[str, ...]  # keys a runbook must give
     traits: Traits
 
-    def check(self, keys: Any, at: str, problems: list[str], state: dict[str, Any]) -> None: ...
+    def check(self, keys: KindKeys, at: str, problems: list[str], state: dict[str, Any]) -> None: ...
 
-    def conflicts(self, keys: Any, at: str, written: frozenset[str]) -> list[str]: ...
-    def references(self, keys: Any) -> list[Reference]: ...
-    def plan(self, ctx: Any, p: Any) -> None: ...
-    def execute(self, run: StepRun, p: Any) -> dict[str, Any]: ...
-    def describe(self, p: Any, say: Callable[[str], None]) -> None: ...
-    def missing_input(self, plan: Any, p: Any) -> str | None: ...
-    def ready_problem(self, p: Any) -> str | None: ...
-    def pending(self, plan: Any, p: Any) -> bool: ...
-    def plan_record(self, keys: Any) -> dict[str, Any]: ...
-    def work(self, p: Any, before: Any) -> Any: ...  # its starts and runs (cost.model.Work; before: cost.model.Seen)
-    expand: Callable[..., list[Any]] | None  # an expanding kind: the steps it stands for
-    # a merging kind: (step id, the run directories given, runbook.merge.Source, in order) -> its part
-    # of ``report`` from its plan.json entries there (None: nothing to report); UserError when they
-    # cannot merge
-    merge_part: Callable[[str, list[Any]], MergePart | None] | None
+    def conflicts(self, keys: KindKeys, at: str, written: frozenset[str]) -> list[str]: ...
+    def references(self, keys: KindKeys) -> list[Reference]: ...
+    def plan(self, ctx: PlanContext, p: Planned) -> None: ...
+    def execute(self, run: StepRun, p: Planned) -> dict[str, Any]: ...
+    def describe(self, p: Planned, say: Callable[[str], None]) -> None: ...
+    def missing_input(self, plan: PlanView, p: Planned) -> str | None: ...
+    def ready_problem(self, p: Planned) -> str | None: ...
+    def pending(self, plan: PlanView, p: Planned) -> bool: ...
+    def plan_record(self, keys: KindKeys) -> dict[str, Any]: ...
+    def work(self, p: Planned, before: Seen) -> Work: ...  # its starts and runs
+    expand: Callable[..., list[Step]] | None  # an expanding kind: the steps it stands for
+    # a merging kind: (step id, the run directories given, in order) -> its part of ``report`` from
+    # its plan.json entries there (None: nothing to report); UserError when they cannot merge
+    merge_part: Callable[[str, list[RunSource]], MergePart | None] | None
     # a kind with a section of its own in report.html: (the run directory read back, its plan.json
-    # entry, the page: analysis.page.RunPage) adds that section to the page
-    page_part: Callable[[PageRead, Mapping[str, Any], Any], None] | None
+    # entry, the page) adds that section to the page
+    page_part: Callable[[PageRead, Mapping[str, Any], RunPage], None] | None
 
 
 @dataclass
@@ -139,7 +227,7 @@ class Step:
     keys: Any  # the kind's Keys
     needs: list[str] = field(default_factory=list)
     description: str = ""
-    budget: Any = None  # what it may spend (cost.budget.Budget), from its budget: key
+    budget: Budget | None = None  # what it may spend, from its budget: key
     part_of: str | None = None  # generated: the expanding step it stands for (a sweep's server, say)
 
     @property
@@ -167,7 +255,7 @@ class Runbook:
     env: dict[str, str] = field(default_factory=dict)
     overrides: list[str] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
-    budget: Any = None  # what the whole runbook may spend (cost.budget.Budget)
+    budget: Budget | None = None  # what the whole runbook may spend
 
     def step(self, step_id: str) -> Step:
         """The (first) step with this id; an index kept while ``steps`` is the same list of that length,

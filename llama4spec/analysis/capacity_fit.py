@@ -131,6 +131,11 @@ class Settings:
 
 def settings_problems(s: Settings) -> list[str]:
     """Every problem with a fitted search's settings, one line each."""
+    return [*fit_problems(s), *rate_problems(s)]
+
+
+def fit_problems(s: Settings) -> list[str]:
+    """The problems of a fitted search's own settings: precision, attainment, confidence, probe budget."""
     problems = []
     if not (isinstance(s.precision, (int, float)) and 0 < s.precision < 1):
         problems.append(f"precision must lie in (0, 1): the capacity interval's half-width relative to the "
@@ -141,6 +146,12 @@ def settings_problems(s: Settings) -> list[str]:
         problems.append(f"the confidence must lie in (0.5, 1), not {s.confidence}")
     if not (isinstance(s.max_runs, int) and MIN_FIT_RUNS <= s.max_runs <= 1000):
         problems.append(f"the probe budget must be {MIN_FIT_RUNS} to 1000 runs, not {s.max_runs}")
+    return problems
+
+
+def rate_problems(s: Settings) -> list[str]:
+    """The problems of a fitted search's rates: lowest, highest and start."""
+    problems = []
     if not (isinstance(s.floor, (int, float)) and isinstance(s.cap, (int, float))
             and MIN_RATE <= s.floor < s.cap <= MAX_RATE):
         problems.append(f"the rates must satisfy {MIN_RATE:g} <= lowest < highest <= {MAX_RATE:g}, "

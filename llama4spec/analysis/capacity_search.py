@@ -148,6 +148,11 @@ def _count(value: Any) -> bool:
 
 def settings_problems(s: Settings) -> list[str]:
     """Every problem with a search's settings, each one line."""
+    return [*rate_problems(s), *precision_problems(s), *probe_problems(s)]
+
+
+def rate_problems(s: Settings) -> list[str]:
+    """The problems of the rates a search may probe (highest, start, lowest) and of its attainment."""
     problems = []
     cap_ok = _number(s.cap) and 0 < s.cap <= MAX_RATE
     if not cap_ok:
@@ -163,8 +168,19 @@ def settings_problems(s: Settings) -> list[str]:
     if not (_number(s.target) and 0 < s.target < 1):
         problems.append(f"a capacity search needs an attainment in (0, 1), not {s.target}: no number of runs "
                         f"shows that every request of a rate is good")
+    return problems
+
+
+def precision_problems(s: Settings) -> list[str]:
+    """The problem of a bisecting search's precision (U / L - 1 at which it stops)."""
     if not (_number(s.precision) and 0.01 <= s.precision <= 1):
-        problems.append(f"the precision must lie in [0.01, 1] (relative), not {s.precision}")
+        return [f"the precision must lie in [0.01, 1] (relative), not {s.precision}"]
+    return []
+
+
+def probe_problems(s: Settings) -> list[str]:
+    """The problems of the runs a probe takes, the probes, the confidence and the confirming factor."""
+    problems = []
     if not (_count(s.min_runs) and _count(s.max_runs) and 2 <= s.min_runs <= s.max_runs <= RUNS_CAP):
         problems.append(f"runs per probe must satisfy 2 <= min <= max <= {RUNS_CAP}, not {s.min_runs} and {s.max_runs}")
     if not (_count(s.lean_runs) and 1 <= s.lean_runs <= (s.min_runs if _count(s.min_runs) else RUNS_CAP)):

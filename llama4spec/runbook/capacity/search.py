@@ -32,6 +32,7 @@ from llama4spec.runbook.capacity.write_report import PROBES, probe_dir
 from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps.base import BaseKind, server_ref
 from llama4spec.runbook.steps.failed import StepFailed
+from llama4spec.analysis.capacity_answer import from_json, to_json
 from llama4spec.analysis import capacity_search as cap
 
 @dataclass
@@ -145,7 +146,7 @@ def _recorded(p, settings: cap.Settings, identity: dict[str, Any]) -> cap.Search
     if data.get("identity") != identity:
         return None
     try:
-        return cap.from_json(data, settings)
+        return from_json(data, settings)
     except UserError as err:
         raise UserError(f"{plain(str(path))}: {err.problems[0].removeprefix('search.json: ')}; "
                         f"remove it to start the search afresh") from None
@@ -155,7 +156,7 @@ def document(search: cap.Search, identity: dict[str, Any], thresholds: dict[str,
              basis: dict[str, Any], settings: Settings | None = None) -> dict[str, Any]:
     """search.json: the search (``capacity.to_json``), the SLO as resolved, and its identity, with
     what the step's search adds (``Strategy.document``: a fitted search its fit after the runs so far)."""
-    out = {**cap.to_json(search), "thresholds": thresholds, "slo": basis, "identity": identity}
+    out = {**to_json(search), "thresholds": thresholds, "slo": basis, "identity": identity}
     if settings is not None:
         out.update(of(settings, search.settings.target).document(search))
     return out

@@ -20,6 +20,7 @@ from llama4spec.runbook.capacity.search_settings import Settings
 from llama4spec.runbook.capacity.strategies.base import of
 from llama4spec.runbook.capacity.strategies.fit import add_run
 from llama4spec.analysis import capacity_search as cap
+from llama4spec.analysis.capacity_answer import from_json
 from tests.helpers import REPO, png_series
 
 TINY = REPO / "runbooks" / "tiny_cpu_capacity.yaml"
@@ -90,7 +91,7 @@ def test_search_json_reads_back_every_run_a_fitted_search_repeats_at_one_rate() 
     for i in range(30):  # more runs at one rate than a bisecting probe takes (RUNS_CAP)
         search = add_run(search, 8.0, cap.Run(0.9, 100, per_metric={"ttft": 0.95, "tpot": 0.9}), "w")
     assert 30 > cap.RUNS_CAP
-    back = cap.from_json(search_step.document(search, {}, {"ttft": 60.0, "tpot": 20.0}, {}, s), settings)
+    back = from_json(search_step.document(search, {}, {"ttft": 60.0, "tpot": 20.0}, {}, s), settings)
     assert back.probes == search.probes and back.probes[0].runs[0].per_metric == {"ttft": 0.95, "tpot": 0.9}
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llama4spec.analysis import capacity_search as cap
+from llama4spec.analysis.capacity_answer import capacity
 from llama4spec.runbook.capacity.strategies.base import Strategy, register
 
 
@@ -29,7 +30,7 @@ class BisectSearch(Strategy):
         return cap.record_run(search, rate, run)
 
     def result(self, search: cap.Search) -> tuple[str, dict[str, Any]]:
-        answer = cap.capacity(search)
+        answer = capacity(search)
         words = (f"      request capacity {answer.rate if answer.rate is not None else 'none'} req/s "
                  f"[{answer.rate}, {answer.high}] after {answer.probes} probes, {answer.runs} runs; {answer.stopped}")
         return words, {"capacity_rps": answer.rate, "high_rps": answer.high, "binding": answer.binding,

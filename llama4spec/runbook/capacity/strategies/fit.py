@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from llama4spec.analysis import capacity_fit as cf
+
+from llama4spec.analysis import capacity_fit_search as cfs
 from llama4spec.analysis import capacity_search as cap
 from llama4spec.runbook.capacity.strategies.base import Strategy, register
 from llama4spec.runbook.capacity.write_report import fit_runs
@@ -44,7 +46,7 @@ class FitSearch(Strategy):
         return [*cap.rate_problems(record), *cap.probe_problems(record), *cf.fit_problems(self.fitted)]
 
     def move(self, search: cap.Search) -> tuple[float | None, str]:
-        d = cf.decide(self.fitted, fit_runs(search))
+        d = cfs.decide(self.fitted, fit_runs(search))
         return d.rate, d.reason
 
     def add(self, search: cap.Search, rate: float, run: cap.Run, why: str) -> cap.Search:
@@ -55,7 +57,7 @@ class FitSearch(Strategy):
         interval, shape, isotonic estimate, dispersion, the runs set aside as outliers and why) and what
         comes next."""
         runs = fit_runs(search)
-        a, d = cf.answer(self.fitted, runs), cf.decide(self.fitted, runs)
+        a, d = cf.answer(self.fitted, runs), cfs.decide(self.fitted, runs)
         f = a.fit
         return {"search": "fit", "fit": {
             "estimate": a.estimate, "interval": [a.low, a.high], "half_width": a.half_width,
@@ -67,7 +69,7 @@ class FitSearch(Strategy):
             "next": {"rate": d.rate, "why": d.reason, "stop": d.stop}}}
 
     def stop(self, search: cap.Search) -> str | None:
-        return cf.decide(self.fitted, fit_runs(search)).stop
+        return cfs.decide(self.fitted, fit_runs(search)).stop
 
     def result(self, search: cap.Search) -> tuple[str, dict[str, Any]]:
         fitted = cf.answer(self.fitted, fit_runs(search))

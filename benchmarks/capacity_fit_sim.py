@@ -38,7 +38,12 @@ from pathlib import Path
 import numpy as np
 
 from llama4spec.analysis import capacity_fit as fit
+
+from llama4spec.analysis import capacity_curve as curve
+
+from llama4spec.analysis import capacity_fit_search as cfs
 from llama4spec.analysis.capacity_plot import capacity_fits
+from llama4spec.analysis import capacity_answer as answer
 from llama4spec.analysis import capacity_search as bisect
 
 TARGET = 0.9
@@ -49,11 +54,11 @@ START = 8.0
 PRECISION = 0.10
 
 
-def at_crossing(settings: fit.Settings, runs, f: fit.Fit, kept) -> float:
+def at_crossing(settings: fit.Settings, runs, f: curve.Fit, kept) -> float:
     """The placement before ``capacity_place``: the fitted crossing, kept within [lowest rate, UP x highest]."""
     rates = [r.rate for r in runs]
-    estimate = fit.crossing(f, settings.target, settings.confidence)[0]
-    return fit.snap(settings, min(fit.UP * max(rates), max(min(rates), estimate)))
+    estimate = curve.crossing(f, settings.target, settings.confidence)[0]
+    return cfs.snap(settings, min(cfs.UP * max(rates), max(min(rates), estimate)))
 
 
 def mean_attainment(rate: float) -> float:
@@ -74,21 +79,21 @@ def one_run(rate: float, design: float, rng: np.random.Generator, stall: float =
     return int(rng.binomial(n, p)), n
 
 
-def fitted_search(design: float, rng: np.random.Generator, stall: float = 0.0) -> tuple[list[fit.Run], fit.Decision]:
+def fitted_search(design: float, rng: np.random.Generator, stall: float = 0.0) -> tuple[list[fit.Run], cfs.Decision]:
     settings = fit.checked(fit.Settings(start=START, target=TARGET, precision=PRECISION))
     runs: list[fit.Run] = []
-    while (d := fit.decide(settings, runs)).rate is not None:
+    while (d := cfs.decide(settings, runs)).rate is not None:
         good, sent = one_run(d.rate, design, rng, stall)
         runs.append(fit.Run(d.rate, good, sent))
     return runs, d
 
 
-def bisect_search(design: float, rng: np.random.Generator, stall: float = 0.0) -> bisect.Capacity:
+def bisect_search(design: float, rng: np.random.Generator, stall: float = 0.0) -> answer.Capacity:
     state = bisect.begin(bisect.Settings(start=START, target=TARGET, precision=PRECISION, confirm=None))
     while (rate := bisect.next_probe(state)) is not None:
         good, sent = one_run(rate, design, rng, stall)
         state = bisect.record_run(state, rate, bisect.Run(good / sent, sent))
-    return bisect.capacity(state)
+    return answer.capacity(state)
 
 
 def holds(low: float | None, high: float | None) -> bool:
@@ -109,7 +114,7 @@ def main() -> None:
     args = ap.parse_args()
     globals().update(CAPACITY=args.capacity, SCALE=args.scale)
     if args.place == "crossing":
-        fit._placed = at_crossing  # the earlier rule, for comparison
+        cfs._placed = at_crossing  # the earlier rule, for comparison
     started = time.monotonic()
     print(f"true capacity {CAPACITY:g} req/s at attainment {TARGET:g}; runs of {DURATION_S:g} s; start {START:g} "
           f"req/s; precision {PRECISION:.0%}; {args.searches} searches a design effect; a run stalls with "
@@ -126,7 +131,7 @@ def main() -> None:
             f_hold.append(holds(a.low, a.high) if a.estimate is not None else False)
             f_runs.append(len(runs))
             f_width.append((a.high - a.low) / a.estimate if a.half_width is not None else math.inf)
-            budget += d.stop == fit.BUDGET_STOP
+            budget += d.stop == cfs.BUDGET_STOP
             shape += not a.shape_fits
             aside += bool(a.outliers)
             c = bisect_search(design, rng, args.stall)

@@ -27,8 +27,9 @@ import time
 import numpy as np
 
 from llama4spec.results.bench import BenchRecord
-from llama4spec.analysis.capacity_search import (Probe, Run, Settings, begin, capacity, next_probe, record_run, run_of, to_json,
-                                       verdict)
+from llama4spec.analysis.capacity_answer import capacity, to_json
+from llama4spec.analysis.capacity_search import Probe, Run, Settings, begin, next_probe, record_run, run_of
+from llama4spec.analysis.capacity_verdict import verdict
 from llama4spec.analysis.capacity_gain import describe, gain, headline
 
 TARGET = 0.95

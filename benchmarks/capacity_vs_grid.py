@@ -55,7 +55,10 @@ from llama4spec.serving.benchmark import BenchFiles, free_result, run_bench, run
 from llama4spec.serving.bench_runner import BenchRunner
 from llama4spec.serving.process import is_healthy, stop_group
 from llama4spec.analysis import capacity_fit as cf
+from llama4spec.analysis import capacity_curve as curve
+from llama4spec.analysis import capacity_fit_search as cfs
 from llama4spec.analysis import capacity_search as cap
+from llama4spec.analysis.capacity_answer import capacity
 
 # serve.engine_nice: on 2 cores the engine's polling processes otherwise starve the API server and
 # the load generator into stalls of seconds that make a run's attainment a coin toss (docs/capacity.md).
@@ -129,7 +132,7 @@ class Found:
 
 
 def bisected(cfg, url, where, settings, duration, thresholds, runner, after) -> Found:
-    a = cap.capacity(search(cfg, url, where, settings, duration, thresholds, runner, after))
+    a = capacity(search(cfg, url, where, settings, duration, thresholds, runner, after))
     return Found(a.rate, a.rate, a.high, a.runs, f"[{a.rate}, {a.high}]")
 
 
@@ -138,7 +141,7 @@ def fitted(cfg, url, where, settings: cf.Settings, duration, thresholds, runner,
     interval until that interval is within ``precision`` or the budget is spent; ``after(rate,
     attainment)`` after each run."""
     runs: list[cf.Run] = []
-    while (d := cf.decide(settings, runs)).rate is not None:
+    while (d := cfs.decide(settings, runs)).rate is not None:
         run = one_run(cfg, url, where / f"search-{len(runs)}-{d.rate:g}", d.rate, duration, thresholds, least, runner)
         runs.append(cf.Run(d.rate, run.attainment * run.requests, run.requests, run.per_metric))
         print(f"    search: {d.rate:g} req/s attainment {runs[-1].attainment:.3f} ({d.reason})", flush=True)
@@ -208,7 +211,7 @@ def drift(runs: Sequence[tuple[float, float]], target: float, confidence: float 
 
     half = math.ceil(len(runs) / 2)
     parts = [runs[:half], runs[half:]]
-    found = [cf.isotonic([cf.Run(r, a * 1000, 1000) for r, a in part], target) for part in parts]  # runs alike
+    found = [curve.isotonic([cf.Run(r, a * 1000, 1000) for r, a in part], target) for part in parts]  # runs alike
     crossings = [c for c, _ in found]
     where = (found[0][1], found[1][1])
     means = [{} for _ in parts]

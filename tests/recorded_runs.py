@@ -108,18 +108,18 @@ def simulated_search(settings, capacity: float):
     through the target 0.9 at ``capacity`` req/s (logistic in log rate, slope 8), each run's share
     rounded to whole requests with a seeded spread; TPOT binds (TTFT holds in every run)."""
     from llama4spec.analysis import capacity_search as cap
-    from llama4spec.runbook.capacity import search as search_step
+    from llama4spec.runbook.capacity.strategies.base import of
 
     rng = random.Random(int(capacity * 1000))
     search = cap.begin(settings.bisect(0.9))
     requests = cap.decidable_requests(search.settings)
-    while (move := search_step.next_move(settings, search))[0] is not None:
+    strategy = of(settings, 0.9)
+    while (move := strategy.move(search))[0] is not None:
         rate = move[0]
         mean = 1 / (1 + math.exp(-(math.log(9) - 8 * math.log(rate / capacity))))
         good = sum(rng.random() < mean for _ in range(requests))
         run = cap.Run(good / requests, requests, "tpot", 30.0 * rate, 1.5, {"ttft": 1.0, "tpot": good / requests})
-        search = search_step.add_run(search, rate, run, move[1]) if settings.fitted \
-            else cap.record_run(search, rate, run)
+        search = strategy.add(search, rate, run, move[1])
     return search
 
 

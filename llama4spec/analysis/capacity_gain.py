@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from llama4spec.analysis.capacity_fit import Answer
-from llama4spec.analysis.capacity_search import NAMES, Capacity
+from llama4spec.analysis.capacity_answer import Capacity
+from llama4spec.analysis.capacity_search import NAMES
 
 STARTS_DOMINATE = 0.5  # the share of the log gain's variance from starts above which the report says so
 

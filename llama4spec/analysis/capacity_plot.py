@@ -17,7 +17,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from llama4spec.analysis.capacity_fit import Answer, Run, isotonic_curve
+from llama4spec.analysis.capacity_curve import isotonic_curve
+from llama4spec.analysis.capacity_fit import Answer, Run
 from llama4spec.files import write_atomic
 
 SERIES_KEY = "Series"

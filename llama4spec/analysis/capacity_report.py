@@ -13,7 +13,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from llama4spec.analysis import capacity_fit as cf
-from llama4spec.analysis.capacity_search import NAMES, Capacity, Search, capacity
+
+from llama4spec.analysis import capacity_fit_search as cfs
+from llama4spec.analysis.capacity_answer import Capacity, capacity
+from llama4spec.analysis.capacity_search import NAMES, Search
 from llama4spec.analysis.capacity_gain import (STARTS_DOMINATE, Between, Gain, describe, fitted_gain, gain,
                                                headline)
 
@@ -95,7 +98,7 @@ class Fitted:
     """A fitted search's answer (``capacity_fit.answer``) and where its search stands (``decide``)."""
 
     answer: cf.Answer
-    decision: cf.Decision
+    decision: cfs.Decision
 
 
 def _fitted_entry(name: str, search: Search, f: Fitted) -> dict[str, Any]:

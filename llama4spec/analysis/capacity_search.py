@@ -19,40 +19,22 @@ that the SLO does not hold again above the failure (unless a probe at least half
 did; verified only when it leans to holding): a rate shown to hold above one shown to fail is a
 *cliff*, said as such, and the capacity reported stays the one below the first failure. The state is the probes alone (``Search``): ``next_probe`` is a function of
 them, so a resumed search replays its recorded probes and goes on.
-
-The test at one rate. Each run contributes one observation, its attainment (good requests over
-requests sent): requests within a run are correlated by queueing, runs at one rate are taken as
-exchangeable. The one-sided question "is the mean attainment above the target?" and its mirror
-("below?") are tested with Student's t on the runs (``Attainment``), looked at after every run from
-``min_runs`` to ``max_runs`` with ``decide``'s look table: Bonferroni-weighted looks (alpha spending,
-``early_share`` for the looks before the last), anytime p-values, so a verdict, once reached,
-stands whenever the runs stop or however they are spread over the search.
-
-What is controlled. At any true attainment only one of the two verdicts can be wrong (holds when
-it is below the target, fails when at or above), so each verdict is wrong with probability at
-most ``alpha = 1 - confidence`` over all its looks; no Holm step is needed within a rate. The
-interval [L, U] rests on two verdicts and misses the capacity only when one of them is wrong; since
-the rates are chosen from earlier runs, the bound stated for a whole search is Bonferroni over its
-verdicts (``Capacity.error_bound``: alpha x verdicts, at most 1). It assumes attainment falls as the
-rate rises (a cliff is reported, not assumed away) and holds for this server start; t assumes
-roughly normal per-run attainments (benchmarks/capacity_search.py measures the error rates).
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any, ClassVar, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
 
-import numpy as np
 
 from llama4spec.errors import UserError
 from llama4spec.figures import SLO_METRICS as METRICS  # the latencies an SLO may bind (ttft, tpot, e2el)
 from llama4spec.figures import SLO_NAMES as NAMES
 from llama4spec.files import MAX_COUNT, count, number, shown
 from llama4spec.results.bench import BenchRecord
-from llama4spec.analysis.decide import CONFIDENCE, Estimate, interval_at, looks
+from llama4spec.analysis.capacity_verdict import FAILS, HOLDS, OPEN, UNDECIDED, verdict
+from llama4spec.analysis.decide import CONFIDENCE
 
 MAX_RATE = 10_000.0  # requests per second: the highest rate a probe may ask for
 MIN_RATE = 0.01  # the lowest: one request every 100 s
@@ -73,7 +55,6 @@ CONFIRM = 1.5  # the confirming probe: this many times the lowest failing rate
 ROUND_DIGITS = 4  # significant digits of a probed rate (the rate recorded is the rate sent)
 KIND = "llama4spec.capacity_search"
 
-OPEN, HOLDS, FAILS, UNDECIDED = "open", "holds", "fails", "undecided"
 LEANS_HOLDS, LEANS_FAILS = "leans to holding", "leans to failing"
 
 
@@ -137,7 +118,7 @@ class Search:
     probes: tuple[Probe, ...] = ()
 
 
-def _number(value: Any) -> bool:
+def number_ok(value: Any) -> bool:
     """A finite number within what a record holds (``files.number``, the reader of every figure)."""
     return number(value) is not None
 
@@ -148,34 +129,50 @@ def _count(value: Any) -> bool:
 
 def settings_problems(s: Settings) -> list[str]:
     """Every problem with a search's settings, each one line."""
+    return [*rate_problems(s), *precision_problems(s), *probe_problems(s)]
+
+
+def rate_problems(s: Settings) -> list[str]:
+    """The problems of the rates a search may probe (highest, start, lowest) and of its attainment."""
     problems = []
-    cap_ok = _number(s.cap) and 0 < s.cap <= MAX_RATE
+    cap_ok = number_ok(s.cap) and 0 < s.cap <= MAX_RATE
     if not cap_ok:
         problems.append(f"the highest rate must lie in (0, {MAX_RATE:g}] requests per second, not {s.cap}")
-    if not (_number(s.start) and s.start > 0):
+    if not (number_ok(s.start) and s.start > 0):
         problems.append(f"the start rate must be above 0 requests per second, not {s.start}")
     elif cap_ok and s.start > s.cap:
         problems.append(f"the start rate {s.start:g} is above the highest rate {s.cap:g}; start at or below it")
-    if not (_number(s.floor) and MIN_RATE <= s.floor <= MAX_RATE):
+    if not (number_ok(s.floor) and MIN_RATE <= s.floor <= MAX_RATE):
         problems.append(f"the lowest rate must lie in [{MIN_RATE:g}, {MAX_RATE:g}] requests per second, not {s.floor}")
-    elif _number(s.start) and 0 < s.start < s.floor:
+    elif number_ok(s.start) and 0 < s.start < s.floor:
         problems.append(f"the start rate {s.start:g} is below the lowest rate {s.floor:g}; start at or above it")
-    if not (_number(s.target) and 0 < s.target < 1):
+    if not (number_ok(s.target) and 0 < s.target < 1):
         problems.append(f"a capacity search needs an attainment in (0, 1), not {s.target}: no number of runs "
                         f"shows that every request of a rate is good")
-    if not (_number(s.precision) and 0.01 <= s.precision <= 1):
-        problems.append(f"the precision must lie in [0.01, 1] (relative), not {s.precision}")
+    return problems
+
+
+def precision_problems(s: Settings) -> list[str]:
+    """The problem of a bisecting search's precision (U / L - 1 at which it stops)."""
+    if not (number_ok(s.precision) and 0.01 <= s.precision <= 1):
+        return [f"the precision must lie in [0.01, 1] (relative), not {s.precision}"]
+    return []
+
+
+def probe_problems(s: Settings) -> list[str]:
+    """The problems of the runs a probe takes, the probes, the confidence and the confirming factor."""
+    problems = []
     if not (_count(s.min_runs) and _count(s.max_runs) and 2 <= s.min_runs <= s.max_runs <= RUNS_CAP):
         problems.append(f"runs per probe must satisfy 2 <= min <= max <= {RUNS_CAP}, not {s.min_runs} and {s.max_runs}")
     if not (_count(s.lean_runs) and 1 <= s.lean_runs <= (s.min_runs if _count(s.min_runs) else RUNS_CAP)):
         problems.append(f"runs before a probe leans must satisfy 1 <= lean <= min runs, not {s.lean_runs}")
     if not (_count(s.max_probes) and 1 <= s.max_probes <= MAX_PROBES):
         problems.append(f"the probes must number 1 to {MAX_PROBES}, not {s.max_probes}")
-    if not (_number(s.confidence) and 0.5 < s.confidence < 1):
+    if not (number_ok(s.confidence) and 0.5 < s.confidence < 1):
         problems.append(f"the confidence must lie in (0.5, 1), not {s.confidence}")
-    if s.confirm is not None and not (_number(s.confirm) and s.confirm > 1):
+    if s.confirm is not None and not (number_ok(s.confirm) and s.confirm > 1):
         problems.append(f"the confirming factor must be above 1 (or none), not {s.confirm}")
-    if not (_number(s.early_share) and 0 <= s.early_share < 1):
+    if not (number_ok(s.early_share) and 0 <= s.early_share < 1):
         problems.append(f"the early share of alpha must lie in [0, 1), not {s.early_share}")
     return problems
 
@@ -188,20 +185,20 @@ def begin(settings: Settings) -> Search:
     return Search(settings)
 
 
-def _run_problems(run: Run) -> list[str]:
+def run_problems(run: Run) -> list[str]:
     problems = []
-    if not (_number(run.attainment) and 0 <= run.attainment <= 1):
+    if not (number_ok(run.attainment) and 0 <= run.attainment <= 1):
         problems.append(f"a run's attainment must lie in [0, 1], not {shown(run.attainment)}")
     if count(run.requests, 1) is None:
         problems.append(f"a run's requests sent must be a count from 1 to {MAX_COUNT:.0e}, not {shown(run.requests)}")
     if run.binding is not None and run.binding not in METRICS:
         problems.append(f"a run's binding metric must be one of {', '.join(METRICS)}, not {run.binding!r}")
-    if run.output_throughput is not None and not (_number(run.output_throughput) and run.output_throughput >= 0):
+    if run.output_throughput is not None and not (number_ok(run.output_throughput) and run.output_throughput >= 0):
         problems.append(f"a run's output throughput must be a number >= 0, not {run.output_throughput}")
-    if run.client_cpu_s is not None and not (_number(run.client_cpu_s) and run.client_cpu_s >= 0):
+    if run.client_cpu_s is not None and not (number_ok(run.client_cpu_s) and run.client_cpu_s >= 0):
         problems.append(f"a run's client CPU time must be a number >= 0, not {run.client_cpu_s}")
     if run.per_metric is not None and not (isinstance(run.per_metric, Mapping) and all(
-            m in METRICS and _number(v) and 0 <= v <= 1 for m, v in run.per_metric.items())):
+            m in METRICS and number_ok(v) and 0 <= v <= 1 for m, v in run.per_metric.items())):
         problems.append(f"a run's per-metric shares must map {', '.join(METRICS)} to numbers in [0, 1], "
                         f"not {shown(run.per_metric)}")
     return problems
@@ -210,8 +207,8 @@ def _run_problems(run: Run) -> list[str]:
 def record_run(search: Search, rate: float, run: Run) -> Search:
     """The search with ``run`` (measured at ``rate``) added to the probe at that rate, or as a new
     probe. ValueError for a run that cannot be one, or for a rate whose probe has stopped."""
-    problems = _run_problems(run)
-    if not (_number(rate) and 0 < rate <= MAX_RATE):
+    problems = run_problems(run)
+    if not (number_ok(rate) and 0 < rate <= MAX_RATE):
         problems.append(f"a probe's rate must lie in (0, {MAX_RATE:g}], not {rate}")
     if problems:
         raise ValueError("; ".join(problems))
@@ -228,100 +225,12 @@ def record_run(search: Search, rate: float, run: Run) -> Search:
     return Search(search.settings, (*probes, Probe(float(rate), (run,), why)))
 
 
-# -- the test at one rate -------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Attainment:
-    """Per-run attainment against the target (a ``decide.Statistic``; ``b`` holds the target as runs
-    of no spread): Student's t on the mean of the n runs, on n - 1 degrees of freedom, with the
-    per-run variance taken as at least the binomial one at the target,
-    ``target (1 - target) / requests`` (runs that happen to agree, or all attain 1, do not make it
-    vanish)."""
-
-    requests: int
-    method: ClassVar[str] = "attainment"
-
-    def values(self, runs: np.ndarray) -> np.ndarray:
-        runs = np.asarray(runs, dtype=float)
-        return np.where((runs >= 0) & (runs <= 1), runs, np.nan)
-
-    def compare(self, a: np.ndarray, b: np.ndarray, share_a=1.0, share_b=1.0) -> Estimate:
-        n = a.shape[-1]
-        target = b.mean(-1)
-        variance = np.maximum(a.var(-1, ddof=1), target * (1 - target) / self.requests)
-        return Estimate(a.mean(-1) - target, np.sqrt(variance / n), np.full(np.shape(variance), n - 1.0))
-
-    def scale(self, x: np.ndarray) -> np.ndarray:
-        return x
-
-
-@dataclass(frozen=True)
-class Verdict:
-    state: str  # open, holds, fails or undecided
-    runs: int  # the runs the verdict rests on (a decided probe: those up to its deciding look)
-    attainment: float | None  # their mean
-    low: float | None  # the attainment's two-sided interval at ``level`` (the deciding look's)
-    high: float | None
-    level: float | None
-    p_holds: float  # anytime p-value of "the mean attainment is above the target"
-    p_fails: float  # of "below the target"
-    binding: str | None  # the metric most runs named
-
-
-@functools.lru_cache(maxsize=4096)
-def verdict(settings: Settings, probe: Probe) -> Verdict:
-    """Where one probe stands (the rule: the module docstring)."""
-    s, runs = settings, probe.runs[:settings.max_runs]
-    n = len(runs)
-    binding = _binding(runs)
-    if n < s.min_runs:
-        mean = float(np.mean([r.attainment for r in runs])) if runs else None
-        return Verdict(OPEN, n, mean, None, None, None, 1.0, 1.0, binding)
-    statistic = Attainment(min(r.requests for r in runs))
-    values = np.full((1, 2, s.max_runs), np.nan)
-    values[0, 0, :n] = [r.attainment for r in runs]
-    values[0, 1, :] = s.target
-    table = looks(values, statistic, s.min_runs, s.max_runs, early_share=s.early_share)
-    alpha = 1.0 - s.confidence
-    state, look = (UNDECIDED if n >= s.max_runs else OPEN), n
-    for at in range(s.min_runs, n + 1):
-        k = at - s.min_runs
-        if table.anytime_up[0, 0, k] <= alpha or table.anytime_down[0, 0, k] <= alpha:
-            state, look = (HOLDS if table.anytime_up[0, 0, k] <= alpha else FAILS), at
-            break
-    k = look - s.min_runs
-    est = Estimate(*(getattr(table.estimate, f)[0, 0, k] for f in ("center", "se", "df")))
-    if state == OPEN and n > s.min_runs and _futile(est, n, s, alpha * float(table.weights[-1])):
-        state = UNDECIDED
-    level = 1.0 - 2.0 * alpha * float(table.weights[k])
-    interval = interval_at(statistic, est, level)
-    return Verdict(state, look, float(est.center) + s.target, max(0.0, interval.low + s.target),
-                   min(1.0, interval.high + s.target), level, float(table.anytime_up[0, 0, k]),
-                   float(table.anytime_down[0, 0, k]), binding)
-
-
-def _futile(est: Estimate, n: int, s: Settings, last_level: float) -> bool:
-    """Were the mean and the per-run spread to stay as measured on ``n`` runs, not even the last
-    look (``max_runs`` runs, one-sided ``last_level``) would decide: the probe stops undecided now.
-    It never makes a verdict, so the error rates stand."""
-    from scipy import special
-
-    projected = float(est.se) * math.sqrt(n / s.max_runs)
-    return abs(float(est.center)) < float(special.stdtrit(s.max_runs - 1, 1.0 - last_level)) * projected
-
-
-def _binding(runs: tuple[Run, ...]) -> str | None:
-    """The metric most runs named (a tie: the one named last)."""
-    named = [r.binding for r in runs if r.binding is not None]
-    return max(reversed(named), key=named.count) if named else None
-
-
 def binding_metric(quantiles: Mapping[str, float | None], thresholds: Mapping[str, float]) -> str | None:
     """The constraint that binds in one run: of the metrics the SLO bounds, the one whose quantile at
     the SLO's attainment (P95 for 0.95) is highest relative to its threshold (over it, or closest).
     ``quantiles``: metric -> ms (None: not reported)."""
     ratios = {m: q / t for m, t in thresholds.items()
-              if m in METRICS and _number(t) and t > 0 and _number(q := quantiles.get(m))}
+              if m in METRICS and number_ok(t) and t > 0 and number_ok(q := quantiles.get(m))}
     return max(ratios, key=ratios.get) if ratios else None
 
 
@@ -342,7 +251,7 @@ def standing(settings: Settings, probe: Probe) -> str:
 
 
 @dataclass(frozen=True)
-class _Bounds:
+class Bounds:
     standing: dict[float, str]
     low: float | None  # L: the highest rate that holds (or leans so) below U
     high: float | None  # U: the lowest rate that fails (or leans so)
@@ -351,12 +260,12 @@ class _Bounds:
         return sorted(r for r, st in self.standing.items() if st in states)
 
 
-def _bounds(search: Search) -> _Bounds:
+def bounds(search: Search) -> Bounds:
     states = {p.rate: standing(search.settings, p) for p in search.probes}
     down = sorted(r for r, st in states.items() if st in (FAILS, LEANS_FAILS))
     high = down[0] if down else None
     below = [r for r, st in states.items() if st in (HOLDS, LEANS_HOLDS) and (high is None or r < high)]
-    return _Bounds(states, max(below) if below else None, high)
+    return Bounds(states, max(below) if below else None, high)
 
 
 def _round(rate: float) -> float:
@@ -367,7 +276,7 @@ def _word(state: str) -> str:
     return {HOLDS: "held", FAILS: "failed", UNDECIDED: "was undecided"}.get(state, state)
 
 
-def _new_rate(search: Search, b: _Bounds) -> Move:
+def _new_rate(search: Search, b: Bounds) -> Move:
     """Where the bracket or the bisection goes next on the leanings; rate None: nowhere left."""
     s, probed = search.settings, set(b.standing)
     if b.high is None:
@@ -405,7 +314,7 @@ def move(search: Search) -> Move:
         v = verdict(s, probe)
         if v.state == OPEN and v.runs < s.lean_runs:
             return Move(probe.rate, f"run {v.runs + 1} of the first {s.lean_runs} at {probe.rate:g}")
-    b = _bounds(search)
+    b = bounds(search)
     new = _new_rate(search, b)
     if new.rate is not None and len(search.probes) < s.max_probes:
         return new
@@ -433,104 +342,6 @@ def next_probe(search: Search) -> float | None:
     return move(search).rate
 
 
-# -- the answer for one server --------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Capacity:
-    """One server's request capacity: the largest rate at which the SLO was shown to hold."""
-
-    rate: float | None  # L (None: it held at no rate probed)
-    high: float | None  # U, the lowest rate shown to fail (None: none failed)
-    output_throughput: float | None  # output tokens per second, the mean of the runs at L
-    binding: str | None  # at U (at L when nothing failed)
-    done: bool  # the search is over: L and U are verdicts (while it runs, they may be leanings)
-    stopped: str  # why the search ended, or where it goes next
-    cliff: tuple[float, float] | None = None  # (a rate that failed, a higher rate at which the SLO held)
-    undecided: tuple[float, ...] = ()  # rates inside [L, U] left undecided
-    probes: int = 0
-    runs: int = 0
-    alpha: float = 1 - CONFIDENCE  # each verdict's error rate
-    error_bound: float = 0.0  # the whole interval's: Bonferroni over the verdicts (alpha x verdicts)
-    notes: list[str] = field(default_factory=list)
-
-
-def capacity(search: Search) -> Capacity:
-    """The answer a search gives so far (final once ``done``)."""
-    s, nxt, b = search.settings, move(search), _bounds(search)
-    by_rate = {p.rate: p for p in search.probes}
-    throughputs = [r.output_throughput for r in (by_rate[b.low].runs if b.low is not None else ())
-                   if r.output_throughput is not None]
-    where = by_rate.get(b.high if b.high is not None else b.low)  # type: ignore[arg-type]
-    failed, held = b.rates(FAILS), b.rates(HOLDS)
-    cliff = next(((f, max(h for h in held if h > f)) for f in failed if any(h > f for h in held)), None)
-    undecided = tuple(r for r in b.rates(UNDECIDED) if b.low is not None and b.high is not None and b.low < r < b.high)
-    notes = []
-    if cliff:
-        notes.append(f"cliff: the SLO failed at {cliff[0]:g} req/s but held at {cliff[1]:g} req/s; the capacity "
-                     f"given is the one below the first failure")
-    if undecided:
-        notes.append(f"undecided at {', '.join(f'{r:g}' for r in undecided)} req/s: the interval spans them")
-    alpha = 1 - s.confidence
-    decided = len(failed) + len(held)
-    return Capacity(b.low, b.high, float(np.mean(throughputs)) if throughputs else None,
-                    verdict(s, where).binding if where else None, nxt.rate is None, nxt.reason, cliff, undecided,
-                    len(search.probes), sum(len(p.runs) for p in search.probes), alpha, min(1.0, alpha * decided),
-                    notes)
-
-
-# -- search.json ----------------------------------------------------------------------------------
-
-def to_json(search: Search) -> dict[str, Any]:
-    """The search as a ``search.json``: its settings, every probe (rate, runs, verdict, attainment
-    with its interval, binding metric, why the search went there), what comes next, the answer."""
-    probes = []
-    for probe in search.probes:
-        v = verdict(search.settings, probe)
-        probes.append({"rate": probe.rate, "why": probe.why, "verdict": standing(search.settings, probe),
-                       "attainment": v.attainment, "interval": None if v.low is None else [v.low, v.high],
-                       "level": v.level, "p_holds": v.p_holds, "p_fails": v.p_fails, "binding": v.binding,
-                       "runs": [asdict(r) for r in probe.runs]})
-    nxt = move(search)
-    return {"kind": KIND, "version": 1, "settings": asdict(search.settings), "probes": probes,
-            "next": {"rate": nxt.rate, "why": nxt.reason}, "capacity": asdict(capacity(search))}
-
-
-def from_json(data: Any, settings: Settings | None = None) -> Search:
-    """A search read back from ``to_json``'s output (its probes and runs; the verdicts are
-    recomputed), under ``settings`` when given (a resumed search's own), else the recorded ones.
-    UserError naming the first thing that cannot be one."""
-    if not isinstance(data, Mapping) or data.get("kind") != KIND:
-        raise UserError(f"search.json: not a capacity search (kind {KIND!r} expected)")
-    if settings is None:
-        recorded = data.get("settings")
-        if not isinstance(recorded, Mapping) or not set(recorded) <= set(Settings.__dataclass_fields__) \
-                or "start" not in recorded:
-            raise UserError("search.json: its settings are missing or hold unknown keys")
-        settings = Settings(**dict(recorded))
-    problems = settings_problems(settings)
-    if problems:
-        raise UserError(*(f"search.json: {p}" for p in problems))
-    probes = data.get("probes")
-    if not isinstance(probes, list) or len(probes) > MAX_PROBES:
-        raise UserError(f"search.json: 'probes' must be a list of at most {MAX_PROBES}")
-    kept: list[Probe] = []
-    for i, probe in enumerate(probes, 1):
-        rate, runs, why = (probe.get(k) if isinstance(probe, Mapping) else None for k in ("rate", "runs", "why"))
-        if not (_number(rate) and 0 < rate <= MAX_RATE) or any(p.rate == rate for p in kept):
-            raise UserError(f"search.json: probe {i} has no usable rate of its own ({shown(rate)})")
-        if not isinstance(runs, list) or not runs or len(runs) > MAX_PROBES:  # a fitted search repeats rates
-            raise UserError(f"search.json: probe {i} needs a list of 1 to {MAX_PROBES} runs")
-        read = []
-        for run in runs:
-            if not isinstance(run, Mapping) or not set(run) <= set(Run.__dataclass_fields__) or "attainment" not in run \
-                    or "requests" not in run:
-                raise UserError(f"search.json: probe {i} holds a run that is not one")
-            one = Run(**dict(run))
-            if _run_problems(one):
-                raise UserError(f"search.json: probe {i}: {_run_problems(one)[0]}")
-            read.append(one)
-        kept.append(Probe(float(rate), tuple(read), why[:200] if isinstance(why, str) else ""))
-    return Search(settings, tuple(kept))
 
 
 def decidable_requests(settings: Settings, attainment: float | None = None) -> int:

@@ -106,7 +106,7 @@ class Slo(Record):
 
 
 class Fit(Record):
-    """A fitted search's answer after its runs (``search.fit_record``): informative; a reader refits."""
+    """A fitted search's answer after its runs (``strategies.fit.FitSearch.document``): informative; a reader refits."""
 
     estimate: Optional[Estimate] = None
     half_width: Optional[Annotated[float, Field(ge=0, le=1e9, description="a half-width from 0 to 1e9")]] = None

@@ -2,8 +2,8 @@
 is up, find the server's request capacity under the SLO, the largest request rate at which it holds,
 with open-loop probes (``engine.bench_flags.probe_flags``: ``--request-rate R``, no client concurrency cap,
 ``--goodput``, at least ``duration_s`` x R prompts and the requests a verdict needs) chosen one run at a
-time: by ``analysis.capacity_fit`` (``search: fit``, the default: each run at the crossing of one curve
-fitted to every run) or by ``analysis.capacity_search`` (``search: bisect``: a verdict per rate).
+time by the search the step's ``search`` key names (``strategies``: ``fit``, the default, each run at
+the crossing of one curve fitted to every run; ``bisect``, a verdict per rate), looked up by name.
 
 Every run is added to ``search.json`` (the search's state: its probes alone, with what it resolved
 the SLO to) as soon as it is measured; each probe's runs lie in ``probes/rate=R/`` (vLLM's results,
@@ -27,11 +27,12 @@ from llama4spec.errors import UserError
 from llama4spec.records import points
 from llama4spec.runbook.capacity import records
 from llama4spec.runbook.capacity.search_settings import Settings
-from llama4spec.runbook.capacity.write_report import PROBES, fit_runs, probe_dir
+from llama4spec.runbook.capacity.strategies.base import of
+from llama4spec.runbook.capacity.write_report import PROBES, probe_dir
 from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps.base import BaseKind, server_ref
 from llama4spec.runbook.steps.failed import StepFailed
-from llama4spec.analysis import capacity_fit as cf
+from llama4spec.analysis.capacity_answer import from_json, to_json
 from llama4spec.analysis import capacity_search as cap
 
 @dataclass
@@ -45,44 +46,6 @@ def least_requests(settings: Settings, target: float) -> int:
     """The fewest requests a probe run sends: enough for runs halfway between the target and 1 to
     show the SLO holding (``capacity.decidable_requests``; fewer, and no rate could be shown to hold)."""
     return cap.decidable_requests(settings.bisect(target))
-
-
-# -- the fitted search (search: fit) ---------------------------------------------------------------
-
-def add_run(search: cap.Search, rate: float, run: cap.Run, why: str) -> cap.Search:
-    """The search with ``run`` added to the probe at ``rate`` (or a new probe, ``why``: why the
-    search went there): a fitted search repeats rates whatever a per-rate verdict says."""
-    probes = list(search.probes)
-    for i, probe in enumerate(probes):
-        if probe.rate == rate:
-            probes[i] = cap.Probe(rate, (*probe.runs, run), probe.why)
-            return cap.Search(search.settings, tuple(probes))
-    return cap.Search(search.settings, (*probes, cap.Probe(float(rate), (run,), why[:200])))
-
-
-def next_move(settings: Settings, search: cap.Search) -> tuple[float | None, str]:
-    """The next run's rate (None: over) and why, by the step's search."""
-    if settings.fitted:
-        d = cf.decide(settings.fit(search.settings.target), fit_runs(search))
-        return d.rate, d.reason
-    move = cap.move(search)
-    return move.rate, move.reason
-
-
-def fit_record(settings: Settings, search: cap.Search) -> dict[str, Any]:
-    """search.json's ``fit``: the fitted answer after the runs so far (estimate, interval, shape, isotonic
-    estimate, dispersion, the runs set aside as outliers and why) and what comes next."""
-    fitted = settings.fit(search.settings.target)
-    runs = fit_runs(search)
-    a, d = cf.answer(fitted, runs), cf.decide(fitted, runs)
-    f = a.fit
-    return {"estimate": a.estimate, "interval": [a.low, a.high], "half_width": a.half_width,
-            "confidence": a.confidence, "shape_fits": a.shape_fits, "shape": a.shape, "isotonic": a.isotonic,
-            "isotonic_words": a.isotonic_words, "runs": a.runs, "binding": a.binding, "per_metric": a.per_metric,
-            "outliers": [o.record() for o in a.outliers],
-            "curve": None if f is None else {"b0": f.b0, "b1": f.b1, "center": f.center, "cov": list(f.cov),
-                                             "dispersion": f.dispersion, "df": f.df},
-            "next": {"rate": d.rate, "why": d.reason, "stop": d.stop}}
 
 
 def _shown_goodput(argv: list[str], multipliers: dict[str, float], ref: str) -> list[str]:
@@ -183,7 +146,7 @@ def _recorded(p, settings: cap.Settings, identity: dict[str, Any]) -> cap.Search
     if data.get("identity") != identity:
         return None
     try:
-        return cap.from_json(data, settings)
+        return from_json(data, settings)
     except UserError as err:
         raise UserError(f"{plain(str(path))}: {err.problems[0].removeprefix('search.json: ')}; "
                         f"remove it to start the search afresh") from None
@@ -191,11 +154,11 @@ def _recorded(p, settings: cap.Settings, identity: dict[str, Any]) -> cap.Search
 
 def document(search: cap.Search, identity: dict[str, Any], thresholds: dict[str, float],
              basis: dict[str, Any], settings: Settings | None = None) -> dict[str, Any]:
-    """search.json: the search (``capacity.to_json``), the SLO as resolved, and its identity; a
-    fitted search adds ``search: fit`` and the fit after the runs so far (``fit_record``)."""
-    out = {**cap.to_json(search), "thresholds": thresholds, "slo": basis, "identity": identity}
-    if settings is not None and settings.fitted:
-        out.update(search="fit", fit=fit_record(settings, search))
+    """search.json: the search (``capacity.to_json``), the SLO as resolved, and its identity, with
+    what the step's search adds (``Strategy.document``: a fitted search its fit after the runs so far)."""
+    out = {**to_json(search), "thresholds": thresholds, "slo": basis, "identity": identity}
+    if settings is not None:
+        out.update(of(settings, search.settings.target).document(search))
     return out
 
 
@@ -207,7 +170,7 @@ def pending(plan, p) -> bool:
         search = _recorded(p, settings, _identity(plan, p, thresholds))
     except (StepFailed, UserError):
         return True
-    return search is None or next_move(p.step.keys.settings, search)[0] is not None
+    return search is None or of(p.step.keys.settings, settings.target).stop(search) is None
 
 
 # -- running it -----------------------------------------------------------------------------------
@@ -259,7 +222,8 @@ def execute(run, p) -> dict[str, Any]:
     keys, cfg = p.step.keys, p.composed.cfg
     s = keys.settings  # the capacity step's; ``settings`` below: the search record's, under the SLO's attainment
     thresholds, basis = thresholds_of(run.plan, p)
-    settings = s.bisect(cfg.slo.attainment)
+    strategy = of(s, cfg.slo.attainment)
+    settings = strategy.record
     identity = _identity(run.plan, p, thresholds)
     search = _recorded(p, settings, identity)
     if search is None:  # nothing of this very search recorded: start afresh
@@ -274,7 +238,7 @@ def execute(run, p) -> dict[str, Any]:
                             f"{basis['relative_to']})")
     server = run.server(keys.server)
     write_json(p.artifacts["search"], document(search, identity, thresholds, basis, s))
-    while (rate := next_move(s, search)[0]) is not None:
+    while (rate := strategy.move(search)[0]) is not None:
         if server is None or not server.alive():
             raise StepFailed(f"server '{keys.server}' is no longer running; the search stopped at {rate:g} req/s "
                              f"(its probes are kept in {p.artifacts['search']})")
@@ -286,7 +250,7 @@ def execute(run, p) -> dict[str, Any]:
         flags = probe_flags(cfg, p.url, result.parent, result.name, p.id, rate, s.duration_s, thresholds,
                             s.extra_args, least)
         prompts = probe_prompts(cfg, rate, s.duration_s, least)
-        why = next_move(s, search)[1]
+        why = strategy.move(search)[1]
         with run.progress.activity(f"{p.id}: {rate:g} req/s, run {kept + 1} ({why})") as live:
             one, record = run_probe(cfg, p.url, flags, files, bench_record.read(files.record), kept, label=p.id,
                                     prompts=prompts, environ=run.environ, on_progress=live.count,
@@ -294,20 +258,12 @@ def execute(run, p) -> dict[str, Any]:
         if one.returncode != 0 or one.requests_sent is None:
             raise StepFailed(f"a probe at {rate:g} req/s: {failure(one, files.log)}", log_tail(files.log, 15))
         measured = cap.run_of(one, thresholds, settings.target)
-        search = add_run(search, rate, measured, why) if s.fitted else cap.record_run(search, rate, measured)
+        search = strategy.add(search, rate, measured, why)
         write_json(p.artifacts["search"], document(search, identity, thresholds, basis, s))
         points.write(where / "summary.json", _summary(record, rate, cfg))
-    if s.fitted:
-        fitted = cf.answer(s.fit(settings.target), fit_runs(search))
-        run.progress.note(f"      {cf.describe('request capacity', fitted)}")
-        return {"capacity_rps": fitted.estimate, "low_rps": fitted.low, "high_rps": fitted.high,
-                "binding": fitted.binding, "shape_fits": fitted.shape_fits, "runs": fitted.runs,
-                "thresholds": thresholds}
-    answer = cap.capacity(search)
-    run.progress.note(f"      request capacity {answer.rate if answer.rate is not None else 'none'} req/s "
-                      f"[{answer.rate}, {answer.high}] after {answer.probes} probes, {answer.runs} runs; {answer.stopped}")
-    return {"capacity_rps": answer.rate, "high_rps": answer.high, "binding": answer.binding, "probes": answer.probes,
-            "runs": answer.runs, "thresholds": thresholds}
+    words, answer = strategy.result(search)
+    run.progress.note(words)
+    return {**answer, "thresholds": thresholds}
 
 
 def describe(p, say) -> None:
@@ -315,28 +271,16 @@ def describe(p, say) -> None:
     s = k.settings
     head = (f"    open-loop probes from {s.start_rate:g} req/s (at most {s.max_rate:g}), each at least "
             f"{s.duration_s:g} s of requests: doubling until the SLO fails, then ")
-    if s.fitted:
-        say(head + f"each run at the crossing of one curve fitted to every run, until the {s.confidence:.0%} "
-                   f"interval is within +-{s.stop_precision:.0%}; at most {s.max_probes} runs")
-    else:
-        confirm = f", then one at {s.confirm:g}x the lowest failing rate (a cliff check)" if s.confirm else ""
-        say(head + f"bisecting to {s.stop_precision:.0%}{confirm}; {s.min_probe_runs} to {s.max_probe_runs} runs "
-                   f"a probe, at most {s.max_probes} probes")
+    say(head + of(s).plan_words())
     if k.relative_to:
         say(f"    SLO thresholds: multiples of the medians measured by step '{k.relative_to}' (resolved when it has run)")
 
 
 def work(p, before) -> Work:
-    """Its probe runs, each taken at duration_s (an open-loop run sends duration_s x rate requests):
-    a fitted search stops after MIN_FIT_RUNS runs at the least and max_probes at the most; a bisecting
-    one probes a rate that holds and one that fails at the least, every probe at max_probe_runs (and
-    the cliff check) at the most."""
+    """Its probe runs, each taken at duration_s (an open-loop run sends duration_s x rate requests): as
+    few and as many as its search makes (``Strategy.runs``)."""
     s = p.step.keys.settings
-    if s.fitted:
-        runs = (cf.MIN_FIT_RUNS, s.max_probes)
-    else:
-        runs = (2 * s.min_probe_runs, s.max_probes * s.max_probe_runs + (s.max_probe_runs if s.confirm else 0))
-    return Work(runs=runs, run_s=s.duration_s)
+    return Work(runs=of(s).runs(), run_s=s.duration_s)
 
 
 KIND = BaseKind("search", Keys, Traits(uses_server=True, describe_first=True), plan, execute, describe,

@@ -2,14 +2,16 @@
 name, type, default, bounds and reader), its help text and whether ``llama4spec capacity`` offers it
 as a flag (``--start-rate`` for ``start_rate``). The capacity step reads them as one ``Settings``
 and carries that object whole into every ``search`` step it generates; the searches' analysis
-settings (``analysis.capacity_search.Settings``, ``analysis.capacity_fit.Settings``) are made here
-and nowhere else. A new setting is one field here, and where the search uses it."""
+settings are made from it: the record's (``bisect``, what search.json keeps for every search) here,
+each search's own by its strategy (``strategies``: each declares the fields it reads and its own
+problems). A new setting is one field here, and where the search uses it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from llama4spec.analysis import capacity_fit as cf
 from llama4spec.analysis import capacity_search as cap
+from llama4spec.runbook.capacity.strategies.base import names, of
 from llama4spec.runbook import fields
 from llama4spec.runbook.fields import described
 
@@ -23,7 +25,7 @@ class Settings:
                                   metavar="RPS")
     max_rate: float = described(fields.number(cap.MAX_RATE, 0, cap.MAX_RATE, above=True), "no probe above this rate",
                                 metavar="RPS")
-    search: str = described(fields.choice("fit", "bisect"),
+    search: str = described(fields.choice(*names()),
                             "fit: each run at the crossing of one curve of attainment against the rate fitted to every "
                             "run; bisect: a verdict at each rate, bisecting between them")
     precision: float | None = described(
@@ -45,13 +47,9 @@ class Settings:
     confidence: float = described(fields.level(0.95), "of each verdict at one rate", flag=False)
 
     @property
-    def fitted(self) -> bool:
-        return self.search == "fit"
-
-    @property
     def stop_precision(self) -> float:
         """The precision the search stops at: the step's, else its search's default."""
-        return self.precision or (cf.PRECISION if self.fitted else cap.PRECISION)
+        return self.precision or of(self).precision
 
     def bisect(self, target: float) -> cap.Settings:
         """The settings of a search by verdicts (and of every search's record), under the SLO's attainment."""
@@ -59,16 +57,6 @@ class Settings:
                             min_runs=self.min_probe_runs, max_runs=self.max_probe_runs, max_probes=self.max_probes,
                             confidence=self.confidence, confirm=self.confirm)
 
-    def fit(self, target: float) -> cf.Settings:
-        """A fitted search's settings: ``max_probes`` runs at most."""
-        return cf.Settings(start=self.start_rate, target=target, precision=self.precision or cf.PRECISION,
-                           confidence=self.confidence, max_runs=self.max_probes, cap=self.max_rate)
-
     def problems(self, target: float = 0.95) -> list[str]:
-        """Every problem of the settings: the rates, runs and probes as a bisecting search reads them,
-        and for a fitted search (the default) its precision, confidence and probe budget."""
-        problems = cap.settings_problems(self.bisect(target))
-        if not self.fitted:
-            return problems
-        own = [p for p in cf.settings_problems(self.fit(target)) if not p.startswith(("the rates", "the start"))]
-        return [*(p for p in problems if not p.startswith("the precision")), *own]
+        """Every problem of the settings, as the step's search reads them (its strategy's ``problems``)."""
+        return of(self, target).problems()

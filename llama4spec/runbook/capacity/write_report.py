@@ -15,6 +15,8 @@ from typing import Any, Mapping
 from rich.console import Console
 
 from llama4spec.analysis import capacity_fit as cf
+
+from llama4spec.analysis import capacity_fit_search as cfs
 from llama4spec.analysis.capacity_plot import capacity_fits
 from llama4spec.errors import UserError
 from llama4spec.figures import SLO_MEDIANS
@@ -23,7 +25,8 @@ from llama4spec.results import bench as bench_record
 from llama4spec.runbook.capacity import records
 from llama4spec.analysis import capacity_report, plots
 from llama4spec.analysis.capacity_gain import Between
-from llama4spec.analysis.capacity_search import METRICS, Search, from_json
+from llama4spec.analysis.capacity_answer import from_json
+from llama4spec.analysis.capacity_search import METRICS, Search
 from llama4spec.runbook.rundir import read_config
 
 # The between-start term of a gain whose settings' hardware says nothing (no config.yaml to read).
@@ -217,7 +220,7 @@ def fitted_settings(search: Search) -> cf.Settings:
 def fitted_answer(search: Search) -> capacity_report.Fitted:
     """A fitted search refitted from its runs: its answer and where it stands."""
     settings, runs = fitted_settings(search), fit_runs(search)
-    return capacity_report.Fitted(cf.answer(settings, runs), cf.decide(settings, runs))
+    return capacity_report.Fitted(cf.answer(settings, runs), cfs.decide(settings, runs))
 
 
 def fitted_section(found: Found, where: Path) -> str:

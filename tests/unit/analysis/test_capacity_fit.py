@@ -9,6 +9,10 @@ import numpy as np
 import pytest
 
 from llama4spec.analysis import capacity_fit as cf
+
+from llama4spec.analysis import capacity_curve as curve
+
+from llama4spec.analysis import capacity_fit_search as cfs
 from llama4spec.analysis import capacity_place
 from llama4spec.errors import UserError
 
@@ -33,10 +37,10 @@ def simulated_run(rate: float, design: float, rng: np.random.Generator) -> cf.Ru
     return cf.Run(rate, int(rng.binomial(n, p)), n)
 
 
-def search(design: float, rng: np.random.Generator) -> tuple[list[cf.Run], cf.Decision]:
+def search(design: float, rng: np.random.Generator) -> tuple[list[cf.Run], cfs.Decision]:
     settings = cf.checked(cf.Settings(start=8.0, target=TARGET))
     runs: list[cf.Run] = []
-    while (d := cf.decide(settings, runs)).rate is not None:
+    while (d := cfs.decide(settings, runs)).rate is not None:
         runs.append(simulated_run(d.rate, design, rng))
     return runs, d
 
@@ -57,7 +61,7 @@ def test_the_interval_holds_the_crossing_in_at_least_93_percent_of_1000_searches
         stops.add(d.stop)
     assert held / 1000 >= 0.93, (design, held)
     assert np.median(runs_used) <= 12, (design, np.median(runs_used))  # the per-rate search takes 16 to 19
-    assert cf.PRECISION_STOP in stops
+    assert cfs.PRECISION_STOP in stops
 
 
 @pytest.mark.parametrize("precision", [0, 0.0, 1, 1.5, -0.1, float("nan")])
@@ -76,49 +80,49 @@ def test_the_fit_recovers_a_known_curve_and_its_interval_holds_it() -> None:
     assert a.estimate == pytest.approx(CAPACITY, rel=0.01)
     assert a.low < CAPACITY < a.high and a.half_width < 0.02
     assert a.fit.dispersion == 1.0  # no more noise than binomial
-    assert cf.isotonic(runs, TARGET)[0] == pytest.approx(CAPACITY, rel=0.05)
+    assert curve.isotonic(runs, TARGET)[0] == pytest.approx(CAPACITY, rel=0.05)
 
 
 def test_separated_runs_have_no_fit_and_the_search_bisects_between_them() -> None:
     s = cf.Settings(start=8.0, target=TARGET)
     runs = [cf.Run(8.0, 100, 100), cf.Run(16.0, 100, 100), cf.Run(32.0, 0, 100)]
-    assert cf.separated(runs) and cf.fit(runs) is None
-    d = cf.decide(s, runs)
+    assert curve.separated(runs) and cf.fit(runs) is None
+    d = cfs.decide(s, runs)
     assert 16.0 < d.rate < 32.0 and "no fit yet" in d.reason
-    assert d.rate == pytest.approx(math.sqrt(16 * 32), rel=cf.PRECISION / cf.GRID)
+    assert d.rate == pytest.approx(math.sqrt(16 * 32), rel=cf.PRECISION / cfs.GRID)
 
 
 def test_the_search_brackets_by_doubling_and_halving_on_its_grid() -> None:
     s = cf.Settings(start=8.0, target=TARGET)
-    assert cf.decide(s, []).rate == 8.0
-    up = cf.decide(s, [cf.Run(8.0, 100, 100)])
+    assert cfs.decide(s, []).rate == 8.0
+    up = cfs.decide(s, [cf.Run(8.0, 100, 100)])
     assert up.rate == pytest.approx(16.0, rel=0.02) and up.stop is None
-    assert up.rate == cf.snap(s, up.rate)
-    down = cf.decide(s, [cf.Run(8.0, 10, 100)])
+    assert up.rate == cfs.snap(s, up.rate)
+    down = cfs.decide(s, [cf.Run(8.0, 10, 100)])
     assert down.rate == pytest.approx(4.0, rel=0.02)
-    held = cf.decide(cf.Settings(start=8.0, target=TARGET, cap=8.0), [cf.Run(8.0, 100, 100)])
-    assert held.rate is None and held.stop == cf.CAP_STOP and held.final is not None
+    held = cfs.decide(cf.Settings(start=8.0, target=TARGET, cap=8.0), [cf.Run(8.0, 100, 100)])
+    assert held.rate is None and held.stop == cfs.CAP_STOP and held.final is not None
 
 
 def test_the_next_run_goes_where_it_most_narrows_the_crossing_and_the_budget_stops_it() -> None:
     s = cf.Settings(start=8.0, target=TARGET, max_runs=6)
     runs = [cf.Run(r, round(mean_attainment(r) * 40), 40) for r in (8.0, 16.0, 22.0, 32.0)]
-    d = cf.decide(s, runs)
+    d = cfs.decide(s, runs)
     f = cf.fit(runs)
-    candidates = cf._candidates(s, 8.0, 64.0)
+    candidates = cfs._candidates(s, 8.0, 64.0)
     best, _ = capacity_place.best_rate(f.b0, f.b1, f.center, math.log(TARGET / (1 - TARGET)),
                                        [(r.rate, r.total) for r in runs], candidates)
-    assert d.rate == best == cf.snap(s, d.rate) and "most narrows the crossing's interval" in d.reason
+    assert d.rate == best == cfs.snap(s, d.rate) and "most narrows the crossing's interval" in d.reason
     runs += [cf.Run(d.rate, 30, 40), cf.Run(d.rate, 39, 40)]
-    final = cf.decide(s, runs)
-    assert final.rate is None and final.stop == cf.BUDGET_STOP and final.final.runs == 6
+    final = cfs.decide(s, runs)
+    assert final.rate is None and final.stop == cfs.BUDGET_STOP and final.final.runs == 6
 
 
 def test_runs_rising_with_the_rate_give_the_isotonic_estimate_not_an_exception() -> None:
     s = cf.Settings(start=10.0, target=TARGET)
     rising = [cf.Run(r, round(y * 200), 200) for r, y in ((10, 0.5), (20, 0.7), (40, 0.95), (80, 0.99))]
-    d = cf.decide(s, rising)
-    assert d.rate is None and d.stop == cf.SHAPE_STOP
+    d = cfs.decide(s, rising)
+    assert d.rate is None and d.stop == cfs.SHAPE_STOP
     assert not d.final.shape_fits and "rises with the rate" in d.final.shape
     assert d.final.isotonic is None and "under the target at every rate" in d.final.isotonic_words
     assert "does not fit" in cf.describe("no speculation", d.final)
@@ -127,7 +131,7 @@ def test_runs_rising_with_the_rate_give_the_isotonic_estimate_not_an_exception()
     a = cf.answer(s, mixed)
     assert not a.shape_fits and "does not fall" in a.shape and a.fit.b1 > 0
     assert a.isotonic is not None and 10 < a.isotonic < 50
-    assert cf.decide(s, mixed).rate is not None  # the search goes on (to its budget), no exception
+    assert cfs.decide(s, mixed).rate is not None  # the search goes on (to its budget), no exception
 
 
 def test_replicated_runs_that_miss_the_logistic_shape_fail_the_lack_of_fit_test() -> None:
@@ -161,9 +165,9 @@ def test_runs_go_no_lower_than_the_lowest_rate_probed_when_the_fit_extrapolates(
     seen = [(8.0, 0.925, 40), (15.97, 0.45, 80), (11.3, 0.719, 57), (8.2, 0.537, 41), (4.647, 0.387, 31),
             (2.328, 0.742, 31)]
     runs = [cf.Run(r, round(a * n), n) for r, a, n in seen]
-    estimate = cf.crossing(cf.fit(runs), 0.9, 0.95)[0]
+    estimate = curve.crossing(cf.fit(runs), 0.9, 0.95)[0]
     assert estimate is not None and estimate < 2.328 / 2  # the fit extrapolates below the rates probed
-    assert cf.decide(s, runs).rate >= cf.snap(s, 2.328)
+    assert cfs.decide(s, runs).rate >= cfs.snap(s, 2.328)
 
 
 def test_runs_go_above_the_highest_rate_probed_when_the_crossing_lies_above_it() -> None:
@@ -175,10 +179,10 @@ def test_runs_go_above_the_highest_rate_probed_when_the_crossing_lies_above_it()
     seen = [(8.0, 0.875, 40), (4.007, 1.0, 31), (5.662, 1.0, 31), (6.73, 1.0, 34), (7.248, 1.0, 37),
             (7.615, 0.923, 39), (7.805, 0.8, 40), (8.0, 1.0, 40), (7.805, 0.925, 40), (8.0, 1.0, 40)]
     runs = [cf.Run(r, round(a * n), n) for r, a, n in seen]
-    estimate = cf.crossing(cf.fit(runs), 0.9, 0.95)[0]
+    estimate = curve.crossing(cf.fit(runs), 0.9, 0.95)[0]
     assert estimate is not None and estimate > 8.0  # the crossing lies above every rate probed
-    d = cf.decide(s, runs)
-    assert 8.0 < d.rate <= cf.snap(s, 2 * 8.0)
+    d = cfs.decide(s, runs)
+    assert 8.0 < d.rate <= cfs.snap(s, 2 * 8.0)
 
 
 def test_a_steep_crossing_is_fitted_though_runs_far_below_it_round_to_one() -> None:
@@ -191,7 +195,7 @@ def test_a_steep_crossing_is_fitted_though_runs_far_below_it_round_to_one() -> N
     runs = [cf.Run(r, round(a * round(r * 15)), round(r * 15)) for r, a in seen]
     f = cf.fit(runs)
     assert f is not None and f.b1 < 0
-    assert 28.89 < cf.crossing(f, 0.9, 0.95)[0] < 31.11
+    assert 28.89 < curve.crossing(f, 0.9, 0.95)[0] < 31.11
 
 
 def test_a_stalled_run_is_set_aside_as_an_outlier_and_named_and_the_interval_closes() -> None:
@@ -207,7 +211,7 @@ def test_a_stalled_run_is_set_aside_as_an_outlier_and_named_and_the_interval_clo
     runs = [cf.Run(r, round(a * round(r * 15)), round(r * 15)) for r, a in seen]
     s = cf.Settings(start=8.0, target=0.9, max_runs=40)
     every = cf.fit(runs)
-    assert every.dispersion > 150 and cf.crossing(every, 0.9, 0.95)[1] is None  # with the stall: open
+    assert every.dispersion > 150 and curve.crossing(every, 0.9, 0.95)[1] is None  # with the stall: open
     a = cf.answer(s, runs)
     assert [(o.index, o.rate) for o in a.outliers] == [(12, 30.35)]
     (stall,) = a.outliers
@@ -217,8 +221,8 @@ def test_a_stalled_run_is_set_aside_as_an_outlier_and_named_and_the_interval_clo
     assert a.low is not None and a.high is not None and a.low < a.estimate < a.high
     assert a.half_width <= s.precision and a.shape_fits
     assert "30.35 req/s attained 0.035" in cf.describe("no speculation", a) and "outlier" in cf.describe("x", a)
-    d = cf.decide(s, runs)
-    assert d.stop == cf.PRECISION_STOP and d.final.outliers == a.outliers
+    d = cfs.decide(s, runs)
+    assert d.stop == cfs.PRECISION_STOP and d.final.outliers == a.outliers
     # every run that was not a stall stays in: none of the others is set aside
     assert cf.answer(s, runs[:12] + runs[13:]).outliers == ()
     record = stall.record()
@@ -235,11 +239,11 @@ def test_a_search_stopped_wider_than_its_precision_says_how_many_runs_would_narr
         return 1 / (1 + math.exp(-(math.log(TARGET / (1 - TARGET)) - 0.8 * math.log(rate / 14.0))))
 
     runs: list[cf.Run] = []
-    while (d := cf.decide(s, runs)).rate is not None:
+    while (d := cfs.decide(s, runs)).rate is not None:
         y = min(1.0, max(0.0, flat(d.rate) + rng.normal(0, 0.08)))
         runs.append(cf.Run(d.rate, round(y * 600), 600))
     a = d.final
-    assert d.stop == cf.BUDGET_STOP and a is not None and a.half_width is not None and a.half_width > 0.1
+    assert d.stop == cfs.BUDGET_STOP and a is not None and a.half_width is not None and a.half_width > 0.1
     n = cf.runs_for_precision(a)
     assert n == math.ceil(16 * (a.half_width / 0.1) ** 2) and n > 16
     assert f"about {n} runs in all would narrow it" in d.reason and f"(+-{a.half_width:.0%})" in d.reason

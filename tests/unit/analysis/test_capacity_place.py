@@ -9,13 +9,17 @@ import numpy as np
 import pytest
 
 from llama4spec.analysis import capacity_fit as cf
+
+from llama4spec.analysis import capacity_curve as curve
+
+from llama4spec.analysis import capacity_fit_search as cfs
 from llama4spec.analysis import capacity_place as cp
 
 TARGET = 0.9
 LOGIT = math.log(TARGET / (1 - TARGET))
 
 
-def _fit(seen: list[tuple[float, float, int]]) -> tuple[cf.Fit, list[cf.Run]]:
+def _fit(seen: list[tuple[float, float, int]]) -> tuple[curve.Fit, list[cf.Run]]:
     runs = [cf.Run(r, round(a * n), n) for r, a, n in seen]
     f = cf.fit(runs)
     assert f is not None and f.b1 < 0
@@ -53,9 +57,9 @@ def test_runs_bunched_at_a_flat_crossing_send_the_next_run_wide_of_it() -> None:
     seen = [(8.0, 0.825, 40), (4.007, 0.984, 31), (5.662, 0.871, 31), (5.948, 1.0, 31), (6.73, 0.911, 34),
             (6.73, 0.99, 34), (7.248, 1.0, 37), (7.805, 0.907, 40), (8.0, 0.842, 40), (7.615, 0.983, 39)]
     f, runs = _fit(seen)
-    estimate = cf.crossing(f, TARGET, s.confidence)[0]
-    d = cf.decide(s, runs)
-    assert d.rate is not None and abs(math.log(d.rate / estimate)) > 2 * math.log1p(s.precision / cf.GRID)
+    estimate = curve.crossing(f, TARGET, s.confidence)[0]
+    d = cfs.decide(s, runs)
+    assert d.rate is not None and abs(math.log(d.rate / estimate)) > 2 * math.log1p(s.precision / cfs.GRID)
 
 
 def test_a_crossing_the_runs_already_pin_gets_its_next_run_near_it() -> None:
@@ -66,7 +70,7 @@ def test_a_crossing_the_runs_already_pin_gets_its_next_run_near_it() -> None:
 
     rates = [8.0, 16.0, 32.0, 22.6, 26.9, 24.0, 20.0, 28.0]
     f, runs = _fit([(r, p(r), round(15 * r)) for r in rates])
-    estimate = cf.crossing(f, TARGET, 0.95)[0]
+    estimate = curve.crossing(f, TARGET, 0.95)[0]
     assert estimate == pytest.approx(25.0, rel=0.01)
     rate, _ = cp.best_rate(f.b0, f.b1, f.center, LOGIT, [(r.rate, r.total) for r in runs],
                            [8.0 * 1.025 ** k for k in range(0, 85)])

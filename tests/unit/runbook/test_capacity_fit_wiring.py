@@ -17,7 +17,10 @@ from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.render import plan_text
 from llama4spec.runbook.capacity import search as search_step
 from llama4spec.runbook.capacity.search_settings import Settings
+from llama4spec.runbook.capacity.strategies.base import of
+from llama4spec.runbook.capacity.strategies.fit import add_run
 from llama4spec.analysis import capacity_search as cap
+from llama4spec.analysis.capacity_answer import from_json
 from tests.helpers import REPO, png_series
 
 TINY = REPO / "runbooks" / "tiny_cpu_capacity.yaml"
@@ -58,8 +61,8 @@ def test_the_fitted_search_moves_to_the_crossing_and_records_the_fit() -> None:
     s = Settings(search="fit", start_rate=8.0, precision=0.1)
     search = cap.Search(s.bisect(0.9))
     seen = []
-    while (rate := search_step.next_move(s, search)[0]) is not None and len(seen) < 40:
-        search = search_step.add_run(search, rate, _measured(rate), "why")
+    while (rate := of(s, 0.9).move(search)[0]) is not None and len(seen) < 40:
+        search = add_run(search, rate, _measured(rate), "why")
         seen.append(rate)
     assert 5 <= len(seen) < 40 and len(seen) > len(search.probes)  # rates repeat: the run is the unit
     record = search_step.document(search, {}, {"ttft": 60.0}, {}, s)
@@ -71,8 +74,8 @@ def test_the_fitted_search_moves_to_the_crossing_and_records_the_fit() -> None:
 def test_the_report_refits_the_fitted_searches_and_draws_them(tmp_path: Path) -> None:
     s = Settings(search="fit", start_rate=8.0, precision=0.1)
     search = cap.Search(s.bisect(0.9))
-    while (rate := search_step.next_move(s, search)[0]) is not None:
-        search = search_step.add_run(search, rate, _measured(rate), "why")
+    while (rate := of(s, 0.9).move(search)[0]) is not None:
+        search = add_run(search, rate, _measured(rate), "why")
     found = Found({}, {"no speculation": search, "EAGLE k=3": search},
                   {"no speculation": {"fit": True}, "EAGLE k=3": {"fit": False}})
     text = fitted_section(found, tmp_path)
@@ -86,9 +89,9 @@ def test_search_json_reads_back_every_run_a_fitted_search_repeats_at_one_rate() 
     settings = s.bisect(0.9)
     search = cap.Search(settings)
     for i in range(30):  # more runs at one rate than a bisecting probe takes (RUNS_CAP)
-        search = search_step.add_run(search, 8.0, cap.Run(0.9, 100, per_metric={"ttft": 0.95, "tpot": 0.9}), "w")
+        search = add_run(search, 8.0, cap.Run(0.9, 100, per_metric={"ttft": 0.95, "tpot": 0.9}), "w")
     assert 30 > cap.RUNS_CAP
-    back = cap.from_json(search_step.document(search, {}, {"ttft": 60.0, "tpot": 20.0}, {}, s), settings)
+    back = from_json(search_step.document(search, {}, {"ttft": 60.0, "tpot": 20.0}, {}, s), settings)
     assert back.probes == search.probes and back.probes[0].runs[0].per_metric == {"ttft": 0.95, "tpot": 0.9}
 
 
@@ -108,9 +111,9 @@ def test_shares_per_metric_are_read_from_each_request() -> None:
 def test_a_stalled_run_is_named_as_an_outlier_in_search_json_and_the_report(tmp_path: Path) -> None:
     s = Settings(search="fit", start_rate=8.0, precision=0.1)
     search = cap.Search(s.bisect(0.9))
-    while (rate := search_step.next_move(s, search)[0]) is not None:
-        search = search_step.add_run(search, rate, _measured(rate), "why")
-    search = search_step.add_run(search, rate := search.probes[-1].rate, cap.Run(0.03, 400), "why")
+    while (rate := of(s, 0.9).move(search)[0]) is not None:
+        search = add_run(search, rate, _measured(rate), "why")
+    search = add_run(search, rate := search.probes[-1].rate, cap.Run(0.03, 400), "why")
     record = search_step.document(search, {}, {"ttft": 60.0}, {}, s)
     (outlier,) = record["fit"]["outliers"]
     assert outlier["rate"] == rate and outlier["attainment"] == pytest.approx(0.03)
@@ -127,9 +130,9 @@ def test_a_search_stopped_at_its_budget_wider_than_its_precision_says_so_in_the_
     s = Settings(search="fit", start_rate=8.0, precision=0.1, max_probes=16)
     search = cap.Search(s.bisect(0.9))
     rng = np.random.default_rng(1)
-    while (rate := search_step.next_move(s, search)[0]) is not None:  # a shallow curve, crossing 0.9 at 14 req/s
+    while (rate := of(s, 0.9).move(search)[0]) is not None:  # a shallow curve, crossing 0.9 at 14 req/s
         p = 1 / (1 + math.exp(-(math.log(9) - 0.8 * math.log(rate / 14.0))))
-        search = search_step.add_run(search, rate, cap.Run(min(1.0, max(0.0, p + rng.normal(0, 0.08))), 600), "why")
+        search = add_run(search, rate, cap.Run(min(1.0, max(0.0, p + rng.normal(0, 0.08))), 600), "why")
     fitted = fitted_answer(search)
     assert fitted.decision.stop == "budget" and fitted.answer.half_width > 0.1
     record = capacity_report.analyse({"no speculation": search}, None, "slo", {}, {"no speculation": fitted})

@@ -14,6 +14,7 @@ from llama4spec.cli.common import add_settings_flags
 from llama4spec.errors import UserError
 from llama4spec.runbook.capacity import search as search_step
 from llama4spec.runbook.capacity.search_settings import Settings
+from llama4spec.runbook.capacity.strategies.fit import FitSearch
 from llama4spec.runbook.fields import runbook_keys
 from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.steps import kind
@@ -78,7 +79,7 @@ def test_the_search_settings_follow_from_the_one_object() -> None:
     bisect = s.bisect(0.9)
     assert (bisect.start, bisect.cap, bisect.target, bisect.min_runs, bisect.max_runs, bisect.max_probes,
             bisect.confirm, bisect.precision) == (4.0, 50.0, 0.9, 3, 5, 9, None, 0.05)
-    fit = Settings(start_rate=4.0, max_rate=50.0, max_probes=12).fit(0.9)
+    fit = FitSearch(Settings(start_rate=4.0, max_rate=50.0, max_probes=12), 0.9).fitted
     assert (fit.start, fit.cap, fit.max_runs, fit.precision, fit.target) == (4.0, 50.0, 12, 0.10, 0.9)
     assert Settings(start_rate=80.0, max_rate=50.0).problems() == [
         "the start rate 80 is above the highest rate 50; start at or below it"]

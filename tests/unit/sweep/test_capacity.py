@@ -11,8 +11,10 @@ import pytest
 
 from llama4spec.errors import UserError
 from llama4spec.analysis import capacity_search as cap
-from llama4spec.analysis.capacity_search import (FAILS, HOLDS, OPEN, UNDECIDED, Probe, Run, Settings, begin, binding_metric,
-                                       capacity, from_json, move, next_probe, record_run, standing, to_json, verdict)
+from llama4spec.analysis.capacity_answer import capacity, from_json, to_json
+from llama4spec.analysis.capacity_search import (Probe, Run, Settings, begin, binding_metric, move, next_probe, record_run,
+                                                 standing)
+from llama4spec.analysis.capacity_verdict import FAILS, HOLDS, OPEN, UNDECIDED, verdict
 
 TARGET = 0.95
 

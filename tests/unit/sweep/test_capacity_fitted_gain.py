@@ -8,12 +8,14 @@ import math
 import pytest
 
 from llama4spec.analysis import capacity_fit as cf
+
+from llama4spec.analysis import capacity_curve as curve
 from llama4spec.analysis.capacity_gain import Between, fitted_gain
 
 
 def _answer(rate: float, half: float, df: int = 20, shape_fits: bool = True) -> cf.Answer:
     """A fitted capacity at ``rate`` whose interval is ``rate`` x exp(+-half)."""
-    fit = cf.Fit(0.0, -5.0, math.log(rate), (0.01, 0.0, 0.01), 1.0, df, 1.0)
+    fit = curve.Fit(0.0, -5.0, math.log(rate), (0.01, 0.0, 0.01), 1.0, df, 1.0)
     return cf.Answer(rate, rate * math.exp(-half), rate * math.exp(half), None, fit, shape_fits, "", None, "", None)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from llama4spec.analysis.capacity_search import Capacity
+from llama4spec.analysis.capacity_answer import Capacity
 from llama4spec.analysis.capacity_gain import binding_clauses, describe, gain, headline as headline_of
 
 

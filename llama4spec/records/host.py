@@ -5,7 +5,6 @@ environment variables); report.html, ``regress``, ``report`` (a merge's machines
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Union
 
@@ -92,26 +91,16 @@ def read_environment(path: Path) -> EnvironmentRecord:
 
 def host_or_problem(path: Path) -> tuple[HostRecord | None, str | None]:
     """(host.json's model, None); (None, None) without one; (None, the one-line problem)."""
-    from llama4spec.errors import UserError
+    from llama4spec.records.io import model_or_problem
 
-    if not os.path.lexists(path):
-        return None, None
-    try:
-        return read_host(path), None
-    except UserError as err:
-        return None, str(err)
+    return model_or_problem(read_host, path)
 
 
 def environment_or_problem(path: Path) -> tuple[EnvironmentRecord | None, str | None]:
     """(environment.json's model, None); (None, None) without one; (None, the one-line problem)."""
-    from llama4spec.errors import UserError
+    from llama4spec.records.io import model_or_problem
 
-    if not os.path.lexists(path):
-        return None, None
-    try:
-        return read_environment(path), None
-    except UserError as err:
-        return None, str(err)
+    return model_or_problem(read_environment, path)
 
 
 register(Entry("host.json", HostRecord, "llama4spec.host/1",

@@ -5,8 +5,9 @@ one line naming the file, the field and the rule (``records.base.validated``).""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from llama4spec.errors import UserError
 from llama4spec.files import Expect, json_or_none, json_text, plain, write_json
@@ -38,3 +39,14 @@ def checked(model: type[M], path: Path, data: dict[str, Any]) -> dict[str, Any]:
 def write_checked(model: type[M], path: Path, data: dict[str, Any]) -> None:
     """``data`` validated through ``model``, then written as it is (the bytes ``write_json`` wrote before)."""
     write_json(path, checked(model, path, data))
+
+
+def model_or_problem(read: Callable[[Path], M], path: Path) -> tuple[M | None, str | None]:
+    """(``read(path)``, None); (None, None) when there is no file at ``path``; (None, the one-line
+    problem) when ``read`` refuses it (``read``: a record's own reader, raising UserError)."""
+    if not os.path.lexists(path):
+        return None, None
+    try:
+        return read(Path(path)), None
+    except UserError as err:
+        return None, str(err)

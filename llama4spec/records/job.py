@@ -6,7 +6,6 @@ runbook may not import the launchers)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Union
 
@@ -58,14 +57,9 @@ def read(path: Path) -> JobRecord:
 
 def job_or_problem(path: Path) -> tuple[JobRecord | None, str | None]:
     """(job.json's model, None); (None, None) without one; (None, the one-line problem)."""
-    from llama4spec.errors import UserError
+    from llama4spec.records.io import model_or_problem
 
-    if not os.path.lexists(path):
-        return None, None
-    try:
-        return read(path), None
-    except UserError as err:
-        return None, str(err)
+    return model_or_problem(read, path)
 
 
 register(Entry("groups/<group>/job.json", JobRecord, "llama4spec.job/1",

@@ -111,16 +111,9 @@ def read(path: Path) -> PlanRecord:
 
 def plan_or_problem(path: Path) -> tuple[PlanRecord | None, str | None]:
     """(plan.json's model, None); (None, None) without one; (None, the one-line problem)."""
-    import os
+    from llama4spec.records.io import model_or_problem
 
-    from llama4spec.errors import UserError
-
-    if not os.path.lexists(path):
-        return None, None
-    try:
-        return read(path), None
-    except UserError as err:
-        return None, str(err)
+    return model_or_problem(read, path)
 
 
 register(Entry("plan.json", PlanRecord, "llama4spec.plan/1",

@@ -717,14 +717,7 @@ def read_profile(path: Path, here: Fingerprint | None = None) -> Profile:
     rule, or the difference, and the fix) for a file cut short, a field out of its bounds or of the
     wrong type, or one measured elsewhere (``here``: the fingerprint of where it is to be used; its
     fields that are empty are not compared)."""
-    from llama4spec.analysis.noise_profile import ProfileRecord
-    from llama4spec.files import Expect, read_json
-    from llama4spec.records.base import validated
-
-    data = read_json(Path(path), Expect("noise profile", PROFILE_FIX, 1 << 20))
-    if not isinstance(data, dict):
-        raise _bad(path, f"holds a JSON {type(data).__name__}, not a noise profile")
-    rec = validated(ProfileRecord, data, str(path), PROFILE_FIX)
+    rec = _profile_record(path)
     source = profile_source(path)
 
     def one(c) -> Component | None:
@@ -765,15 +758,16 @@ def simulated_intervals(y: np.ndarray, a: int, b: int, confidence: float = CONFI
     return center, t_quantile(df, 0.5 + confidence / 2) * np.sqrt(var), df
 
 
-def _read_model(path: Path):
-    """noise.json as ``read_profile`` reads it (the same bounds, the same one line), as its model."""
+def _profile_record(path: Path):
+    """noise.json through its model (``noise_profile.ProfileRecord``): UserError, one line, otherwise."""
     from llama4spec.analysis.noise_profile import ProfileRecord
     from llama4spec.files import Expect, read_json
     from llama4spec.records.base import validated
 
-    read_profile(Path(path))
-    return validated(ProfileRecord, read_json(Path(path), Expect("noise profile", PROFILE_FIX, 1 << 20)),
-                     str(path), PROFILE_FIX)
+    data = read_json(Path(path), Expect("noise profile", PROFILE_FIX, 1 << 20))
+    if not isinstance(data, dict):
+        raise _bad(path, f"holds a JSON {type(data).__name__}, not a noise profile")
+    return validated(ProfileRecord, data, str(path), PROFILE_FIX)
 
 
 def _register() -> None:
@@ -782,7 +776,7 @@ def _register() -> None:
 
     register(Entry("noise.json", ProfileRecord, "llama4spec.noise/1",
                    "written by `llama4spec calibrate`; read by a sweep's `noise:` key, `calibrate --check` and "
-                   "`report` (the prior a plan records)", _read_model))
+                   "`report` (the prior a plan records)", _profile_record))
 
 
 _register()

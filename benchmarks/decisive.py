@@ -128,7 +128,7 @@ def _label(row: dict) -> str:
 
 def read_cells(sweep_json: Path) -> dict[int, Cell]:
     """Each concurrency's recommendation, verdicts and comparisons from a sweep step's sweep.json
-    (``render.to_record``); empty when it is missing or unreadable."""
+    (``sweep_json.to_record``); empty when it is missing or unreadable."""
     try:
         data = json.loads(Path(sweep_json).read_text())
     except (OSError, ValueError):

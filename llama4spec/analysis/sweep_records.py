@@ -1,5 +1,5 @@
 """The model of a sweep's analysis, sweep.json (``records.base``): the record the sweep's report
-writes (``sweep_tables.to_record``, validated through the model before it is written) and a
+writes (``sweep_json.to_record``, validated through the model before it is written) and a
 breakeven step's ``draft_from`` reads back; registered (``records.registry``) with that reader.
 Its bounded field types and ``Schedule`` (a derived lookahead schedule) serve the sweep's other
 records (``runbook.sweep.records``) and the break-even map's (``runbook.breakeven.records``).
@@ -145,7 +145,7 @@ class Schedule(Record):
 
 
 class SweepRecord(Record):
-    """sweep.json: the sweep's analysis (``analysis.sweep_tables.to_record``) with its plots and design."""
+    """sweep.json: the sweep's analysis (``analysis.sweep_json.to_record``) with its plots and design."""
 
     verdict: OptSentence = None
     pays_up_to: OptConcurrency = None

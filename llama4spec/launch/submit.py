@@ -499,9 +499,10 @@ def sequential_sweeps(plan, groups, at_once: bool) -> list[str]:
     group_of = {sid: g.name for g in groups for sid in g.steps}
     out = []
     for p in plan.steps:
-        if not p.step.traits.expands or p.step.keys.design_record()["design"] != "sequential":
+        if not p.step.traits.expands or p.step.kind_of.plan_record(p.step)["design"]["design"] != "sequential":
             continue
-        mine = {group_of[b] for b in p.step.keys.points if b in group_of}
+        held = p.step.expanded if p.step.expanded is not None else p.step.keys  # a sweep's SweepPlan, capacity's keys
+        mine = {group_of[b] for b in held.points if b in group_of}
         if len(mine) > 1:
             out.append(f"note: sweep '{p.id}' measures its {len(mine)} servers as separate groups, which may run "
                        f"beside each other; the report names points compared across different co-location. "

@@ -94,7 +94,7 @@ class Plan:
                 "choices": p.composed.choices if p.composed else None,
                 "overrides": p.composed.overrides if p.composed else None,
                 **({"nodes": node_records(p.nodes)} if p.nodes else {}),
-                **p.step.kind_of.plan_record(p.step.keys),
+                **p.step.kind_of.plan_record(p.step),
                 **(self.pricing.record(p.id) if self.pricing is not None else {}),
             }
             for p in self.steps

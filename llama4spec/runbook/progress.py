@@ -65,7 +65,7 @@ def sweep_points(steps: Sequence[Any]) -> dict[str, tuple[int, int]]:
     """Bench step id -> (n, N) for every point of every sweep step in the plan."""
     points: dict[str, tuple[int, int]] = {}
     for p in steps:
-        ids = list(getattr(p.step.keys, "points", None) or [])  # a sweep's points
+        ids = p.step.points  # a sweep's points
         for n, pid in enumerate(ids, 1):
             points[pid] = (n, len(ids))
     return points

@@ -33,7 +33,7 @@ def scheduler(p: PlannedStep) -> tuple[bool, bool]:
 def _servers(by_id: dict[str, PlannedStep], p: PlannedStep) -> list[str]:
     """The serve steps whose benchmarks ``p`` reads (named in its keys or generated as its points)."""
     benches = [r.ref for r in p.step.references() if r.ref in by_id]
-    benches += [b for b in getattr(p.step.keys, "points", None) or [] if b in by_id]
+    benches += [b for b in p.step.points if b in by_id]
     servers = [by_id[b].step.server for b in benches]
     return list(dict.fromkeys(s for s in servers if s in by_id and by_id[s].composed is not None
                               and by_id[s].step.traits.serves))
@@ -65,7 +65,7 @@ def findings(plan: Plan) -> list[Finding]:
         forced = sorted({methods.label(by_id[s].composed.cfg.draft.method) for s in off if not sides[s][1]})
         why_off = (f"vLLM 0.32 turns async scheduling off for {', '.join(forced)}" if forced
                    else "their flags turn async scheduling off")
-        generated = bool(getattr(p.step.keys, "points", None))
+        generated = bool(p.step.points)
         where = (f"in the overrides of step '{p.id}' (every server it starts)" if generated
                  else f"on the other side: in the overrides of {', '.join(repr(s) for s in on)}")
         out.append(Finding(

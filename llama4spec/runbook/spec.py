@@ -209,7 +209,7 @@ class StepKind(Protocol):
     def missing_input(self, plan: PlanView, p: Planned) -> str | None: ...
     def ready_problem(self, p: Planned) -> str | None: ...
     def pending(self, plan: PlanView, p: Planned) -> bool: ...
-    def plan_record(self, keys: KindKeys) -> dict[str, Any]: ...
+    def plan_record(self, step: Step) -> dict[str, Any]: ...
     def work(self, p: Planned, before: Seen) -> Work: ...  # its starts and runs
     expand: Callable[..., list[Step]] | None  # an expanding kind: the steps it stands for
     # a merging kind: (step id, the run directories given, in order) -> its part of ``report`` from
@@ -229,6 +229,7 @@ class Step:
     description: str = ""
     budget: Budget | None = None  # what it may spend, from its budget: key
     part_of: str | None = None  # generated: the expanding step it stands for (a sweep's server, say)
+    expanded: Any = None  # generated: what its expansion produced besides steps (a sweep's ``SweepPlan``)
 
     @property
     def kind(self) -> str:
@@ -245,6 +246,11 @@ class Step:
 
     def references(self) -> list[Reference]:
         return self.kind_of.references(self.keys)
+
+    @property
+    def points(self) -> list[str]:
+        """The bench steps an expanding step generated (its expansion's, else its keys'), else []."""
+        return list(getattr(self.expanded, "points", None) or getattr(self.keys, "points", None) or [])
 
 
 @dataclass

@@ -213,5 +213,5 @@ def describe(p, say) -> None:
 
 KIND = BaseKind("capacity", Keys, Traits(expands=True, merges=True, describe_first=True), plan, execute, describe,
                 check=check, references=references, expand=expand,
-                plan_record=lambda keys: {"design": keys.design_record(), "capacity": keys.settings_record()},
+                plan_record=lambda step: {"design": step.keys.design_record(), "capacity": step.keys.settings_record()},
                 merge_part=merge_part, page_part=page_part)

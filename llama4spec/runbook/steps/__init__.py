@@ -6,7 +6,7 @@ itself:
     execute(run, p)        run it through ``run`` (``spec.StepRun``); return its figures for the
                            run's status (``steps.failed.StepFailed`` on failure)
     describe(p, say)       the dry run's lines for it beyond the common ones
-    plan_record(keys)      what it adds to its plan.json entry
+    plan_record(step)      what it adds to its plan.json entry
 
 and a kind that merges results reports itself: ``merge_part`` (its part of ``llama4spec report``)
 and ``page_part`` (its section of report.html); ``report`` and the page loop over the kinds that

@@ -34,7 +34,7 @@ class BaseKind:
     pending: Callable[[PlanView, Planned], bool] = lambda plan, p: False  # the records leave it work (resume)
     # (runbook, step, cli, taken, make, problems): the steps an expanding kind stands for (runbook.matrix.expand)
     expand: Callable[..., list[Step]] | None = None
-    plan_record: Callable[[KindKeys], dict[str, Any]] = lambda keys: {}  # what it adds to its plan.json entry
+    plan_record: Callable[[Step], dict[str, Any]] = lambda step: {}  # (step): what it adds to its plan.json entry
     # (p, the steps planned before it): its starts and runs
     work: Callable[[Planned, Seen], Work] = lambda p, before: NONE
     # a merging kind's part of ``report`` and its section of report.html (``spec.StepKind``)

@@ -3,21 +3,48 @@ candidate's beside it on the other half of the devices, its points alternating r
 speculation's; no speculation's own points last (they only collect what the pairs measured), then
 its stop. With ``starts: J`` (or ``repeats: auto``) back-to-back blocks instead (``blocks``): both
 servers started together for every block of every candidate, crossed over block by block. Where
-two copies do not fit, the sequential design, with the reason kept as the step's ``fallback``; where
+two copies do not fit, the sequential design, with the reason kept as the sweep's ``fallback``; where
 the sweep cannot be interleaved at all, one problem. ``design: auto`` asks ``chosen_design``
 whether to take blocks."""
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import Mapping
 
 from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import ServerGroup
+from llama4spec.runbook.sweep.design import Design, Scope
 from llama4spec.runbook.sweep.design_starts import rounds
 from llama4spec.runbook.sweep.expansion import Expansion
 from llama4spec.runbook.sweep.gates import Dominance, MoreBlocks
+from llama4spec.runbook.sweep.planned import INTERLEAVED
 from llama4spec.runbook.sweep.rule import BLOCK_RUNS
+
+
+@dataclass(frozen=True)
+class Interleaved(Design):
+    """``design: interleaved`` (or the one ``design: auto`` chose): pairs, or back-to-back blocks
+    (``blocks``: with ``starts: J`` or ``repeats: auto``); its stop reason: why two copies do not
+    fit (its servers then left to the sequential design)."""
+
+    name = INTERLEAVED
+    phase = 10
+    choice = True
+    own_keys = ("gap_s", "swap_devices")
+    blocks: bool
+
+    @classmethod
+    def of(cls, x: Expansion) -> Interleaved | None:
+        if (x.plan.chosen or x.keys.design) != INTERLEAVED:
+            return None
+        return cls(x.keys.starts > 1 or x.keys.repeats == AUTO)
+
+    def expand(self, x: Expansion, groups: list[ServerGroup], scope: Scope) -> list[ServerGroup]:
+        left = interleave(x, groups, scope.environ, scope.problems, scope.at, self.blocks)
+        self.state.stop = x.plan.fallback
+        return left
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,7 +56,7 @@ class Interleaving:
 
 
 def interleave(x: Expansion, groups: list[ServerGroup], environ: Mapping[str, str] | None,
-               problems: list[str], at: str) -> list[ServerGroup]:
+               problems: list[str], at: str, as_blocks: bool) -> list[ServerGroup]:
     """An interleaved sweep's pairs, appended to ``x``; returns the servers left to the sequential
     design (all of them where two copies do not fit or the sweep is refused, none otherwise).
     ``environ``: where it reads the devices it may split (this process's)."""
@@ -40,9 +67,9 @@ def interleave(x: Expansion, groups: list[ServerGroup], environ: Mapping[str, st
         problems.append(f"{at}: design: interleaved: {found}")
         return groups
     if found.why is not None:  # two copies do not fit: sequential, and the dry run and report say so
-        x.refine(fallback=found.why)
+        x.plan.fallback = found.why
         return groups
-    if x.keys.starts > 1 or x.keys.repeats == AUTO:  # back-to-back blocks: both servers started for every block
+    if as_blocks:  # back-to-back blocks: both servers started for every block
         blocks(x, groups, found.baseline)
     else:
         interleaved(x, groups, found.baseline)
@@ -131,7 +158,7 @@ def blocks(x: Expansion, groups: list[ServerGroup], found: int) -> None:
     ``order_seed``. Block 1 of a candidate measures its points; block j > 1 adds its runs to them,
     tagged as server start j (bench key ``adds_to``), and no speculation's runs of every block join
     its points, each tagged with the candidate's point and the block (``start``). The sweep's
-    ``start_order`` names the candidates' serve steps in the order their blocks run.
+    ``start_order`` (its ``SweepPlan``'s) names the candidates' serve steps in the order their blocks run.
 
     With ``repeats: auto``: ``max_repeats`` blocks of ``BLOCK_RUNS`` pairs, those after the first
     ``min_repeats`` each started only while the candidate's comparison against no speculation is
@@ -165,23 +192,33 @@ def blocks(x: Expansion, groups: list[ServerGroup], found: int) -> None:
                                             f"(back-to-back blocks)"))
             first = not order  # the sweep's first block: its collecting steps are no speculation's points
             collectors = base_points if first else [x.bench_id(brid, label) for label in x.client_labels]
-            for c, combo in enumerate(x.client_combos):
-                pid = first_of[i][c]
-                point = x.point(pid if j == 1 else x.bench_id(rid, x.client_labels[c]), rid, combo)
-                more = dict(pair_with=collectors[c], gap_s=keys.gap_s, block=True, repeats=runs, start=j)
-                if j == 1:
-                    x.out.append(dataclasses.replace(point, keys=dataclasses.replace(point.keys, **more)))
-                else:
-                    more.update(label=pid, adds_to=pid)
-                    x.out.append(dataclasses.replace(point, needs=[pid], keys=dataclasses.replace(point.keys, **more)))
-            for c, combo in enumerate(x.client_combos):  # no speculation's runs of the block: its points' records
-                point = x.point(collectors[c], brid, combo)
-                more = dict(paired=True, start=j, block=True, repeats=runs)
-                if not first:
-                    more.update(label=base_points[c], adds_to=base_points[c])
-                x.out.append(dataclasses.replace(point, keys=dataclasses.replace(point.keys, **more)))
+            _block_benches(x, (rid, brid), j, first_of[i], collectors, base_points if not first else None, runs)
             x.stop(rid)
             x.stop(brid)
             order.append(rid)
     x.points = points
-    x.refine(start_order=order, block_runs=runs)
+    x.plan.start_order, x.plan.block_runs = order, runs
+
+
+def _block_benches(x: Expansion, servers: tuple[str, str], j: int, points: list[str], collectors: list[str],
+                   adds_to: list[str] | None, runs: int) -> None:
+    """Block ``j``'s bench steps, appended to ``x``: the candidate's (``servers``: its serve step and
+    no speculation's) at every client setting, measuring its ``points`` in block 1 and adding runs
+    to them after, each paired with no speculation's ``collectors``; then no speculation's own,
+    adding to ``adds_to`` (its points) after the sweep's first block."""
+    rid, brid = servers
+    for c, combo in enumerate(x.client_combos):
+        pid = points[c]
+        point = x.point(pid if j == 1 else x.bench_id(rid, x.client_labels[c]), rid, combo)
+        more = dict(pair_with=collectors[c], gap_s=x.keys.gap_s, block=True, repeats=runs, start=j)
+        if j == 1:
+            x.out.append(dataclasses.replace(point, keys=dataclasses.replace(point.keys, **more)))
+        else:
+            more.update(label=pid, adds_to=pid)
+            x.out.append(dataclasses.replace(point, needs=[pid], keys=dataclasses.replace(point.keys, **more)))
+    for c, combo in enumerate(x.client_combos):  # no speculation's runs of the block: its points' records
+        point = x.point(collectors[c], brid, combo)
+        more = dict(paired=True, start=j, block=True, repeats=runs)
+        if adds_to is not None:
+            more.update(label=adds_to[c], adds_to=adds_to[c])
+        x.out.append(dataclasses.replace(point, keys=dataclasses.replace(point.keys, **more)))

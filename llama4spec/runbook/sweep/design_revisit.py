@@ -5,9 +5,29 @@ settle step in server start 2 and its stop. The runs of both starts feed the bet
 
 from __future__ import annotations
 
-from llama4spec.runbook.sweep.design_sequential import Started
-from llama4spec.runbook.sweep.expansion import Expansion
+from dataclasses import dataclass
+
+from llama4spec.runbook.fields import AUTO
+from llama4spec.runbook.matrix import ServerGroup
+from llama4spec.runbook.sweep.design import Design, Scope
+from llama4spec.runbook.sweep.expansion import Expansion, Started
 from llama4spec.runbook.sweep.gates import Revisit
+
+
+@dataclass(frozen=True)
+class RevisitPass(Design):
+    """``revisit: true`` with ``repeats: auto``: a second start of each server of the first pass."""
+
+    name = "revisit"
+    phase = 40
+
+    @classmethod
+    def of(cls, x: Expansion) -> RevisitPass | None:
+        return cls() if x.keys.repeats == AUTO and x.keys.revisit else None
+
+    def expand(self, x: Expansion, groups: list[ServerGroup], scope: Scope) -> list[ServerGroup]:
+        revisit(x, x.first_pass)
+        return groups
 
 
 def revisit(x: Expansion, first_pass: list[Started]) -> None:

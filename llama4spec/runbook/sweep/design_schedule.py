@@ -4,11 +4,35 @@ server starts), measured like the others."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from llama4spec.config.compose import compose_config
 from llama4spec.errors import UserError
+from llama4spec.runbook.matrix import ServerGroup
 from llama4spec.runbook.spec import Runbook
+from llama4spec.runbook.sweep.design import Design, Scope
 from llama4spec.runbook.sweep.expansion import Expansion
 from llama4spec.runbook.sweep.gates import Schedule
+
+
+@dataclass(frozen=True)
+class SchedulePhase(Design):
+    """``verify_schedule: true``: a second phase, the schedule derived from the points before it,
+    measured the same way; its stop reason: why there can be no such server."""
+
+    name = "schedule"
+    phase = 50
+
+    @classmethod
+    def of(cls, x: Expansion) -> SchedulePhase | None:
+        return cls() if x.keys.verify_schedule else None
+
+    def expand(self, x: Expansion, groups: list[ServerGroup], scope: Scope) -> list[ServerGroup]:
+        before = len(scope.problems)
+        schedule(x, scope.runbook, scope.matrix, scope.cli, scope.problems, scope.at)
+        if len(scope.problems) > before:
+            self.state.stop = scope.problems[-1]
+        return groups
 
 
 def schedule(x: Expansion, runbook: Runbook, matrix: dict[str, list[str]], cli: list[str],

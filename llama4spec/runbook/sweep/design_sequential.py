@@ -8,17 +8,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llama4spec.runbook.matrix import ServerGroup
-from llama4spec.runbook.sweep.expansion import Expansion
+from llama4spec.runbook.sweep.design import Design, Scope
+from llama4spec.runbook.sweep.expansion import Expansion, Started
 from llama4spec.runbook.sweep.gates import Dominance
+from llama4spec.runbook.sweep.planned import SEQUENTIAL
 
 
 @dataclass(frozen=True)
-class Started:
-    """A server of the first pass: its step id, its overrides, its points (what a revisit starts again)."""
+class Sequential(Design):
+    """The servers the designs before it left, each started in turn (every sweep has this pass;
+    with none left it writes nothing); its servers are the first pass a revisit starts again."""
 
-    sid: str
-    overrides: list[str]
-    points: list[str]
+    name = SEQUENTIAL
+    phase = 30
+    choice = True
+    skip_dominated: bool
+
+    @classmethod
+    def of(cls, x: Expansion) -> Sequential:
+        return cls(x.keys.skip_dominated)
+
+    def expand(self, x: Expansion, groups: list[ServerGroup], scope: Scope) -> list[ServerGroup]:
+        x.first_pass = sequential(x, groups)
+        return []
 
 
 def sequential(x: Expansion, groups: list[ServerGroup]) -> list[Started]:

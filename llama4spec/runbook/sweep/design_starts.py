@@ -5,15 +5,36 @@ sweep's own runs estimate the between-start noise. A setting's first start measu
 the sequential design does; each later start adds ``repeats`` runs to those same points, tagged
 with their start number (bench key ``adds_to``), which is what the pooled estimate
 (``analysis.noise.pooled``) reads, as it reads a revisit's. The order is recorded on the sweep step
-(``start_order``: plan.json, the dry run), so a dry run is reproducible."""
+(its ``SweepPlan``'s ``start_order``: plan.json, the dry run), so a dry run is reproducible."""
 
 from __future__ import annotations
 
 import dataclasses
 import random
+from dataclasses import dataclass
 
 from llama4spec.runbook.matrix import ServerGroup
+from llama4spec.runbook.sweep.design import Design, Scope
 from llama4spec.runbook.sweep.expansion import Expansion
+
+
+@dataclass(frozen=True)
+class RepeatedStarts(Design):
+    """``starts: N`` (N > 1): every server the designs before it left started N times, in rounds."""
+
+    name = "starts"
+    phase = 20
+    starts: int
+    order_seed: int
+
+    @classmethod
+    def of(cls, x: Expansion) -> RepeatedStarts | None:
+        return cls(x.keys.starts, x.keys.order_seed) if x.keys.starts > 1 else None
+
+    def expand(self, x: Expansion, groups: list[ServerGroup], scope: Scope) -> list[ServerGroup]:
+        if groups:  # each setting's server started again in rounds of a random order
+            repeated_starts(x, groups)
+        return []
 
 
 def rounds(settings: int, starts: int, seed: int) -> list[list[int]]:
@@ -52,4 +73,4 @@ def repeated_starts(x: Expansion, groups: list[ServerGroup]) -> None:
             x.stop(rid)
             order.append(rid)
     x.points = [*before, *(pid for sid, _, _ in servers for pid in points_of[sid])]
-    x.refine(start_order=order)
+    x.plan.start_order = order

@@ -1,11 +1,13 @@
-"""A sweep step expanded into the steps it stands for, design by design, each in its own module
-appending to one ``expansion.Expansion``: ``design_interleaved`` (``design: interleaved``: no
-speculation's server beside each candidate), ``design_sequential`` (per server a serve step, a bench
-step per client-side setting, with ``repeats: auto`` a settle step, then a stop step),
-``design_starts`` (``starts: N``: each server started N times, in a random order),
-``design_revisit`` (``revisit: true``: a second start of every server) and ``design_schedule``
-(``verify_schedule: true``: a server running the lookahead schedule derived from the points). The
-matrix itself (checking it, grouping its combinations by server): ``runbook.matrix``.
+"""A sweep step expanded into the steps it stands for, design by design: each design a class
+registered by name (``registry``; its base: ``design.Design``), run in the order of its phase where
+it applies, appending to one ``expansion.Expansion``: ``design_auto`` (``design: auto``: which
+design), ``design_interleaved`` (``design: interleaved``: no speculation's server beside each
+candidate), ``design_starts`` (``starts: N``: each server started N times, in a random order),
+``design_sequential`` (per server a serve step, a bench step per client-side setting, with
+``repeats: auto`` a settle step, then a stop step), ``design_revisit`` (``revisit: true``: a second
+start of every server) and ``design_schedule`` (``verify_schedule: true``: a server running the
+lookahead schedule derived from the points). The matrix itself (checking it, grouping its
+combinations by server): ``runbook.matrix``.
 """
 
 from __future__ import annotations
@@ -13,18 +15,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping
 
-from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import Make, ServerGroup, server_groups
 from llama4spec.runbook.spec import Runbook, Step
-from llama4spec.runbook.sweep.design_interleaved import chosen_design, interleave
-from llama4spec.runbook.sweep.design_revisit import revisit
-from llama4spec.runbook.sweep.design_schedule import schedule
-from llama4spec.runbook.sweep.design_sequential import sequential
-from llama4spec.runbook.sweep.design_starts import repeated_starts
+from llama4spec.runbook.sweep.design import Scope
 from llama4spec.runbook.sweep.expansion import Expansion
-
-AUTO_DESIGN, SEQUENTIAL, INTERLEAVED = DESIGNS = ("auto", "sequential", "interleaved")  # a sweep's design (the first: default)
-AUTO_BLOCKS = 3  # design: auto with a fixed repeats: the back-to-back blocks a candidate gets where they fit
+from llama4spec.runbook.sweep.registry import in_phase_order
 
 
 def pin_async_scheduling(groups: list[ServerGroup]) -> str | None:
@@ -49,41 +44,30 @@ def pin_async_scheduling(groups: list[ServerGroup]) -> str | None:
 def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], make: Make,
                 problems: list[str], environ: Mapping[str, str] | None = None) -> list[Step]:
     """The serve/bench/stop steps a sweep step stands for, followed by the sweep step itself
-    (which then needs every bench and lists them as its points). ``taken`` holds the step ids in use
+    (which then needs every bench and lists them as its points, in its ``Step.expanded``:
+    ``planned.SweepPlan``, with the design it took). ``taken`` holds the step ids in use
     (the file's and those generated so far); the generated ids are added to it. Linear in the points.
     ``environ``: where an interleaved sweep reads the devices it may split (this process's).
 
     ``design: auto`` (the default) takes back-to-back blocks where two servers fit on GPUs, else the
-    sequential design (``design_interleaved.chosen_design`` says why). The designs in the order
-    their steps run: interleaved pairs or blocks (where asked for and two copies fit),
-    the sequential pass over the servers left (or their repeated starts), a revisit of that pass,
-    the schedule phase."""
+    sequential design (``design_auto``). The designs in the order their steps run (``registry``):
+    interleaved pairs or blocks (where asked for and two copies fit), the sequential pass over the
+    servers left (or their repeated starts), a revisit of that pass, the schedule phase."""
     at = f"{runbook.path}: step '{step.id}'"
     matrix = step.keys.matrix or {}
     x = Expansion.of(step, make, taken, matrix)
     groups = server_groups(runbook, step, matrix, cli, problems)
     pinned = pin_async_scheduling(groups)
     if pinned:
-        x.refine(async_pinned=pinned)
-    if x.keys.design == AUTO_DESIGN:  # back-to-back blocks where two servers fit on GPUs, else sequential
-        why = chosen_design(x, groups, environ)
-        if why is None:
-            x.refine(chosen=INTERLEAVED, starts=x.keys.starts if x.keys.starts > 1 or x.keys.repeats == AUTO
-                     else AUTO_BLOCKS)
-        else:
-            x.refine(chosen=SEQUENTIAL, auto_why=why)
-    if (x.keys.chosen or x.keys.design) == INTERLEAVED:
-        groups = interleave(x, groups, environ, problems, at)
-    if x.keys.starts > 1 and groups:  # each setting's server started again in rounds of a random order
-        repeated_starts(x, groups)
-        groups = []
-    first_pass = sequential(x, groups)
-    if x.keys.repeats == AUTO and x.keys.revisit:  # a second start of each server the first pass left undecided
-        revisit(x, first_pass)
-    if x.keys.verify_schedule:  # a second phase: the schedule derived from the points above, measured the same way
-        schedule(x, runbook, matrix, cli, problems, at)
+        x.plan.async_pinned = pinned
+    scope = Scope(runbook, matrix, cli, environ, problems, at)
+    for design_type in in_phase_order():  # each where it applies, on the servers the designs before it left
+        design = design_type.of(x)
+        if design is not None:
+            groups = design.expand(x, groups, scope)
     if x.clash is not None:
         problems.append(f"{at}: the generated step id '{x.clash}' is already used by another step (or made "
                         f"twice, by values that differ only in punctuation); rename the sweep step or that step")
+    x.plan.points = x.points
     return [*x.out, dataclasses.replace(x.step, needs=list(dict.fromkeys([*x.step.needs, *x.points])),
-                                        keys=dataclasses.replace(x.keys, points=x.points))]
+                                        expanded=x.plan)]

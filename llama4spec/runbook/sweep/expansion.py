@@ -1,8 +1,7 @@
 """What every design of a sweep's expansion shares while it writes the steps (``expand``): the step
 ids in use and the one clash to report, the servers' names, the sweep's points so far, a server's
-bench steps and its settle step, and the stop step the next server starts after. Each design
-(``design_sequential``, ``design_interleaved``, ``design_revisit``, ``design_schedule``) appends its
-steps to one ``Expansion``.
+bench steps and its settle step, the stop step the next server starts after, and the servers of the
+first pass (a revisit's). Each design (``registry``) appends its steps to one ``Expansion``.
 """
 
 from __future__ import annotations
@@ -15,6 +14,16 @@ from typing import Any
 from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import Make, ServerGroup, bounded_id, file_label, is_client_axis
 from llama4spec.runbook.spec import Step
+from llama4spec.runbook.sweep.planned import SweepPlan
+
+
+@dataclass(frozen=True)
+class Started:
+    """A server of the first pass: its step id, its overrides, its points (what a revisit starts again)."""
+
+    sid: str
+    overrides: list[str]
+    points: list[str]
 
 
 @dataclass
@@ -22,7 +31,7 @@ class Expansion:
     """One sweep step being expanded: what its designs have written so far (``out``, ``points``)
     and the ids they took (``taken``: the file's and those generated so far)."""
 
-    step: Step  # the sweep step (its keys as the expansion refined them: async_pinned, fallback)
+    step: Step  # the sweep step (its keys as the expansion refined them: design: auto's starts)
     make: Make
     taken: set[str]
     server_axes: list[str]
@@ -34,6 +43,8 @@ class Expansion:
     previous_stop: str | None = None  # the stop step the next server starts after (None: the sweep's own needs)
     names: set[str] = field(default_factory=set)  # servers' names given so far
     clash: str | None = None  # the first generated id already in use
+    first_pass: list[Started] = field(default_factory=list)  # the sequential design's servers (a revisit's)
+    plan: SweepPlan = field(default_factory=SweepPlan)  # what it produces besides steps (the sweep's Step.expanded)
 
     @classmethod
     def of(cls, step: Step, make: Make, taken: set[str], matrix: dict[str, list[str]]) -> "Expansion":
@@ -47,7 +58,7 @@ class Expansion:
         return self.step.keys
 
     def refine(self, **changes: Any) -> None:
-        """Set generated keys of the sweep step (``fallback``, ``async_pinned``)."""
+        """Set keys of the sweep step as the expansion takes them (``starts``, for design: auto)."""
         self.step = dataclasses.replace(self.step, keys=dataclasses.replace(self.keys, **changes))
 
     def needs(self) -> list[str]:

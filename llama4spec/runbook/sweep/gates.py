@@ -15,6 +15,7 @@ from typing import Any
 
 from llama4spec.runbook.steps.failed import StepFailed
 from llama4spec.runbook.steps.serve import Gate, fill
+from llama4spec.runbook.sweep.planned import design_of
 from llama4spec.runbook.sweep.rule import Rule
 
 
@@ -126,10 +127,10 @@ class MoreBlocks(Gate):
         points, _ = collect_points(plan, list(self.points))
         if not any(pt.id in self.candidate for pt in points):
             return "not started: its earlier blocks measured none of its points"
-        keys = plan.get(self.sweep).step.keys
+        sweep = plan.get(self.sweep).step
         rule = (self.rule.min_repeats, self.rule.max_repeats, self.rule.confidence)
         try:
-            analysis = analyse(points, of_sweep(keys.design_record(), []), margin=keys.margin, block_rule=rule)
+            analysis = analyse(points, of_sweep(design_of(sweep), []), margin=sweep.keys.margin, block_rule=rule)
         except ValueError as err:  # records the analysis cannot take
             return f"not started: {err}"
         mine = [(a.title, r.comparison) for a in analysis.at for r in a.rows if r.point.id in self.candidate]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from llama4spec.files import number
 from llama4spec.runbook import fields
@@ -15,8 +15,10 @@ from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import TooLarge, check_matrix, matrix_points, points_problem
 from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps.base import BaseKind
-from llama4spec.runbook.sweep.rule import BLOCK_RUNS, MAX_BLOCK_RUNS, Rule
-from llama4spec.runbook.sweep.expand import AUTO_DESIGN, DESIGNS, INTERLEAVED, SEQUENTIAL, expand_step
+from llama4spec.runbook.sweep.rule import MAX_BLOCK_RUNS, Rule
+from llama4spec.runbook.sweep.planned import AUTO_DESIGN, GAP_S, INTERLEAVED, SEQUENTIAL, design_of
+from llama4spec.runbook.sweep.expand import expand_step
+from llama4spec.runbook.sweep.registry import DESIGN_KEYS, DESIGNS
 from llama4spec.frontier.price import MAX_PRICE
 from llama4spec.runbook.sweep.frontier_part import describe as frontier_lines
 from llama4spec.runbook.sweep.report import artifacts, design_lines, linked, merge_part, page_part, run_report
@@ -24,7 +26,6 @@ from llama4spec.analysis.decide import CONFIDENCE, MAX_REPEATS, MIN_REPEATS
 from llama4spec.analysis.noise import MARGIN, margin_problem, precision_problem
 
 MAX_STARTS, MAX_SEED = 20, 2 ** 31 - 1  # starts: N (each a server start per setting), its order_seed
-GAP_S = 2.0  # interleaved: the least pause between one server's last request and the other's run, by default
 
 
 def _margin(raw: dict, key: str, at: str, problems: list[str]) -> float:
@@ -76,63 +77,6 @@ class Keys:
     # a device-hour price (a GPU's; a CPU server counts as one device): the frontier's price per million
     # output tokens, with and without the draft
     price: float | None = fields.number(None, 0, MAX_PRICE, optional=True)
-    fallback: str | None = None  # generated: why an interleaved sweep is measured sequentially here
-    chosen: str | None = None  # generated: design: auto: the design it took (sequential or interleaved)
-    auto_why: str | None = None  # generated: design: auto: why it took the sequential design
-    async_pinned: str | None = None  # generated: async scheduling pinned off on every server, and why
-    prior: dict[str, Any] | None = None  # generated: the noise its comparisons start from (``noise_record``)
-    points: list[str] = field(default_factory=list)  # generated: the bench steps it expands to
-    start_order: list[str] = field(default_factory=list)  # generated: starts: its serve steps in the order they run
-    block_runs: int | None = None  # generated: back-to-back blocks: the pairs of runs a block
-    block_why: str | None = None  # generated: repeats: auto: why a profile's costs set block_runs
-
-    def design_record(self) -> dict[str, Any]:
-        """How the sweep measured its pairs (plan.json, sweep.json, the report)."""
-        used = INTERLEAVED if (self.chosen or self.design) == INTERLEAVED and not self.fallback else SEQUENTIAL
-        out: dict[str, Any] = {"design": used, "asked": self.design, "margin": self.margin}
-        if self.auto_why:
-            out["auto"] = self.auto_why
-        if self.precision is not None:
-            out["precision"] = self.precision
-        if self.prior is not None:
-            out["noise_prior"] = self.prior
-        if self.fallback:
-            out["fallback"] = self.fallback
-        if self.async_pinned:
-            out["async_scheduling"] = self.async_pinned
-        auto = self.repeats == AUTO
-        blocks = used == INTERLEAVED and (self.starts > 1 or auto)
-        if self.starts > 1 and not blocks:
-            out["starts"] = {"starts": self.starts, "order_seed": self.order_seed, "order": list(self.start_order)}
-        unused = self.unused_design_keys(used)
-        if unused:
-            out["unused"] = unused
-        if used == INTERLEAVED:
-            first, second = ("candidates", "no speculation") if self.swap_devices else ("no speculation", "candidates")
-            out.update(gap_s=self.gap_s, swap_devices=self.swap_devices,
-                       devices=f"a fixed factor: {first} on the first half of the devices, {second} on the second")
-        if blocks:
-            out["blocks"] = {"blocks": AUTO if auto else self.starts, "runs": self.block_runs or self.repeats,
-                             "order_seed": self.order_seed, "order": list(self.start_order)}
-            if auto:  # scalars, so that a merge's report reads them too
-                out.update(min_blocks=self.rule.min_repeats, max_blocks=self.rule.max_repeats,
-                           confidence=self.rule.confidence)
-                out["blocks"]["runs_why"] = self.block_why or (f"{BLOCK_RUNS} pairs a block by default; a noise "
-                                                               f"profile's costs set them")
-            out["devices"] = (f"crossed over: {first} on the first half of the devices in block 1, {second} there in "
-                              f"block 2, and so on (swap_devices: true swaps block 1's)")
-        return out
-
-    def unused_design_keys(self, used: str) -> str | None:
-        """Keys of the interleaved design set on a sweep measured sequentially (design: auto that took
-        it, or interleaved where two copies do not fit), in one sentence: they do nothing there."""
-        set_ = [*([f"gap_s: {self.gap_s:g}"] if self.gap_s != GAP_S else []),
-                *(["swap_devices: true"] if self.swap_devices else [])]
-        if used != SEQUENTIAL or not set_:
-            return None
-        return (f"{', '.join(set_)} act{'s' if len(set_) == 1 else ''} only in the interleaved design, and this sweep "
-                f"is measured sequentially (the design above says why): {'it is' if len(set_) == 1 else 'they are'} "
-                f"not used")
 
 
 def noise_lines(prior: dict[str, Any] | None, margin: float, runs: tuple[int, int] = (MIN_REPEATS, MAX_REPEATS),
@@ -185,10 +129,6 @@ def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> No
     problems.extend(fields.own_flag_problems(keys.extra_args, at, fields.BENCH_OWN_FLAGS))
 
 
-# keys that act only in one design: written in a sweep of another, they would do nothing
-DESIGN_KEYS = {INTERLEAVED: ("gap_s", "swap_devices")}
-
-
 def conflicts(keys: Keys, at: str, written: frozenset[str]) -> list[str]:
     """Keys that contradict one another: revisit without repeats: auto, min above max repeats, a
     key of another design than the sweep's (as written in the runbook)."""
@@ -229,8 +169,8 @@ def plan(ctx, p) -> None:
     from llama4spec.runbook.noise_prior import at_plan
 
     p.artifacts = artifacts(p.dir)
-    if p.step.keys.matrix and p.step.keys.points:  # expanded (a sweep refused is not composed)
-        p.step.keys.prior = at_plan(ctx, p, p.step.keys.noise, p.step.keys.overrides)
+    if p.step.keys.matrix and p.step.expanded.points:  # expanded (a sweep refused is not composed)
+        p.step.expanded.prior = at_plan(ctx, p, p.step.keys.noise, p.step.keys.overrides)
         _block_runs_from_costs(ctx, p)
 
 
@@ -240,10 +180,10 @@ def _block_runs_from_costs(ctx, p) -> None:
     pair two runs) instead of ``BLOCK_RUNS``, set on the sweep's block bench steps (planned before it)."""
     from llama4spec.analysis.noise import Component, Noise, noise_from_record, runs_per_block
 
-    keys = p.step.keys
-    costs = (keys.prior or {}).get("costs")
-    noise = noise_from_record(keys.prior)
-    if keys.repeats != AUTO or keys.block_runs is None or noise is None or noise.provisional or not isinstance(costs, dict):
+    keys, st = p.step.keys, p.step.expanded
+    costs = (st.prior or {}).get("costs")
+    noise = noise_from_record(st.prior)
+    if keys.repeats != AUTO or st.block_runs is None or noise is None or noise.provisional or not isinstance(costs, dict):
         return
     start_s, run_s = number(costs.get("start_s"), 1e-6, 1e6), number(costs.get("run_s"), 1e-6, 1e6)
     if start_s is None or run_s is None:
@@ -251,11 +191,11 @@ def _block_runs_from_costs(ctx, p) -> None:
     if noise.paired is None:  # a pair's log ratio of two runs: twice the within-start variance
         noise = Noise(noise.between, noise.within, Component(2 * noise.within.var, noise.within.df, noise.within.source))
     design = runs_per_block(noise, 2 * start_s, 2 * run_s, cap=MAX_BLOCK_RUNS)
-    keys.block_runs = design.runs
-    keys.block_why = design.why
+    st.block_runs = design.runs
+    st.block_why = design.why
     for q in ctx.planned.values():
         k = q.step.keys
-        if getattr(k, "block", False) and (getattr(k, "adds_to", None) or q.id) in keys.points:
+        if getattr(k, "block", False) and (getattr(k, "adds_to", None) or q.id) in st.points:
             k.repeats = design.runs
 
 
@@ -266,27 +206,27 @@ def execute(run, p) -> dict[str, Any]:
 
 
 def describe(p, say) -> None:
-    keys = p.step.keys
+    keys, st = p.step.keys, p.step.expanded
     if keys.matrix:
         say("    matrix: " + " x ".join(f"{k} [{', '.join(v)}]" for k, v in keys.matrix.items()))
-        say(f"    report over {len(keys.points)} points (speedup, efficiency, best lookahead, plots)")
-        for line in design_lines(keys.design_record()) + frontier_lines(keys.matrix, keys.price):
+        say(f"    report over {len(st.points)} points (speedup, efficiency, best lookahead, plots)")
+        for line in design_lines(st.design_record(keys)) + frontier_lines(keys.matrix, keys.price):
             say(f"    {line}")
         rule = keys.rule
         runs = (rule.min_repeats, rule.max_repeats) if keys.repeats == "auto" else (keys.repeats, keys.repeats)
         cap = rule.max_repeats if keys.repeats == "auto" else None
-        blocks = keys.design_record().get("blocks")
+        blocks = st.design_record(keys).get("blocks")
         starts = keys.starts
         if blocks is not None:  # blocks of block_runs pairs: from min_repeats blocks on, with repeats: auto
             starts = rule.min_repeats if keys.repeats == "auto" else keys.starts
             runs, cap = (blocks["runs"], blocks["runs"]), None
-        for line in noise_lines(keys.prior, keys.margin, runs, rule.confidence, keys.precision, cap, starts,
+        for line in noise_lines(st.prior, keys.margin, runs, rule.confidence, keys.precision, cap, starts,
                                 blocks is not None):
             say(f"    {line}")
 
 
 KIND = BaseKind("sweep", Keys, Traits(expands=True, merges=True, measures=True, decides=True, describe_first=True),
                 plan, execute, describe, check=check, conflicts=conflicts, expand=expand_step,
-                plan_record=lambda keys: {"design": keys.design_record(),
-                                          **({"price": keys.price} if keys.price is not None else {})},
+                plan_record=lambda step: {"design": design_of(step),
+                                          **({"price": step.keys.price} if step.keys.price is not None else {})},
                 merge_part=merge_part, page_part=page_part)

@@ -22,13 +22,13 @@ from llama4spec.runbook.rundir import Measured, csv_rows, is_step_id, not_run
 from llama4spec.runbook.spec import MergeRead, PageRead
 from llama4spec.runbook.steps import traits_of
 from llama4spec.runbook.sweep import frontier_part
-from llama4spec.runbook.sweep.expand import AUTO_DESIGN, INTERLEAVED
+from llama4spec.runbook.sweep.planned import AUTO_DESIGN, INTERLEAVED, design_of
 from llama4spec.runbook.sweep.merge_designs import design_warnings
 from llama4spec.analysis.sweep_records import SweepRecord
 from llama4spec.records.io import checked
 from llama4spec.console import say
 from llama4spec.frontier import words as frontier_words
-from llama4spec.analysis import plots, sweep_tables as render
+from llama4spec.analysis import plots, sweep_json, sweep_tables as render
 from llama4spec.analysis.model import Analysis, Point, analyse
 from llama4spec.analysis.noise import MARGIN, margin_problem
 from llama4spec.analysis.points import points as sweep_points
@@ -145,7 +145,7 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
     """The PNGs, the analysis JSON (with ``colocation`` when a launcher's groups measured the
     points), the CSV (a row per point and repeat), the Markdown report; returns each PNG's series
     and the report."""
-    record = checked(SweepRecord, files["analysis"], render.to_record(analysis))  # nothing written if it breaks a rule
+    record = checked(SweepRecord, files["analysis"], sweep_json.to_record(analysis))  # nothing written if it breaks a rule
     files["report"].parent.mkdir(parents=True, exist_ok=True)
     series = {
         "acceptance_by_position": plots.acceptance_by_position(points, files["acceptance_by_position"]),
@@ -207,7 +207,7 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
         console.print(escape(line), highlight=False, soft_wrap=True)
         text += f"\n{line}\n"
     write_atomic(files["report"], text)
-    return text, {**render.to_record(analysis), "missing": missing, **({"not_measured": why} if missing else {}),
+    return text, {**sweep_json.to_record(analysis), "missing": missing, **({"not_measured": why} if missing else {}),
                   "frontier": frontier_words.record(front),
                   **({"design": design} if design else {}),
                   **({"stops": stops} if stops else {}), **({"colocation": colocation} if colocation else {})}
@@ -216,9 +216,9 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
 def run_report(plan, planned, console: Console, failures: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
     """Analyse a sweep step's points, write its files, print it; returns (markdown, record).
     ``failures``: step id -> why it has no result ("failed: ...", "skipped: ..."), from the run's status."""
-    ids = planned.step.keys.points
+    ids = planned.step.expanded.points
     return report_points(ids, measured_in_plan(plan, ids), planned.artifacts, console, failures,
-                         design=planned.step.keys.design_record(), price=planned.step.keys.price)
+                         design=design_of(planned.step), price=planned.step.keys.price)
 
 
 def linked(text: str, step_id: str) -> str:

@@ -47,9 +47,9 @@ class Settling:
         prior = self.prior
         if prior is None:
             mine = set(self.points)
-            prior = next((noise_from_record(q.step.keys.prior) for q in plan.steps
-                          if getattr(q.step.keys, "prior", None) and mine <= set(getattr(q.step.keys, "points", ()))),
-                         None)
+            held = [q.step.expanded if q.step.expanded is not None else q.step.keys for q in plan.steps]
+            prior = next((noise_from_record(h.prior) for h in held
+                          if getattr(h, "prior", None) and mine <= set(getattr(h, "points", ()))), None)
         if prior is None:
             cfg = next((plan.get(pid).composed.cfg for pid in runs if plan.get(pid).composed is not None), None)
             prior = hardware_prior(cfg.hardware) if cfg is not None else None

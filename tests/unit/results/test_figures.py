@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from llama4spec import figures
-from llama4spec.analysis import regress, sweep_tables
+from llama4spec.analysis import regress, sweep_json, sweep_tables
 from llama4spec.analysis.model import analyse
 from llama4spec.analysis.points import point
 from llama4spec.config import validate
@@ -77,7 +77,7 @@ def test_a_new_sweep_figure_is_one_entry(with_e2e) -> None:
     assert wide[1][5].startswith("600.00 [")  # after setting and the four figures: the new column
     narrow = sweep_tables.rows(analysis.at[0], short=True)
     assert narrow[1][6] == "600.00"
-    record = sweep_tables.to_record(analysis)["concurrency"][0]["rows"][0]
+    record = sweep_json.to_record(analysis)["concurrency"][0]["rows"][0]
     assert record["mean_e2el_ms"] == 600.0 and record["intervals"]["mean_e2el_ms"]["samples"] == [599.0, 600.0, 601.0]
     old, new = regress.Runs((900.0, 901.0, 899.0)), regress.Runs((1200.0, 1201.0, 1199.0))
     (change,) = regress.compare_points({("a", "a"): {"mean_e2el_ms": (old, new)}})[0].changes

@@ -25,7 +25,7 @@ STEPS = [
     _planned("b-c1", "bench", ("b",), server="b"),
     _planned("b-c4", "bench", ("b",), server="b"),
     _planned("b-stop", "stop", ("b",), server="b"),
-    _planned("sweep", "sweep", ("a-c1", "a-c4", "b-c1", "b-c4"), points=["a-c1", "a-c4", "b-c1", "b-c4"]),
+    _planned("sweep", "sweep", ("a-c1", "a-c4", "b-c1", "b-c4")),
     _planned("cmp", "compare", ("a-c4", "b-c4"), baseline="a-c4", candidate="b-c4"),
     _planned("offline", "offline", ("b-c1",)),
 ]

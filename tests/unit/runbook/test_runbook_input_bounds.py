@@ -255,7 +255,7 @@ def test_sweep_composes_once_per_server_and_ids_stay_unique(monkeypatch) -> None
     assert len(calls) == 4  # one composition per server-side combination, none per client point
     ids = [s.id for s in expanded.steps]
     assert len(ids) == len(set(ids))
-    assert len(expanded.step("sw").keys.points) == 1_000
+    assert len(expanded.step("sw").expanded.points) == 1_000
     assert expanded.step(ids[500]).id == ids[500]
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from llama4spec.analysis import noise as nz
 from llama4spec.runbook.sweep.kind import Keys
+from llama4spec.runbook.sweep.planned import SweepPlan
 from tests.unit.runbook.test_sweep_noise import FIXTURES, _dry, _profile
 
 
@@ -78,8 +79,8 @@ def test_a_gpu_sweep_without_a_profile_does_not_plan_the_precision(cli, tmp_path
 
 
 def test_the_design_record_carries_the_precision_asked_for():
-    assert "precision" not in Keys().design_record()
-    assert Keys(precision=0.05).design_record()["precision"] == 0.05
+    assert "precision" not in SweepPlan().design_record(Keys())
+    assert SweepPlan().design_record(Keys(precision=0.05))["precision"] == 0.05
 
 
 def test_design_lines_state_five_percent_and_nothing_more_without_a_precision():

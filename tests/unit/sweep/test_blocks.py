@@ -21,6 +21,7 @@ from llama4spec.results import bench as bench_record
 from llama4spec.results.bench import BenchRecord, without_pair
 from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.sweep.design_starts import rounds
+from llama4spec.runbook.sweep.planned import design_of
 
 SWEEP = {"id": "sweep", "kind": "sweep", "design": "interleaved", "starts": 3, "order_seed": 4, "repeats": 2,
          "matrix": {"draft": ["none", "tiny_eagle"], "lookahead": [1, 3], "bench.max_concurrency": [1, 4]}}
@@ -44,7 +45,7 @@ def test_each_candidate_gets_j_blocks_crossed_over_in_seeded_rounds(tmp_path, mo
     pairs = list(zip(serves[::2], serves[1::2]))
     order = [cand.id for _, cand in pairs]
     expected = [CANDS[i] + ("" if j == 1 else f"-block{j}") for j, r in enumerate(rounds(2, 3, 4), 1) for i in r]
-    assert order == expected == plan.get("sweep").step.keys.start_order
+    assert order == expected == plan.get("sweep").step.expanded.start_order
     for n, (base, cand) in enumerate(pairs):
         j = n // 2 + 1
         assert base.step.keys.beside is None and cand.step.keys.beside == base.id and cand.needs == [base.id]
@@ -56,7 +57,7 @@ def test_each_candidate_gets_j_blocks_crossed_over_in_seeded_rounds(tmp_path, mo
         stops = [p for p in plan.steps if p.kind == "stop" and p.step.server in (base.id, cand.id)]
         assert len(stops) == 2 and all(ids.index(s.id) < ids.index(pairs[n + 1][0].id) for s in stops
                                        if n + 1 < len(pairs))  # both stopped before the next block
-    points = plan.get("sweep").step.keys.points
+    points = plan.get("sweep").step.expanded.points
     assert points == [f"{BASE}-c1", f"{BASE}-c4", *(f"{c}-c{k}" for c in CANDS for k in (1, 4))]
     benches = [p for p in plan.steps if p.kind == "bench"]
     for p in benches:
@@ -83,7 +84,7 @@ def test_each_candidate_gets_j_blocks_crossed_over_in_seeded_rounds(tmp_path, mo
     first = next(p for p in swapped.steps if p.kind == "serve")
     assert first.env["VLLM_CPU_OMP_THREADS_BIND"] == "1"
     other = _plan(tmp_path, monkeypatch, order_seed=1)
-    assert other.get("sweep").step.keys.start_order != order or rounds(2, 3, 1) == rounds(2, 3, 4)
+    assert other.get("sweep").step.expanded.start_order != order or rounds(2, 3, 1) == rounds(2, 3, 4)
 
 
 def test_the_dry_run_describes_blocks_crossover_order_and_precision(cli, tmp_path, monkeypatch) -> None:
@@ -95,7 +96,7 @@ def test_the_dry_run_describes_blocks_crossover_order_and_precision(cli, tmp_pat
     assert done.returncode == 0, done.stderr
     line = next(x for x in done.stdout.splitlines() if "design: back-to-back blocks" in x)
     assert "3 blocks" in line and "2 pairs" in line and "crossed over" in line and "order_seed 4" in line
-    assert line.endswith("Order: " + ", ".join(plan.get("sweep").step.keys.start_order))
+    assert line.endswith("Order: " + ", ".join(plan.get("sweep").step.expanded.start_order))
     assert "expected precision: a speedup against no speculation from 3 blocks of 2 pairs" in done.stdout
     assert "pairs of block 2, each a run of" in done.stdout
 
@@ -270,7 +271,7 @@ def test_auto_blocks_gate_every_block_after_min_repeats(tmp_path, monkeypatch) -
 def _blocks_measured(plan, ratios: dict[int, list[float]], k: int = 3) -> None:
     """Records of the blocks measured so far: no speculation at 100 a run (drifting by block), the
     candidate at ``ratios[c][j - 1]`` times it in block j at concurrency c (a little spread per pair)."""
-    points = plan.get("sweep").step.keys.points
+    points = plan.get("sweep").step.expanded.points
     for c, by_block in ratios.items():
         base, cand = f"{BASE}-k3-c{c}", f"sweep-tiny_eagle-k3-c{c}"
         assert base in points and cand in points
@@ -313,10 +314,10 @@ def test_the_report_decides_auto_blocks_by_the_rule_the_gate_used(tmp_path, monk
 
     plan = _plan(tmp_path, monkeypatch, **AUTO)
     _blocks_measured(plan, {1: [1.5, 1.52, 1.49], 4: [1.3, 0.8, 1.05]})
-    design = plan.get("sweep").step.keys.design_record()
+    design = design_of(plan.get("sweep").step)
     rule = block_rule_of(design)
     assert rule == (2, 5, 0.95)
-    points, _ = collect_points(plan, plan.get("sweep").step.keys.points)
+    points, _ = collect_points(plan, plan.get("sweep").step.expanded.points)
     fixed, looked = (analyse(points, known_noise(0.05, 0.05, "t"), block_rule=r) for r in (None, rule))
     for a, b in zip(fixed.at, looked.at):
         (f,), (s,) = ([r.comparison for r in x.rows] for x in (a, b))
@@ -366,7 +367,7 @@ def test_a_profile_with_costs_sets_the_pairs_a_block(tmp_path, monkeypatch) -> N
     expected = math.ceil(math.sqrt((80 / 16) * 2 * 0.05 ** 2 / (2 * 0.03 ** 2)))
     assert expected == 4
     assert {p.step.keys.repeats for p in plan.steps if p.kind == "bench"} == {expected}
-    design = plan.get("sweep").step.keys.design_record()
+    design = design_of(plan.get("sweep").step)
     assert design["blocks"]["runs"] == expected and design["blocks"]["runs_why"].startswith("4 runs a block")
     fixed = _plan(tmp_path, monkeypatch, noise=str(path))  # a fixed design keeps its repeats
     assert {p.step.keys.repeats for p in fixed.steps if p.kind == "bench"} == {2}
@@ -383,7 +384,7 @@ def _scout(tmp_path: Path, *overrides: str, **keys):
     path = tmp_path / f"scout-{len(list(tmp_path.glob('*.yaml')))}.yaml"
     path.write_text(yaml.safe_dump(data))
     plan = plan_file(path, lambda name: tmp_path / "run", list(overrides))
-    return plan, plan.get("sweep").step.keys.design_record()
+    return plan, design_of(plan.get("sweep").step)
 
 
 def test_design_auto_takes_blocks_where_two_servers_fit_on_gpus(tmp_path, monkeypatch) -> None:
@@ -462,7 +463,7 @@ def test_a_design_read_back_from_plan_json_says_what_the_run_said(tmp_path, monk
     from llama4spec.runbook.sweep.report import _design, design_lines
 
     plan = _plan(tmp_path, monkeypatch, **keys)
-    said = design_lines(plan.get("sweep").step.keys.design_record())
+    said = design_lines(design_of(plan.get("sweep").step))
     step = json.loads(json.dumps(next(r for r in plan.to_record() if r["id"] == "sweep")))
     assert said and design_lines(_design(step)) == said
     assert any(line.startswith(("design: back-to-back blocks", "starts: ")) for line in said)

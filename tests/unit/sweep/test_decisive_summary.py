@@ -11,7 +11,7 @@ from pathlib import Path
 
 from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.schema import load, with_measurement
-from llama4spec.analysis import sweep_tables as render
+from llama4spec.analysis import sweep_json
 from llama4spec.analysis.model import Point, analyse
 from tests.helpers import REPO
 
@@ -36,7 +36,7 @@ def _record(pid: str, k: int | None, throughputs: list[float], stop: dict | None
 
 def _cell(c: int, recommended: int | None, decided: bool, verdicts: dict[int, str],
           comparisons: list[tuple[int | None, int | None, str]]) -> dict:
-    """One concurrency of sweep.json (render.to_record's keys that the summary reads)."""
+    """One concurrency of sweep.json (sweep_json.to_record's keys that the summary reads)."""
     label = "no speculation" if recommended is None else f"k={recommended}"
     return {"concurrency": c, "category": None, "baseline": _pid(None, c),
             "choices": {D: {"recommended": _pid(recommended, c), "label": label, "decided": decided,
@@ -144,7 +144,7 @@ def test_sweep_json_as_the_tool_writes_it_reads(tmp_path: Path) -> None:
 
     analysis = analyse([p(None, 1, 100.0), p(1, 1, 300.0), p(2, 1, 900.0)])
     path = tmp_path / "sweep.json"
-    path.write_text(json.dumps(render.to_record(analysis)))
+    path.write_text(json.dumps(sweep_json.to_record(analysis)))
     cell = decisive.read_cells(path)[1]
     assert cell.choices[D].recommended == _pid(2, 1) and cell.choices[D].label == "k=2"
     assert set(cell.verdicts) == {"k=1", "k=2"} and cell.names[_pid(None, 1)] == "no speculation"

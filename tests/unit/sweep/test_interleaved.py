@@ -24,6 +24,7 @@ from llama4spec.analysis.model import analyse
 from llama4spec.analysis.points import point
 from llama4spec.analysis.stats import compare
 from llama4spec.analysis.noise import prior as known_noise
+from llama4spec.runbook.sweep.planned import design_of
 from tests.helpers import REPO, run_cli
 
 SHIPPED = REPO / "runbooks" / "tiny_cpu_interleaved.yaml"
@@ -116,7 +117,7 @@ def test_the_baseline_stays_up_beside_each_candidate_on_the_other_half(tmp_path,
     assert cand.url.endswith(":8746") and base.url.endswith(":8745")
     assert _step(plan, f"{CAND}-c4").step.keys.pair_with == f"{BASE}-c4"
     assert _step(plan, f"{BASE}-c1").step.keys.paired
-    assert _step(plan, "sweep").step.keys.points[:2] == [f"{BASE}-c1", f"{BASE}-c4"]
+    assert _step(plan, "sweep").step.expanded.points[:2] == [f"{BASE}-c1", f"{BASE}-c4"]
     (group,) = plan_groups(plan)  # one group: both servers, twice the devices
     assert group.name == BASE and CAND in group.steps and group.shape.per_node == 2
     swapped = _plan(tmp_path / "swap", monkeypatch, swap_devices=True)
@@ -127,7 +128,7 @@ def test_the_baseline_stays_up_beside_each_candidate_on_the_other_half(tmp_path,
 def test_where_two_copies_do_not_fit_the_sweep_falls_back_and_says_so(tmp_path, monkeypatch) -> None:
     plan = _plan(tmp_path, monkeypatch, cores="0")
     assert [p.id for p in plan.steps][:3] == [BASE, f"{BASE}-c1", f"{BASE}-c4"]  # the sequential order
-    design = _step(plan, "sweep").step.keys.design_record()
+    design = design_of(_step(plan, "sweep").step)
     assert design["design"] == "sequential" and "this process has 1" in design["fallback"]
     assert all(not getattr(p.step.keys, "beside", None) for p in plan.steps)
     shown = run_cli("run", str(_runbook(tmp_path, design="interleaved")), "--dry-run",
@@ -142,7 +143,7 @@ def test_where_two_copies_do_not_fit_the_sweep_falls_back_and_says_so(tmp_path, 
 def test_interleaved_keys_on_a_sweep_measured_sequentially_are_said_unused(cli, tmp_path, monkeypatch, design) -> None:
     monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "0")  # interleaved: two copies do not fit; auto: a CPU
     rb = _runbook(tmp_path, design=design, gap_s=5, swap_devices=True)
-    design_ = _step(plan_file(rb, lambda name: tmp_path / "run"), "sweep").step.keys.design_record()
+    design_ = design_of(_step(plan_file(rb, lambda name: tmp_path / "run"), "sweep").step)
     said = ("gap_s: 5, swap_devices: true act only in the interleaved design, and this sweep is measured "
             "sequentially (the design above says why): they are not used")
     assert design_["design"] == "sequential" and design_["unused"] == said
@@ -150,20 +151,20 @@ def test_interleaved_keys_on_a_sweep_measured_sequentially_are_said_unused(cli, 
     assert shown.returncode == 0, shown.stderr
     assert [line.strip() for line in shown.stdout.splitlines() if "not used" in line] == [f"warning: {said}"]
     one = _runbook(tmp_path / "one", design=design, gap_s=3)
-    assert _step(plan_file(one, lambda name: tmp_path / "run"), "sweep").step.keys.design_record()["unused"] == (
+    assert design_of(_step(plan_file(one, lambda name: tmp_path / "run"), "sweep").step)["unused"] == (
         "gap_s: 3 acts only in the interleaved design, and this sweep is measured sequentially (the design above "
         "says why): it is not used")
 
 
 def test_interleaved_keys_at_their_defaults_or_in_use_say_nothing(tmp_path, monkeypatch) -> None:
-    assert "unused" not in _step(_plan(tmp_path / "a", monkeypatch, cores="0"), "sweep").step.keys.design_record()
-    used = _step(_plan(tmp_path / "b", monkeypatch, gap_s=5, swap_devices=True), "sweep").step.keys.design_record()
+    assert "unused" not in design_of(_step(_plan(tmp_path / "a", monkeypatch, cores="0"), "sweep").step)
+    used = design_of(_step(_plan(tmp_path / "b", monkeypatch, gap_s=5, swap_devices=True), "sweep").step)
     assert used["design"] == "interleaved" and "unused" not in used
 
 
 def test_a_gpu_node_without_room_for_two_copies_falls_back(tmp_path, monkeypatch) -> None:
     plan = _plan(tmp_path, monkeypatch, overrides=["hardware=h100_80gb", "hardware.devices_per_node=1"])
-    design = _step(plan, "sweep").step.keys.design_record()
+    design = design_of(_step(plan, "sweep").step)
     assert design["fallback"] == "two servers of 1 GPU each need 2 GPUs; this node has 1"
 
 

@@ -40,8 +40,8 @@ def _plan(tmp_path: Path, **keys):
     worked out with it; the CPU config's prior carries its 6 df)."""
     plan = plan_file(_runbook(tmp_path, **keys), lambda name: tmp_path / "run")
     for p in plan.steps:
-        if getattr(p.step.keys, "prior", None):
-            p.step.keys.prior = noise_record(known_noise(BETWEEN_SD, 0.0, "test"))
+        if p.step.expanded is not None and p.step.expanded.prior:
+            p.step.expanded.prior = noise_record(known_noise(BETWEEN_SD, 0.0, "test"))
     return plan
 
 
@@ -103,7 +103,7 @@ def test_revisit_plans_a_second_start_of_every_server_after_the_first_pass(tmp_p
     settle = _step(plan, "sweep-tiny_eagle-k3-revisit-settle").step.keys
     assert settle.start == 2 and settle.points == ["sweep-tiny_eagle-k3-c1", "sweep-tiny_eagle-k3-c4"]
     assert settle.earlier == ["sweep-none-k3-c1", "sweep-none-k3-c4"] and settle.warmup == 2
-    assert _step(plan, "sweep").step.keys.points == [p for p in order if p.endswith(("-c1", "-c4"))]
+    assert _step(plan, "sweep").step.expanded.points == [p for p in order if p.endswith(("-c1", "-c4"))]
 
 
 def test_revisit_needs_repeats_auto_in_the_runbook_and_from_the_command_line(tmp_path: Path) -> None:

@@ -26,8 +26,8 @@ def _plan(run_dir: Path, *overrides: str):
     below were worked out with it; the CPU config's prior carries its 6 df)."""
     plan = plan_file(RUNBOOK, lambda name: run_dir, list(overrides), repeats="auto")
     for p in plan.steps:
-        if getattr(p.step.keys, "prior", None):
-            p.step.keys.prior = noise_record(known_noise(0.13, 0.0, "test"))
+        if p.step.expanded is not None and p.step.expanded.prior:
+            p.step.expanded.prior = noise_record(known_noise(0.13, 0.0, "test"))
     return plan
 
 

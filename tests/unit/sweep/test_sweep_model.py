@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from llama4spec.analysis.noise import prior as known_noise
-from llama4spec.analysis import sweep_tables as report
+from llama4spec.analysis import sweep_json, sweep_tables as report
 from llama4spec.analysis.model import (
     Point,
     analyse,
@@ -153,7 +153,7 @@ def test_two_equal_points_are_undecided_and_the_higher_median_is_kept_and_marked
                                "faster than no speculation")
     text = "\n".join(report.findings(at))
     assert "best lookahead by output throughput: k=1, the highest median, undecided against k=2" in text
-    record = report.to_record(analyse([base, k1, k2], noise=NB))["concurrency"][0]
+    record = sweep_json.to_record(analyse([base, k1, k2], noise=NB))["concurrency"][0]
     assert record["choices"]["eagle"] == {"recommended": "k1", "label": "k=1", "decided": False,
                                           "undecided_against": ["k=2"], "sentence": pick.sentence()}
     pair = next(c for c in record["comparisons"] if {c["first"], c["second"]} == {"k1", "k2"})

@@ -9,6 +9,7 @@ import pytest
 
 from llama4spec.errors import UserError
 from llama4spec.runbook.plan import plan_file
+from llama4spec.runbook.sweep.planned import design_of
 from tests.helpers import REPO
 
 RUN_DIR = Path("runs/RUNBOOK/TIMESTAMP")
@@ -55,8 +56,8 @@ def test_tiny_sweep_starts_three_servers_and_measures_each_at_every_concurrency(
         assert ids.index(server.id) < min(ids.index(b.id) for b in benches)
         assert max(ids.index(b.id) for b in benches) < ids.index(f"{server.id}-stop")
     sweep = plan.get("sweep")
-    assert sweep.step.keys.points == [p.id for p in plan.steps if p.kind == "bench"] and len(sweep.step.keys.points) == 8
-    assert set(sweep.step.keys.points) <= set(sweep.needs)
+    assert sweep.step.expanded.points == [p.id for p in plan.steps if p.kind == "bench"] and len(sweep.step.expanded.points) == 8
+    assert set(sweep.step.expanded.points) <= set(sweep.needs)
     assert sweep.artifacts["speedup"] == RUN_DIR / "sweep" / "speedup.png"
     assert [p.kind for p in plan.steps][-2:] == ["sweep", "compare"]
 
@@ -66,13 +67,13 @@ def test_scout_sweep_reuses_each_server_for_every_concurrency() -> None:
     serves = [p for p in plan.steps if p.kind == "serve"]
     # design: auto on an 8-GPU node: back-to-back blocks, no speculation beside EAGLE at 1, 2, 3, 5, 7,
     # at most max_repeats (10) blocks each (repeats: auto), two TP 4 servers a block
-    design = plan.get("sweep").step.keys.design_record()
+    design = design_of(plan.get("sweep").step)
     assert design["asked"] == "auto" and design["design"] == "interleaved" and design["blocks"]["blocks"] == "auto"
     assert len(serves) == 2 * 5 * 10
     assert sorted(_spec(p.argv)["num_speculative_tokens"] for p in serves[1:10:2]) == [1, 2, 3, 5, 7]
     assert all(_flag(p.argv, "--tensor-parallel-size") == "4" and "--no-enable-prefix-caching" in p.argv
                for p in serves)
-    points = plan.get("sweep").step.keys.points
+    points = plan.get("sweep").step.expanded.points
     assert len(points) == 24  # each server serves every concurrency
     benches = [p for p in plan.steps if p.kind == "bench"]
     assert sorted({_flag(b.argv, "--max-concurrency") for b in benches}, key=int) == ["1", "4", "16", "64"]

@@ -53,8 +53,8 @@ def test_each_setting_is_started_n_times_in_the_recorded_order(tmp_path: Path) -
     assert len(serves) == 9 and sorted(serves[:3]) == sorted(first)
     for k in (2, 3):  # every round starts every setting once
         assert sorted(s.removesuffix(f"-start{k}") for s in serves[3 * (k - 1):3 * k]) == sorted(first)
-    assert sweep.step.keys.points == once.get("sweep").step.keys.points  # the same points, in the servers' order
-    assert _plan(tmp_path, starts=3, order_seed=5).get("sweep").step.keys.start_order == serves
+    assert sweep.step.expanded.points == once.get("sweep").step.expanded.points  # the same points, in the servers' order
+    assert _plan(tmp_path, starts=3, order_seed=5).get("sweep").step.expanded.start_order == serves
     ids = [p.id for p in plan.steps]
     for p in plan.steps:
         keys = p.step.keys
@@ -74,12 +74,12 @@ def test_the_dry_run_shows_the_order(cli, tmp_path: Path) -> None:
     done = cli("run", str(path), "--dry-run", "--runs-dir", str(tmp_path / "runs"))
     assert done.returncode == 0, done.stderr
     line = next(line for line in done.stdout.splitlines() if "starts: each setting's server is started 2 times" in line)
-    assert line.endswith("Order: " + ", ".join(plan.get("sweep").step.keys.start_order))
+    assert line.endswith("Order: " + ", ".join(plan.get("sweep").step.expanded.start_order))
 
 
 def test_runs_of_every_start_give_the_sweep_its_own_between_start_estimate(tmp_path: Path) -> None:
     plan = _plan(tmp_path, starts=3)
-    points = plan.get("sweep").step.keys.points
+    points = plan.get("sweep").step.expanded.points
     for n, pid in enumerate(points):
         _write(plan.get(pid), [100.0 + n + d for d in (0.0, 0.4, 3.0, 3.5, -2.0, -1.7)], [1, 1, 2, 2, 3, 3])
     noise = sweep_noise(collect_points(plan, points)[0])

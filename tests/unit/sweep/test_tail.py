@@ -92,7 +92,7 @@ def test_few_categories_are_each_tested_as_before() -> None:
 
 
 def test_a_report_attributes_each_point_once(monkeypatch) -> None:
-    from llama4spec.analysis import model, sweep_tables as render
+    from llama4spec.analysis import model, sweep_json, sweep_tables as render
     from llama4spec.analysis.model import Point
 
     points = [Point(id="none-c4", draft="none", lookahead=None, concurrency=4, output_throughput=100.0,
@@ -105,6 +105,6 @@ def test_a_report_attributes_each_point_once(monkeypatch) -> None:
     monkeypatch.setattr(tail, "attribute", lambda rows: calls.append(1) or real(rows))
     analysis = model.analyse(points)
     render.markdown(analysis, {})
-    render.to_record(analysis)
+    sweep_json.to_record(analysis)
     render.attributions(analysis)
     assert len(calls) == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from llama4spec.analysis import sweep_tables as render
+from llama4spec.analysis import sweep_json, sweep_tables as render
 from llama4spec.analysis.model import Point, analyse, temperature_findings
 from llama4spec.analysis.points import _temperature
 from llama4spec.analysis.schedule import derive
@@ -41,7 +41,7 @@ def test_each_temperature_is_compared_with_its_own_baseline():
 def test_one_temperature_reads_as_before():
     a = analyse(_runs(1, 0.0, COLD), noise=known_noise(0.05, 0.0, 'test'))
     assert a.by_temperature == [] and a.at[0].title == "concurrency 1" and temperature_findings(a) == []
-    record = render.to_record(a)
+    record = sweep_json.to_record(a)
     assert record["temperatures"] == [0.0] and record["concurrency"][0]["temperature"] == 0.0
 
 
@@ -53,7 +53,7 @@ def test_the_report_says_when_temperature_changes_the_recommendation():
     console = Console(record=True, width=200)
     render.render(console, a)
     assert "temperature changes the recommendation" in console.export_text()
-    assert render.to_record(a)["temperatures"] == [0.0, 1.0]
+    assert sweep_json.to_record(a)["temperatures"] == [0.0, 1.0]
 
 
 def test_a_points_temperature_comes_from_its_config():

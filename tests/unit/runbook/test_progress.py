@@ -14,6 +14,7 @@ import pytest
 from rich.console import Console
 
 from llama4spec.runbook.steps import make as make_step
+from llama4spec.runbook.sweep.planned import SweepPlan
 from llama4spec.runbook.progress import (NORMAL, QUIET, VERBOSE, Progress, duration_text, eta_s, sweep_points,
                                          time_left_s)
 from llama4spec.serving.watch import (PHASE_NAMES, LogFollower, PhaseTracker, ServerWatch, extra_requests,
@@ -165,8 +166,10 @@ def test_duration_text() -> None:
 
 
 def _step(step_id: str, kind: str, points: list[str] | None = None, server: str | None = None) -> SimpleNamespace:
-    keys = {"points": points} if points else {"server": server} if server else {}
-    return SimpleNamespace(id=step_id, kind=kind, step=make_step(kind, step_id, **keys))
+    step = make_step(kind, step_id, **({"server": server} if server else {}))
+    if points:  # a sweep's points are its expansion's (``SweepPlan``)
+        step.expanded = SweepPlan(points=list(points))
+    return SimpleNamespace(id=step_id, kind=kind, step=step)
 
 
 def _sweep_plan() -> SimpleNamespace:

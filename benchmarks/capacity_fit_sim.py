@@ -1,5 +1,5 @@
-"""The fitted capacity search (llama4spec/analysis/capacity_fit.py) beside the per-rate search
-(``search: bisect``, llama4spec/analysis/capacity_search.py) on the same simulated servers. No engine; about
+"""The fitted capacity search (llama4spec/capacity/fit.py) beside the per-rate search
+(``search: bisect``, llama4spec/capacity/probing.py) on the same simulated servers. No engine; about
 a minute.
 
 A simulated server: mean attainment falls with the request rate as a logistic curve in log rate,
@@ -12,7 +12,7 @@ estimate (or at 40 runs), the per-rate one bisects to U / L - 1 <= 10% with its 
 at most a rate, no cliff check).
 
 ``--place crossing``: each fitted run at the fitted crossing itself (the rule before
-``analysis.capacity_place``), for comparison. ``--capacity`` and ``--scale`` move the true curve: a
+``capacity.place``), for comparison. ``--capacity`` and ``--scale`` move the true curve: a
 flatter one (``--scale 0.3 --capacity 11``) is what the real tiny server without speculation showed
 on a slow day (docs/capacity.md).
 
@@ -37,14 +37,14 @@ from pathlib import Path
 
 import numpy as np
 
-from llama4spec.analysis import capacity_fit as fit
+from llama4spec.capacity import fit as fit
 
-from llama4spec.analysis import capacity_curve as curve
+from llama4spec.capacity import curve as curve
 
-from llama4spec.analysis import capacity_fit_search as cfs
-from llama4spec.analysis.capacity_plot import capacity_fits
-from llama4spec.analysis import capacity_answer as answer
-from llama4spec.analysis import capacity_search as bisect
+from llama4spec.capacity import fit_search as cfs
+from llama4spec.capacity.plot import capacity_fits
+from llama4spec.capacity import answer as answer
+from llama4spec.capacity import probing as bisect
 
 TARGET = 0.9
 CAPACITY = 25.0  # req/s: where the true curve crosses the target

@@ -1,4 +1,4 @@
-"""The request capacity search (llama4spec/analysis/capacity_search.py) against a dense grid of request rates,
+"""The request capacity search (llama4spec/capacity/probing.py) against a dense grid of request rates,
 on simulated servers, and its error rates. No engine; about a minute.
 
 A simulated server: mean attainment falls with the request rate as a logistic curve (its true
@@ -27,10 +27,10 @@ import time
 import numpy as np
 
 from llama4spec.results.bench import BenchRecord
-from llama4spec.analysis.capacity_answer import capacity, to_json
-from llama4spec.analysis.capacity_search import Probe, Run, Settings, begin, next_probe, record_run, run_of
-from llama4spec.analysis.capacity_verdict import verdict
-from llama4spec.analysis.capacity_gain import describe, gain, headline
+from llama4spec.capacity.answer import capacity, to_json
+from llama4spec.capacity.probing import Probe, Run, Settings, begin, next_probe, record_run, run_of
+from llama4spec.capacity.verdict import verdict
+from llama4spec.capacity.gain import describe, gain, headline
 
 TARGET = 0.95
 THRESHOLDS = {"ttft": 1000.0, "tpot": 50.0}

@@ -4,9 +4,9 @@ tiny pair, vLLM's CPU build), their runs interleaved.
 First a server without a draft is measured at concurrency 1 (the SLO's reference, as in
 runbooks/tiny_cpu_capacity.yaml: TTFT <= 5x its median TTFT, TPOT <= 2x its median TPOT). Then,
 for each setting (no speculation, EAGLE k=3), one server start: the search (the capacity step's default,
-``analysis.capacity_fit``: the crossing of a logistic fitted to every run, each next run placed where
-it most narrows the crossing's interval, ``analysis.capacity_place``; ``--search bisect``:
-``analysis.capacity_search``, a test per rate; the probes of the capacity step: open loop, no client
+``capacity.fit``: the crossing of a logistic fitted to every run, each next run placed where
+it most narrows the crossing's interval, ``capacity.place``; ``--search bisect``:
+``capacity.probing``, a test per rate; the probes of the capacity step: open loop, no client
 concurrency cap, ``--goodput``) and, on the same server, a grid
 of request rates spaced by the search's precision (geometric, factor 1 + precision, or
 ``--grid-rates`` of them) over [0.5, 2] x the geometric middle of the search's first bracket (its
@@ -54,11 +54,11 @@ from llama4spec.engine.bench_flags import probe_flags, probe_prompts, resolve_th
 from llama4spec.serving.benchmark import BenchFiles, free_result, run_bench, run_probe
 from llama4spec.serving.bench_runner import BenchRunner
 from llama4spec.serving.process import is_healthy, stop_group
-from llama4spec.analysis import capacity_fit as cf
-from llama4spec.analysis import capacity_curve as curve
-from llama4spec.analysis import capacity_fit_search as cfs
-from llama4spec.analysis import capacity_search as cap
-from llama4spec.analysis.capacity_answer import capacity
+from llama4spec.capacity import fit as cf
+from llama4spec.capacity import curve as curve
+from llama4spec.capacity import fit_search as cfs
+from llama4spec.capacity import probing as cap
+from llama4spec.capacity.answer import capacity
 
 # serve.engine_nice: on 2 cores the engine's polling processes otherwise starve the API server and
 # the load generator into stalls of seconds that make a run's attainment a coin toss (docs/capacity.md).

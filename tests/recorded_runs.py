@@ -107,8 +107,8 @@ def simulated_search(settings, capacity: float):
     ``Settings``) makes it (``search: fit`` by default, ``bisect`` when they say so), against a server whose attainment falls smoothly
     through the target 0.9 at ``capacity`` req/s (logistic in log rate, slope 8), each run's share
     rounded to whole requests with a seeded spread; TPOT binds (TTFT holds in every run)."""
-    from llama4spec.analysis import capacity_search as cap
-    from llama4spec.runbook.capacity.strategies.base import of
+    from llama4spec.capacity import probing as cap
+    from llama4spec.capacity.strategies.base import of
 
     rng = random.Random(int(capacity * 1000))
     search = cap.begin(settings.bisect(0.9))
@@ -145,9 +145,9 @@ def finished_capacity_run(run_dir: Path, capacities: dict[str, float] | None = N
     executor as a resumed run writes them; returns it."""
     from llama4spec.results.bench import BenchRecord
     from llama4spec.runbook import execute
-    from llama4spec.runbook.capacity.write_report import probe_dir
+    from llama4spec.capacity.write_report import probe_dir
     from llama4spec.runbook.plan import plan_file
-    from llama4spec.runbook.capacity import search as search_step
+    from llama4spec.capacity import search as search_step
 
     plan = plan_file(CAPACITY, lambda name: run_dir, [])
     base = plan.get("bench_baseline")

@@ -28,7 +28,7 @@ DEMAND = {"load": "load", "price": "gpu_hour_price"}
 
 def step_keys(args: dict[str, Any]) -> dict[str, Any]:
     """The step's keys the command line gives (those left out keep the kind's defaults)."""
-    from llama4spec.runbook.capacity.search_settings import Settings
+    from llama4spec.capacity.search_settings import Settings
 
     given = {f.name: args[f.name] for f in dataclasses.fields(Settings) if args.get(f.name) is not None}
     return {**given, **{key: args[dest] for key, dest in DEMAND.items() if args.get(dest) is not None}}
@@ -57,7 +57,7 @@ def capacity_runbook(overrides: list[str], given: dict[str, Any]):
 
 
 def _arguments(p: argparse.ArgumentParser) -> None:
-    from llama4spec.runbook.capacity.search_settings import Settings
+    from llama4spec.capacity.search_settings import Settings
 
     p.add_argument("overrides", nargs="*",
                    help="Hydra overrides; those with a sweep (draft=none,tiny_eagle lookahead=1,3) are the server "

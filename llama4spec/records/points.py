@@ -1,7 +1,7 @@
 """The model of a bench step's ``summary.json`` (``records.base``): its points in vLLM's sweep format
 (what ``vllm bench sweep plot`` reads), one entry a run: vLLM's result (``records.bench.Result``'s
 bounds) with the point's settings (``runbook.rundir.vllm_runs``); a capacity probe's adds the rate
-asked for, the users in flight and the parallel sizes (``runbook.capacity.search``). The writers
+asked for, the users in flight and the parallel sizes (``capacity.search``). The writers
 validate through it before they write; ``read`` is its reader."""
 
 from __future__ import annotations

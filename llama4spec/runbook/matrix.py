@@ -1,5 +1,5 @@
 """A matrix (a sweep's, a capacity step's): checking it, grouping its combinations by server, and
-expanding every expanding step of a runbook by its kind (a sweep's own expansion: ``runbook.sweep.expand``).
+expanding every expanding step of a runbook by its kind (a sweep's own expansion: ``sweep.expand``).
 
 Axes under ``bench`` (the benchmark client's settings) are client-side; every other axis may
 change the server. Server-side combinations are grouped by the server they imply (its argv and

@@ -61,7 +61,7 @@ def test_a_verdict_follows_the_measured_medians(sequential_run) -> None:
 
 def test_decisions_recomputed_from_the_records_are_the_recorded_ones(sequential_run) -> None:
     from llama4spec.runbook.plan import plan_file
-    from llama4spec.runbook.sweep.sequential import Settling, decisions
+    from llama4spec.sweep.sequential import Settling, decisions
 
     runbook, run_dir = sequential_run
     plan = plan_file(runbook, lambda name: run_dir)

@@ -32,7 +32,7 @@ def _record(run_dir: Path, pid: str) -> dict:
 
 def test_servers_start_again_exactly_for_the_points_left_undecided(sequential_run) -> None:
     from llama4spec.runbook.plan import plan_file
-    from llama4spec.runbook.sweep.sequential import Settling, revisit_targets
+    from llama4spec.sweep.sequential import Settling, revisit_targets
 
     runbook, run_dir = sequential_run
     status = {s["id"]: s for s in json.loads((run_dir / "status.json").read_text())["steps"]}
@@ -61,7 +61,7 @@ def test_servers_start_again_exactly_for_the_points_left_undecided(sequential_ru
 
 def test_revisit_decisions_recompute_and_resume_starts_nothing(sequential_run) -> None:
     from llama4spec.runbook.plan import plan_file
-    from llama4spec.runbook.sweep.sequential import Settling, decisions
+    from llama4spec.sweep.sequential import Settling, decisions
 
     runbook, run_dir = sequential_run
     plan = plan_file(runbook, lambda name: run_dir)

@@ -13,7 +13,7 @@ and ``page_part`` (its section of report.html); ``report`` and the page loop ove
 declare them (``named``), never over kind names.
 
 A new kind is one new module, named in ``KINDS``; a feature's kinds live in the feature's package
-(``runbook/capacity/``, ``runbook/sweep/``), named in ``MODULES``.
+(``capacity/``, ``sweep/``), named in ``MODULES``.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from llama4spec.runbook.spec import Step, StepKind, Traits
 
 KINDS = ("serve", "bench", "stop", "offline", "compare", "sweep", "fetch", "settle", "capacity", "search", "lossless",
          "breakeven")
-MODULES = {"capacity": "llama4spec.runbook.capacity.kind", "search": "llama4spec.runbook.capacity.search",
-           "sweep": "llama4spec.runbook.sweep.kind", "settle": "llama4spec.runbook.sweep.settle"}
+MODULES = {"capacity": "llama4spec.capacity.kind", "search": "llama4spec.capacity.search",
+           "sweep": "llama4spec.sweep.kind", "settle": "llama4spec.sweep.settle",
+           "breakeven": "llama4spec.breakeven.kind"}
 
 
 @functools.cache

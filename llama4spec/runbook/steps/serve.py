@@ -21,7 +21,7 @@ from llama4spec.serving.watch import async_scheduling
 
 class Gate:
     """What the feature that generated a server decides about it at run time (a sweep's:
-    ``runbook.sweep.gates``); by default nothing."""
+    ``sweep.gates``); by default nothing."""
 
     def may_skip(self, p, before) -> bool:
         """Whether it may leave the server unstarted (then the least cost counts no start);

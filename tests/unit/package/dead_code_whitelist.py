@@ -15,8 +15,8 @@ _.reports  # analysis/page.py RunPage.reports: read by the page template (templa
 _.mean_ttft_ms  # likewise
 # record models (records.base): a field the tool validates when it writes and reads the record (the
 # bound is the point) but reads back by no attribute; the published schema and a user read it
-_.predicted_speedup  # analysis/sweep_records.py Row: sweep.json's fitted model speedup
-_.best_lookahead  # analysis/sweep_records.py AtConcurrency: sweep.json's recommendation at a concurrency
+_.predicted_speedup  # sweep/sweep_records.py Row: sweep.json's fitted model speedup
+_.best_lookahead  # sweep/sweep_records.py AtConcurrency: sweep.json's recommendation at a concurrency
 _.best_decided  # likewise
 _.speculation  # likewise
 _.baseline_output_throughput  # likewise
@@ -26,8 +26,8 @@ _.fit_p  # lossless/records.py Control: the control's fit p-values in lossless.j
 _.tail_bound  # likewise
 _.schema_  # lossless/records.py LosslessFile: the record's schema name (alias "schema")
 _.level_per_test  # lossless/records.py LosslessFile: the Bonferroni level of each test
-_.self_check  # runbook/breakeven/records.py BreakevenRecord: the self-check sentence in breakeven.json
-_.extra_runs  # runbook/sweep/records.py SettleRecord: settle.json's further runs
+_.self_check  # breakeven/records.py BreakevenRecord: the self-check sentence in breakeven.json
+_.extra_runs  # sweep/records.py SettleRecord: settle.json's further runs
 _.resumed  # records/status.py: a field of status.json's model (its published schema), checked where read
 _.rebuilt  # likewise
 _.merged_from  # likewise
@@ -35,5 +35,5 @@ _.submit_seconds  # likewise
 _.slurm_job_id  # records/job.py: a field of job.json's model (its published schema), checked where read
 _.acceptance_rate_per_drafted_position  # records/bench.py Acceptance: a field of a record's model, validated by name when the record is read
 _.run_number  # records/points.py Point: likewise (summary.json, read by vLLM's sweep plotters)
-_.price_per_million  # runbook/capacity/records.py DemandSetting: a field of capacity.json's model, validated by name
+_.price_per_million  # capacity/records.py DemandSetting: a field of capacity.json's model, validated by name
 _.devices_interval  # likewise

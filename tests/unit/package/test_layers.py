@@ -50,8 +50,8 @@ def test_building_the_parser_imports_no_engine():
 
 def _own_kinds() -> dict[str, set[str]]:
     """Where (relative to the package) each kind's name may be used: its own module under
-    ``runbook/steps/``, or the whole of the feature package that holds it (``runbook/sweep/``: sweep,
-    settle; ``runbook/capacity/``: capacity, search)."""
+    ``runbook/steps/``, or the whole of the feature package that holds it (``sweep/``: sweep,
+    settle; ``capacity/``: capacity, search)."""
     from llama4spec.runbook.steps import KINDS, MODULES
 
     own: dict[str, set[str]] = {}
@@ -66,7 +66,7 @@ def test_step_kinds_are_asked_their_traits_not_their_names():
     """No code tests a step's kind by name (``p.kind == "serve"``, ``kind in ("bench", "stop")``,
     ``kinds.get(n) == "bench"``, ``step.get("kind") == "sweep"``) or keeps a tuple of kind names,
     except a kind's own module (``runbook/steps/<kind>.py``) or its feature's package
-    (``runbook/sweep/``, ``runbook/capacity/``) naming its own kinds: what a kind is and does is
+    (``sweep/``, ``capacity/``) naming its own kinds: what a kind is and does is
     declared there (``KIND``: keys, traits, plan, execute, describe, plan_record, and for a merging
     kind merge_part and page_part); everything else asks a kind its traits and hooks
     (``steps.traits_of``, ``steps.named``). The registry (``runbook/steps/__init__.py``) lists them."""
@@ -98,6 +98,6 @@ def test_step_kinds_are_asked_their_traits_not_their_names():
 def test_the_scan_knows_where_each_kind_lives():
     """The scan above allows a name only where its kind is declared."""
     own = _own_kinds()
-    assert own["runbook/sweep/"] == {"sweep", "settle"}
-    assert own["runbook/capacity/"] == {"capacity", "search"}
+    assert own["sweep/"] == {"sweep", "settle"}
+    assert own["capacity/"] == {"capacity", "search"}
     assert own["runbook/steps/compare.py"] == {"compare"}

@@ -18,8 +18,8 @@ def sweep(tmp: Path) -> Path:
 def settle(tmp: Path) -> Path:
     """settle.json as a settle step writes it: its further runs and each point's stop record."""
     from llama4spec.records.io import write_checked
-    from llama4spec.runbook.sweep.records import SettleRecord
-    from llama4spec.runbook.sweep.rule import Rule
+    from llama4spec.sweep.records import SettleRecord
+    from llama4spec.sweep.rule import Rule
 
     rule = Rule().record()
     path = tmp / "sweep-settle" / "settle.json"
@@ -34,7 +34,7 @@ def settle(tmp: Path) -> Path:
 def schedule(tmp: Path) -> Path:
     """schedule.json as a schedule server writes it, from the schedule a tiny sweep derived."""
     from llama4spec.records.io import write_checked
-    from llama4spec.analysis.sweep_records import Schedule
+    from llama4spec.sweep.sweep_records import Schedule
 
     derived = json.loads(sweep(tmp).read_text())["schedules"][0]
     path = tmp / "sweep-schedule" / "schedule.json"
@@ -48,13 +48,13 @@ def schedule(tmp: Path) -> Path:
 def breakeven(tmp: Path) -> Path:
     """breakeven.json of a map with a curve and the real draft placed on it (the record a breakeven
     step writes: the map's record, its plot's series, the self-check, the points not measured)."""
-    from llama4spec.analysis import breakeven_report
-    from llama4spec.analysis.breakeven_map import build
+    from llama4spec.breakeven import tables as breakeven_report
+    from llama4spec.breakeven.map_fit import build
     from llama4spec.analysis.noise import prior as known_noise
-    from llama4spec.runbook.breakeven.records import BreakevenRecord
-    from llama4spec.runbook.breakeven.report import runs_of
+    from llama4spec.breakeven.records import BreakevenRecord
+    from llama4spec.breakeven.report import runs_of
     from llama4spec.records.io import write_checked
-    from tests.unit.runbook.test_breakeven_report import _measured
+    from tests.unit.breakeven.test_breakeven_report import _measured
 
     m = build(*runs_of(_measured()), noise=known_noise(0.13, 0.0, "test"))
     path = tmp / "breakeven" / "breakeven.json"

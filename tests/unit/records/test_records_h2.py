@@ -1,5 +1,5 @@
 """The bench and capacity records through their models (``records.bench``, ``records.points``,
-``runbook.capacity.records``): every example reads back; a damaged field read by the command that
+``capacity.records``): every example reads back; a damaged field read by the command that
 reads it is one line naming the file and the field, exit 2, no traceback; the writers refuse what
 their model refuses; the acceptance length is bounded by the recorded lookahead."""
 
@@ -13,7 +13,7 @@ import pytest
 
 import llama4spec.records.bench as bench_model
 import llama4spec.records.points as points_model
-import llama4spec.runbook.capacity.records as capacity_model
+import llama4spec.capacity.records as capacity_model
 from llama4spec.errors import UserError
 from llama4spec.records.registry import ENTRIES
 from llama4spec.results.acceptance import AcceptanceCounters
@@ -67,8 +67,8 @@ def test_report_of_a_damaged_search_json_is_one_line_and_writes_nothing(cli, tmp
 
 
 def test_a_resumed_search_refuses_a_damaged_search_json_in_one_line(tmp_path) -> None:
-    from llama4spec.analysis import capacity_search as cap
-    from llama4spec.runbook.capacity import search as search_step
+    from llama4spec.capacity import probing as cap
+    from llama4spec.capacity import search as search_step
 
     path = _damage(EXAMPLES["capacity_search"](tmp_path), lambda d: d["thresholds"].update(ttft=-1))
     p = SimpleNamespace(artifacts={"search": path})

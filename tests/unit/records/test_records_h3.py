@@ -19,9 +19,9 @@ TINY = ["target=tiny", "memory=cpu", "bench=random_tiny"]
 
 def _registered() -> None:
     import llama4spec.lossless.records  # noqa: F401
-    import llama4spec.analysis.sweep_records  # noqa: F401
-    import llama4spec.runbook.breakeven.records  # noqa: F401
-    import llama4spec.runbook.sweep.records  # noqa: F401
+    import llama4spec.sweep.sweep_records  # noqa: F401
+    import llama4spec.breakeven.records  # noqa: F401
+    import llama4spec.sweep.records  # noqa: F401
 
 
 @pytest.mark.parametrize("key", sorted(EXAMPLES))
@@ -54,7 +54,7 @@ def test_a_damaged_sweep_json_is_one_line_in_breakeven_draft_from(cli, tmp_path)
 
 
 def test_a_sweep_json_the_tool_wrote_places_its_drafts(tmp_path) -> None:
-    from llama4spec.runbook.breakeven.draft_from import read
+    from llama4spec.breakeven.draft_from import read
 
     path = EXAMPLES["sweep"](tmp_path)
     given, problems = read(path, None, [1, 3], [1, 4])
@@ -89,8 +89,8 @@ def test_a_damaged_breakeven_json_is_one_line_from_its_reader(tmp_path) -> None:
 
 def test_writers_check_through_the_model_and_write_nothing_out_of_bounds(tmp_path) -> None:
     from llama4spec.records.io import write_checked
-    from llama4spec.analysis.sweep_records import Schedule
-    from llama4spec.runbook.sweep.records import SettleRecord
+    from llama4spec.sweep.sweep_records import Schedule
+    from llama4spec.sweep.records import SettleRecord
 
     settle = tmp_path / "settle.json"
     with pytest.raises(UserError) as err:
@@ -106,7 +106,7 @@ def test_writers_check_through_the_model_and_write_nothing_out_of_bounds(tmp_pat
 def test_the_bytes_written_are_those_write_json_writes(tmp_path) -> None:
     from llama4spec.files import json_text
     from llama4spec.records.io import write_checked
-    from llama4spec.analysis.sweep_records import Schedule
+    from llama4spec.sweep.sweep_records import Schedule
 
     data = {"draft": "d", "schedule": [(1, 4, 3), (5, 64, 0)], "lookahead": 3, "override": None,
             "from_points": ["a-c1"], "missing": []}

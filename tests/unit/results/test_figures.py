@@ -12,7 +12,7 @@ from llama4spec.analysis.points import point
 from llama4spec.config import validate
 from llama4spec.results import comparison
 from llama4spec.results.bench import BenchRecord
-from llama4spec.runbook.sweep import report as sweep_step
+from llama4spec.sweep import report as sweep_step
 
 
 def test_entries_are_sound() -> None:

@@ -15,7 +15,7 @@ from llama4spec.runbook.failures import blocked_by
 from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.resume import finished_steps
 from llama4spec.runbook.steps.compare import missing_input
-from llama4spec.runbook.sweep.kind import run_report
+from llama4spec.sweep.kind import run_report
 from tests.unit.sweep.test_sweep_resume import _point, write_record
 
 SWEEP = """

@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from llama4spec.runbook.steps import make as make_step
-from llama4spec.runbook.sweep.planned import SweepPlan
+from llama4spec.sweep.planned import SweepPlan
 from llama4spec.runbook.progress import (NORMAL, QUIET, VERBOSE, Progress, duration_text, eta_s, sweep_points,
                                          time_left_s)
 from llama4spec.serving.watch import (PHASE_NAMES, LogFollower, PhaseTracker, ServerWatch, extra_requests,

@@ -11,7 +11,7 @@ import pytest
 
 from llama4spec.results.bench import BenchRecord, read_record
 from tests.recorded_runs import finished_run
-from tests.unit.runbook.test_sweep_noise import _dry, _profile
+from tests.unit.sweep.test_sweep_noise import _dry, _profile
 
 
 def test_a_profile_whose_sd_overflows_stops_the_plan_in_one_line(cli, tmp_path) -> None:

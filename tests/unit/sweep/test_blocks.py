@@ -20,8 +20,8 @@ from llama4spec.analysis.points import point
 from llama4spec.results import bench as bench_record
 from llama4spec.results.bench import BenchRecord, without_pair
 from llama4spec.runbook.plan import plan_file
-from llama4spec.runbook.sweep.design_starts import rounds
-from llama4spec.runbook.sweep.planned import design_of
+from llama4spec.sweep.design_starts import rounds
+from llama4spec.sweep.planned import design_of
 
 SWEEP = {"id": "sweep", "kind": "sweep", "design": "interleaved", "starts": 3, "order_seed": 4, "repeats": 2,
          "matrix": {"draft": ["none", "tiny_eagle"], "lookahead": [1, 3], "bench.max_concurrency": [1, 4]}}
@@ -253,8 +253,8 @@ AUTO = {"repeats": "auto", "starts": 1, "min_repeats": 2, "max_repeats": 5,
 
 
 def test_auto_blocks_gate_every_block_after_min_repeats(tmp_path, monkeypatch) -> None:
-    from llama4spec.runbook.sweep.gates import MoreBlocks
-    from llama4spec.runbook.sweep.rule import BLOCK_RUNS
+    from llama4spec.sweep.gates import MoreBlocks
+    from llama4spec.sweep.rule import BLOCK_RUNS
 
     plan = _plan(tmp_path, monkeypatch, **AUTO)
     serves = [p for p in plan.steps if p.kind == "serve"]
@@ -310,7 +310,7 @@ def test_a_further_block_starts_only_while_a_comparison_is_open(tmp_path, monkey
 
 def test_the_report_decides_auto_blocks_by_the_rule_the_gate_used(tmp_path, monkeypatch) -> None:
     from llama4spec.runbook.measured import collect_points
-    from llama4spec.runbook.sweep.report import block_rule_of
+    from llama4spec.sweep.report import block_rule_of
 
     plan = _plan(tmp_path, monkeypatch, **AUTO)
     _blocks_measured(plan, {1: [1.5, 1.52, 1.49], 4: [1.3, 0.8, 1.05]})
@@ -408,7 +408,7 @@ def test_design_auto_takes_blocks_where_two_servers_fit_on_gpus(tmp_path, monkey
      "back-to-back blocks need one server without speculation and a candidate or more"),
 ])
 def test_design_auto_is_sequential_elsewhere_and_says_why(tmp_path, monkeypatch, overrides, keys, why) -> None:
-    from llama4spec.runbook.sweep.report import design_lines
+    from llama4spec.sweep.report import design_lines
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     plan, design = _scout(tmp_path, *overrides, **keys)
@@ -460,7 +460,7 @@ def test_a_design_read_back_from_plan_json_says_what_the_run_said(tmp_path, monk
     blocks run interleaved."""
     import json
 
-    from llama4spec.runbook.sweep.report import _design, design_lines
+    from llama4spec.sweep.report import _design, design_lines
 
     plan = _plan(tmp_path, monkeypatch, **keys)
     said = design_lines(design_of(plan.get("sweep").step))
@@ -470,7 +470,7 @@ def test_a_design_read_back_from_plan_json_says_what_the_run_said(tmp_path, monk
 
 
 def test_a_hostile_nested_design_record_is_read_bounded() -> None:
-    from llama4spec.runbook.sweep.report import _design, design_lines
+    from llama4spec.sweep.report import _design, design_lines
 
     step = {"design": {"design": "interleaved", "asked": "interleaved",
                        "blocks": {"blocks": 3, "runs": 2, "deep": {"x": 1}, "order": [1, None, "x" * 300, "ok"]},

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.schema import load, with_measurement
-from llama4spec.analysis import sweep_json
+from llama4spec.sweep import to_json as sweep_json
 from llama4spec.analysis.model import Point, analyse
 from tests.helpers import REPO
 

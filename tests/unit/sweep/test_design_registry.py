@@ -1,4 +1,4 @@
-"""The sweep's designs as strategies: each a class registered by name (``runbook.sweep.registry``),
+"""The sweep's designs as strategies: each a class registered by name (``sweep.registry``),
 its arguments frozen, run by the expansion in the order of its phase where it applies, with its
 stop reason where it has one. A runbook here is only planned; no engine runs."""
 
@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 from llama4spec.runbook.plan import plan_file
-from llama4spec.runbook.sweep.design import Design
-from llama4spec.runbook.sweep.design_auto import Auto
-from llama4spec.runbook.sweep.registry import DESIGN_KEYS, DESIGNS, REGISTRY, in_phase_order
-from llama4spec.runbook.sweep.planned import design_of
+from llama4spec.sweep.design import Design
+from llama4spec.sweep.design_auto import Auto
+from llama4spec.sweep.registry import DESIGN_KEYS, DESIGNS, REGISTRY, in_phase_order
+from llama4spec.sweep.planned import design_of
 
 SWEEP = {"id": "sweep", "kind": "sweep", "repeats": 2,
          "matrix": {"draft": ["none", "tiny_eagle"], "lookahead": [1, 3]}}

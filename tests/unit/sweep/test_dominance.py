@@ -1,8 +1,8 @@
-"""A larger lookahead that cannot win is not started (analysis.dominance), and one that can is kept."""
+"""A larger lookahead that cannot win is not started (sweep.dominance), and one that can is kept."""
 
 from __future__ import annotations
 
-from llama4spec.analysis.dominance import Measured, why_not
+from llama4spec.sweep.dominance import Measured, why_not
 
 C1, C4 = ("bench.max_concurrency=1",), ("bench.max_concurrency=4",)
 

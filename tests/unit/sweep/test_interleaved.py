@@ -24,7 +24,7 @@ from llama4spec.analysis.model import analyse
 from llama4spec.analysis.points import point
 from llama4spec.analysis.stats import compare
 from llama4spec.analysis.noise import prior as known_noise
-from llama4spec.runbook.sweep.planned import design_of
+from llama4spec.sweep.planned import design_of
 from tests.helpers import REPO, run_cli
 
 SHIPPED = REPO / "runbooks" / "tiny_cpu_interleaved.yaml"

@@ -15,8 +15,8 @@ import yaml
 
 from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.plan import plan_file
-from llama4spec.runbook.sweep.gates import Revisit
-from llama4spec.runbook.sweep.sequential import NEEDS_START, Settling, decisions, revisit_targets
+from llama4spec.sweep.gates import Revisit
+from llama4spec.sweep.sequential import NEEDS_START, Settling, decisions, revisit_targets
 from llama4spec.analysis.decide import LogRatio, allocate, start_floor, start_shares
 from llama4spec.analysis.noise import noise_record, prior as known_noise
 BETWEEN_SD = 0.13

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from llama4spec.config.schedule import schedule_problems
 from llama4spec.analysis.model import Point, analyse
-from llama4spec.analysis.schedule import derive
+from llama4spec.sweep.schedule_fit import derive
 from llama4spec.analysis.noise import prior as known_noise
 
 

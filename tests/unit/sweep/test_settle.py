@@ -15,7 +15,7 @@ from llama4spec.analysis.noise import noise_record, prior as known_noise
 from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.resume import finished_steps
-from llama4spec.runbook.sweep.sequential import NEEDS_START, Settling, decisions
+from llama4spec.sweep.sequential import NEEDS_START, Settling, decisions
 from tests.helpers import REPO
 
 RUNBOOK = REPO / "runbooks" / "tiny_cpu_sweep.yaml"

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from llama4spec.analysis.noise import prior as known_noise
-from llama4spec.analysis import sweep_json, sweep_tables as report
+from llama4spec.sweep import tables as report, to_json as sweep_json
 from llama4spec.analysis.model import (
     Point,
     analyse,
@@ -77,7 +77,7 @@ def test_analysis_picks_best_by_throughput_not_acceptance_and_finds_where_specul
 
 
 def test_a_speedup_above_its_bound_is_flagged_as_noise() -> None:
-    from llama4spec.analysis.sweep_tables import findings
+    from llama4spec.sweep.tables import findings
 
     a = analyse([_p("none", None, 4, 100.0), _p("eagle", 1, 4, 210.0, (1.0,)), _p("eagle", 3, 4, 300.0, (1.0,) * 3)])
     lines = findings(a.at[0])
@@ -96,7 +96,7 @@ def test_verdicts_when_it_always_or_never_pays() -> None:
 
 
 def test_points_of_a_prompt_category_are_analysed_per_category() -> None:
-    from llama4spec.analysis import sweep_tables as report
+    from llama4spec.sweep import tables as report
 
     def pt(cat: str, k: int | None, tput: float, rates: tuple[float, ...] = ()) -> Point:
         return Point(id=f"{cat}-{k}", draft="eagle" if k else "none", lookahead=k, concurrency=1,
@@ -218,7 +218,7 @@ PERFECT = [
 
 
 def test_the_perfect_pair_with_a_wide_interval_is_not_turned_into_no_speculation() -> None:
-    from llama4spec.analysis.schedule import derive
+    from llama4spec.sweep.schedule_fit import derive
 
     a = analyse(PERFECT, noise=NB)
     c1, c4 = a.at

@@ -9,7 +9,7 @@ import pytest
 
 from llama4spec.errors import UserError
 from llama4spec.runbook.plan import plan_file
-from llama4spec.runbook.sweep.planned import design_of
+from llama4spec.sweep.planned import design_of
 from tests.helpers import REPO
 
 RUN_DIR = Path("runs/RUNBOOK/TIMESTAMP")

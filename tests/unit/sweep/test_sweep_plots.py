@@ -9,9 +9,10 @@ import pytest
 from rich.console import Console
 
 from llama4spec import figures
-from llama4spec.analysis import plots, sweep_tables as report
+from llama4spec.analysis import plots
+from llama4spec.sweep import tables as report
 from llama4spec.analysis.model import Point, analyse
-from llama4spec.runbook.sweep.report import artifacts, write
+from llama4spec.sweep.report import artifacts, write
 from tests.helpers import png_series
 
 RATES = {1: (0.9,), 3: (0.9, 0.7, 0.4)}

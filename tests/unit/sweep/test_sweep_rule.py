@@ -1,4 +1,4 @@
-"""A sweep's rule for measuring until decided is declared once (``runbook.sweep.rule.Rule``): its
+"""A sweep's rule for measuring until decided is declared once (``sweep.rule.Rule``): its
 fields are the sweep step's runbook keys, the generated settle steps and the servers the sweep gates
 carry that one object, and no generated step restates min_repeats, max_repeats or confidence."""
 
@@ -14,8 +14,8 @@ from llama4spec.errors import UserError
 from llama4spec.runbook.fields import runbook_keys
 from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.steps import kind
-from llama4spec.runbook.sweep.gates import Dominance, Revisit
-from llama4spec.runbook.sweep.rule import Rule
+from llama4spec.sweep.gates import Dominance, Revisit
+from llama4spec.sweep.rule import Rule
 from tests.helpers import REPO
 
 RULE = [f.name for f in dataclasses.fields(Rule)]

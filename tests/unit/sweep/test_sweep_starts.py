@@ -16,7 +16,7 @@ from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.measured import collect_points
 from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.resume import finished_record
-from llama4spec.runbook.sweep.design_starts import rounds
+from llama4spec.sweep.design_starts import rounds
 
 SWEEP = {"id": "sweep", "kind": "sweep", "repeats": 2,
          "matrix": {"draft": ["none", "tiny_eagle"], "lookahead": [1, 3], "bench.max_concurrency": [1, 4]}}

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from llama4spec.analysis import sweep_json, sweep_tables as render
+from llama4spec.sweep import tables as render, to_json as sweep_json
 from llama4spec.analysis.model import Point, analyse, temperature_findings
 from llama4spec.analysis.points import _temperature
-from llama4spec.analysis.schedule import derive
+from llama4spec.sweep.schedule_fit import derive
 from llama4spec.analysis.noise import prior as known_noise
 
 

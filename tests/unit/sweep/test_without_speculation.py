@@ -8,8 +8,8 @@ import numpy as np
 
 from llama4spec.analysis.model import Point, analyse
 from llama4spec.analysis.noise import prior
-from llama4spec.analysis.sweep_json import to_record
-from llama4spec.analysis.sweep_tables import rows
+from llama4spec.sweep.to_json import to_record
+from llama4spec.sweep.tables import rows
 
 QUIET = prior(0.002, 0.0, "test")
 

@@ -1,2 +1,0 @@
-"""The ``breakeven`` feature's report (the map, the plot, the self-check); its step kind is
-``runbook.steps.breakeven``."""

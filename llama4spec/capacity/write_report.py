@@ -23,7 +23,8 @@ from llama4spec.figures import SLO_MEDIANS
 from llama4spec.files import json_or_none, plain, write_atomic, write_json
 from llama4spec.results import bench as bench_record
 from llama4spec.capacity import records
-from llama4spec.analysis import capacity_report, plots
+from llama4spec.analysis import plots
+from llama4spec.capacity import tables as capacity_report
 from llama4spec.capacity.gain import Between
 from llama4spec.capacity.answer import from_json
 from llama4spec.capacity.probing import METRICS, Search

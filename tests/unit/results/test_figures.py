@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from llama4spec import figures
-from llama4spec.analysis import regress, sweep_json, sweep_tables
+from llama4spec.analysis import regress
+from llama4spec.sweep import tables as sweep_tables, to_json as sweep_json
 from llama4spec.analysis.model import analyse
 from llama4spec.analysis.points import point
 from llama4spec.config import validate

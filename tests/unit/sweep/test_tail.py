@@ -92,7 +92,8 @@ def test_few_categories_are_each_tested_as_before() -> None:
 
 
 def test_a_report_attributes_each_point_once(monkeypatch) -> None:
-    from llama4spec.analysis import model, sweep_json, sweep_tables as render
+    from llama4spec.analysis import model
+    from llama4spec.sweep import tables as render, to_json as sweep_json
     from llama4spec.analysis.model import Point
 
     points = [Point(id="none-c4", draft="none", lookahead=None, concurrency=4, output_throughput=100.0,

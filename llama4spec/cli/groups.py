@@ -9,7 +9,7 @@ from pathlib import Path
 
 from llama4spec.cli import common
 from llama4spec.launch.options import RunOptions
-from llama4spec.launch.submit import Here
+from llama4spec.launch.here import Here
 
 
 # -- options (added to `run` by cli/run.py) ---------------------------------------------------

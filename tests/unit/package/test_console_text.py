@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[3] / "llama4spec"
 CALLS = {"print", "log", "rule", "add_row", "add_column", "Table", "status", "Panel"}
 
 REVIEWED = {  # module:function -> what its interpolated values are
-    "launch/submit.py:show_groups": "the count of groups and the launcher's own words",
+    "launch/show.py:show_groups": "the count of groups and the launcher's own words",
     "lossless/verdict_table.py:render": "the target and draft config names (files under conf/), numbers",
     "offline/display.py:async_note": "on/off words the tool computes",
     "offline/display.py:greedy_check": "counts, prompt indexes and token ids",

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from llama4spec.errors import UserError
-from llama4spec.files import Expect, Unreadable, json_or_none, number, plain, read_yaml, shown
+from llama4spec.files import Expect, Unreadable, json_or_none, number, plain, shown
+from llama4spec.yamlfiles import read_yaml
 from llama4spec.results.bench import BenchRecord
 
 STATUS = "status.json"

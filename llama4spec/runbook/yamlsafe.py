@@ -1,4 +1,4 @@
-"""Reading a runbook's YAML, bounded (``files.read_yaml``): at most MAX_BYTES from a regular file,
+"""Reading a runbook's YAML, bounded (``yamlfiles.read_yaml``): at most MAX_BYTES from a regular file,
 MAX_DEPTH levels, MAX_NODES values with every alias expanded, no repeated keys; every refusal is
 one line."""
 
@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from llama4spec.files import Expect, Unreadable, read_yaml as read_bounded
+from llama4spec.files import Expect, Unreadable
+from llama4spec.yamlfiles import read_yaml as read_bounded
 
 MAX_BYTES = 1 << 20  # the file: read at most this much (1 MiB)
 RUNBOOK = Expect("runbook", "give a runbook YAML file (see runbooks/ for the shipped ones; a sweep step stands "

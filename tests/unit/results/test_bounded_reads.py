@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from llama4spec import files
+from llama4spec import files, yamlfiles
 from llama4spec.files import RECORD, Expect, Unreadable
 
 GOOD = {"output_throughput": 10.0, "completed": 5, "request_throughput": 1.0}
@@ -86,7 +86,7 @@ def test_yaml_alias_bomb_in_a_record_is_refused_without_building_it(tmp_path: Pa
     path = tmp_path / "config.yaml"
     path.write_text(BOMB)
     with pytest.raises(Unreadable, match="expands to more than 100,000 values"):
-        files.read_yaml(path, RECORD)
+        yamlfiles.read_yaml(path, RECORD)
 
 
 @pytest.mark.parametrize("make", [lambda d: _deep(d / "deep.json"), lambda d: Path("/dev/zero"),

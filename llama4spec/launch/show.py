@@ -20,8 +20,7 @@ def sequential_sweeps(plan, groups, at_once: bool) -> list[str]:
     for p in plan.steps:
         if not p.step.traits.expands or p.step.kind_of.plan_record(p.step)["design"]["design"] != "sequential":
             continue
-        held = p.step.expanded if p.step.expanded is not None else p.step.keys  # a sweep's SweepPlan, capacity's keys
-        mine = {group_of[b] for b in held.points if b in group_of}
+        mine = {group_of[b] for b in p.step.points if b in group_of}
         if len(mine) > 1:
             out.append(f"note: sweep '{p.id}' measures its {len(mine)} servers as separate groups, which may run "
                        f"beside each other; the report names points compared across different co-location. "

@@ -169,7 +169,7 @@ def plan(ctx, p) -> None:
     from llama4spec.runbook.noise_prior import at_plan
 
     p.artifacts = artifacts(p.dir)
-    if p.step.keys.matrix and p.step.expanded.points:  # expanded (a sweep refused is not composed)
+    if p.step.keys.matrix and p.step.points:  # expanded (a sweep refused is neither expanded nor composed)
         p.step.expanded.prior = at_plan(ctx, p, p.step.keys.noise, p.step.keys.overrides)
         _block_runs_from_costs(ctx, p)
 

@@ -217,7 +217,7 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
 def run_report(plan, planned, console: Console, failures: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
     """Analyse a sweep step's points, write its files, print it; returns (markdown, record).
     ``failures``: step id -> why it has no result ("failed: ...", "skipped: ..."), from the run's status."""
-    ids = planned.step.expanded.points
+    ids = planned.step.points
     return report_points(ids, measured_in_plan(plan, ids), planned.artifacts, console, failures,
                          design=design_of(planned.step), price=planned.step.keys.price)
 

@@ -49,7 +49,7 @@ def look_weights(min_repeats: int, max_repeats: int, early_share: float = EARLY_
 
 @dataclass(frozen=True)
 class Looks:
-    """Every look at every pair of points, computed once: ``decide`` reads only looks reached.
+    """Every look at every pair of points, computed once: ``sequential.decide`` reads only looks reached.
 
     Arrays are [sweeps, pairs, looks] (pair u is points first[u] against second[u]); ``means`` is
     [sweeps, points, runs], the mean of each point's first r + 1 values.
@@ -106,7 +106,7 @@ def pair_look(a, b, statistic: Statistic, min_repeats: int, max_repeats: int, sh
               share_b=None) -> PairLook:
     """The anytime p-values of one pair of points measured until decided (values on the
     statistic's scale, in the order measured; ``share_*``: ``start_shares`` of each side's runs),
-    exactly as ``decide`` reads them: what a report of such a sweep compares by."""
+    exactly as ``sequential.decide`` reads them: what a report of such a sweep compares by."""
     a, b = np.asarray(a, float)[:max_repeats], np.asarray(b, float)[:max_repeats]
     n = min(a.size, b.size)
     if n < min_repeats:

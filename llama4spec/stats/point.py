@@ -51,7 +51,7 @@ class Point:
     category: str | None = None  # the prompts' category, when the point measured one
     prompts: int | None = None  # a category point: its category's distinct prompts, when known
     # measured until decided (repeats: auto): the verdict against no speculation the sequential rule
-    # (``decide.allocate``) stopped it on
+    # (``sequential.allocate``) stopped it on
     stop_verdict: str | None = None
     starts: tuple[int, ...] = ()  # the server start of each output-throughput run (empty: all one start)
     # measured until decided: (min_repeats, max_repeats, confidence) of the rule its runs were given by

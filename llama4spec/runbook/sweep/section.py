@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, Sequence
 
 from llama4spec.analysis import categories, sweep_tables as render, tail
-from llama4spec.analysis.model import Analysis, AtConcurrency, temperature_findings
+from llama4spec.stats.speedup_model import temperature_findings
+from llama4spec.stats.speedup_results import Analysis, AtConcurrency
 from llama4spec.analysis.page import Figure, Section, Table, register
 from llama4spec.analysis.schedule import derive_all
 

@@ -10,7 +10,8 @@ from rich.console import Console
 
 from llama4spec import figures
 from llama4spec.analysis import plots, sweep_tables as report
-from llama4spec.analysis.model import Point, analyse
+from llama4spec.stats.point import Point
+from llama4spec.stats.speedup_model import analyse
 from llama4spec.runbook.sweep.report import artifacts, write
 from tests.helpers import png_series
 

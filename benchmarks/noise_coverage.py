@@ -17,7 +17,7 @@ Per cell (true between-start sd x true within-start sd, log scale), 5,000 simula
   to 100: "never" when the constant's floor z x sqrt(2) x 0.13 = 0.36 in log is above log 1.15 =
   0.14), and with several starts of 4 runs (the constant shrunk by the starts, as a revisit does).
 
-The grid is the one the unit test checks (tests/unit/analysis/test_noise_simulation.py); the row of
+The grid is the one the unit test checks (tests/unit/stats/test_simulate.py); the row of
 between 0.25 shows the constant under-covering on a machine noisier than the one it was measured on.
 Seeded; about 10 s on one core.
 

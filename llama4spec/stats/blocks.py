@@ -8,7 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
-from llama4spec.stats.components import logs
+from llama4spec.stats.components import log_runs
 from llama4spec.stats.interval import CONFIDENCE, Interval, log_interval
 from llama4spec.stats.noise import Noise
 from llama4spec.stats.tdist import satterthwaite
@@ -22,7 +22,7 @@ def block_estimate(blocks: Sequence[Sequence[float]], noise: Noise | None = None
     between start and run noise. With 1 or 2 blocks the variance of a block's mean comes from
     ``noise``: ``2 between + paired / K`` a block, on Satterthwaite's df (ValueError without a
     paired component)."""
-    means = np.array([logs(b).mean() for b in blocks if len(b)])
+    means = np.array([log_runs(b).mean() for b in blocks if len(b)])
     j = means.size
     if j == 0:
         raise ValueError("no block has a pair")

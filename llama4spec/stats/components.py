@@ -11,7 +11,7 @@ import numpy as np
 from llama4spec.stats.noise import CALIBRATE, FROM_DATA, Component, Noise
 
 
-def logs(runs: Sequence[float]) -> np.ndarray:
+def log_runs(runs: Sequence[float]) -> np.ndarray:
     x = np.asarray(list(runs), dtype=float)
     if x.size and not np.all(np.isfinite(x) & (x > 0)):
         raise ValueError(f"throughputs must be positive and finite, not {x.tolist()}")
@@ -63,7 +63,7 @@ def estimate(settings: Mapping[str, Sequence[Sequence[float]]], source: str = FR
     ``paired``: back-to-back blocks, each block's per-pair ratios, for the paired within-start
     variance of a pair's log ratio (pooled over blocks, df sum(K - 1)). Where the data cannot
     estimate a component its df is 0 (``combine`` then takes the prior's)."""
-    starts = [[logs(s) for s in setting if len(s)] for setting in settings.values()]
+    starts = [[log_runs(s) for s in setting if len(s)] for setting in settings.values()]
     shape = (max(len(s) for s in starts) if starts else 0,
              max((len(x) for s in starts for x in s), default=0))
     y = np.full((len(starts), *shape), np.nan)
@@ -71,7 +71,7 @@ def estimate(settings: Mapping[str, Sequence[Sequence[float]]], source: str = FR
         for j, logs in enumerate(setting):
             y[i, j, :logs.size] = logs
     noise = components(y, source) if y.size else Noise(Component(0.0, 0.0, source), Component(0.0, 0.0, source))
-    d = [logs(b) for b in paired if len(b) >= 2]
+    d = [log_runs(b) for b in paired if len(b) >= 2]
     dfp = sum(len(x) - 1 for x in d)
     if dfp:
         pair = Component(sum(float(((x - x.mean()) ** 2).sum()) for x in d) / dfp, float(dfp), source)

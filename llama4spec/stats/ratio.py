@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from llama4spec.stats.components import logs
+from llama4spec.stats.components import log_runs
 from llama4spec.stats.interval import CONFIDENCE, Interval, log_interval
 from llama4spec.stats.looks import REPEATS_CAP
 from llama4spec.stats.noise import Noise
@@ -40,7 +40,7 @@ def ratio_interval(a: Sequence[float], b: Sequence[float], noise: Noise, confide
     """a's runs against b's (throughputs; ``starts_*`` each run's server start, absent: one start),
     the variance from ``noise`` (not from these runs alone: the within part is pooled over a
     sweep's settings, the between part is what runs against one start cannot average out)."""
-    ya, yb = logs(a), logs(b)
+    ya, yb = log_runs(a), log_runs(b)
     if ya.size < 1 or yb.size < 1:
         raise ValueError("a ratio interval needs a run a side")
     sa = start_share(starts_a) if starts_a is not None else 1.0

@@ -138,7 +138,7 @@ def _questions(table: Looks, counts: np.ndarray, above: np.ndarray, baseline: in
 
 def _next_run(table: Looks, counts: np.ndarray, needed: np.ndarray, state: np.ndarray, level: np.ndarray):
     """The point that gets the next run (the heuristic of ``decide``), -1 when none is open."""
-    special, w, m = special(), table.weights, table.min_repeats
+    sp, w, m = special(), table.weights, table.min_repeats
     sweeps, n_points = counts.shape
     first, second, n_pairs = table.first, table.second, len(table.first)
     pair_look = np.minimum(counts[:, :, None], counts[:, None, :])
@@ -148,8 +148,8 @@ def _next_run(table: Looks, counts: np.ndarray, needed: np.ndarray, state: np.nd
     at = np.clip(np.minimum(counts[:, first], counts[:, second]) - m, 0, len(w) - 1)[..., None]
     t_now = np.abs(np.take_along_axis(table.t, at, -1)[..., 0])
     t_now = np.concatenate([t_now, np.zeros((sweeps, 1))], 1)[:, pair_of]  # [S, P, P]
-    c_next = special.ndtri(1.0 - level[:, None, None] * w[np.clip(pair_look + 1 - m, 0, len(w) - 1)])
-    pi = special.ndtr(t_now - c_next) / (wants.astype(int) + wants.transpose(0, 2, 1))
+    c_next = sp.ndtri(1.0 - level[:, None, None] * w[np.clip(pair_look + 1 - m, 0, len(w) - 1)])
+    pi = sp.ndtr(t_now - c_next) / (wants.astype(int) + wants.transpose(0, 2, 1))
     settles = needed & (pair_look < table.max_repeats) & wants & (pair_look >= m)
     score = np.where(settles, pi, -np.inf).max(-1)
     candidate = (state == OPEN) & (score > -np.inf)

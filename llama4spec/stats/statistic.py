@@ -55,10 +55,12 @@ class Statistic(Protocol):
 def with_between(within, shares, between_var: float, between_df: float):
     """The variance of a difference of means (``within``: each side's variance of its mean and its
     df; plus ``shares`` x the between-start variance on ``between_df``) and Satterthwaite's df, a term
-    of inf df exact; a positive between term of 0 df makes the df 0 (nothing known about it)."""
+    of inf df exact; a positive between term of 0 df makes the df 0 (nothing known about it). A look
+    at runs not measured (NaN) keeps an inf df, as the look table has always held it (never read)."""
     between = np.asarray(shares, float) * between_var
     total = sum(v for v, _ in within) + between
-    return total, np.asarray(satterthwaite([*within, (between, between_df)]))
+    df = np.asarray(satterthwaite([*within, (between, between_df)]))
+    return total, np.where(np.isnan(df), np.inf, df)
 
 
 @dataclass(frozen=True)

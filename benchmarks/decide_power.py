@@ -1,4 +1,4 @@
-"""Power of the sequential rule (llama4spec/analysis/decide.py) against a fixed design of 10 runs a
+"""Power of the sequential rule (llama4spec/stats/sequential.py) against a fixed design of 10 runs a
 side, simulated: no speculation against one lookahead truly faster by 1.1x .. 2.0x, every point one
 server start, log throughput = log ratio + start effect (between-start sd) + run noise (within-start
 sd). Both designs see the same draws. Per ratio: each design's power to call the lookahead faster
@@ -16,8 +16,9 @@ import time
 
 import numpy as np
 
-from llama4spec.analysis.decide import LogRatio, replay
-from llama4spec.analysis.noise import prior
+from llama4spec.stats.sequential import replay
+from llama4spec.stats.statistic import LogRatio
+from llama4spec.stats.noise import prior
 
 BETWEEN_SD = 0.13  # the CPU hardware prior's between-start sd (conf/hardware/cpu.yaml), taken as known here
 RATIOS = [round(1.1 + 0.1 * i, 1) for i in range(10)]

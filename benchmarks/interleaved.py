@@ -101,7 +101,7 @@ def swap_main(args) -> int:
 def measure(run_dir: Path) -> dict:
     """One run's design and, per concurrency, the report's speedup interval and the within-start
     interval of the same runs."""
-    from llama4spec.analysis.decide import paired_ratio, welch_ratio
+    from llama4spec.stats.ratio import paired_ratio, welch_ratio
 
     sweep = json.loads((run_dir / "sweep" / "sweep.json").read_text())
     design = (sweep.get("design") or {}).get("design", "sequential")

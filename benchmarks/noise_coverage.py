@@ -4,20 +4,20 @@ the constant between-start log-sd comparisons carried before (0.13, taken as kno
 Per cell (true between-start sd x true within-start sd, log scale), 5,000 simulated sweeps each:
 
 - *estimated*: two settings, each started 3 times with 4 runs a start; the components estimated
-  from the sweep (``analysis.noise.components``: one-way random-effects ANOVA pooled over the two
+  from the sweep (``stats.components.components``: one-way random-effects ANOVA pooled over the two
   settings, between part clamped at 0, Satterthwaite df); the 95% interval of the ratio. Coverage
   at a true 1.15x, and A/A: how often two identical settings are declared different;
-- *+ profile*: the same, the sweep's components pooled by df with a profile (``noise.combine``),
+- *+ profile*: the same, the sweep's components pooled by df with a profile (``components.combine``),
   itself estimated from a simulated calibration of 6 starts x 4 runs;
 - *constant*: today's design, each setting one start with 4 runs, Welch's t with the constant
-  0.13 added as known (``decide.LogRatio``): coverage and A/A the same way;
+  0.13 added as known (``statistic.LogRatio``): coverage and A/A the same way;
 - *to decide 1.15x* (80% of 2,000 sweeps with the interval above 1): estimated, the runs a start
-  from Kalibera and Jones' allocation (``noise.runs_per_start`` on the true components and the
+  from Kalibera and Jones' allocation (``design.runs_per_start`` on the true components and the
   costs) and the fewest starts a setting that do it; constant, one start and the fewest runs (up
   to 100: "never" when the constant's floor z x sqrt(2) x 0.13 = 0.36 in log is above log 1.15 =
   0.14), and with several starts of 4 runs (the constant shrunk by the starts, as a revisit does).
 
-The grid is the one the unit test checks (tests/unit/analysis/test_noise_simulation.py); the row of
+The grid is the one the unit test checks (tests/unit/stats/test_simulate.py); the row of
 between 0.25 shows the constant under-covering on a machine noisier than the one it was measured on.
 Seeded; about 10 s on one core.
 
@@ -33,8 +33,12 @@ import time
 
 import numpy as np
 
-from llama4spec.analysis import noise as nz
-from llama4spec.analysis.decide import LogRatio
+from llama4spec.stats.components import combine, components
+from llama4spec.stats.design import runs_per_start
+from llama4spec.stats.noise import prior
+from llama4spec.stats.simulate import simulate, simulated_intervals
+from llama4spec.stats.tdist import t_quantile
+from llama4spec.stats.statistic import LogRatio
 
 # The constant every comparison carried before the estimate: the CPU prior's between-start sd taken
 # as known (conf/hardware/cpu.yaml, benchmarks/spreads.py), applied on every machine.
@@ -47,16 +51,16 @@ POWER = 0.80
 
 def estimated(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(center, half-width) of the estimated design's 95% interval, per sweep."""
-    center, half, _ = nz.simulated_intervals(y, 1, 0)
+    center, half, _ = simulated_intervals(y, 1, 0)
     return center, half
 
 
 def with_profile(rng):
-    """The estimated design's components pooled (``noise.combine``) with a profile: each sweep's own
+    """The estimated design's components pooled (``components.combine``) with a profile: each sweep's own
     simulated calibration (one setting, 6 starts x 4 runs, ``llama4spec calibrate``'s default)."""
     def rule(y: np.ndarray, between: float, within: float):
-        calibration = nz.components(nz.simulate(rng, len(y), between, within, [0.0], 6, 4), "profile")
-        center, half, _ = nz.simulated_intervals(y, 1, 0, noise=nz.combine(calibration, nz.components(y)))
+        calibration = components(simulate(rng, len(y), between, within, [0.0], 6, 4), "profile")
+        center, half, _ = simulated_intervals(y, 1, 0, noise=combine(calibration, components(y)))
         return center, half
 
     return rule
@@ -65,23 +69,23 @@ def with_profile(rng):
 def constant(y: np.ndarray, share: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Today's rule: Welch's t on the runs (starts flattened) with the constant between term."""
     a, b = (y[:, s].reshape(len(y), -1) for s in (1, 0))
-    est = LogRatio(nz.prior(BETWEEN_SD, 0.0, "the constant")).compare(a, b, share, share)
-    return est.center, nz.t_quantile(est.df, 0.975) * est.se
+    est = LogRatio(prior(BETWEEN_SD, 0.0, "the constant")).compare(a, b, share, share)
+    return est.center, t_quantile(est.df, 0.975) * est.se
 
 
 def cover(rng, between, within, rule, starts, runs, sweeps) -> tuple[float, float]:
-    y = nz.simulate(rng, sweeps, between, within, [0.0, TRUTH], starts, runs)
+    y = simulate(rng, sweeps, between, within, [0.0, TRUTH], starts, runs)
     center, half = rule(y)
-    aa = nz.simulate(rng, sweeps, between, within, [0.0, 0.0], starts, runs)
+    aa = simulate(rng, sweeps, between, within, [0.0, 0.0], starts, runs)
     c0, h0 = rule(aa)
     return _rates(center, half, c0, h0)
 
 
 def cover_profiled(rng, between, within, sweeps) -> tuple[float, float]:
     rule = with_profile(rng)
-    y = nz.simulate(rng, sweeps, between, within, [0.0, TRUTH], STARTS, RUNS)
+    y = simulate(rng, sweeps, between, within, [0.0, TRUTH], STARTS, RUNS)
     center, half = rule(y, between, within)
-    aa = nz.simulate(rng, sweeps, between, within, [0.0, 0.0], STARTS, RUNS)
+    aa = simulate(rng, sweeps, between, within, [0.0, 0.0], STARTS, RUNS)
     c0, h0 = rule(aa, between, within)
     return _rates(center, half, c0, h0)
 
@@ -91,7 +95,7 @@ def _rates(center, half, c0, h0) -> tuple[float, float]:
 
 
 def decided(rng, between, within, rule, starts, runs, sweeps=2000) -> float:
-    y = nz.simulate(rng, sweeps, between, within, [0.0, TRUTH], starts, runs)
+    y = simulate(rng, sweeps, between, within, [0.0, TRUTH], starts, runs)
     center, half = rule(y)
     return float(np.mean(center - half > 0))
 
@@ -107,7 +111,7 @@ def fewest(ok, low: int, high: int) -> int | None:
 
 
 def to_decide_estimated(rng, between, within, start_s, run_s) -> tuple[int, int] | None:
-    runs = nz.runs_per_start(nz.prior(between, within, "true"), start_s, run_s).runs
+    runs = runs_per_start(prior(between, within, "true"), start_s, run_s).runs
     m = fewest(lambda m: decided(rng, between, within, estimated, m, runs) >= POWER, 2, 40)
     return (m, runs) if m else None
 

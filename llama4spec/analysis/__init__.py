@@ -1,1 +1,1 @@
-"""Pure statistics and models: sweeps and their reading, noise (variance components, profiles), capacity, break-even maps."""
+"""Pure analysis on the statistics core (``llama4spec.stats``): sweeps and their reading, capacity, break-even maps."""

@@ -1,7 +1,7 @@
 """The headline of a plain comparison (a ``compare`` step, ``llama4spec compare``): the candidate's
 output throughput against the baseline's, and what that rests on. With at least 2 runs a side it
 is the sweep's comparison (``stats.compare``: Welch on the mean logs, the between-start term from the
-same noise estimate, ``noise.pooled``, the same verdicts and margin); with fewer it says that no
+same noise estimate, ``components.pooled``, the same verdicts and margin); with fewer it says that no
 interval is possible and how to get one.
 """
 
@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from llama4spec.analysis.noise import MARGIN, Noise, pooled
-from llama4spec.analysis.stats import compare
+from llama4spec.stats.components import pooled
+from llama4spec.stats.equivalence import MARGIN
+from llama4spec.stats.noise import Noise
+from llama4spec.stats.compare import compare
 
 HOW = ("for an interval, measure each side more than once (repeats: 3 on each bench step, or a sweep with "
        "repeats: auto), and give the comparisons a noise estimate: a profile from `llama4spec calibrate` "

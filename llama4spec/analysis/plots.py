@@ -13,7 +13,8 @@ from pathlib import Path
 
 from llama4spec.figures import Figure, Plot
 from llama4spec.files import write_atomic
-from llama4spec.analysis.model import Analysis, Point
+from llama4spec.stats.point import Point
+from llama4spec.stats.speedup_results import Analysis
 
 SERIES_KEY = "Series"
 

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping
 from llama4spec import figures as registry
 from llama4spec.files import count
 from llama4spec.results.bench import BenchRecord
-from llama4spec.analysis.model import SCHEDULED, Point
+from llama4spec.stats.point import SCHEDULED, Point
 
 # config keys a point's name or its table already says: the draft, the lookahead, the concurrency,
 # the prompts' category and the sampling temperature

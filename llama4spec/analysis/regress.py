@@ -2,9 +2,9 @@
 
 Each point measured in both runs is compared on output throughput, mean TPOT, mean TTFT and mean
 acceptance length: the ratio of geometric means (new over old) with its 95% interval by Welch's t on
-the mean logs (``decide.LogRatio``). Two runs are separate server starts even when nothing changed,
+the mean logs (``statistic.LogRatio``). Two runs are separate server starts even when nothing changed,
 so the timed figures carry the between-start variance of a noise estimate on each side (the runs'
-own starts pooled with their hardware's prior, ``analysis.noise``; shrunk by the starts a point's
+own starts pooled with their hardware's prior, ``stats.components``; shrunk by the starts a point's
 runs spread over); acceptance is counted, not timed, and carries none.
 
 A verdict (regressed, improved) is declared by Holm's step-down over every comparison of the
@@ -31,8 +31,11 @@ from rich.text import Text
 
 from llama4spec import figures as registry
 from llama4spec.figures import Figure
-from llama4spec.analysis.decide import CONFIDENCE, LogRatio, holm, interval_at, start_shares
-from llama4spec.analysis.noise import Noise, noise_record
+from llama4spec.stats.interval import CONFIDENCE
+from llama4spec.stats.looks import holm
+from llama4spec.stats.ratio import interval_at, start_shares
+from llama4spec.stats.statistic import LogRatio
+from llama4spec.stats.noise import Noise, noise_record
 
 REGRESSED, IMPROVED, NO_CHANGE, NOT_TESTED = "regressed", "improved", "no significant change", "not tested"
 

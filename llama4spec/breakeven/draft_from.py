@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from llama4spec.breakeven.map_fit import Given, Range
-from llama4spec.analysis.model import SCHEDULED
+from llama4spec.stats.point import SCHEDULED
 from llama4spec.analysis.points import dotted
 from llama4spec.errors import UserError
 from llama4spec.files import count, plain

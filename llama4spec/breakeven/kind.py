@@ -185,7 +185,7 @@ def describe(p, say) -> None:
         say(f"    the draft from {plain(keys.draft_from)}: {g.label} at k={g.lookahead}, concurrency {g.concurrency}, "
             f"acceptance length {sum(g.acceptance) / len(g.acceptance):.2f} (vLLM's counters, {len(g.acceptance)} "
             f"run(s)){measured}: placed on the map")
-    from llama4spec.analysis.noise import noise_from_record
+    from llama4spec.stats.noise import noise_from_record
 
     noise = noise_from_record(keys.prior)
     if noise is not None:

@@ -6,8 +6,8 @@ speculation, and optionally of a real draft. Output, per (lookahead, concurrency
 
 - the speedup at each grid length against no speculation: the ratio of geometric means with
   Welch's t interval on log throughput plus the between-start term of a noise estimate
-  (``analysis.noise.Noise``: each server here is one start; its df in Satterthwaite's), as the sweep
-  computes it (``decide.welch_ratio``); the caller gives the estimate (a profile, the hardware's
+  (``stats.noise.Noise``: each server here is one start; its df in Satterthwaite's), as the sweep
+  computes it (``ratio.welch_ratio``); the caller gives the estimate (a profile, the hardware's
   prior, or the runs' own starts);
 - a fit of log speedup monotone (non-decreasing) in acceptance length (weighted pool-adjacent-
   violators, weights 1 / variance), read between grid points by linear interpolation;
@@ -37,8 +37,8 @@ from typing import Sequence
 
 import numpy as np
 
-from llama4spec.analysis.decide import welch_ratio
-from llama4spec.analysis.noise import Noise
+from llama4spec.stats.ratio import welch_ratio
+from llama4spec.stats.noise import Noise
 
 CONFIDENCE = 0.95  # two-sided, of every interval
 DRAWS = 4000  # bootstrap draws
@@ -203,7 +203,7 @@ def _check(runs: Runs) -> None:
 def ratio(numerator: Sequence[float], denominator: Sequence[float], confidence: float, noise: Noise) -> Range:
     """The ratio of geometric means with Welch's t interval on mean log throughput, each side one
     server start (the two within-start variances of the means plus twice ``noise``'s between-start
-    variance, on Satterthwaite's df), as the sweep compares points (``decide.welch_ratio``)."""
+    variance, on Satterthwaite's df), as the sweep compares points (``ratio.welch_ratio``)."""
     iv = welch_ratio(numerator, denominator, confidence, noise)
     return Range(iv.ratio, iv.low, iv.high)
 

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import Field, ValidationInfo, field_validator
 
 from llama4spec.breakeven.map_fit import CROSSES, NEVER, PAYS
-from llama4spec.analysis.noise_profile import PriorRecord
+from llama4spec.stats.noise_records import PriorRecord
 from llama4spec.files import Expect
 from llama4spec.records.base import Record
 from llama4spec.records.registry import Entry, register

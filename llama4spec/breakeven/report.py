@@ -39,7 +39,7 @@ def run_report(plan, planned, console: Console, not_run: dict[str, str] | None =
     ids = planned.step.keys.points
     measured = measured_in_plan(plan, ids)
     base, synthetic, real = runs_of(measured)
-    from llama4spec.analysis.noise import pooled
+    from llama4spec.stats.components import pooled
     from llama4spec.runbook.noise_prior import of_sweep
 
     prior = of_sweep({"noise_prior": planned.step.keys.prior}, [m.config for m in measured.values()])

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from llama4spec.breakeven.map_fit import CROSSES, NEVER, BreakEven, BreakEvenMap, Curve, Range
-from llama4spec.analysis.noise import noise_record
+from llama4spec.stats.noise import noise_record
 from llama4spec.files import write_atomic
 
 TITLE = "Break-even map: speedup against acceptance length"

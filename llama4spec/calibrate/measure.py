@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from llama4spec.analysis import noise as nz
+from llama4spec.stats.profile import Profile, write_profile
 from llama4spec.calibrate import design as calibration
 from llama4spec.calibrate.record import measure
 from llama4spec.runbook.noise_prior import cpu_flags, fingerprint
@@ -31,7 +31,7 @@ def make(settings: Settings, overrides: list[str], run_dir: Path):
     return make_plan(runbook, run_dir, source=to_yaml(runbook, "calibrate", overrides))
 
 
-def finish(plan, settings: Settings) -> tuple[nz.Profile, Path]:
+def finish(plan, settings: Settings) -> tuple[Profile, Path]:
     """The profile of a calibration run that has finished, written to its noise.json."""
     from llama4spec.results.provenance import host, versions
 
@@ -42,5 +42,5 @@ def finish(plan, settings: Settings) -> tuple[nz.Profile, Path]:
         flags = "unknown"
     profile = measure(plan.run_dir, settings, fingerprint(composed.cfg, host(), versions(), flags))
     path = plan.run_dir / NOISE_FILE
-    nz.write_profile(path, profile)
+    write_profile(path, profile)
     return profile, path

@@ -9,12 +9,14 @@ import math
 from rich.console import Console
 from rich.table import Table
 
-from llama4spec.analysis import noise as nz
+from llama4spec.stats.design import runs_per_block, runs_per_start, starts_for
+from llama4spec.stats.noise import Component
+from llama4spec.stats.profile import Profile
 from llama4spec.calibrate.record import aa_of
 from llama4spec.console import say, text
 
 
-def _sd(c: nz.Component | None) -> list[str]:
+def _sd(c: Component | None) -> list[str]:
     if c is None:
         return ["-", "-", "-"]
     low, high = c.interval()
@@ -22,7 +24,7 @@ def _sd(c: nz.Component | None) -> list[str]:
     return [f"{c.sd:.4f}", f"[{low:.4f}, {high:.4f}]" if c.df else "not estimable", df]
 
 
-def render(console: Console, profile: nz.Profile, path, precision: float = 0.05, verb: str = "written") -> None:
+def render(console: Console, profile: Profile, path, precision: float = 0.05, verb: str = "written") -> None:
     fp = profile.fingerprint
     table = Table(title=text(f"noise of output throughput (log-sd) on {fp.device} ({fp.device_detail}), "
                              f"vLLM {fp.vllm_version} ({fp.vllm_build}), {fp.target} TP {fp.tensor_parallel_size}, "
@@ -40,10 +42,10 @@ def render(console: Console, profile: nz.Profile, path, precision: float = 0.05,
     say(console, f"costs: a {'start pair' if pair else 'server start'} {profile.start_s:.0f} s, a counted run"
                  f"{' pair' if pair else ''} {profile.run_s:.1f} s")
     if profile.design == "back_to_back" and profile.noise.paired is not None:
-        say(console, nz.runs_per_block(profile.noise, profile.start_s, profile.run_s).why)
+        say(console, runs_per_block(profile.noise, profile.start_s, profile.run_s).why)
     elif profile.run_s > 0:
-        design = nz.runs_per_start(profile.noise, profile.start_s, profile.run_s)
+        design = runs_per_start(profile.noise, profile.start_s, profile.run_s)
         say(console, design.why)
-        say(console, nz.starts_for(profile.noise, precision, design.runs).text())
+        say(console, starts_for(profile.noise, precision, design.runs).text())
     say(console, aa_of(profile).sentence())
     say(console, f"{verb}: {path}")

@@ -1,5 +1,5 @@
 """What a calibration measured, read from its run directory: the starts' runs, the costs, where it
-ran, the components (``analysis.noise``) and the A/A check; written as noise.json."""
+ran, the components (``stats.components``) and the A/A check; written as noise.json."""
 
 from __future__ import annotations
 
@@ -8,7 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from llama4spec.analysis import noise as nz
+from llama4spec.stats.blocks import block_interval
+from llama4spec.stats.components import estimate
+from llama4spec.stats.equivalence import equivalent
+from llama4spec.stats.interval import Interval
+from llama4spec.stats.noise import Noise
+from llama4spec.stats.profile import Fingerprint, Profile
+from llama4spec.stats.ratio import ratio_interval
 from llama4spec.calibrate.design import BENCH_ID
 from llama4spec.calibrate.settings import Settings
 from llama4spec.errors import UserError
@@ -71,23 +77,23 @@ def costs(status: Mapping[str, Any], runs: int) -> tuple[float, float]:
     return (sum(serve) / len(serve) if serve else 0.0), (sum(bench) / runs if runs else 0.0)
 
 
-def _check(intervals: list[nz.Interval], confidence: float, margin: float) -> AACheck:
+def _check(intervals: list[Interval], confidence: float, margin: float) -> AACheck:
     return AACheck(len(intervals), sum(iv.excludes_one() for iv in intervals), confidence,
-                   sum(nz.equivalent(iv, margin, confidence).equivalent for iv in intervals), margin)
+                   sum(equivalent(iv, margin, confidence).equivalent for iv in intervals), margin)
 
 
-def aa_check(starts: Mapping[int, list[float]], noise: nz.Noise, confidence: float, margin: float) -> AACheck:
+def aa_check(starts: Mapping[int, list[float]], noise: Noise, confidence: float, margin: float) -> AACheck:
     """Each pair of starts as two settings of one start each, under the estimated components."""
     pairs = itertools.combinations(sorted(starts), 2)
-    return _check([nz.ratio_interval(starts[a], starts[b], noise, confidence) for a, b in pairs], confidence, margin)
+    return _check([ratio_interval(starts[a], starts[b], noise, confidence) for a, b in pairs], confidence, margin)
 
 
-def aa_blocks(blocks: list[list[float]], noise: nz.Noise, confidence: float, margin: float) -> AACheck:
+def aa_blocks(blocks: list[list[float]], noise: Noise, confidence: float, margin: float) -> AACheck:
     """Back to back: each block's two servers compared (ratios b over a), under the estimated components."""
-    return _check([nz.block_interval([ratios], confidence, noise) for ratios in blocks], confidence, margin)
+    return _check([block_interval([ratios], confidence, noise) for ratios in blocks], confidence, margin)
 
 
-def measure(run_dir: Path, settings: Settings, fp: nz.Fingerprint) -> nz.Profile:
+def measure(run_dir: Path, settings: Settings, fp: Fingerprint) -> Profile:
     """The profile of a finished calibration run; UserError when it measured too little to estimate."""
     from llama4spec.runbook.rundir import read_status
 
@@ -97,7 +103,7 @@ def measure(run_dir: Path, settings: Settings, fp: nz.Fingerprint) -> nz.Profile
         if len(starts) < 2 or sum(len(v) - 1 for v in starts.values()) < 1:
             raise UserError(f"{run_dir}: {len(starts)} server start(s) measured; the components need 2 or more "
                             "with 2 runs each: see the run's summary.md for what failed, then calibrate again")
-        noise = nz.estimate({"setting": list(starts.values())})
+        noise = estimate({"setting": list(starts.values())})
         start_s, run_s = costs(status, sum(len(v) for v in starts.values()))
         check = aa_check(starts, noise, settings.confidence, settings.margin)
     else:
@@ -107,18 +113,18 @@ def measure(run_dir: Path, settings: Settings, fp: nz.Fingerprint) -> nz.Profile
                             "more: see the run's summary.md for what failed, then calibrate again")
         every = {"setting": [sides[(j, s)] for j in blocks for s in "ab"]}
         ratios = [[b / a for a, b in zip(sides[(j, "a")], sides[(j, "b")])] for j in blocks]
-        noise = nz.estimate(every, paired=ratios)
+        noise = estimate(every, paired=ratios)
         start_s, run_s = costs(status, sum(len(v) for v in every["setting"]))
         start_s, run_s = 2 * start_s, 2 * run_s  # a start pair, a run pair
         check = aa_blocks(ratios, noise, settings.confidence, settings.margin)
     aa = {"pairs": check.pairs, "declared": check.declared, "rate": check.rate,
           "expected": 1 - check.confidence, "confidence": check.confidence, "equivalent": check.equivalent,
           "margin": check.margin}
-    return nz.Profile(noise, start_s, run_s, fp, settings.design, settings.starts, settings.runs,
+    return Profile(noise, start_s, run_s, fp, settings.design, settings.starts, settings.runs,
                       {"aa_check": aa})
 
 
-def aa_of(profile: nz.Profile) -> AACheck:
+def aa_of(profile: Profile) -> AACheck:
     raw = profile.extra.get("aa_check") or {}
     return AACheck(int(raw.get("pairs", 0)), int(raw.get("declared", 0)), float(raw.get("confidence", 0.95)),
                    int(raw.get("equivalent", 0)), float(raw.get("margin", 0.02)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llama4spec.analysis.noise import margin_problem, precision_problem
+from llama4spec.stats.checks import margin_problem, precision_problem
 
 DESIGNS = ("sequential", "back_to_back")
 MAX_STARTS = 50

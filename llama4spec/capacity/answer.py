@@ -13,7 +13,7 @@ import numpy as np
 from llama4spec.capacity.probing import (KIND, MAX_PROBES, MAX_RATE, Probe, Run, Search, Settings, bounds, move,
                                                  number_ok, run_problems, settings_problems, standing)
 from llama4spec.capacity.verdict import FAILS, HOLDS, UNDECIDED, verdict
-from llama4spec.analysis.decide import CONFIDENCE
+from llama4spec.stats.interval import CONFIDENCE
 from llama4spec.errors import UserError
 from llama4spec.files import shown
 

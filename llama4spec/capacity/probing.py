@@ -34,7 +34,7 @@ from llama4spec.figures import SLO_NAMES as NAMES
 from llama4spec.files import MAX_COUNT, count, number, shown
 from llama4spec.results.bench import BenchRecord
 from llama4spec.capacity.verdict import FAILS, HOLDS, OPEN, UNDECIDED, verdict
-from llama4spec.analysis.decide import CONFIDENCE
+from llama4spec.stats.interval import CONFIDENCE
 
 MAX_RATE = 10_000.0  # requests per second: the highest rate a probe may ask for
 MIN_RATE = 0.01  # the lowest: one request every 100 s
@@ -45,7 +45,7 @@ LEAN_RUNS = 1  # runs before a probe leans (the search moves on it); a verdict n
 MAX_PROBE_RUNS = 6
 RUNS_CAP = 20  # the largest max_runs accepted
 # Share of alpha a capacity probe spends on its looks before the last (not the sweep's
-# ``decide.EARLY_LOOKS_ALPHA``): a clear rate stops early; the last look keeps
+# ``looks.EARLY_LOOKS_ALPHA``): a clear rate stops early; the last look keeps
 # 75% (z 1.78 against 1.65 at 95%). benchmarks/capacity_search.py measures error rates and runs.
 PROBE_EARLY_ALPHA = 0.25
 # A gap beside an undecided rate is narrowed only while wider than this many times the precision:

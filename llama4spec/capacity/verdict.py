@@ -28,7 +28,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from llama4spec.analysis.decide import Estimate, interval_at, looks
+from llama4spec.stats.looks import looks
+from llama4spec.stats.ratio import interval_at
+from llama4spec.stats.statistic import Estimate
 
 
 OPEN, HOLDS, FAILS, UNDECIDED = "open", "holds", "fails", "undecided"
@@ -36,7 +38,7 @@ OPEN, HOLDS, FAILS, UNDECIDED = "open", "holds", "fails", "undecided"
 
 @dataclass(frozen=True)
 class Attainment:
-    """Per-run attainment against the target (a ``decide.Statistic``; ``b`` holds the target as runs
+    """Per-run attainment against the target (a ``statistic.Statistic``; ``b`` holds the target as runs
     of no spread): Student's t on the mean of the n runs, on n - 1 degrees of freedom, with the
     per-run variance taken as at least the binomial one at the target,
     ``target (1 - target) / requests`` (runs that happen to agree, or all attain 1, do not make it

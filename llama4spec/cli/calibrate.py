@@ -55,7 +55,7 @@ def _validate(args: argparse.Namespace) -> None:
     from llama4spec.errors import UserError
 
     if args.check is not None:  # a profile read back uses --precision alone: the starts a comparison needs
-        from llama4spec.analysis.noise import precision_problem
+        from llama4spec.stats.checks import precision_problem
 
         bad = [p for p in (precision_problem(args.precision, "--precision"),) if p]
     else:
@@ -66,7 +66,7 @@ def _validate(args: argparse.Namespace) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from llama4spec.analysis.noise import read_profile
+    from llama4spec.stats.profile import read_profile
     from llama4spec.runbook.noise_prior import cpu_flags, fingerprint
     from llama4spec.calibrate.noise_table import render
     from llama4spec.cli.common import compose

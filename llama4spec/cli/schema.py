@@ -13,7 +13,7 @@ from llama4spec.cli.common import Command, out, say
 from llama4spec.errors import UserError
 
 # The modules that register a record model (``records.registry.register``), loaded by this command.
-CATALOG = ["llama4spec.analysis.noise", "llama4spec.sweep.sweep_records", "llama4spec.sweep.records",
+CATALOG = ["llama4spec.stats.profile", "llama4spec.sweep.sweep_records", "llama4spec.sweep.records",
            "llama4spec.breakeven.records", "llama4spec.lossless.records", "llama4spec.records.plan",
            "llama4spec.records.status", "llama4spec.records.host", "llama4spec.records.job",
            "llama4spec.records.bench", "llama4spec.records.points", "llama4spec.capacity.records"]

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from llama4spec.analysis.decide import CONFIDENCE
-from llama4spec.analysis.model import Point
-from llama4spec.analysis.noise import Noise
+from llama4spec.stats.interval import CONFIDENCE
+from llama4spec.stats.point import Point
+from llama4spec.stats.noise import Noise
 from llama4spec.frontier.compare import Versus, versus
 from llama4spec.frontier.curve import Curve, curves, device_word
 

@@ -4,7 +4,7 @@ ratio crosses 1.
 
 Each curve's log throughput per device at a speed is the weighted mean of its two neighbouring
 nodes' mean log throughputs (``Curve.weights``: linear in log speed). The ratio's log is their
-difference; its variance is the sweep's (``decide.LogRatio``, the sweep's noise estimate): each
+difference; its variance is the sweep's (``statistic.LogRatio``, the sweep's noise estimate): each
 node's within-start variance of its mean times its weight squared, on its runs - 1 df, plus the
 between-start term of each side's server (a setting's nodes share their server's start, so its
 weights sum to one offset), Satterthwaite's df. The speeds tested are every measured node of
@@ -27,9 +27,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llama4spec.analysis.decide import CONFIDENCE, LogRatio, RatioInterval, holm, interval_at
-from llama4spec.analysis.noise import Noise, start_share
 from llama4spec.frontier.curve import Curve
+from llama4spec.stats.interval import CONFIDENCE, Interval
+from llama4spec.stats.looks import holm
+from llama4spec.stats.noise import Noise
+from llama4spec.stats.ratio import interval_at, start_share
+from llama4spec.stats.statistic import LogRatio
 
 GRID = 400  # speeds a crossover's interval is searched on
 SAME = 1e-3  # speeds closer than this (relative) are one
@@ -42,7 +45,7 @@ class AtSpeed:
     speed: float
     candidate: float  # tok/s per device (geometric mean, interpolated)
     baseline: float
-    interval: RatioInterval | None  # None: a node with fewer than 2 runs
+    interval: Interval | None  # None: a node with fewer than 2 runs
     verdict: str  # faster, slower, equivalent, undecided
     level: float | None = None  # one-sided alpha of the interval
 

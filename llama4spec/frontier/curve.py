@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from llama4spec.analysis.model import Point, runs, server_starts
+from llama4spec.stats.point import Point, runs, server_starts
 from llama4spec.analysis.points import dotted
 
 MEDIAN, MEAN = "median_tpot_ms", "mean_tpot_ms"

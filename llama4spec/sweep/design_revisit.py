@@ -1,7 +1,7 @@
 """A revisit (``revisit: true`` with ``repeats: auto``): after the first pass, a second start of each
 of its servers, each gated (``Revisit``) to start only if its points are still undecided, then a
 settle step in server start 2 and its stop. The runs of both starts feed the between-start estimate
-(``analysis.noise.pooled``) through the records' start numbers."""
+(``stats.components.pooled``) through the records' start numbers."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ multiple interleaved trials), so drift over the sweep does not line up with a se
 sweep's own runs estimate the between-start noise. A setting's first start measures its points as
 the sequential design does; each later start adds ``repeats`` runs to those same points, tagged
 with their start number (bench key ``adds_to``), which is what the pooled estimate
-(``analysis.noise.pooled``) reads, as it reads a revisit's. The order is recorded on the sweep step
+(``stats.components.pooled``) reads, as it reads a revisit's. The order is recorded on the sweep step
 (its ``SweepPlan``'s ``start_order``: plan.json, the dry run), so a dry run is reproducible."""
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """Which larger lookahead cannot win (pure): a sweep need not start its server.
 
 From the largest lookahead k of a draft measured so far, at each concurrency, the most lookahead
-k' > k can reach is ``decide.speedup_bound`` (vLLM's per-position acceptance rate cannot rise
+k' > k can reach is ``lookahead_bound.speedup_bound`` (vLLM's per-position acceptance rate cannot rise
 with position, and drafting more tokens never makes a step cheaper), with one-sided bounds at
 ``confidence``: the upper bound of k's speedup over no speculation (Welch, with the between-start
 term of the sweep's noise estimate), the upper Clopper-Pearson bound of the acceptance rate at k's last position, and the lower
 bound of its acceptance length (the smallest run's). When that bound lies below the leader's lower
-bound at every measured concurrency, k' cannot win there (``decide.cannot_win``).
+bound at every measured concurrency, k' cannot win there (``lookahead_bound.cannot_win``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from llama4spec.analysis.decide import cannot_win, speedup_bound, welch_ratio
-from llama4spec.analysis.noise import Noise
+from llama4spec.stats.lookahead_bound import cannot_win, speedup_bound
+from llama4spec.stats.ratio import welch_ratio
+from llama4spec.stats.noise import Noise
 
 
 @dataclass(frozen=True)

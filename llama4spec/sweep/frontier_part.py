@@ -11,7 +11,8 @@ from llama4spec.files import number, write_atomic
 from llama4spec.frontier import figure, words
 from llama4spec.frontier.build import Frontier, frontier
 from llama4spec.frontier.price import MAX_PRICE
-from llama4spec.analysis.model import Analysis, Point
+from llama4spec.stats.point import Point
+from llama4spec.stats.speedup_results import Analysis
 
 CONCURRENCY = "bench.max_concurrency"
 TITLE = "frontier: tokens per device vs per-user speed"

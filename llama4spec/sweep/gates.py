@@ -47,7 +47,7 @@ class Dominance(Gate):
         from llama4spec.runbook.measured import measured_in_plan
         from llama4spec.runbook.noise_prior import hardware_prior
         from llama4spec.sweep.dominance import Measured, why_not
-        from llama4spec.analysis.noise import pooled
+        from llama4spec.stats.components import pooled
 
         planned = {q.id for q in plan.steps}
         points = []
@@ -104,8 +104,8 @@ class MoreBlocks(Gate):
     auto``), on the no speculation server that starts it: started only while the candidate's
     comparison against no speculation is open (neither faster, slower nor equivalent) at some
     client setting, as the sweep's report would decide it now from the blocks measured so far
-    (``analysis.model.analyse`` with the sweep's block rule: anytime p-values over a look per
-    block, Holm over the concurrency; ``analysis.decide.block_look``). Not started otherwise,
+    (``stats.speedup_model.analyse`` with the sweep's block rule: anytime p-values over a look per
+    block, Holm over the concurrency; ``stats.looks.block_look``). Not started otherwise,
     and why; nor without the earlier blocks' records (as in a launcher's group)."""
 
     sweep: str  # the sweep step (its prior and margin)
@@ -115,7 +115,7 @@ class MoreBlocks(Gate):
     rule: Rule
 
     def missing_input(self, plan, p) -> str | None:
-        from llama4spec.analysis.model import analyse
+        from llama4spec.stats.speedup_model import analyse
         from llama4spec.runbook.measured import collect_points
         from llama4spec.runbook.noise_prior import of_sweep
 
@@ -171,7 +171,7 @@ def derive_schedule(run, p, derive_from: list[str]) -> list[list[int]]:
     from llama4spec.runbook.measured import collect_points
     from llama4spec.records.io import write_checked
     from llama4spec.sweep.sweep_records import Schedule
-    from llama4spec.analysis.model import analyse
+    from llama4spec.stats.speedup_model import analyse
     from llama4spec.sweep.schedule_fit import derive
 
     from llama4spec.runbook.noise_prior import hardware_prior

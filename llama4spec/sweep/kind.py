@@ -22,8 +22,10 @@ from llama4spec.sweep.registry import DESIGN_KEYS, DESIGNS
 from llama4spec.frontier.price import MAX_PRICE
 from llama4spec.sweep.frontier_part import describe as frontier_lines
 from llama4spec.sweep.report import artifacts, design_lines, linked, merge_part, page_part, run_report
-from llama4spec.analysis.decide import CONFIDENCE, MAX_REPEATS, MIN_REPEATS
-from llama4spec.analysis.noise import MARGIN, margin_problem, precision_problem
+from llama4spec.stats.interval import CONFIDENCE
+from llama4spec.stats.looks import MAX_REPEATS, MIN_REPEATS
+from llama4spec.stats.checks import margin_problem, precision_problem
+from llama4spec.stats.equivalence import MARGIN
 
 MAX_STARTS, MAX_SEED = 20, 2 ** 31 - 1  # starts: N (each a server start per setting), its order_seed
 
@@ -88,7 +90,8 @@ def noise_lines(prior: dict[str, Any] | None, margin: float, runs: tuple[int, in
     back-to-back blocks, ``starts`` of them, each of ``runs`` pairs); with the
     ``precision`` key, the starts, runs and time it needs and whether ``max_repeats`` or ``starts``
     fall short of them."""
-    from llama4spec.analysis.noise import block_lines, design_lines, noise_from_record
+    from llama4spec.stats.design import block_lines, design_lines
+    from llama4spec.stats.noise import noise_from_record
 
     noise = noise_from_record(prior)
     if noise is None:
@@ -176,9 +179,10 @@ def plan(ctx, p) -> None:
 
 def _block_runs_from_costs(ctx, p) -> None:
     """Blocks added until decided, with a profile's costs: the pairs a block from Kalibera and
-    Jones' rule (``analysis.noise.runs_per_block``; a start pair costs two server starts, a run
+    Jones' rule (``stats.design.runs_per_block``; a start pair costs two server starts, a run
     pair two runs) instead of ``BLOCK_RUNS``, set on the sweep's block bench steps (planned before it)."""
-    from llama4spec.analysis.noise import Component, Noise, noise_from_record, runs_per_block
+    from llama4spec.stats.design import runs_per_block
+    from llama4spec.stats.noise import Component, Noise, noise_from_record
 
     keys, st = p.step.keys, p.step.expanded
     costs = (st.prior or {}).get("costs")

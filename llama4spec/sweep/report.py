@@ -30,8 +30,11 @@ from llama4spec.console import say
 from llama4spec.frontier import words as frontier_words
 from llama4spec.analysis import plots
 from llama4spec.sweep import tables as render, to_json as sweep_json
-from llama4spec.analysis.model import Analysis, Point, analyse
-from llama4spec.analysis.noise import MARGIN, margin_problem
+from llama4spec.stats.point import Point
+from llama4spec.stats.speedup_model import analyse
+from llama4spec.stats.speedup_results import Analysis
+from llama4spec.stats.checks import margin_problem
+from llama4spec.stats.equivalence import MARGIN
 from llama4spec.analysis.points import points as sweep_points
 
 MAX_SHOWN = 200  # server starts named in the design's sentence
@@ -109,7 +112,8 @@ def _blocks_words(design: dict[str, Any], gap: str) -> list[str]:
 def block_rule_of(design: dict[str, Any] | None) -> tuple[int, int, float] | None:
     """Blocks added until decided: (min_blocks, max_blocks, confidence) as the plan recorded them
     (checked: None where they are absent or out of bounds)."""
-    from llama4spec.analysis.decide import CONFIDENCE, REPEATS_CAP
+    from llama4spec.stats.interval import CONFIDENCE
+    from llama4spec.stats.looks import REPEATS_CAP
 
     d = design or {}
     low, high = number(d.get("min_blocks"), 2, REPEATS_CAP), number(d.get("max_blocks"), 2, REPEATS_CAP)

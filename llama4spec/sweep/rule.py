@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llama4spec.analysis.decide import CONFIDENCE, MAX_REPEATS, MIN_REPEATS
+from llama4spec.stats.interval import CONFIDENCE
+from llama4spec.stats.looks import MAX_REPEATS, MIN_REPEATS
 from llama4spec.runbook import fields
 from llama4spec.runbook.fields import described
 

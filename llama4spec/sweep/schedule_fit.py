@@ -1,6 +1,6 @@
 """From a sweep's answer to a deployed setting: a lookahead schedule per batch size (pure).
 
-At each measured concurrency the lookahead is the one recommended there (``model.recommend``: the
+At each measured concurrency the lookahead is the one recommended there (``speedup_model.recommend``: the
 highest median among the settings no other is declared faster than; k=0 where that is no
 speculation), decided or not: a concurrency whose recommendation is undecided enters the schedule
 with that k and is marked undecided in its band, never replaced by no speculation because an
@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from llama4spec.analysis.model import Analysis, AtConcurrency
+from llama4spec.stats.speedup_results import Analysis, AtConcurrency
 
 
 @dataclass
@@ -60,7 +60,7 @@ class Recommended:
 
 
 def recommended_k(a: AtConcurrency, draft: str) -> Recommended | None:
-    """The setting to deploy for ``draft`` at one concurrency (``model.recommend``), decided or
+    """The setting to deploy for ``draft`` at one concurrency (``speedup_model.recommend``), decided or
     not; no speculation, undecided, where only it was measured; None where nothing was."""
     pick = a.choices.get(draft)
     if pick is None or pick.point is None:

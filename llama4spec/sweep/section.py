@@ -10,7 +10,8 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 from llama4spec.analysis import categories, tail
 from llama4spec.sweep import tables as render
-from llama4spec.analysis.model import Analysis, AtConcurrency, temperature_findings
+from llama4spec.stats.speedup_model import temperature_findings
+from llama4spec.stats.speedup_results import Analysis, AtConcurrency
 from llama4spec.analysis.page import Figure, Section, Table, register
 from llama4spec.sweep.schedule_fit import derive_all
 

@@ -2,7 +2,7 @@
 decision, the run to measure next, and which points a revisit (``revisit: true``: another start of
 their servers) still has to settle. Read by the settle steps and the revisit servers alike.
 
-The questions and the choice of the next run are ``analysis.decide.allocate``'s (its error control:
+The questions and the choice of the next run are ``stats.sequential.allocate``'s (its error control:
 any false verdict or elimination at one client setting with probability at most 1 - confidence).
 Only the points measured before a step's server and its own enter, and only runs of the server
 starts up to the step's own (``start``: the pass of the sweep, 1 the first), so decisions recomputed
@@ -31,7 +31,7 @@ class Settling:
     earlier: list[str]  # the sweep's bench steps measured before them
     rule: Rule = Rule()  # the sweep's rule (min_repeats, max_repeats, confidence)
     start: int = 1  # the server start (pass of the sweep) these decisions are taken in
-    prior: Any = None  # analysis.noise.Noise: the noise its comparisons start from (None: its points' hardware's)
+    prior: Any = None  # stats.noise.Noise: the noise its comparisons start from (None: its points' hardware's)
 
     @classmethod
     def of(cls, keys: Any) -> "Settling":
@@ -40,8 +40,9 @@ class Settling:
     def noise(self, plan, runs: dict[str, list[float]], starts: dict[str, list[int]]):
         """The noise of its comparisons: ``prior``, else the one the plan of the step that generated
         its points recorded (a profile, or the hardware's), else its points' hardware config's, pooled
-        with the estimate from the runs at hand (``analysis.noise.pooled``)."""
-        from llama4spec.analysis.noise import noise_from_record, pooled
+        with the estimate from the runs at hand (``stats.components.pooled``)."""
+        from llama4spec.stats.components import pooled
+        from llama4spec.stats.noise import noise_from_record
         from llama4spec.runbook.noise_prior import hardware_prior
 
         prior = self.prior
@@ -58,12 +59,12 @@ class Settling:
 
 @dataclass(frozen=True)
 class Decision:
-    """Where one point stands: its state (``decide.STATES`` or NEEDS_START), runs, verdict."""
+    """Where one point stands: its state (``sequential.STATES`` or NEEDS_START), runs, verdict."""
 
     state: str
     runs: int
     verdict: str | None
-    speedup: Any = None  # decide.RatioInterval against no speculation, when there is one
+    speedup: Any = None  # stats.interval.Interval against no speculation, when there is one
     starts: int = 1  # the server starts its runs came from
     this_start: int = 0  # its runs in the step's own start
     rule: Rule = Rule()  # the rule it was decided by
@@ -113,7 +114,8 @@ def _groups(plan, at: Settling, upto: int):
 
 
 def _allocate(runs, starts, base, at: Settling, noise):
-    from llama4spec.analysis.decide import LogRatio, allocate
+    from llama4spec.stats.sequential import allocate
+    from llama4spec.stats.statistic import LogRatio
 
     return allocate(runs, base, at.rule.min_repeats, at.rule.max_repeats, at.rule.confidence, LogRatio(noise), starts)
 
@@ -175,7 +177,7 @@ def revisit_targets(plan, at: Settling) -> set[str]:
 
 
 # Why a reference gets max_repeats runs: a pair is looked at at min(n_a, n_b), over the first runs
-# of each side (``analysis.decide``), and a point measured alone (the first server's, usually no
+# of each side (``stats.sequential``), and a point measured alone (the first server's, usually no
 # speculation) is frozen once its server stops. With n runs it pins every later comparison against
 # it to its n-th look, whose share of alpha is small before the last look: a 2-3x speedup measured
 # 10 times against 2 runs of no speculation stays undecided. At max_repeats runs every later
@@ -185,9 +187,9 @@ def revisit_targets(plan, at: Settling) -> set[str]:
 def _hopeless(runs: dict[str, list[float]], pid: str, base: str, alloc, at: Settling, noise) -> bool:
     """No number of further runs against these server starts can settle the point's open questions:
     each undecided gap (to no speculation, to the leader) is within what the between-start spread
-    alone leaves undecided (``decide.start_floor``, two-sided at the sweep's confidence, with the
+    alone leaves undecided (``ratio.start_floor``, two-sided at the sweep's confidence, with the
     two sides' start shares)."""
-    from llama4spec.analysis.decide import start_floor
+    from llama4spec.stats.ratio import start_floor
 
     if noise is None or noise.between.var <= 0:
         return False

@@ -11,12 +11,14 @@ from rich.table import Table
 
 from llama4spec import figures as registry
 from llama4spec.analysis import categories, tail
-from llama4spec.analysis.decide import RatioInterval
-from llama4spec.analysis.model import SCHEDULED, Analysis, AtConcurrency, Fit, Point, Row, label, runs, temperature_findings
-from llama4spec.analysis.model import starts_of as _starts
+from llama4spec.stats.point import SCHEDULED, Point, label, runs
+from llama4spec.stats.speedup_model import temperature_findings
+from llama4spec.stats.speedup_results import Analysis, AtConcurrency, Fit, Row
+from llama4spec.stats.point import starts_of as _starts
 from llama4spec.sweep.schedule_fit import Schedule, derive_all
-from llama4spec.analysis.noise import Noise
-from llama4spec.analysis.stats import BOOTSTRAP_FROM, CONFIDENCE, Interval, compare
+from llama4spec.stats.noise import Noise
+from llama4spec.stats.compare import compare
+from llama4spec.stats.interval import BOOTSTRAP_FROM, CONFIDENCE, Interval
 
 SCHEDULE_NOTE = ("client concurrency approximates the server's running batch size; batch sizes above the last "
                  "range carry its k forward (vLLM)")
@@ -53,7 +55,7 @@ def _iv(iv: Interval | None, fmt: str = ".1f", suffix: str = "") -> str:
     return f"{iv.median:{fmt}}{suffix} [{iv.low:{fmt}}, {iv.high:{fmt}}]"
 
 
-def _ci(iv: Interval | RatioInterval | None, fmt: str = ".1f") -> str:
+def _ci(iv: Interval | None, fmt: str = ".1f") -> str:
     return f"{iv.low:{fmt}}-{iv.high:{fmt}}" if iv is not None and iv.low is not None and iv.high is not None else "-"
 
 
@@ -194,7 +196,7 @@ def tail_markdown(analysis: Analysis) -> list[str]:
 
 
 def choice_text(a: AtConcurrency, draft: str) -> str:
-    """What to deploy for ``draft`` at one concurrency in words (``model.recommend``)."""
+    """What to deploy for ``draft`` at one concurrency in words (``speedup_model.recommend``)."""
     return a.choices[draft].sentence()
 
 

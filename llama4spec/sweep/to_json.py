@@ -6,11 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from llama4spec import figures as registry
-from llama4spec.analysis.decide import RatioInterval
-from llama4spec.analysis.model import Analysis, AtConcurrency, Point, temperature_findings
-from llama4spec.analysis.noise import noise_record
+from llama4spec.stats.point import Point
+from llama4spec.stats.speedup_model import temperature_findings
+from llama4spec.stats.speedup_results import Analysis, AtConcurrency
+from llama4spec.stats.noise import noise_record
 from llama4spec.sweep.schedule_fit import derive_all
-from llama4spec.analysis.stats import CONFIDENCE, Comparison, Interval
+from llama4spec.stats.comparison import Comparison
+from llama4spec.stats.interval import CONFIDENCE, Interval
 from llama4spec.sweep.tables import SCHEDULE_NOTE, attributions, choice_text, model_against_recommendation
 
 
@@ -120,7 +122,7 @@ def _interval(iv: Interval | None) -> dict[str, Any] | None:
     return {"median": iv.median, "low": iv.low, "high": iv.high, "n": iv.n, "method": iv.method}
 
 
-def _ratio_interval(iv: RatioInterval | None) -> dict[str, Any] | None:
+def _ratio_interval(iv: Interval | None) -> dict[str, Any] | None:
     if iv is None:
         return None
     return {"ratio": iv.ratio, "low": iv.low, "high": iv.high, "confidence": iv.confidence, "df": iv.df,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from llama4spec.analysis.noise import read_profile
+from llama4spec.stats.profile import read_profile
 from tests.helpers import run_cli
 
 pytestmark = pytest.mark.engine

@@ -72,8 +72,8 @@ def test_two_servers_on_their_own_cores_with_runs_alternating(interleaved_run) -
 
 
 def test_the_speedup_is_the_paired_interval_of_the_records(interleaved_run) -> None:
-    from llama4spec.analysis.noise import noise_from_record
-    from llama4spec.analysis.stats import compare
+    from llama4spec.stats.noise import noise_from_record
+    from llama4spec.stats.compare import compare
 
     runbook, run_dir = interleaved_run
     sweep = json.loads((run_dir / "sweep" / "sweep.json").read_text())

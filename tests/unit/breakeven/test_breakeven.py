@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from llama4spec.breakeven.map_fit import NEVER, PAYS, Runs, build, crossing, monotone, ratio
-from llama4spec.analysis.noise import prior as known_noise
+from llama4spec.stats.noise import prior as known_noise
 
 BASE = 100.0
 
@@ -102,7 +102,7 @@ def test_the_same_runs_give_the_same_map() -> None:
 
 
 def test_its_ratio_interval_is_the_sweeps() -> None:
-    from llama4spec.analysis.decide import welch_ratio
+    from llama4spec.stats.ratio import welch_ratio
     BETWEEN_SD = 0.13
 
     a, b = (101.0, 97.0, 104.0), (80.0, 85.0, 78.0, 83.0)

@@ -17,7 +17,7 @@ from rich.console import Console
 
 from llama4spec.breakeven import tables as breakeven_report
 from llama4spec.breakeven.map_fit import Given, Range, Runs, build
-from llama4spec.analysis.noise import prior as known_noise
+from llama4spec.stats.noise import prior as known_noise
 from llama4spec.config.compose import compose_config
 from llama4spec.errors import UserError
 from llama4spec.results.acceptance import AcceptanceCounters

@@ -13,7 +13,7 @@ from rich.console import Console
 from llama4spec.breakeven import tables as breakeven_report
 from llama4spec.breakeven.map_fit import build
 from llama4spec.breakeven.report import runs_of
-from llama4spec.analysis.noise import prior as known_noise
+from llama4spec.stats.noise import prior as known_noise
 
 
 @dataclass

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from llama4spec.analysis import noise as nz
+from llama4spec.stats.components import estimate
+from llama4spec.stats.noise import prior
+from llama4spec.stats.profile import Profile, profile_json
 from llama4spec.calibrate import design as calibration
 from llama4spec.calibrate.record import aa_blocks, aa_check, costs
 from llama4spec.runbook.noise_prior import cpu_flags, fingerprint
@@ -51,13 +53,13 @@ def test_settings_problems(settings, words):
 
 def test_aa_check_counts_declarations_and_equivalence():
     starts = {1: [100, 101, 99, 100], 2: [100, 100, 101, 99], 3: [150, 151, 149, 150]}
-    noise = nz.estimate({"s": list(starts.values())})
+    noise = estimate({"s": list(starts.values())})
     check = aa_check(starts, noise, 0.95, 0.02)
     assert check.pairs == 3 and 0 <= check.declared <= 3
-    tight = nz.prior(0.001, 0.005, "t", between_df=50, within_df=50)
+    tight = prior(0.001, 0.005, "t", between_df=50, within_df=50)
     close = aa_check({1: [100, 100.2, 99.9, 100], 2: [100.1, 100, 99.8, 100]}, tight, 0.95, 0.02)
     assert close.declared == 0 and close.equivalent == 1 and "1 declared equivalent" in close.sentence()
-    blocks = aa_blocks([[1.0, 1.01], [0.99, 1.0]], nz.prior(0.01, 0.02, "t", paired_sd=0.01), 0.95, 0.02)
+    blocks = aa_blocks([[1.0, 1.01], [0.99, 1.0]], prior(0.01, 0.02, "t", paired_sd=0.01), 0.95, 0.02)
     assert blocks.pairs == 2
 
 
@@ -115,10 +117,10 @@ def _written(tmp_path: Path, **edit) -> Path:
             max_concurrency = 4
 
     fp = fingerprint(Cfg, host(), versions(), flags(Path("/proc/cpuinfo").read_text()))
-    profile = nz.Profile(nz.prior(0.03, 0.05, "x", between_df=5, within_df=18), 40.0, 8.0, fp, "sequential", 6, 4,
+    profile = Profile(prior(0.03, 0.05, "x", between_df=5, within_df=18), 40.0, 8.0, fp, "sequential", 6, 4,
                          {"aa_check": {"pairs": 15, "declared": 1, "confidence": 0.95}})
     path = tmp_path / "noise.json"
-    data = nz.profile_json(profile)
+    data = profile_json(profile)
     for key, value in edit.items():
         data["fingerprint"][key] = value
     path.write_text(json.dumps(data))

@@ -47,7 +47,8 @@ def test_markup_in_a_profile_prints_as_written(cli, tmp_path) -> None:
 
 
 def test_the_allocation_caps_a_ratio_that_overflows() -> None:
-    from llama4spec.analysis import noise as nz
+    from llama4spec.stats.design import MAX_RUNS_PER_START, runs_per_start
+    from llama4spec.stats.noise import prior
 
-    noise = nz.prior(1e-150, 10.0, "x")
-    assert nz.runs_per_start(noise, 1e6, 1e-6).runs == nz.MAX_RUNS_PER_START
+    noise = prior(1e-150, 10.0, "x")
+    assert runs_per_start(noise, 1e6, 1e-6).runs == MAX_RUNS_PER_START

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from llama4spec.analysis.model import Point
-from llama4spec.analysis.noise import prior
+from llama4spec.stats.point import Point
+from llama4spec.stats.noise import prior
 from llama4spec.frontier import words
 from llama4spec.frontier.build import frontier
 from llama4spec.frontier.compare import speeds, versus

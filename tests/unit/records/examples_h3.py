@@ -50,7 +50,7 @@ def breakeven(tmp: Path) -> Path:
     step writes: the map's record, its plot's series, the self-check, the points not measured)."""
     from llama4spec.breakeven import tables as breakeven_report
     from llama4spec.breakeven.map_fit import build
-    from llama4spec.analysis.noise import prior as known_noise
+    from llama4spec.stats.noise import prior as known_noise
     from llama4spec.breakeven.records import BreakevenRecord
     from llama4spec.breakeven.report import runs_of
     from llama4spec.records.io import write_checked

@@ -8,7 +8,7 @@ import pytest
 from llama4spec import figures
 from llama4spec.analysis import regress
 from llama4spec.sweep import tables as sweep_tables, to_json as sweep_json
-from llama4spec.analysis.model import analyse
+from llama4spec.stats.speedup_model import analyse
 from llama4spec.analysis.points import point
 from llama4spec.config import validate
 from llama4spec.results import comparison

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from llama4spec.analysis.noise import prior
+from llama4spec.stats.noise import prior
 from llama4spec.analysis.pair_headline import headline
 from tests.helpers import REPO
 

@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 import yaml
 
-from llama4spec.analysis.model import analyse, blocks_of, server_starts, sweep_noise
-from llama4spec.analysis.noise import block_half_width, prior as known_noise
+from llama4spec.stats.point import blocks_of, server_starts
+from llama4spec.stats.speedup_model import analyse, points_noise
+from llama4spec.stats.design import block_half_width
+from llama4spec.stats.noise import prior as known_noise
 from llama4spec.analysis.points import point
 from llama4spec.results import bench as bench_record
 from llama4spec.results.bench import BenchRecord, without_pair
@@ -151,7 +153,7 @@ def test_three_or_more_blocks_rest_on_their_own_spread() -> None:
 
 def test_two_blocks_rest_on_the_components_with_the_paired_part_estimated() -> None:
     pts = _points([1.0, 0.7], 1.25, other=False)
-    noise = sweep_noise(pts, known_noise(0.05, 0.05, "prior", 10, 10))
+    noise = points_noise(pts, known_noise(0.05, 0.05, "prior", 10, 10))
     assert noise.paired is not None and noise.paired.df == 2 * 2  # 2 blocks of 3 pairs: sum(K - 1)
     (at,) = analyse(pts, noise=noise).at
     comp = at.comparisons[("c", "b")]
@@ -328,7 +330,7 @@ def test_the_report_decides_auto_blocks_by_the_rule_the_gate_used(tmp_path, monk
 
 
 def test_anytime_p_values_only_fall_as_blocks_arrive() -> None:
-    from llama4spec.analysis.decide import block_look
+    from llama4spec.stats.looks import block_look
 
     rng = np.random.default_rng(2)
     blocks = [list(np.exp(rng.normal(0.1 + 0.05 * rng.normal(), 0.03, 3))) for _ in range(8)]
@@ -355,14 +357,15 @@ def test_a_profile_with_costs_sets_the_pairs_a_block(tmp_path, monkeypatch) -> N
     here sqrt((80 / 16) x 2 x 0.05^2 / (2 x 0.03^2)) = 3.7 -> 4 pairs, on every block bench step."""
     import json
 
-    from llama4spec.analysis import noise as nz
+    from llama4spec.stats.noise import prior
+    from llama4spec.stats.profile import Profile, profile_json
     from llama4spec.config.compose import compose_config
     from llama4spec.runbook.noise_prior import this_machine
 
     fp = this_machine(compose_config(["target=tiny", "memory=cpu", "bench=random_tiny"]).cfg)
-    profile = nz.Profile(nz.prior(0.03, 0.05, "x", between_df=5, within_df=18), 40.0, 8.0, fp, "sequential", 6, 4)
+    profile = Profile(prior(0.03, 0.05, "x", between_df=5, within_df=18), 40.0, 8.0, fp, "sequential", 6, 4)
     path = tmp_path / "noise.json"
-    path.write_text(json.dumps(nz.profile_json(profile)))
+    path.write_text(json.dumps(profile_json(profile)))
     plan = _plan(tmp_path, monkeypatch, **AUTO, noise=str(path))
     expected = math.ceil(math.sqrt((80 / 16) * 2 * 0.05 ** 2 / (2 * 0.03 ** 2)))
     assert expected == 4

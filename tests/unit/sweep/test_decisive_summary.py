@@ -12,7 +12,8 @@ from pathlib import Path
 from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.schema import load, with_measurement
 from llama4spec.sweep import to_json as sweep_json
-from llama4spec.analysis.model import Point, analyse
+from llama4spec.stats.point import Point
+from llama4spec.stats.speedup_model import analyse
 from tests.helpers import REPO
 
 _SPEC = importlib.util.spec_from_file_location("benchmarks_decisive", REPO / "benchmarks" / "decisive.py")

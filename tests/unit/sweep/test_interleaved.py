@@ -19,11 +19,12 @@ from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.groups import plan_groups
 from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.resume import finished_steps
-from llama4spec.analysis.decide import LogRatio, PairedLogRatio, paired_ratio, welch_ratio
-from llama4spec.analysis.model import analyse
+from llama4spec.stats.ratio import paired_ratio, welch_ratio
+from llama4spec.stats.statistic import LogRatio, PairedLogRatio
+from llama4spec.stats.speedup_model import analyse
 from llama4spec.analysis.points import point
-from llama4spec.analysis.stats import compare
-from llama4spec.analysis.noise import prior as known_noise
+from llama4spec.stats.compare import compare
+from llama4spec.stats.noise import prior as known_noise
 from llama4spec.sweep.planned import design_of
 from tests.helpers import REPO, run_cli
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from llama4spec.analysis.regress import (IMPROVED, NO_CHANGE, NOT_TESTED, REGRESSED, Runs, compare_points, gate)
-from llama4spec.analysis.noise import prior as known_noise
+from llama4spec.stats.noise import prior as known_noise
 
 
 def _runs(centre: float, spread: float = 0.01) -> Runs:

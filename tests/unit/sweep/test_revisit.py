@@ -1,6 +1,6 @@
 """``revisit: true``: after the first pass, the servers whose points are still undecided start again
 and measure them (min_repeats runs of the new start first), each restart a server start more; runs
-of several starts carry less of one start's offset (``decide.start_shares``), which is what lets a
+of several starts carry less of one start's offset (``ratio.start_shares``), which is what lets a
 question that "needs another server start" settle. Records are written here as runs would leave
 them; no engine runs."""
 
@@ -17,8 +17,10 @@ from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.plan import plan_file
 from llama4spec.sweep.gates import Revisit
 from llama4spec.sweep.sequential import NEEDS_START, Settling, decisions, revisit_targets
-from llama4spec.analysis.decide import LogRatio, allocate, start_floor, start_shares
-from llama4spec.analysis.noise import noise_record, prior as known_noise
+from llama4spec.stats.ratio import start_floor, start_shares
+from llama4spec.stats.sequential import allocate
+from llama4spec.stats.statistic import LogRatio
+from llama4spec.stats.noise import noise_record, prior as known_noise
 BETWEEN_SD = 0.13
 from tests.helpers import REPO
 

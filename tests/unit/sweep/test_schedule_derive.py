@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from llama4spec.config.schedule import schedule_problems
-from llama4spec.analysis.model import Point, analyse
+from llama4spec.stats.point import Point
+from llama4spec.stats.speedup_model import analyse
 from llama4spec.sweep.schedule_fit import derive
-from llama4spec.analysis.noise import prior as known_noise
+from llama4spec.stats.noise import prior as known_noise
 
 
 def _points(table: dict[int, dict[int | None, float]]) -> list[Point]:

@@ -7,11 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llama4spec.analysis.decide import LogRatio, allocate
+from llama4spec.stats.sequential import allocate
+from llama4spec.stats.statistic import LogRatio
 BETWEEN_SD = 0.13
-from llama4spec.analysis.model import Point, analyse_concurrency, sequential_rule
-from llama4spec.analysis.stats import compare
-from llama4spec.analysis.noise import prior as known_noise
+from llama4spec.stats.point import Point, sequential_rule
+from llama4spec.stats.speedup_model import analyse_concurrency
+from llama4spec.stats.compare import compare
+from llama4spec.stats.noise import prior as known_noise
 
 
 def _runs(seed: int) -> dict[str, list[float]]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from llama4spec.analysis.noise import noise_record, prior as known_noise
+from llama4spec.stats.noise import noise_record, prior as known_noise
 
 from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.plan import plan_file

@@ -7,16 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from llama4spec.analysis.noise import prior as known_noise
+from llama4spec.stats.noise import prior as known_noise
 from llama4spec.sweep import tables as report, to_json as sweep_json
-from llama4spec.analysis.model import (
-    Point,
-    analyse,
-    recommend,
-    efficiency,
-    expected_tokens,
-    speedup_bound,
-)
+from llama4spec.stats.point import Point, efficiency, expected_tokens, speedup_bound
+from llama4spec.stats.speedup_model import analyse, recommend
 
 RATES = (0.8, 0.6, 0.3)  # P(position 0, 1, 2 accepted)
 # The between-start log-sd the cases below were worked out with (the CPU hardware prior is this machine's

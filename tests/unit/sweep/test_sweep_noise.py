@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from llama4spec.analysis import noise as nz
+from llama4spec.stats.design import block_half_width, half_width, runs_per_block, runs_per_start
+from llama4spec.stats.noise import Component, Noise, prior
+from llama4spec.stats.profile import Profile, profile_json, read_profile
+from llama4spec.stats.tdist import t_quantile
 
 SWEEP = """name: s
 overrides: [target=tiny, memory=cpu, bench=random_tiny, serve.port=8741]
@@ -34,8 +37,8 @@ def _profile(tmp_path: Path, edit=None, **fingerprint) -> Path:
     from llama4spec.runbook.noise_prior import this_machine
 
     fp = this_machine(compose_config(["target=tiny", "memory=cpu", "bench=random_tiny"]).cfg)
-    profile = nz.Profile(nz.prior(0.03, 0.05, "x", between_df=5, within_df=18), 40.0, 8.0, fp, "sequential", 6, 4)
-    data = nz.profile_json(profile)
+    profile = Profile(prior(0.03, 0.05, "x", between_df=5, within_df=18), 40.0, 8.0, fp, "sequential", 6, 4)
+    data = profile_json(profile)
     data["fingerprint"].update(fingerprint)
     if edit:
         edit(data)
@@ -137,20 +140,20 @@ def test_the_scout_sweep_planned_here_with_a_gpu_profile_prints_its_design_and_p
     out = done.stdout
     assert "between-start sd 0.020 (5.0 df), within-start sd 0.040 (18.0 df)" in out and "provisional" not in out
     assert "the profile's device and vLLM build are not compared" in out
-    noise = nz.read_profile(profile).noise
-    best = nz.runs_per_start(noise, 420.0, 75.0)
+    noise = read_profile(profile).noise
+    best = runs_per_start(noise, 420.0, 75.0)
     assert f"design: {best.runs} runs a start: a start costs 420 s, a run 75 s" in out
-    spans = f"+-{100 * nz.half_width(noise, 2):.1f}% at 2 runs, +-{100 * nz.half_width(noise, 10):.1f}% at 10 runs"
+    spans = f"+-{100 * half_width(noise, 2):.1f}% at 2 runs, +-{100 * half_width(noise, 10):.1f}% at 10 runs"
     assert f"expected precision: a speedup of two points, one server start each: {spans}" in out
-    assert nz.half_width(noise, 10) < nz.half_width(noise, 2) < 0.2  # a quiet node: runs narrow it, within +-20%
+    assert half_width(noise, 10) < half_width(noise, 2) < 0.2  # a quiet node: runs narrow it, within +-20%
     # design: auto (the runbook's): back-to-back blocks on the 8-GPU node, the pairs a block from the costs
     runbook.write_text(text.replace("    repeats: auto\n", "    repeats: auto\n    noise: h100.json\n", 1))
     out = cli("run", runbook, "--dry-run", "--runs-dir", tmp_path / "runs").stdout
-    paired = nz.Noise(noise.between, noise.within, nz.Component(2 * noise.within.var, noise.within.df, "x"))
-    k = nz.runs_per_block(paired, 2 * 420.0, 2 * 75.0, cap=10).runs
+    paired = Noise(noise.between, noise.within, Component(2 * noise.within.var, noise.within.df, "x"))
+    k = runs_per_block(paired, 2 * 420.0, 2 * 75.0, cap=10).runs
     assert k == 5 and f"({k} runs a block: a start pair costs 840 s, a run pair 150 s" in out
     assert "design: back-to-back blocks (auto: no speculation and a candidate fit side by side on the node's GPUs)" in out
-    width = 100 * nz.block_half_width(noise, 2, k)
+    width = 100 * block_half_width(noise, 2, k)
     assert f"expected precision: a speedup against no speculation from 2 blocks of {k} pairs: +-{width:.1f}%" in out
     # the same profile against a CPU config measured here is another machine
     done = _dry(cli, tmp_path, f"noise: {profile}")
@@ -158,8 +161,8 @@ def test_the_scout_sweep_planned_here_with_a_gpu_profile_prints_its_design_and_p
 
 
 def test_half_width_shrinks_with_runs_and_starts_and_never_below_the_start_term():
-    noise = nz.prior(0.13, 0.165, "x", 6, 72)
-    one, many = nz.half_width(noise, 2), nz.half_width(noise, 100)
-    assert many < one and nz.half_width(noise, 10, starts=4) < nz.half_width(noise, 10)
-    floor = math.expm1(nz.t_quantile(6, 0.975) * math.sqrt(2) * 0.13)
+    noise = prior(0.13, 0.165, "x", 6, 72)
+    one, many = half_width(noise, 2), half_width(noise, 100)
+    assert many < one and half_width(noise, 10, starts=4) < half_width(noise, 10)
+    floor = math.expm1(t_quantile(6, 0.975) * math.sqrt(2) * 0.13)
     assert many > floor * 0.98  # runs against one start each never average the start offsets away

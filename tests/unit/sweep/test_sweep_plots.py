@@ -11,7 +11,8 @@ from rich.console import Console
 from llama4spec import figures
 from llama4spec.analysis import plots
 from llama4spec.sweep import tables as report
-from llama4spec.analysis.model import Point, analyse
+from llama4spec.stats.point import Point
+from llama4spec.stats.speedup_model import analyse
 from llama4spec.sweep.report import artifacts, write
 from tests.helpers import png_series
 

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from llama4spec.analysis import noise as nz
+from llama4spec.stats.design import _duration, design_lines, runs_per_start, starts_for
+from llama4spec.stats.noise import prior
+from llama4spec.stats.profile import read_profile
 from llama4spec.sweep.kind import Keys
 from llama4spec.sweep.planned import SweepPlan
 from tests.unit.sweep.test_sweep_noise import FIXTURES, _dry, _profile
@@ -32,16 +34,16 @@ def test_a_precision_that_is_no_half_width_is_one_line_exit_2_and_nothing_starts
 
 def test_with_a_profile_the_dry_run_gives_the_starts_runs_and_time_the_precision_needs(cli, tmp_path):
     path = _profile(tmp_path)  # between sd 0.03, within 0.05; a start 40 s, a run 8 s
-    noise = nz.read_profile(path).noise
-    runs = nz.runs_per_start(noise, 40.0, 8.0).runs
-    need = nz.starts_for(noise, 0.04, runs)
+    noise = read_profile(path).noise
+    runs = runs_per_start(noise, 40.0, 8.0).runs
+    need = starts_for(noise, 0.04, runs)
     assert need.reached and need.starts >= 2
     total, seconds = need.starts * runs, need.starts * (40.0 + runs * 8.0)
     out = _lines(_dry(cli, tmp_path, f"noise: {path}\nprecision: 0.04\nrepeats: auto\nmax_repeats: {total}"))
     assert any(x.endswith(f"{need.starts} starts of {runs} runs a setting reach +-4% at 95%") for x in out), out
     said = [x for x in out if x.startswith("precision:")]
     assert said == [f"precision: +-4% needs {need.starts} server starts of {runs} runs a setting ({total} runs), "
-                    f"{nz._duration(seconds)} a setting at 40 s a start and 8 s a run"]
+                    f"{_duration(seconds)} a setting at 40 s a start and 8 s a run"]
     assert not any(x.startswith("max_repeats") for x in out)  # max_repeats reaches the design's runs
     capped = _lines(_dry(cli, tmp_path, f"noise: {path}\nprecision: 0.04\nrepeats: auto\nmax_repeats: {total - 1}"))
     assert [x for x in capped if x.startswith("max_repeats")] == [
@@ -84,12 +86,12 @@ def test_the_design_record_carries_the_precision_asked_for():
 
 
 def test_design_lines_state_five_percent_and_nothing_more_without_a_precision():
-    noise = nz.prior(0.03, 0.05, "x", between_df=5, within_df=18)
-    plain = nz.design_lines(noise, (40.0, 8.0), (2, 10))
+    noise = prior(0.03, 0.05, "x", between_df=5, within_df=18)
+    plain = design_lines(noise, (40.0, 8.0), (2, 10))
     assert plain[-1].endswith("a setting reach +-5% at 95%") and len(plain) == 2
-    asked = nz.design_lines(noise, (40.0, 8.0), (2, 10), precision=0.05, max_repeats=2)
+    asked = design_lines(noise, (40.0, 8.0), (2, 10), precision=0.05, max_repeats=2)
     assert asked[:2] == plain and asked[2].startswith("precision: +-5% needs") and asked[3].startswith("max_repeats (2)")
-    assert [nz._duration(s) for s in (45, 750, 11520)] == ["45 s", "12.5 min", "3.2 h"]
+    assert [_duration(s) for s in (45, 750, 11520)] == ["45 s", "12.5 min", "3.2 h"]
 
 
 def test_the_scout_sweep_with_the_h100_profile_prints_what_docs_noise_md_shows(cli, tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from llama4spec.analysis.model import sweep_noise
+from llama4spec.stats.speedup_model import points_noise
 from llama4spec.results.bench import BenchRecord
 from llama4spec.runbook.measured import collect_points
 from llama4spec.runbook.plan import plan_file
@@ -82,12 +82,12 @@ def test_runs_of_every_start_give_the_sweep_its_own_between_start_estimate(tmp_p
     points = plan.get("sweep").step.expanded.points
     for n, pid in enumerate(points):
         _write(plan.get(pid), [100.0 + n + d for d in (0.0, 0.4, 3.0, 3.5, -2.0, -1.7)], [1, 1, 2, 2, 3, 3])
-    noise = sweep_noise(collect_points(plan, points)[0])
+    noise = points_noise(collect_points(plan, points)[0])
     assert noise.between.df > 0 and noise.between.var > 0 and noise.provisional is None
     assert noise.between.source == "estimated from this sweep's starts"
     for pid in points:  # the same runs as if from one start: nothing to estimate it from
         _write(plan.get(pid), [100.0, 100.4, 103.0, 103.5, 98.0, 98.3], [1] * 6)
-    assert sweep_noise(collect_points(plan, points)[0]).between.df == 0
+    assert points_noise(collect_points(plan, points)[0]).between.df == 0
     for n, pid in enumerate(points):
         _write(plan.get(pid), [100.0 + n + d for d in (0.0, 0.4, 3.0, 3.5, -2.0, -1.7)], [1, 1, 2, 2, 3, 3])
     # later starts are finished (a resumed run) once their start has its runs in the point's record

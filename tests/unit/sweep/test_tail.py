@@ -92,9 +92,9 @@ def test_few_categories_are_each_tested_as_before() -> None:
 
 
 def test_a_report_attributes_each_point_once(monkeypatch) -> None:
-    from llama4spec.analysis import model
     from llama4spec.sweep import tables as render, to_json as sweep_json
-    from llama4spec.analysis.model import Point
+    from llama4spec.stats.point import Point
+    from llama4spec.stats.speedup_model import analyse
 
     points = [Point(id="none-c4", draft="none", lookahead=None, concurrency=4, output_throughput=100.0,
                     mean_tpot_ms=10.0, mean_ttft_ms=10.0),
@@ -104,7 +104,7 @@ def test_a_report_attributes_each_point_once(monkeypatch) -> None:
     calls = []
     real = tail.attribute
     monkeypatch.setattr(tail, "attribute", lambda rows: calls.append(1) or real(rows))
-    analysis = model.analyse(points)
+    analysis = analyse(points)
     render.markdown(analysis, {})
     sweep_json.to_record(analysis)
     render.attributions(analysis)

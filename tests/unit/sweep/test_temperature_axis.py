@@ -6,10 +6,11 @@ from __future__ import annotations
 from rich.console import Console
 
 from llama4spec.sweep import tables as render, to_json as sweep_json
-from llama4spec.analysis.model import Point, analyse, temperature_findings
+from llama4spec.stats.point import Point
+from llama4spec.stats.speedup_model import analyse, temperature_findings
 from llama4spec.analysis.points import _temperature
 from llama4spec.sweep.schedule_fit import derive
-from llama4spec.analysis.noise import prior as known_noise
+from llama4spec.stats.noise import prior as known_noise
 
 
 def _runs(c: int, t: float, table: dict[int | None, tuple[float, ...]]) -> list[Point]:

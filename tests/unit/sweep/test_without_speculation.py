@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from llama4spec.analysis.model import Point, analyse
-from llama4spec.analysis.noise import prior
+from llama4spec.stats.point import Point
+from llama4spec.stats.speedup_model import analyse
+from llama4spec.stats.noise import prior
 from llama4spec.sweep.to_json import to_record
 from llama4spec.sweep.tables import rows
 

@@ -11,9 +11,13 @@ import math
 import numpy as np
 import pytest
 
-from llama4spec.analysis.decide import LogRatio, allocate, runs_to_settle
-from llama4spec.analysis.stats import BOOTSTRAP_FROM, Interval, compare, fit_cost, interval
-from llama4spec.analysis.noise import prior as known_noise
+from llama4spec.stats.ratio import runs_to_settle
+from llama4spec.stats.sequential import allocate
+from llama4spec.stats.statistic import LogRatio
+from llama4spec.stats.compare import compare
+from llama4spec.stats.cost_fit import fit_cost
+from llama4spec.stats.interval import BOOTSTRAP_FROM, Interval, interval
+from llama4spec.stats.noise import prior as known_noise
 
 T_975_1 = 12.706205  # Student-t 97.5% quantile, 1 degree of freedom (table value)
 T_975_2 = 4.302653  # 2 degrees of freedom
@@ -64,15 +68,15 @@ def test_bootstrap_from_ten_samples_is_deterministic_and_matches_a_plain_bootstr
 
 def test_one_sample_has_no_interval_and_non_finite_samples_are_dropped() -> None:
     iv = interval([812.34, None, float("nan"), float("inf")])
-    assert iv == Interval(812.34, None, None, 1, "single sample")
+    assert iv == Interval(812.34, None, None, method="single sample", n=1)
     assert iv.text() == "812.3 (1 sample)"
-    assert interval([]) == Interval(None, None, None, 0, "none")
+    assert interval([]) == Interval(None, None, None, method="none")
     assert interval([]).text() == "no samples"
 
 
 def test_equal_samples_give_a_point_interval() -> None:
-    assert interval([4.0, 4.0, 4.0]) == Interval(4.0, 4.0, 4.0, 3, "t")
-    assert interval([4.0] * 12) == Interval(4.0, 4.0, 4.0, 12, "bootstrap")
+    assert interval([4.0, 4.0, 4.0]) == Interval(4.0, 4.0, 4.0, method="t", n=3)
+    assert interval([4.0] * 12) == Interval(4.0, 4.0, 4.0, method="bootstrap", n=12)
 
 
 # compare(): Welch on log throughput with the between-start term, Holm over the concurrency's pairs
@@ -118,7 +122,7 @@ def test_holm_levels_over_three_settings_and_agreement_with_the_sequential_core_
     assert open_.interval.confidence == pytest.approx(0.975) and open_.interval.low < 1 < open_.interval.high
     assert c[("k3", "none")].interval.confidence == pytest.approx(1 - 0.1 / 6)
     assert {x.hypotheses for x in c.values()} == {6}
-    # the same rule as analysis.decide at a single look (min_repeats = max_repeats = the runs)
+    # the same rule as stats.sequential at a single look (min_repeats = max_repeats = the runs)
     state = allocate(runs, "none", min_repeats=3, max_repeats=3, statistic=LogRatio(known_noise(0.10, 0.0, 'test'))).points
     assert {pid: state[pid].verdict for pid in ("k1", "k3")} == {pid: c[(pid, "none")].verdict for pid in ("k1", "k3")}
 

@@ -12,11 +12,12 @@ import math
 import numpy as np
 import pytest
 
-from llama4spec.analysis.noise import prior as known_noise
-from llama4spec.analysis.decide import (
-    EARLY_LOOKS_ALPHA, STATES, LogRatio, allocate, cannot_win, holm, look_weights, replay,
-    speedup_bound, welch_ratio,
-)
+from llama4spec.stats.noise import prior as known_noise
+from llama4spec.stats.lookahead_bound import cannot_win, speedup_bound
+from llama4spec.stats.looks import EARLY_LOOKS_ALPHA, holm, look_weights
+from llama4spec.stats.ratio import welch_ratio
+from llama4spec.stats.sequential import STATES, allocate, replay
+from llama4spec.stats.statistic import LogRatio
 
 T_975_2 = 4.302653  # Student-t 97.5% quantile, 2 degrees of freedom (table value)
 T_975_4 = 2.776445  # 4 degrees of freedom

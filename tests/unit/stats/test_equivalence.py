@@ -7,9 +7,10 @@ import dataclasses
 
 import numpy as np
 
-from llama4spec.analysis.model import Point, analyse
-from llama4spec.analysis.noise import prior
-from llama4spec.analysis.stats import compare
+from llama4spec.stats.point import Point
+from llama4spec.stats.speedup_model import analyse
+from llama4spec.stats.noise import prior
+from llama4spec.stats.compare import compare
 
 QUIET = prior(0.002, 0.0, "test")  # a between-start sd of 0.2%, taken as known
 

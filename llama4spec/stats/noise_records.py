@@ -75,7 +75,7 @@ class PriorComponent(Record):
 
 
 class PriorRecord(Record):
-    """A noise prior as a plan records it (``analysis.noise.noise_record``)."""
+    """A noise prior as a plan records it (``stats.noise.noise_record``)."""
 
     between: PriorComponent
     within: PriorComponent

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from llama4spec.analysis.noise import simulate, simulated_intervals
+from llama4spec.stats.simulate import simulate, simulated_intervals
 
 SWEEPS = 5000
 STARTS, RUNS = 3, 4  # each setting started 3 times, 4 runs a start
@@ -32,7 +32,7 @@ def test_intervals_cover_and_aa_rarely_declares(between_sd, within_sd):
 
 def test_a_fixed_between_term_that_is_too_small_under_covers():
     """The check can fail: with the between part taken as 0 where it is 0.13, coverage falls far short."""
-    from llama4spec.analysis.noise import Component, Noise
+    from llama4spec.stats.noise import Component, Noise
 
     rng = np.random.default_rng(7)
     y = simulate(rng, SWEEPS, 0.13, 0.03, [0.0, 0.0], STARTS, RUNS)

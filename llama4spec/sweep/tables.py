@@ -11,17 +11,13 @@ from rich.table import Table
 
 from llama4spec import figures as registry
 from llama4spec.analysis import categories, tail
-from llama4spec.stats.point import SCHEDULED, Point, label, runs
+from llama4spec.stats.interval import BOOTSTRAP_FROM, CONFIDENCE, Interval
+from llama4spec.stats.noise import Noise
+from llama4spec.stats.point import Point, label
 from llama4spec.stats.speedup_model import temperature_findings
 from llama4spec.stats.speedup_results import Analysis, AtConcurrency, Fit, Row
-from llama4spec.stats.point import starts_of as _starts
-from llama4spec.sweep.schedule_fit import Schedule, derive_all
-from llama4spec.stats.noise import Noise
-from llama4spec.stats.compare import compare
-from llama4spec.stats.interval import BOOTSTRAP_FROM, CONFIDENCE, Interval
-
-SCHEDULE_NOTE = ("client concurrency approximates the server's running batch size; batch sizes above the last "
-                 "range carry its k forward (vLLM)")
+from llama4spec.sweep.schedule_fit import derive_all
+from llama4spec.sweep.schedule_words import SCHEDULE_NOTE, interval_text, schedule_lines, schedule_verdict, undecided
 
 
 def columns(short: bool = False) -> list[str]:
@@ -44,15 +40,6 @@ def short_name(p: Point, a: AtConcurrency) -> str:
     if p.scheduled:
         return "schedule" + p.setting if len(a.fits) <= 1 else p.name
     return f"k={p.lookahead}{p.setting}" if len(a.fits) <= 1 else p.name
-
-
-def _iv(iv: Interval | None, fmt: str = ".1f", suffix: str = "") -> str:
-    """``812.3 [790.1, 830.2]``; the median alone without an interval."""
-    if iv is None or iv.median is None:
-        return "-"
-    if not iv.bounded:
-        return f"{iv.median:{fmt}}{suffix}"
-    return f"{iv.median:{fmt}}{suffix} [{iv.low:{fmt}}, {iv.high:{fmt}}]"
 
 
 def _ci(iv: Interval | None, fmt: str = ".1f") -> str:
@@ -90,7 +77,7 @@ def figure_cells(p: Point, short: bool = False) -> list[str]:
     """A point's cells of the sweep's figures: the median and its 95% interval in brackets; narrow:
     the median alone, and the interval in a column of its own where the figure asks for one."""
     if not short:
-        return [_iv(p.interval(f.key), f.fmt) for f in registry.sweep()]
+        return [interval_text(p.interval(f.key), f.fmt) for f in registry.sweep()]
     return [c for f in registry.sweep()
             for c in (_f(p.value(f.key), f.fmt), _ci(p.interval(f.key), f.fmt))[:1 + f.interval_column]]
 
@@ -274,55 +261,6 @@ def model_against_recommendation(a: AtConcurrency, fit: Fit) -> str | None:
             f"the model, fitted to every lookahead's speedup, leans the other way")
 
 
-def schedule_verdict(a: AtConcurrency, r: Row) -> str:
-    """The derived schedule against the recommended fixed setting at one concurrency: compared by
-    Welch's t on their own (95% for this one comparison: the schedule is verified, not chosen)."""
-    base = r.point.draft.removesuffix(SCHEDULED)
-    fixed = [x.point for x in a.rows if x.point.draft == base and x.point.output_throughput is not None]
-    pick = a.choices.get(base)
-    best = pick.point if pick is not None else None
-    if best is None and a.baseline is not None and a.baseline.output_throughput is not None:
-        best = a.baseline
-    best = best if best is not None else max(fixed, key=lambda p: p.output_throughput, default=None)
-    speedup = "" if r.speedup is None else f", {r.speedup:.2f}x"
-    mine = r.point.interval("output_throughput")
-    head = f"lookahead schedule: {_iv(mine)} tok/s{speedup}"
-    if best is None:
-        return f"{head}; no fixed setting measured here to compare with"
-    name = f"k={best.lookahead}" if best.speculative else "no speculation"
-    what = f"the recommended fixed setting ({name}, {_iv(best.interval('output_throughput'))} tok/s)"
-    c = compare({r.point.id: runs(r.point), best.id: runs(best)}, noise=a.noise,
-                starts=_starts([r.point, best]))[(r.point.id, best.id)]
-    if c.interval is None:
-        if r.point.output_throughput >= best.output_throughput:
-            return f"{head}: at least as good as {what} by the medians; one sample each, so nothing is decided"
-        slower = 100 * (1 - r.point.output_throughput / best.output_throughput)
-        return f"{head}: {slower:.0f}% below {what}; one sample each, so no interval says whether that is noise"
-    if c.decided:
-        return f"{head}: {c.verdict} than {what} ({c.text()}, Welch)"
-    if r.point.output_throughput >= best.output_throughput:
-        return f"{head}: at least as good as {what} by the medians, undecided ({c.text()}; {c.settle(short=True)})"
-    slower = 100 * (1 - r.point.output_throughput / best.output_throughput)
-    return (f"{head}: {slower:.0f}% below {what} by the medians, undecided ({c.text()}; "
-            f"{c.settle(short=True)})")
-
-
-def schedule_lines(schedule: Schedule) -> list[str]:
-    """A derived schedule in sentences: its bands, then the override that deploys it."""
-    lines = [f"lookahead schedule for {schedule.draft}:"]
-    for b in schedule.bands:
-        at = ", ".join(str(c) for c in b.concurrencies)
-        lines.append(f"  batch sizes {b.first}-{b.last}: k={b.k}" + (" (no speculation)" if b.k == 0 else "")
-                     + f"  (measured at concurrency {at}{_undecided(b.undecided)})")
-    lines.append(f"  deploy it with: {schedule.override()}")
-    return lines
-
-
-def _undecided(concurrencies: list[int]) -> str:
-    """'; undecided at 4': the band's concurrencies whose recommendation is undecided."""
-    return f"; undecided at {', '.join(map(str, concurrencies))}" if concurrencies else ""
-
-
 def markdown(analysis: Analysis, images: dict[str, str] | None = None) -> str:
     lines = [f"**{analysis.verdict()}**", "",
              "speedup: output throughput over no speculation at the same concurrency; bound: the mean "
@@ -350,7 +288,7 @@ def markdown(analysis: Analysis, images: dict[str, str] | None = None) -> str:
         for schedule in schedules:
             lines += ["| batch sizes | k | measured at concurrency |", "|---|---:|---|"]
             lines += [f"| {b.first}-{b.last} | {b.k} | {', '.join(str(c) for c in b.concurrencies)}"
-                      f"{_undecided(b.undecided)} |" for b in schedule.bands]
+                      f"{undecided(b.undecided)} |" for b in schedule.bands]
             lines += ["", f"deploy ({schedule.draft}): `{schedule.override()}`", ""]
     for title, path in (images or {}).items():
         lines += [f"![{title}]({path})", ""]

@@ -13,7 +13,8 @@ from llama4spec.stats.noise import noise_record
 from llama4spec.sweep.schedule_fit import derive_all
 from llama4spec.stats.comparison import Comparison
 from llama4spec.stats.interval import CONFIDENCE, Interval
-from llama4spec.sweep.tables import SCHEDULE_NOTE, attributions, choice_text, model_against_recommendation
+from llama4spec.sweep.schedule_words import SCHEDULE_NOTE
+from llama4spec.sweep.tables import attributions, choice_text, model_against_recommendation
 
 
 def to_record(analysis: Analysis) -> dict[str, Any]:

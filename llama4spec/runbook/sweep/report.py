@@ -21,7 +21,7 @@ from llama4spec.runbook.noise_prior import check_recorded, of_sweep
 from llama4spec.runbook.rundir import Measured, csv_rows, is_step_id, not_run
 from llama4spec.runbook.spec import MergeRead, PageRead
 from llama4spec.runbook.steps import traits_of
-from llama4spec.runbook.sweep import frontier_part
+from llama4spec.runbook.sweep import frontier_part, prefix_part
 from llama4spec.runbook.sweep.planned import AUTO_DESIGN, INTERLEAVED, design_of
 from llama4spec.runbook.sweep.merge_designs import design_warnings
 from llama4spec.analysis.sweep_records import SweepRecord
@@ -197,6 +197,12 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
             f"- {pid}: {s['reason']} after {s.get('runs', '?')} runs"
             + (f" of {s['starts']} server starts" if s.get("starts", 1) > 1 else "")
             + (f" ({s['verdict']})" if s.get("verdict") else "") + "\n" for pid, s in stops.items())
+    cached = prefix_part.lines(ids, measured)
+    if cached:  # the server's prefix-cache counters around each counted run
+        text += "\nprefix cache (tokens found over prompt tokens looked up, from /metrics):\n\n" + "".join(
+            f"- {line}\n" for line in cached)
+        for line in cached:
+            say(console, f"prefix cache: {line}")
     if missing:
         text += "\nnot measured:\n\n" + "".join(f"- {pid}: {reason}\n" for pid, reason in why.items())
     for line in warnings:

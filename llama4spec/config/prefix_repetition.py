@@ -13,22 +13,27 @@ from __future__ import annotations
 from llama4spec.config.schema import Config
 
 NAME = "prefix_repetition"
-KEYS = ("prefix_len", "suffix_len", "num_prefixes")
 DEFAULTS = {"prefix_len": 256, "suffix_len": 256, "num_prefixes": 10}  # vLLM 0.32's
 DEFAULT_OUTPUT_LEN = 128  # vLLM 0.32's, without --output-len
 
 
+def given(cfg: Config) -> dict[str, int | None]:
+    """``bench.prefix_repetition_<key>`` of each key, as the config gives it (None: unset)."""
+    b = cfg.bench
+    return {"prefix_len": b.prefix_repetition_prefix_len, "suffix_len": b.prefix_repetition_suffix_len,
+            "num_prefixes": b.prefix_repetition_num_prefixes}
+
+
 def setting(cfg: Config, key: str) -> int:
     """``bench.prefix_repetition_<key>`` as the run has it (vLLM's default where unset)."""
-    value = getattr(cfg.bench, f"{NAME}_{key}")
+    value = given(cfg)[key]
     return DEFAULTS[key] if value is None else value
 
 
 def flags(cfg: Config) -> list[str]:
     """The dataset's own flags (those the config sets), after ``--dataset-name prefix_repetition``."""
     out = []
-    for key in KEYS:
-        value = getattr(cfg.bench, f"{NAME}_{key}")
+    for key, value in given(cfg).items():
         if value is not None:
             out += [f"--{NAME.replace('_', '-')}-{key.replace('_', '-')}", str(value)]
     return out
@@ -56,8 +61,7 @@ def problems(cfg: Config) -> list[str]:
     only by this dataset; no dataset path or input length, which it does not read; its prompts
     within ``memory.max_model_len``."""
     b, out = cfg.bench, []
-    for key in KEYS:
-        value = getattr(b, f"{NAME}_{key}")
+    for key, value in given(cfg).items():
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             out.append(f"bench.{NAME}_{key}={value}: must be a whole number of at least 1")
         elif value is not None and b.dataset_name != NAME:

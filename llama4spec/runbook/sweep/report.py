@@ -323,6 +323,7 @@ def page_part(read: PageRead, step: Mapping[str, Any], page) -> None:
     for pt in points if beside else []:
         by_c.setdefault(pt.concurrency, {})[pt.id] = beside.get(pt.id, ())
     notes = [f"warning: {line}" for line in groups.mixed(by_c)] + design_lines(_design(step))
+    notes += [f"prefix cache: {line}" for line in prefix_part.lines(ids, measured)]
     sid = str(step["id"])
     stops = {pid: dict(m.record.stop) for pid, m in measured.items() if m.record.stop}
     front = frontier_part.of_points(points, {p.id: measured[p.id].config for p in points}, analysis,

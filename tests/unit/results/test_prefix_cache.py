@@ -60,3 +60,17 @@ def test_a_record_with_more_hits_than_lookups_is_one_line() -> None:
         BenchRecord.from_dict(data, where="rec.json")
     assert len(err.value.problems) == 1 and "'prefix_cache.hits' is 101" in err.value.problems[0]
     assert "at most the 100 tokens looked up" in err.value.problems[0]
+
+
+def test_the_sweep_reports_line_says_the_hit_rate_and_the_setting() -> None:
+    from llama4spec.runbook.sweep.prefix_part import line
+
+    point = BenchRecord.of_runs("p", [_run(PrefixCache(2000, 500)), _run(PrefixCache(2000, 1500))])
+    kept = {"serve": {"enable_prefix_caching": None}, "draft": {"disable_eagle_block_drop": True}}
+    assert line("p-c4", kept, point) == ("p-c4: hit rate 50.0% (2,000 of 4,000 prompt tokens found in the cache, "
+                                         "over 2 counted run(s); prefix caching on (vLLM's default), last block "
+                                         "of each hit kept)")
+    off = {"serve": {"enable_prefix_caching": False}, "draft": {"disable_eagle_block_drop": None}}
+    assert line("q", off, _run(PrefixCache(0, 0))) == ("q: no prompt token looked up in the prefix cache "
+                                                        "(prefix caching off)")
+    assert line("r", off, _run(None)) is None

@@ -116,6 +116,12 @@ class BenchConfig:
     # vLLM's --burstiness: the gamma shape of request arrivals at a finite request_rate (1: Poisson;
     # below 1 burstier, above 1 more even). None: vLLM's default (1).
     burstiness: Optional[float] = None
+    # vLLM's prefix_repetition dataset (dataset_name: prefix_repetition): num_prefixes prefixes of
+    # prefix_len tokens, each prompt one of them + suffix_len tokens of its own; the prompts of a
+    # prefix share it in the prefix cache. None: vLLM's default (256, 256, 10).
+    prefix_repetition_prefix_len: Optional[int] = None
+    prefix_repetition_suffix_len: Optional[int] = None
+    prefix_repetition_num_prefixes: Optional[int] = None
 
 
 @dataclass

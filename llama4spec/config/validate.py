@@ -11,7 +11,7 @@ import os
 import re
 from pathlib import Path
 
-from llama4spec.config import methods
+from llama4spec.config import methods, prefix_repetition
 from llama4spec.config.categories import check_categories
 from llama4spec.config.layout import host_problem, layout_problems
 from llama4spec.config.schedule import schedule_problems
@@ -111,7 +111,7 @@ def _values(cfg: Config, problems: list[str]) -> None:
     if b.burstiness is not None and not _positive(b.burstiness):
         problems.append(f"bench.burstiness={b.burstiness}: give the gamma shape of request arrivals (> 0; "
                         f"1 is Poisson), or drop it")
-    problems.extend(slo_problems(cfg.slo))
+    problems.extend(slo_problems(cfg.slo) + prefix_repetition.problems(cfg))
     for key, value in cfg.env.items():
         if not isinstance(value, str):
             problems.append(f"env.{key}: values must be strings (got {value!r}); quote it")

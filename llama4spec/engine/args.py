@@ -102,6 +102,18 @@ def engine_args(cfg: Config) -> dict[str, Any]:
     return {k: v for k, v in args.items() if v is not None}
 
 
+def prefix_caching_words(cfg: Config) -> str:
+    """A server's prefix caching in words (the dry run's line): on or off, whether that is vLLM's
+    default, and under an EAGLE-family draft whether vLLM drops the last block of each cache hit."""
+    on = cfg.serve.enable_prefix_caching
+    said = "on (vLLM's default)" if on is None else ("on" if on else "off") + f" (serve.enable_prefix_caching={str(on).lower()})"
+    if on is False or not methods.eagle_family(cfg.draft.method):
+        return said
+    kept = cfg.draft.disable_eagle_block_drop
+    return said + (", last block of each hit kept (draft.disable_eagle_block_drop=true)" if kept else
+                   ", last block of each hit dropped under EAGLE (vLLM's default)")
+
+
 def llm_kwargs(cfg: Config) -> dict[str, Any]:
     """Keyword arguments for ``vllm.LLM(...)`` (offline)."""
     kwargs = engine_args(cfg)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
+from llama4spec.config import prefix_repetition
 from llama4spec.config.schema import Config
 from llama4spec.config.validate import SLO_METRICS
 from llama4spec.errors import UserError
@@ -210,6 +211,8 @@ def dataset_flags(cfg: Config) -> list[str]:
     if flags is not None:
         return flags
     flags = ["--dataset-name", b.dataset_name, *(["--dataset-path", b.dataset_path] if b.dataset_path else [])]
+    if b.dataset_name == prefix_repetition.NAME:
+        flags += prefix_repetition.flags(cfg)
     if b.dataset_name == "custom" and not cfg.dataset.chat_template:  # prompts sent as written, as a category's are
         flags.append("--skip-chat-template")
     return flags

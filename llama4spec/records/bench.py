@@ -130,6 +130,21 @@ class Acceptance(Record):
         max_length=MAX_POSITIONS, description="at most 64 shares (or null), one a position")]] = None
 
 
+class PrefixCacheCounts(Record):
+    """The server's prefix-cache counters around a run (``results.prefix_cache.PrefixCache.to_record``):
+    prompt tokens looked up and those found."""
+
+    queries: Count
+    hits: Count
+    hit_rate: Optional[Share] = None
+
+    @model_validator(mode="after")
+    def _hits_within_queries(self) -> "PrefixCacheCounts":
+        if self.hits > self.queries:
+            raise rule_error("hits", self.hits, f"at most the {self.queries} tokens looked up (queries)")
+        return self
+
+
 LATENCIES = tuple(f"{stat}_{metric}_ms" for metric in ("ttft", "tpot", "itl", "e2el")
                   for stat in ("mean", "median", "std", "p50", "p90", "p95", "p99"))
 RESULT_FIELDS: dict[str, Any] = {
@@ -205,6 +220,7 @@ class BenchRun(Record):
     started: Optional[Annotated[float, Field(ge=0, le=1e11, description="seconds since the epoch from 0 to 1e11")]] = None
     client_cpu_s: Optional[Seconds] = None
     requests: Annotated[list[Request], Field(max_length=MAX_REQUESTS, description="at most 200,000 requests")] = []
+    prefix_cache: Optional[PrefixCacheCounts] = None
 
     @model_validator(mode="after")
     def _within_lookahead(self) -> "BenchRun":

@@ -20,6 +20,7 @@ from llama4spec.files import count, json_or_none, number, plain
 from llama4spec.records import bench as model
 from llama4spec.results import requests as per_request
 from llama4spec.results.acceptance import AcceptanceCounters
+from llama4spec.results.prefix_cache import PrefixCache, summed
 from llama4spec.results.requests import RequestRow
 
 KIND = "llama4spec.bench"
@@ -52,6 +53,7 @@ class BenchRecord:
     client_cpu_s: float | None = None  # one run: the CPU time the load generator (vLLM's benchmark) took
     # a run against a server with a draft: each request's acceptance and latencies (serving.vllm_bench)
     requests: list[RequestRow] = field(default_factory=list)
+    prefix_cache: PrefixCache | None = None  # the server's prefix-cache counters: deltas around the run (runs: summed)
 
     @classmethod
     def of_runs(cls, label: str, runs: list["BenchRecord"], *, url: str | None = None, argv: list[str] | None = None,
@@ -76,7 +78,7 @@ class BenchRecord:
                    returncode=(failing.returncode if failing is not None and failing.returncode else
                                (1 if failing is not None or not runs else 0)),
                    wall_time_s=wall_time_s, lookahead=lookahead, acceptance=acceptance, result=result,
-                   runs=list(runs), warmup=warmup)
+                   runs=list(runs), warmup=warmup, prefix_cache=summed([r.prefix_cache for r in counted]))
 
     @property
     def repeats(self) -> int:
@@ -259,6 +261,7 @@ class BenchRecord:
         out["mean_acceptance_length"] = self.acceptance.mean_acceptance_length if self.acceptance else None
         out["acceptance_rate_per_position"] = (self.acceptance.rate_per_position(self.lookahead)
                                                if self.acceptance else None)
+        out["prefix_cache_hit_rate"] = self.prefix_cache.hit_rate if self.prefix_cache else None
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -287,6 +290,8 @@ class BenchRecord:
             data["started"] = self.started
         if self.client_cpu_s is not None:
             data["client_cpu_s"] = self.client_cpu_s
+        if self.prefix_cache is not None:
+            data["prefix_cache"] = self.prefix_cache.to_record()
         if self.requests:
             data["requests"] = [r.to_dict() for r in self.requests]
             data["requests_check"] = self.requests_check()
@@ -313,7 +318,8 @@ class BenchRecord:
             models=dict(m.models), category_prompts=m.category_prompts,
             stop=m.stop.model_dump(exclude_none=True) if m.stop is not None else None, start=m.start,
             pair=m.pair if m.pair is not None and m.pair.isprintable() else None, started=m.started,
-            client_cpu_s=m.client_cpu_s, requests=[_row(r) for r in m.requests])
+            client_cpu_s=m.client_cpu_s, requests=[_row(r) for r in m.requests],
+            prefix_cache=PrefixCache(m.prefix_cache.queries, m.prefix_cache.hits) if m.prefix_cache else None)
 
     def write(self, path: Path) -> None:
         from llama4spec.files import finite, plain, write_json

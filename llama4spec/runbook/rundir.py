@@ -203,6 +203,8 @@ def csv_rows(ids: list[str], measured: dict[str, Measured]) -> tuple[list[str], 
             if run.acceptance is not None:
                 for key, value in run.acceptance.to_record(run.lookahead).items():
                     row[f"acceptance.{key}"] = json.dumps(value) if isinstance(value, list) else value
+            if run.prefix_cache is not None:  # the server's prefix-cache counters around the run
+                row.update({f"prefix_cache.{key}": value for key, value in run.prefix_cache.to_record().items()})
             header.update(dict.fromkeys(row))
             rows.append(row)
     return list(header), rows

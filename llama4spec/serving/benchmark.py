@@ -23,6 +23,7 @@ from llama4spec.engine.bench_flags import bench_flags, category_prompt_count, di
 from llama4spec.engine.secrets import api_key_env
 from llama4spec.files import Expect, Unreadable, json_or_none, read_text, write_atomic
 from llama4spec.results import requests as per_request
+from llama4spec.results import prefix_cache
 from llama4spec.results.acceptance import AcceptanceCounters, from_prometheus_text
 from llama4spec.results.bench import BenchRecord
 from llama4spec.results.provenance import model_fingerprints
@@ -69,9 +70,13 @@ def _metrics(url: str, api_key: str | None, read, timeout_s: float):
         return None
 
 
-def scrape(url: str, api_key: str | None = None) -> AcceptanceCounters | None:
-    """Spec-decode counters from ``URL/metrics``; None when the page cannot be read."""
-    return _metrics(url, api_key, from_prometheus_text, 10)
+Counters = tuple[AcceptanceCounters, prefix_cache.PrefixCache]
+
+
+def scrape(url: str, api_key: str | None = None) -> Counters | None:
+    """Spec-decode and prefix-cache counters from one read of ``URL/metrics``; None when the page
+    cannot be read."""
+    return _metrics(url, api_key, lambda text: (from_prometheus_text(text), prefix_cache.from_prometheus_text(text)), 10)
 
 
 def finished_count(url: str, api_key: str | None = None) -> float | None:
@@ -174,7 +179,7 @@ def _measured(cfg: Config, url: str, flags: list[str], result: Path, log: Path, 
         tick()  # the last lines and the final count
     wall = time.monotonic() - started
     after = scrape(url, env.get("OPENAI_API_KEY"))
-    delta = after - before if before is not None and after is not None else None
+    delta, cached = (after[0] - before[0], after[1] - before[1]) if before is not None and after is not None else (None, None)
     k = cfg.lookahead if cfg.draft.method else None
     data = None
     if code == 0 and result.is_file():
@@ -182,6 +187,7 @@ def _measured(cfg: Config, url: str, flags: list[str], result: Path, log: Path, 
     return BenchRecord(label=label, url=url, argv=display_argv(flags), returncode=code, wall_time_s=wall,
                        lookahead=k, acceptance=delta if delta is not None and delta.num_drafts else None,
                        result=data if isinstance(data, dict) else None, started=at, client_cpu_s=runner.last_cpu_s,
+                       prefix_cache=cached,
                        requests=read_requests(cfg.bench.category, flags, result) if code == 0 else [])
 
 

@@ -21,7 +21,7 @@ from llama4spec.runbook.noise_prior import check_recorded, of_sweep
 from llama4spec.runbook.rundir import Measured, csv_rows, is_step_id, not_run
 from llama4spec.runbook.spec import MergeRead, PageRead
 from llama4spec.runbook.steps import traits_of
-from llama4spec.sweep import frontier_part
+from llama4spec.sweep import frontier_part, prefix_part
 from llama4spec.sweep.planned import AUTO_DESIGN, INTERLEAVED, design_of
 from llama4spec.sweep.merge_designs import design_warnings
 from llama4spec.sweep.sweep_records import SweepRecord
@@ -202,6 +202,12 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
             f"- {pid}: {s['reason']} after {s.get('runs', '?')} runs"
             + (f" of {s['starts']} server starts" if s.get("starts", 1) > 1 else "")
             + (f" ({s['verdict']})" if s.get("verdict") else "") + "\n" for pid, s in stops.items())
+    cached = prefix_part.lines(ids, measured)
+    if cached:  # the server's prefix-cache counters around each counted run
+        text += "\nprefix cache (tokens found over prompt tokens looked up, from /metrics):\n\n" + "".join(
+            f"- {line}\n" for line in cached)
+        for line in cached:
+            say(console, f"prefix cache: {line}")
     if missing:
         text += "\nnot measured:\n\n" + "".join(f"- {pid}: {reason}\n" for pid, reason in why.items())
     for line in warnings:
@@ -322,6 +328,7 @@ def page_part(read: PageRead, step: Mapping[str, Any], page) -> None:
     for pt in points if beside else []:
         by_c.setdefault(pt.concurrency, {})[pt.id] = beside.get(pt.id, ())
     notes = [f"warning: {line}" for line in groups.mixed(by_c)] + design_lines(_design(step))
+    notes += [f"prefix cache: {line}" for line in prefix_part.lines(ids, measured)]
     sid = str(step["id"])
     stops = {pid: dict(m.record.stop) for pid, m in measured.items() if m.record.stop}
     front = frontier_part.of_points(points, {p.id: measured[p.id].config for p in points}, analysis,

@@ -57,7 +57,8 @@ KV_GIB = 1  # the perfect run's KV cache space (memory.cpu_kvcache_space_gib), w
 OFFLINE_GROUP, SERVER_GROUP, SEQUENTIAL_GROUP = "offline-engines", "shared-server", "sequential-sweeps"
 GROUPS = {"test_offline_engine": OFFLINE_GROUP, "test_runbook_offline_engine": OFFLINE_GROUP,
           "test_preflight_engine": OFFLINE_GROUP, "test_serving_engine": SERVER_GROUP,
-          "test_requests_engine": SERVER_GROUP, "test_decisive_engine": SEQUENTIAL_GROUP,
+          "test_requests_engine": SERVER_GROUP, "test_prefix_hits_engine": SERVER_GROUP,
+          "test_decisive_engine": SEQUENTIAL_GROUP,
           "test_revisit_engine": SEQUENTIAL_GROUP}
 SPLIT = {"test_categories_engine": (("test_offline_", OFFLINE_GROUP), ("", SERVER_GROUP)),
          "test_lossless_engine": (("test_served_", SERVER_GROUP),)}

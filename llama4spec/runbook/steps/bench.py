@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from llama4spec.config import prefix_repetition
 from llama4spec.config.layout import url_problem
 from llama4spec.cost.model import Seen, Work
 from llama4spec.engine.args import base_url
@@ -66,6 +67,8 @@ def plan(ctx, p) -> None:
     first = ctx.planned.get(s.adds_to) if s.adds_to else None
     if first is not None:  # a later start: its runs join the point's record, their results beside its own
         files.update({name: first.artifacts[name] for name in ("result", "record", "points")})
+    if s.warmup:  # a warm-up is a run of its own: its prompts meet the dataset's rules too
+        ctx.report(p.id, prefix_repetition.prompts_problems(cfg, s.warmup, f"warmup: {s.warmup}"))
     flags = bench_flags(cfg, p.url, files["result"].parent, files["result"].name, s.label or p.id, s.extra_args)
     p.argv, p.exec_argv = display_argv(flags), exec_argv(flags)
     p.env = dict(ctx.runbook.env)

@@ -149,6 +149,10 @@ def _text(path) -> str:
 
 
 def describe(p, say) -> None:
+    if p.composed is not None:
+        from llama4spec.engine.args import prefix_caching_words
+
+        say(f"    prefix caching: {prefix_caching_words(p.composed.cfg)}")
     if p.step.keys.gate is not None:
         p.step.keys.gate.describe(p, say)
     for node in p.nodes[1:]:  # multi-node: the command above is the leader's, run here

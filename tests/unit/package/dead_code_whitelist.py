@@ -21,6 +21,7 @@ _.best_decided  # likewise
 _.speculation  # likewise
 _.baseline_output_throughput  # likewise
 _.without_speculation  # likewise
+_._hits_within_queries  # records/bench.py PrefixCacheCounts: a pydantic validator, pydantic calls it
 _._within_lookahead  # a pydantic validator (sweep_records Row, breakeven records Curve, records/bench.py): pydantic calls it
 _.fit_p  # lossless/records.py Control: the control's fit p-values in lossless.json
 _.tail_bound  # likewise

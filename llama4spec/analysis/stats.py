@@ -151,7 +151,8 @@ class Comparison:
         flip = {"faster": "slower", "slower": "faster"}.get(self.verdict, self.verdict)
         iv = self.interval
         if iv is not None:
-            iv = RatioInterval(1 / iv.ratio, 1 / iv.high, 1 / iv.low, iv.confidence, iv.df, iv.method)
+            inv = [1 / x if x > 0 else math.inf for x in (iv.ratio, iv.high, iv.low)]  # a look with no estimate: [0, inf]
+            iv = RatioInterval(*inv, iv.confidence, iv.df, iv.method)
         return Comparison(self.second, self.first, None if self.ratio is None else 1 / self.ratio, iv, flip,
                           self.level, self.hypotheses, self.runs_to_settle, self.needs_start, self.noise,
                           self.margin, self.basis)

@@ -19,6 +19,7 @@ from llama4spec.runbook import colocation as groups
 from llama4spec.runbook.measured import measured_in_plan
 from llama4spec.runbook.noise_prior import check_recorded, of_sweep
 from llama4spec.runbook.rundir import Measured, csv_rows, is_step_id, not_run
+from llama4spec.runbook.sweep.budget_stop import STOPPED, stop_note
 from llama4spec.runbook.spec import MergeRead, PageRead
 from llama4spec.runbook.steps import traits_of
 from llama4spec.runbook.sweep import frontier_part
@@ -199,6 +200,9 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
             + (f" ({s['verdict']})" if s.get("verdict") else "") + "\n" for pid, s in stops.items())
     if missing:
         text += "\nnot measured:\n\n" + "".join(f"- {pid}: {reason}\n" for pid, reason in why.items())
+    budget = stop_note(not_run)
+    if budget:
+        text += f"\n{STOPPED}: {budget}\n"
     for line in warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
     if warnings:
@@ -210,7 +214,8 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
     return text, {**sweep_json.to_record(analysis), "missing": missing, **({"not_measured": why} if missing else {}),
                   "frontier": frontier_words.record(front),
                   **({"design": design} if design else {}),
-                  **({"stops": stops} if stops else {}), **({"colocation": colocation} if colocation else {})}
+                  **({"stops": stops} if stops else {}), **({"colocation": colocation} if colocation else {}),
+                  **({"budget_stop": budget} if budget else {})}
 
 
 def run_report(plan, planned, console: Console, failures: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:

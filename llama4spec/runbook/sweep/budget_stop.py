@@ -65,7 +65,7 @@ def budget_stop(plan: Any, sweep_id: str, p: Any, status: dict[str, Any] | None)
     steps = [q for q in plan.steps if q.step.part_of == sweep_id or q.id == sweep_id]
     ids = {q.id for q in steps}
     held = {q.id: 2 * devices(q.composed.cfg) for q in steps if q.composed is not None}
-    units = {q.id for q in steps if q.kind == "serve" and getattr(q.step.keys, "beside", None)}
+    units = {q.id for q in steps if q.step.traits.serves and getattr(q.step.keys, "beside", None)}
     entries = [e for e in (status or {}).get("steps") or [] if isinstance(e, dict)]
     mine = spent_by(entries, ids, held, units)
     cfg = p.composed.cfg if p.composed is not None else None

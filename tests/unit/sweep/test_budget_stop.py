@@ -61,7 +61,8 @@ def test_what_the_stop_says():
 
 def _plan(step_budget=None, runbook_budget=None):
     def step(sid, kind="bench", beside=None, part_of="sweep"):
-        return NS(id=sid, kind=kind, composed=None, step=NS(part_of=part_of, keys=NS(beside=beside), budget=None))
+        return NS(id=sid, composed=None, step=NS(part_of=part_of, keys=NS(beside=beside), budget=None,
+                                                 traits=NS(serves=kind == "serve")))
     steps = [step("sweep", "sweep", part_of=None), step("base-b1", "serve"), step("k3-b1", "serve", beside="base-b1"),
              step("k3-b1-c4"), step("base-b2", "serve"), step("k3-b2", "serve", beside="base-b2"),
              step("other", part_of=None)]

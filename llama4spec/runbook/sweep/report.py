@@ -142,9 +142,10 @@ def artifacts(step_dir: Path) -> dict[str, Path]:
 def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
           measured: dict[str, Measured] | None = None,
           colocation: dict[str, Any] | None = None,
-          design: dict[str, Any] | None = None) -> tuple[dict[str, list[str]], str]:
+          design: dict[str, Any] | None = None, budget_stop: str | None = None) -> tuple[dict[str, list[str]], str]:
     """The PNGs, the analysis JSON (with ``colocation`` when a launcher's groups measured the
-    points), the CSV (a row per point and repeat), the Markdown report; returns each PNG's series
+    points, ``budget_stop`` when its blocks stopped at a budget), the CSV (a row per point and
+    repeat), the Markdown report; returns each PNG's series
     and the report."""
     record = checked(SweepRecord, files["analysis"], sweep_json.to_record(analysis))  # nothing written if it breaks a rule
     files["report"].parent.mkdir(parents=True, exist_ok=True)
@@ -160,7 +161,8 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
     stops = {pid: m.record.stop for pid, m in (measured or {}).items() if m.record.stop}  # repeats: auto
     write_json(files["analysis"], {**record, "plots": series, **({"stops": stops} if stops else {}),
                                    **({"colocation": colocation} if colocation else {}),
-                                   **({"design": design} if design else {})})
+                                   **({"design": design} if design else {}),
+                                   **({"budget_stop": budget_stop} if budget_stop else {})})
     if "table" in files:
         header, rows = csv_rows([pt.id for pt in points], measured or {})
         write_atomic(files["table"], csv_text(header, rows))
@@ -184,7 +186,8 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
         by_c.setdefault(pt.concurrency, {})[pt.id] = beside.get(pt.id, ())
     warnings = groups.mixed(by_c)
     colocation = {"beside": {pid: list(v) for pid, v in beside.items()}, "warnings": warnings} if beside else None
-    _, text = write(analysis, points, files, measured, colocation, design)
+    budget = stop_note(not_run)
+    _, text = write(analysis, points, files, measured, colocation, design, budget)
     render.render(console, analysis)
     front = frontier_part.of_points(points, {p.id: measured[p.id].config for p in points}, analysis,
                                     margin_of(design), price)
@@ -200,7 +203,6 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
             + (f" ({s['verdict']})" if s.get("verdict") else "") + "\n" for pid, s in stops.items())
     if missing:
         text += "\nnot measured:\n\n" + "".join(f"- {pid}: {reason}\n" for pid, reason in why.items())
-    budget = stop_note(not_run)
     if budget:
         text += f"\n{STOPPED}: {budget}\n"
     for line in warnings:

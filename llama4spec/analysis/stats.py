@@ -151,7 +151,8 @@ class Comparison:
         flip = {"faster": "slower", "slower": "faster"}.get(self.verdict, self.verdict)
         iv = self.interval
         if iv is not None:
-            inv = [1 / x if x > 0 else math.inf for x in (iv.ratio, iv.high, iv.low)]  # a look with no estimate: [0, inf]
+            # a look with no estimate yet has the interval [0, inf]
+            inv = [1 / x if x > 0 else math.inf for x in (iv.ratio, iv.high, iv.low)]
             iv = RatioInterval(*inv, iv.confidence, iv.df, iv.method)
         return Comparison(self.second, self.first, None if self.ratio is None else 1 / self.ratio, iv, flip,
                           self.level, self.hypotheses, self.runs_to_settle, self.needs_start, self.noise,

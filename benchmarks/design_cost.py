@@ -75,7 +75,7 @@ def acceptable(truth, c: int, pick: int | None, margin: float = MARGIN) -> bool:
 @dataclass(frozen=True)
 class Design:
     """One way of running the sweep. ``gate``: which candidates get a further block: "verdict"
-    (today's: while its comparison against no speculation is open at some concurrency) or "answer"
+    (the sweep's MoreBlocks gate: while its comparison against no speculation is open at some concurrency) or "answer"
     (while it is in an open question of the pick: the leader, or a rival not yet beaten)."""
 
     name: str
@@ -88,7 +88,7 @@ class Design:
     lookaheads: tuple[int, ...] = LOOKAHEADS
     sequential: int = 0  # > 0: no blocks; every setting started this many times, one server at a time
     margin: float = MARGIN  # the sweep's margin: key (equivalent within +-margin)
-    supported: bool = True  # the sweep's keys can ask for it today
+    supported: bool = True  # a sweep's keys can ask for it
 
 
 @dataclass(frozen=True)
@@ -280,23 +280,24 @@ def summarize(outcomes: list[Outcome], truth, margin: float) -> Summary:
 
 
 def designs() -> list[Design]:
-    """Today's default, then one change at a time. ``supported``: what the sweep's keys can say today
-    (min_repeats, max_repeats: the blocks; 3 pairs a block, the verdict gate); the others are not built."""
-    today = Design("today: 2-10 blocks", supported=True)
-    answer = dataclasses.replace(today, name="until the best is decided, 2-10 blocks", gate="answer", supported=False)
+    """The blocks added until decided, then one change at a time, then sequential starts.
+    ``supported``: what a sweep's keys can ask for (min_repeats and max_repeats: the blocks; 3 pairs
+    a block and the verdict gate; design: sequential with starts and repeats); the others are not built."""
+    blocks = Design("blocks, 2-10 (the sweep's blocks: design: auto, repeats: auto)")
+    answer = dataclasses.replace(blocks, name="until the best is decided, 2-10 blocks", gate="answer", supported=False)
     pruned = dataclasses.replace(answer, name="+ the bound drops lookaheads", prune=True)
     focused = dataclasses.replace(pruned, name="+ a block runs only its open concurrencies", only_open=True)
     return [
-        today,
-        dataclasses.replace(today, name="2-4 blocks", max_blocks=4),
-        dataclasses.replace(today, name="3-4 blocks", min_blocks=3, max_blocks=4),
-        dataclasses.replace(today, name="3 blocks", min_blocks=3, max_blocks=3),
-        dataclasses.replace(today, name="4 blocks", min_blocks=4, max_blocks=4),
+        blocks,
+        dataclasses.replace(blocks, name="blocks, 2-4", max_blocks=4),
+        dataclasses.replace(blocks, name="blocks, 3-4", min_blocks=3, max_blocks=4),
+        dataclasses.replace(blocks, name="blocks, 3", min_blocks=3, max_blocks=3),
+        dataclasses.replace(blocks, name="blocks, 4", min_blocks=4, max_blocks=4),
         answer, pruned, focused,
         dataclasses.replace(focused, name="  the same, 3-4 blocks", min_blocks=3, max_blocks=4),
         dataclasses.replace(focused, name="  the same, 3-4 blocks of 1 pair", pairs=1, min_blocks=3, max_blocks=4),
-        dataclasses.replace(today, name="3 blocks of 1 pair", pairs=1, min_blocks=3, max_blocks=3, supported=False),
-        dataclasses.replace(today, name="3 blocks of 2 pairs", pairs=2, min_blocks=3, max_blocks=3, supported=False),
+        dataclasses.replace(blocks, name="3 blocks of 1 pair", pairs=1, min_blocks=3, max_blocks=3, supported=False),
+        dataclasses.replace(blocks, name="3 blocks of 2 pairs", pairs=2, min_blocks=3, max_blocks=3, supported=False),
         Design("sequential: 1 start a setting, 2 runs", sequential=1, pairs=2),
         Design("sequential: 1 start a setting, 3 runs", sequential=1),
         Design("sequential starts: 2 a setting, 3 runs", sequential=2),
@@ -350,7 +351,7 @@ def main() -> None:
           + (f"; starts drawn at {args.between_times:g} x the profile's between-start sd" if args.between_times != 1 else ""))
     for line in truth_lines(truth, args.truth == "model"):
         print(line)
-    print(f"| design | keys today | node-hours mean | 10%-90% | best decided | verdicts decided | errors |")
+    print(f"| design | built | node-hours mean | 10%-90% | best decided | verdicts decided | errors |")
     print("|---|---|---:|---:|---:|---:|---:|")
     rows = designs()
     for i, design in enumerate(rows):

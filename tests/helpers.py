@@ -199,3 +199,14 @@ def vllm_cpu_kernels(as_avx2_only: bool = False):
     current_platform.import_kernels()
     return torch.ops._C
 
+
+
+SCOUT_DESIGN = "    design: sequential\n    starts: 2\n    repeats: 3\n"
+
+
+def scout_blocks_text() -> str:
+    """The Scout sweep's runbook with back-to-back blocks added until decided (design: auto,
+    repeats: auto) in place of its two sequential starts: what the blocks' tests plan."""
+    text = (REPO / "runbooks" / "llama4_scout_eagle_sweep.yaml").read_text()
+    assert SCOUT_DESIGN in text, "the Scout sweep's design lines moved: update tests/helpers.py"
+    return text.replace(SCOUT_DESIGN, "    repeats: auto\n")

@@ -61,8 +61,10 @@ class Interval:
         return self.low > 1.0 or self.high < 1.0
 
     def inverse(self) -> Interval:
-        """The ratio the other way round (b against a)."""
-        return Interval(1 / self.value, 1 / self.high, 1 / self.low, self.confidence, self.method, df=self.df)
+        """The ratio the other way round (b against a); a bound of 0 turns to inf (a look with no
+        estimate yet has the interval [0, inf])."""
+        value, high, low = (1 / x if x > 0 else math.inf for x in (self.value, self.high, self.low))
+        return Interval(value, high, low, self.confidence, self.method, df=self.df)
 
     def text(self, fmt: str = ".1f") -> str:
         """``812.3 [790.1, 830.2]``, ``812.3 (1 sample)``, or ``no samples``."""

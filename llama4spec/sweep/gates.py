@@ -135,9 +135,19 @@ class MoreBlocks(Gate):
             return f"not started: {err}"
         mine = [(a.title, r.comparison) for a in analysis.at for r in a.rows if r.point.id in self.candidate]
         if not mine or any(c is None or not c.decided for _, c in mine):
-            return None
+            return self._budget(plan, p, analysis, rule)
         said = "; ".join(f"{c.sentence()} at {title}" for title, c in mine)
         return f"not started: decided against no speculation at every client setting after {self.block - 1} blocks ({said})"
+
+    def _budget(self, plan, p, analysis, rule) -> str | None:
+        """Why the block is not started when it would exceed a budget (``budget_stop``), else None."""
+        from llama4spec.runbook.rundir import read_status
+        from llama4spec.sweep.budget_stop import STOPPED, budget_stop, said
+
+        found = budget_stop(plan, self.sweep, p, read_status(plan.run_dir))
+        if found is None:
+            return None
+        return f"not started: {STOPPED}: {found.text()}. {said(analysis, self.block - 1, rule)}"
 
     def describe(self, p, say) -> None:
         say(f"    started only if the candidate's comparison against no speculation is still open at some client "

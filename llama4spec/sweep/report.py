@@ -19,6 +19,7 @@ from llama4spec.runbook import colocation as groups
 from llama4spec.runbook.measured import measured_in_plan
 from llama4spec.runbook.noise_prior import check_recorded, of_sweep
 from llama4spec.runbook.rundir import Measured, csv_rows, is_step_id, not_run
+from llama4spec.sweep.budget_stop import STOPPED, stop_note
 from llama4spec.runbook.spec import MergeRead, PageRead
 from llama4spec.runbook.steps import traits_of
 from llama4spec.sweep import frontier_part, prefix_part
@@ -146,9 +147,10 @@ def artifacts(step_dir: Path) -> dict[str, Path]:
 def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
           measured: dict[str, Measured] | None = None,
           colocation: dict[str, Any] | None = None,
-          design: dict[str, Any] | None = None) -> tuple[dict[str, list[str]], str]:
+          design: dict[str, Any] | None = None, budget_stop: str | None = None) -> tuple[dict[str, list[str]], str]:
     """The PNGs, the analysis JSON (with ``colocation`` when a launcher's groups measured the
-    points), the CSV (a row per point and repeat), the Markdown report; returns each PNG's series
+    points, ``budget_stop`` when its blocks stopped at a budget), the CSV (a row per point and
+    repeat), the Markdown report; returns each PNG's series
     and the report."""
     record = checked(SweepRecord, files["analysis"], sweep_json.to_record(analysis))  # nothing written if it breaks a rule
     files["report"].parent.mkdir(parents=True, exist_ok=True)
@@ -164,7 +166,8 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
     stops = {pid: m.record.stop for pid, m in (measured or {}).items() if m.record.stop}  # repeats: auto
     write_json(files["analysis"], {**record, "plots": series, **({"stops": stops} if stops else {}),
                                    **({"colocation": colocation} if colocation else {}),
-                                   **({"design": design} if design else {})})
+                                   **({"design": design} if design else {}),
+                                   **({"budget_stop": budget_stop} if budget_stop else {})})
     if "table" in files:
         header, rows = csv_rows([pt.id for pt in points], measured or {})
         write_atomic(files["table"], csv_text(header, rows))
@@ -188,7 +191,8 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
         by_c.setdefault(pt.concurrency, {})[pt.id] = beside.get(pt.id, ())
     warnings = groups.mixed(by_c)
     colocation = {"beside": {pid: list(v) for pid, v in beside.items()}, "warnings": warnings} if beside else None
-    _, text = write(analysis, points, files, measured, colocation, design)
+    budget = stop_note(not_run)
+    _, text = write(analysis, points, files, measured, colocation, design, budget)
     render.render(console, analysis)
     front = frontier_part.of_points(points, {p.id: measured[p.id].config for p in points}, analysis,
                                     margin_of(design), price)
@@ -210,6 +214,8 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
             say(console, f"prefix cache: {line}")
     if missing:
         text += "\nnot measured:\n\n" + "".join(f"- {pid}: {reason}\n" for pid, reason in why.items())
+    if budget:
+        text += f"\n{STOPPED}: {budget}\n"
     for line in warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
     if warnings:
@@ -221,7 +227,8 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
     return text, {**sweep_json.to_record(analysis), "missing": missing, **({"not_measured": why} if missing else {}),
                   "frontier": frontier_words.record(front),
                   **({"design": design} if design else {}),
-                  **({"stops": stops} if stops else {}), **({"colocation": colocation} if colocation else {})}
+                  **({"stops": stops} if stops else {}), **({"colocation": colocation} if colocation else {}),
+                  **({"budget_stop": budget} if budget else {})}
 
 
 def run_report(plan, planned, console: Console, failures: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:

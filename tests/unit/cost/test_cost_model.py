@@ -13,7 +13,7 @@ from rich.console import Console
 from llama4spec.cost.lines import cost_line
 from llama4spec.runbook.plan import plan_file
 from llama4spec.runbook.render import plan_text
-from tests.helpers import REPO
+from tests.helpers import REPO, scout_blocks_text
 
 RUN_DIR = Path("runs/RUNBOOK/TIMESTAMP")
 PROFILE = REPO / "tests" / "fixtures" / "noise" / "h100_scout_tp4.json"
@@ -24,7 +24,7 @@ def _plan(path: Path, *overrides: str):
 
 
 def _scout_with_profile(tmp_path: Path) -> Path:
-    text = (REPO / "runbooks" / "llama4_scout_eagle_sweep.yaml").read_text()
+    text = scout_blocks_text()
     path = tmp_path / "scout.yaml"
     path.write_text(text.replace("    repeats: auto\n", f"    repeats: auto\n    noise: {PROFILE}\n"))
     return path
@@ -41,9 +41,14 @@ def test_the_scout_sweep_on_the_fixture_profile_costs_10_to_50_blocks(tmp_path, 
     assert "from profile" in cost_line(cost) and not cost.record()["estimate"]
 
 
-def test_without_a_profile_the_hardware_estimate_is_said_to_be_one(gpu_build) -> None:
+def test_without_a_profile_the_hardware_estimate_is_said_to_be_one(tmp_path, gpu_build) -> None:
     cost = _plan(REPO / "runbooks" / "llama4_scout_eagle_sweep.yaml").pricing.steps["sweep"]
-    assert cost.starts == [20, 100] and cost.runs == [240, 1200]  # 3 pairs a block by default
+    # the shipped design: 6 settings started twice, 3 runs at 4 concurrencies a start (its comment: 4.4 h)
+    assert cost.starts == [12, 12] and cost.runs == [144, 144]
+    assert cost.wall_s == pytest.approx([12 * (420 + 4 * 3 * 75)] * 2) and cost.wall_s[0] / 3600 == pytest.approx(4.4)
+    (tmp_path / "blocks.yaml").write_text(scout_blocks_text())
+    blocks = _plan(tmp_path / "blocks.yaml").pricing.steps["sweep"]
+    assert blocks.starts == [20, 100] and blocks.runs == [240, 1200]  # 3 pairs a block by default
     assert "hardware estimate h100_80gb, not calibrated" in cost_line(cost) and cost.record()["estimate"]
 
 

@@ -381,7 +381,9 @@ def test_a_profile_with_costs_sets_the_pairs_a_block(tmp_path, monkeypatch) -> N
 def _scout(tmp_path: Path, *overrides: str, **keys):
     from tests.helpers import REPO
 
-    data = yaml.safe_load((REPO / "runbooks" / "llama4_scout_eagle_sweep.yaml").read_text())
+    from tests.helpers import scout_blocks_text
+
+    data = yaml.safe_load(scout_blocks_text())
     data["steps"][0].update(keys)
     data["steps"] = data["steps"][:1]  # the sweep alone
     path = tmp_path / f"scout-{len(list(tmp_path.glob('*.yaml')))}.yaml"

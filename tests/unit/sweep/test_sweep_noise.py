@@ -14,6 +14,7 @@ from llama4spec.stats.design import block_half_width, half_width, runs_per_block
 from llama4spec.stats.noise import Component, Noise, prior
 from llama4spec.stats.profile import Profile, profile_json, read_profile
 from llama4spec.stats.tdist import t_quantile
+from tests.helpers import scout_blocks_text
 
 SWEEP = """name: s
 overrides: [target=tiny, memory=cpu, bench=random_tiny, serve.port=8741]
@@ -132,7 +133,7 @@ def test_the_scout_sweep_planned_here_with_a_gpu_profile_prints_its_design_and_p
     expected at the sweep's fewest and most runs."""
     profile = tmp_path / "h100.json"
     profile.write_text((FIXTURES / "h100_scout_tp4.json").read_text())
-    text = Path("runbooks/llama4_scout_eagle_sweep.yaml").read_text()
+    text = scout_blocks_text()
     runbook = tmp_path / "scout.yaml"
     runbook.write_text(text.replace("    repeats: auto\n", "    repeats: auto\n    design: sequential\n    noise: h100.json\n", 1))
     done = cli("run", runbook, "--dry-run", "--runs-dir", tmp_path / "runs")

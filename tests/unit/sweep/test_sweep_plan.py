@@ -62,8 +62,11 @@ def test_tiny_sweep_starts_three_servers_and_measures_each_at_every_concurrency(
     assert [p.kind for p in plan.steps][-2:] == ["sweep", "compare"]
 
 
-def test_scout_sweep_reuses_each_server_for_every_concurrency() -> None:
-    plan = _plan(REPO / "runbooks" / "llama4_scout_eagle_sweep.yaml")
+def test_scout_sweep_reuses_each_server_for_every_concurrency(tmp_path) -> None:
+    from tests.helpers import scout_blocks_text
+
+    (tmp_path / "scout.yaml").write_text(scout_blocks_text())  # the blocks: design: auto, repeats: auto
+    plan = _plan(tmp_path / "scout.yaml")
     serves = [p for p in plan.steps if p.kind == "serve"]
     # design: auto on an 8-GPU node: back-to-back blocks, no speculation beside EAGLE at 1, 2, 3, 5, 7,
     # at most max_repeats (10) blocks each (repeats: auto), two TP 4 servers a block

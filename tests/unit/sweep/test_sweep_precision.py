@@ -14,6 +14,7 @@ from llama4spec.stats.noise import prior
 from llama4spec.stats.profile import read_profile
 from llama4spec.sweep.kind import Keys
 from llama4spec.sweep.planned import SweepPlan
+from tests.helpers import scout_blocks_text
 from tests.unit.sweep.test_sweep_noise import FIXTURES, _dry, _profile
 
 
@@ -73,7 +74,7 @@ def test_without_the_key_the_dry_run_is_unchanged(cli, tmp_path):
 
 
 def test_a_gpu_sweep_without_a_profile_does_not_plan_the_precision(cli, tmp_path):
-    text = Path("runbooks/llama4_scout_eagle_sweep.yaml").read_text()
+    text = scout_blocks_text()
     runbook = tmp_path / "scout.yaml"
     runbook.write_text(text.replace("    repeats: auto\n", "    repeats: auto\n    precision: 0.05\n", 1))
     out = _lines(cli("run", runbook, "--dry-run", "--runs-dir", tmp_path / "runs"))
@@ -98,7 +99,7 @@ def test_the_scout_sweep_with_the_h100_profile_prints_what_docs_noise_md_shows(c
     """docs/noise.md quotes these two lines: the fixture profile (a start 420 s, a run 75 s; between
     0.02, within 0.04) gives 5 runs a start and 4 starts, 4 x (420 + 5 x 75) s = 53 min a setting."""
     (tmp_path / "h100.json").write_text((FIXTURES / "h100_scout_tp4.json").read_text())
-    text = Path("runbooks/llama4_scout_eagle_sweep.yaml").read_text()
+    text = scout_blocks_text()
     runbook = tmp_path / "scout.yaml"
     runbook.write_text(text.replace("    repeats: auto\n", "    repeats: auto\n    design: sequential\n    noise: h100.json\n"
                                                        "    precision: 0.05\n", 1))

@@ -7,16 +7,16 @@ designs. No engine. What is assumed, and stated in the output:
 - **Noise and costs** from a noise profile (default the fixture tests/fixtures/noise/h100_scout_tp4.json,
   an illustration, not a measurement): a server start's log offset ~ N(0, between sd), shared by
   its runs at every concurrency; a run's ~ N(0, within sd); a start takes start_s, a run run_s.
-- **True speedups** from the speedup model (``analysis.model.expected_tokens``): assumed
+- **True speedups** from the speedup model (``stats.point.expected_tokens``): assumed
   per-position acceptance rates and an assumed draft cost c per concurrency,
   speedup(k) = E(k) / (1 + c k). The acceptance rates are taken as measured exactly (a run at
   concurrency 16 counts thousands of draft positions).
-- **Decisions** by the package's own code: at each concurrency ``analysis.stats.compare`` on the
-  blocks measured so far (``decide.block_look``'s anytime p-values, Holm over the concurrency, the
-  sweep's confidence and equivalence margin), ``analysis.model.recommend`` for the pick. Blocks
+- **Decisions** by the package's own code: at each concurrency ``stats.compare.compare`` on the
+  blocks measured so far (``stats.looks.block_look``'s anytime p-values, Holm over the concurrency, the
+  sweep's confidence and equivalence margin), ``stats.speedup_model.recommend`` for the pick. Blocks
   take the profile's noise as it is (with 3 or more blocks their own spread decides; a 2-block look
   without a paired component has no estimate); sequential starts pool the sweep's own starts with
-  the profile by df (``analysis.noise.pooled``), as the report does.
+  the profile by df (``stats.components.pooled``), as the report does.
 
 A concurrency is *decided* when its pick is declared faster than every other setting, or its
 undecided rivals are pruned by the bound (below). An *error* is a decided pick that is not the

@@ -4,7 +4,7 @@ more block (the mean of the blocks done) are held against the sweep step's budge
 runbook's. When a block would exceed one, it and every later block are not started, and the reason
 says what is decided, what is not, and which open questions one more block would likely settle (if
 the blocks' mean and spread stayed as measured). The arithmetic is ``cost.stop``'s; the sentences
-are pure functions of an analysis (``analysis.model.Analysis``)."""
+are pure functions of an analysis (``stats.speedup_results.Analysis``)."""
 
 from __future__ import annotations
 

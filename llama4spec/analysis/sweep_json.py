@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from llama4spec import figures as registry
+from llama4spec.analysis import band_report
 from llama4spec.analysis.decide import RatioInterval
 from llama4spec.analysis.model import Analysis, AtConcurrency, Point, temperature_findings
 from llama4spec.analysis.noise import noise_record
@@ -27,6 +28,7 @@ def to_record(analysis: Analysis) -> dict[str, Any]:
         "rule": {**RULE, "noise": noise_record(analysis.noise)},
         "schedules": _schedules(analysis),
         "concurrency": [_at_concurrency(a) for a in analysis.at],
+        **({"input_bands": bands} if (bands := band_report.record(analysis)) else {}),
     }
 
 
@@ -47,6 +49,7 @@ def _at_concurrency(a: AtConcurrency) -> dict[str, Any]:
         "concurrency": a.concurrency,
         "temperature": a.temperature,
         "category": a.category,
+        **({"input_band": a.band} if a.band else {}),
         "best": a.best.id if a.best else None,
         "best_lookahead": (a.best.lookahead if a.best and a.best.speculative else None),
         "best_decided": a.pick.decided if a.pick is not None and a.pick.point is not None else None,

@@ -28,8 +28,9 @@ from llama4spec.analysis.sweep_records import SweepRecord
 from llama4spec.records.io import checked
 from llama4spec.console import say
 from llama4spec.frontier import words as frontier_words
-from llama4spec.analysis import plots, sweep_json, sweep_tables as render
-from llama4spec.analysis.model import Analysis, Point, analyse
+from llama4spec.analysis import band_report, plots, sweep_json, sweep_tables as render
+from llama4spec.analysis.bands import analyse_points as analyse
+from llama4spec.analysis.model import Analysis, Point
 from llama4spec.analysis.noise import MARGIN, margin_problem
 from llama4spec.analysis.points import points as sweep_points
 
@@ -316,7 +317,7 @@ def page_part(read: PageRead, step: Mapping[str, Any], page) -> None:
     by_c: dict[int, dict[str, tuple[str, ...]]] = {}
     for pt in points if beside else []:
         by_c.setdefault(pt.concurrency, {})[pt.id] = beside.get(pt.id, ())
-    notes = [f"warning: {line}" for line in groups.mixed(by_c)] + design_lines(_design(step))
+    notes = [f"warning: {line}" for line in groups.mixed(by_c)] + design_lines(_design(step)) + band_report.lines(analysis)
     sid = str(step["id"])
     stops = {pid: dict(m.record.stop) for pid, m in measured.items() if m.record.stop}
     front = frontier_part.of_points(points, {p.id: measured[p.id].config for p in points}, analysis,

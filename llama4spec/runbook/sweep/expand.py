@@ -17,6 +17,7 @@ from typing import Mapping
 
 from llama4spec.runbook.matrix import Make, ServerGroup, server_groups
 from llama4spec.runbook.spec import Runbook, Step
+from llama4spec.runbook.sweep import bands
 from llama4spec.runbook.sweep.design import Scope
 from llama4spec.runbook.sweep.expansion import Expansion
 from llama4spec.runbook.sweep.registry import in_phase_order
@@ -57,6 +58,8 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
     matrix = step.keys.matrix or {}
     x = Expansion.of(step, make, taken, matrix)
     groups = server_groups(runbook, step, matrix, cli, problems)
+    if step.keys.bands:
+        problems.extend(bands.config_problems(step.keys.bands, [g.cfg for g in groups if g.cfg is not None], matrix, at))
     pinned = pin_async_scheduling(groups)
     if pinned:
         x.plan.async_pinned = pinned

@@ -15,6 +15,7 @@ from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import TooLarge, check_matrix, matrix_points, points_problem
 from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps.base import BaseKind
+from llama4spec.runbook.sweep import bands
 from llama4spec.runbook.sweep.rule import MAX_BLOCK_RUNS, Rule
 from llama4spec.runbook.sweep.planned import AUTO_DESIGN, GAP_S, INTERLEAVED, SEQUENTIAL, design_of
 from llama4spec.runbook.sweep.expand import expand_step
@@ -77,6 +78,9 @@ class Keys:
     # a device-hour price (a GPU's; a CPU server counts as one device): the frontier's price per million
     # output tokens, with and without the draft
     price: float | None = fields.number(None, 0, MAX_PRICE, optional=True)
+    # input-length bands, each measured and analysed on its own (``sweep.bands``): lengths of random
+    # prompts ([16, 64, 256]) or [LOW, HIGH] token counts of a prompt file's prompts
+    bands: list | None = fields.custom(bands.read, default=None)
 
 
 def noise_lines(prior: dict[str, Any] | None, margin: float, runs: tuple[int, int] = (MIN_REPEATS, MAX_REPEATS),
@@ -113,6 +117,7 @@ def noise_lines(prior: dict[str, Any] | None, margin: float, runs: tuple[int, in
 def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> None:
     """At most MAX_POINTS points over every sweep of the runbook: a matrix beyond them is refused
     (never expanded)."""
+    bands.add_axis(keys, at, problems)  # a client axis, counted with the points
     if isinstance(keys.matrix, TooLarge):  # an axis beyond its bound: refused (check_matrix said why)
         keys.matrix = None
         state["too_large"] = True

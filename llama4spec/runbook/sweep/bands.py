@@ -154,3 +154,11 @@ def config_problems(bands: list[Any], cfgs: list[Any], matrix: dict[str, list[st
                        f"band needs at least {need} ({MIN_BAND_PROMPTS}, and one per client slot at the highest "
                        f"concurrency)")
     return list(dict.fromkeys(out))
+
+
+def checked(bands: list[Any], cfgs: list[Any], matrix: dict[str, list[str]], at: str,
+            problems: list[str]) -> dict[str, list[str]]:
+    """The matrix, its band axis taken out when the bands are refused (their problems added)."""
+    found = config_problems(bands, cfgs, matrix, at)
+    problems.extend(found)
+    return {k: v for k, v in matrix.items() if k not in (LENGTH, BAND)} if found else matrix

@@ -56,10 +56,10 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
     servers left (or their repeated starts), a revisit of that pass, the schedule phase."""
     at = f"{runbook.path}: step '{step.id}'"
     matrix = step.keys.matrix or {}
-    x = Expansion.of(step, make, taken, matrix)
     groups = server_groups(runbook, step, matrix, cli, problems)
-    if step.keys.bands:
-        problems.extend(bands.config_problems(step.keys.bands, [g.cfg for g in groups if g.cfg is not None], matrix, at))
+    if step.keys.bands:  # refused bands are not expanded into points (said once)
+        matrix = bands.checked(step.keys.bands, [g.cfg for g in groups if g.cfg is not None], matrix, at, problems)
+    x = Expansion.of(step, make, taken, matrix)
     pinned = pin_async_scheduling(groups)
     if pinned:
         x.plan.async_pinned = pinned

@@ -23,7 +23,8 @@ def _gain(b: Break) -> list[str]:
             continue
         bounds = f" [{1 / iv.high:.2f}, {1 / iv.low:.2f}]" if iv.low > 0 and math.isfinite(iv.high) else ""
         decided = "declared" if verdict == "slower" else "not declared"
-        out.append(f"{1 / iv.ratio:.2f}x{bounds} in {band.label} (speculation {decided} slower there)")
+        out.append(f"{1 / iv.ratio:.2f}x{bounds} the best lookahead's output throughput in {band.label} "
+                   f"(speculation {decided} slower there)")
     return out
 
 
@@ -32,8 +33,7 @@ def routing(b: Break) -> str | None:
     if not b.located:
         return None
     gains = _gain(b)
-    measured = (f"; measured, no speculation's output throughput is {', '.join(gains)} that of the best lookahead"
-                if gains else "")
+    measured = f"; measured, no speculation delivers {'; '.join(gains)}" if gains else ""
     return (f"concurrency {b.concurrency}: {NO_SETTING}. What it can do: route prompts longer than "
             f"{b.last_paying.high} tokens to a server without speculation and keep speculation for shorter "
             f"ones{measured}. A speculative server started with a max_model_len below the longer prompts refuses "

@@ -9,7 +9,8 @@ wholly outside the block (every draft accepted) or wholly inside it (none accept
 per band (``INSIDE``): the short band none inside, the middle band a quarter, the long band all. Each
 band's counters follow exactly from its prompts (the greedy simulation of vLLM's counting), whatever
 the order they are sent in. Shipped as ``dataset/prompts/tiny_bands.jsonl`` (``prompt_items()``;
-``offset`` builds a set of distinct prompts with the same shares).
+``offset`` builds a set of distinct prompts, each that many words longer, in the same bands with the
+same shares).
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from llama4spec.tiny.words import FIRST_WORD, WORDS, word
 # and the tokenizer's <s>
 BANDS = ((8, 0.0), (32, 0.25), (96, 1.0))
 TOKEN_BANDS = ((1, 16), (17, 64), (65, 128))  # the sweep's bands: [LOW, HIGH] prompt tokens, one per entry of BANDS
-PER_BAND = 8
-MAX_OFFSET = 2  # distinct prompt sets: offset 0 (shipped), 1, 2
+PER_BAND = 24
+MAX_OFFSET = 2  # distinct prompt sets: offset 0 (shipped), 1, 2: each prompt that many words longer
 
 
 def _word_before(i: int, n: int) -> int:
@@ -35,19 +36,19 @@ def chain(length: int, start: int) -> str:
     return " ".join(word(_word_before(start, length - j)) for j in range(length))
 
 
-def _starts(category: str, offset: int) -> list[int]:
+def _starts(category: str) -> list[int]:
     """The continuation starts of one category (wholly inside or outside the block for outputs of up
-    to ``contrast.MAX_OUTPUT`` tokens at every offset)."""
+    to ``contrast.MAX_OUTPUT`` tokens)."""
     first = contrast.BLOCK.start if category == contrast.IN_BLOCK else contrast.BLOCK.stop + 16
-    return [first + offset + 3 * j for j in range(PER_BAND)]
+    return [first + j for j in range(PER_BAND)]
 
 
 def band_items(length: int, inside: float, offset: int = 0) -> list[tuple[str, str]]:
     """One band's prompts with their categories: ``inside`` of them continuing inside the block, the
     two categories alternating while both last."""
     n_in = round(inside * PER_BAND)
-    ins = [(chain(length, s), contrast.IN_BLOCK) for s in _starts(contrast.IN_BLOCK, offset)[:n_in]]
-    outs = [(chain(length, s), contrast.OUT_BLOCK) for s in _starts(contrast.OUT_BLOCK, offset)[:PER_BAND - n_in]]
+    ins = [(chain(length + offset, s), contrast.IN_BLOCK) for s in _starts(contrast.IN_BLOCK)[:n_in]]
+    outs = [(chain(length + offset, s), contrast.OUT_BLOCK) for s in _starts(contrast.OUT_BLOCK)[:PER_BAND - n_in]]
     return [item for i in range(PER_BAND) for item in (*ins[i:i + 1], *outs[i:i + 1])]
 
 

@@ -15,14 +15,14 @@ from tests.helpers import REPO
 def test_each_band_continues_inside_the_block_at_its_share(offset: int) -> None:
     for length, inside in bands.BANDS:
         items = bands.band_items(length, inside, offset)
-        assert len(items) == bands.PER_BAND and all(len(p.split()) == length for p, _ in items)
+        assert len(items) == bands.PER_BAND and all(len(p.split()) == length + offset for p, _ in items)
         assert all(contrast.category_of(p, 3, contrast.MAX_OUTPUT) == c for p, c in items)  # wholly in or out
         assert sum(c == contrast.IN_BLOCK for _, c in items) == round(inside * bands.PER_BAND)
 
 
 def test_token_counts_fall_in_their_band_and_the_sets_are_distinct() -> None:
     for (length, _), (low, high) in zip(bands.BANDS, bands.TOKEN_BANDS):
-        assert low <= length + 1 <= high  # the words and <s>
+        assert all(low <= length + o + 1 <= high for o in range(bands.MAX_OFFSET + 1))  # the words and <s>
     sets = [{p for p, _ in bands.prompt_items(o)} for o in range(bands.MAX_OFFSET + 1)]
     assert all(len(s) == 3 * bands.PER_BAND for s in sets)
     assert not sets[0] & sets[1] and not sets[1] & sets[2] and not sets[0] & sets[2]

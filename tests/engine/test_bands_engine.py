@@ -1,0 +1,87 @@
+"""Speculation by input length on a real server: the banded tiny set-up, end to end.
+
+A banded sweep (``bands:`` of a prompt file) of the contrast pair, copied under another path, against
+no speculation at concurrency 1, on a set of prompts distinct from the shipped one (``tiny.bands``,
+offset 1) with the same share per band of continuations inside the draft's wrong block: none, a
+quarter, all. Each band's acceptance counters (vLLM's ``/metrics`` deltas, summed over its runs) equal
+the greedy simulation's for that band's prompts, position by position; and the report locates where
+speculation stops paying between two adjacent bands, the band after it the one whose drafts are all
+rejected. Two server starts and 6 points of 2 to 6 short runs (24 prompts of 16 tokens).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from llama4spec.tiny import bands, contrast
+from llama4spec.tiny.paths import tiny_path
+from tests import tiny_sim
+from tests.helpers import free_port, run_cli, run_dir_of
+
+pytestmark = pytest.mark.engine
+
+K, OUTPUT, OFFSET = 3, 16, 1
+
+
+@pytest.fixture(scope="module")
+def banded(tmp_path_factory, tiny_dir) -> Path:
+    tmp = tmp_path_factory.mktemp("bands")
+    pair = tmp / "elsewhere"
+    shutil.copytree(tiny_path("target"), pair / "t")
+    shutil.copytree(tiny_path("draft_contrast"), pair / "d")
+    prompts = tmp / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt": p, "category": c}) + "\n" for p, c in bands.prompt_items(OFFSET)))
+    spans = ", ".join(f"[{low}, {high}]" for low, high in bands.TOKEN_BANDS)
+    runbook = tmp / "banded.yaml"
+    runbook.write_text(f"""
+name: banded
+env:
+  VLLM_CPU_KVCACHE_SPACE: "1"
+overrides: [target=tiny, target.model={pair / 't'}, memory=cpu, bench=tiny_bands, bench.dataset_path={prompts},
+            bench.output_len={OUTPUT}, serve.port={free_port()}]
+steps:
+  - id: sweep
+    kind: sweep
+    matrix: {{draft: [none, tiny_eagle_contrast], draft.model: ["{pair / 'd'}"], lookahead: [{K}], bench.max_concurrency: [1]}}
+    bands: [{spans}]
+    repeats: auto
+    max_repeats: 6
+    warmup: 1
+    extra_args: [--ignore-eos]
+""")
+    done = run_cli("run", str(runbook), "--runs-dir", str(tmp / "runs"), timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return run_dir_of(tmp / "runs")
+
+
+def test_each_bands_acceptance_is_the_simulations_for_its_prompts(banded: Path) -> None:
+    for (length, inside), (low, high) in zip(bands.BANDS, bands.TOKEN_BANDS):
+        (point,) = [d for d in banded.iterdir() if d.name.startswith("sweep-tiny_eagle_contrast")
+                    and d.name.endswith(f"input_band-{low}-{high}")]
+        record = json.loads((point / "record.json").read_text())
+        runs = [r for r in record["runs"] if r.get("acceptance")]
+        prompts = [p for p, _ in bands.band_items(length, inside, OFFSET)]
+        one = tiny_sim.predict(prompts, OUTPUT, K, contrast.draft_next)  # every prompt once a run
+        assert len(runs) >= 2
+        for run in runs:
+            got = run["acceptance"]
+            assert (got["num_drafts"], got["accepted_per_pos"]) == (one.num_drafts, one.accepted_per_pos), (low, got)
+
+
+def test_the_break_lies_before_the_band_whose_drafts_are_all_rejected(banded: Path) -> None:
+    analysis = json.loads((banded / "sweep" / "sweep.json").read_text())
+    labels = [b["label"] for b in analysis["input_bands"]["bands"]]
+    assert labels == ["1-16 tokens", "17-64 tokens", "65-128 tokens"]
+    (found,) = analysis["input_bands"]["breaks"]
+    lengths = {c["input_band"]: next(r["acceptance_length"] for r in c["rows"]) for c in analysis["concurrency"]}
+    assert found["after"] is not None and found["before"] is not None, found["sentence"]
+    after, before = labels.index(found["after"]["label"]), labels.index(found["before"]["label"])
+    assert before == after + 1 and found["paying"] == labels[:before]
+    assert lengths[labels[-1]] == 1.0 and lengths[labels[0]] > lengths[labels[-1]]
+    assert labels[-1] not in found["paying"] and found["routing"].startswith("concurrency 1: vLLM 0.32 has no lookahead")
+    report = (banded / "sweep" / "report.md").read_text()
+    assert found["sentence"] in report and "## input length" in report

@@ -22,18 +22,22 @@ from llama4spec.analysis.decide import RatioInterval
 from llama4spec.analysis.model import Analysis, AtConcurrency, Point, Row, analyse, sweep_noise
 from llama4spec.analysis.noise import Noise
 
-BAND_KEYS = ("bench.input_len", "bench.input_band")
+BAND_KEYS = ("bench.input_len", "bench.input_band", "bench.speed_bench_subset")
+SPEED_TOKENS = {f"throughput_{n}k": 1024 * n for n in (1, 2, 8, 16, 32)}  # SPEED-Bench's throughput subsets
 
 
 @dataclass(frozen=True, order=True)
 class InputBand:
-    """Prompts of ``low`` to ``high`` tokens (inclusive)."""
+    """Prompts of ``low`` to ``high`` tokens (inclusive); ``name``: a SPEED-Bench subset's, about that long."""
 
     low: int
     high: int
+    name: str = ""
 
     @property
     def label(self) -> str:
+        if self.name:
+            return f"{self.name} (about {self.low:,} tokens)"
         return f"{self.low} tokens" if self.low == self.high else f"{self.low}-{self.high} tokens"
 
     def record(self) -> dict[str, Any]:
@@ -41,7 +45,9 @@ class InputBand:
 
 
 def parse_band(text: str) -> InputBand | None:
-    """``64`` or ``17-48`` as a band; None when it is neither (or empty: low above high)."""
+    """``64``, ``17-48`` or a SPEED-Bench subset as a band; None when it is none (or empty: low above high)."""
+    if str(text) in SPEED_TOKENS:
+        return InputBand(SPEED_TOKENS[str(text)], SPEED_TOKENS[str(text)], str(text))
     parts = str(text).strip().split("-")
     if len(parts) not in (1, 2) or not all(part.strip().isdigit() for part in parts):
         return None

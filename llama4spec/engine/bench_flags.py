@@ -90,6 +90,9 @@ def _flags(cfg: Config, url: str, result_dir: Path, result_filename: str, label:
         flags[flags.index("--dataset-path") + 1] = str(band_file(result_dir, b.input_band))
     if b.input_len is not None:
         flags += ["--input-len", str(b.input_len)]
+    if b.dataset_name == "speed_bench":  # its own flags: the subset, and an output length that defaults to 4096
+        flags += ["--speed-bench-dataset-subset", b.speed_bench_subset] if b.speed_bench_subset else []
+        flags += ["--speed-bench-output-len", str(b.output_len)] if b.output_len is not None else []
     if b.output_len is not None:
         flags += ["--output-len", str(b.output_len)]
     flags += ["--num-prompts", str(prompts), WARMUP_FLAG, "0"]

@@ -215,6 +215,8 @@ def describe(p, say) -> None:
     if keys.matrix:
         say("    matrix: " + " x ".join(f"{k} [{', '.join(v)}]" for k, v in keys.matrix.items()))
         say(f"    report over {len(st.points)} points (speedup, efficiency, best lookahead, plots)")
+        for line in bands.describe(keys.bands) if keys.bands else []:
+            say(f"    {line}")
         for line in design_lines(st.design_record(keys)) + frontier_lines(keys.matrix, keys.price):
             say(f"    {line}")
         rule = keys.rule

@@ -71,17 +71,17 @@ def test_a_prompt_files_band_is_written_beside_its_run(tiny_dir, tmp_path: Path)
     ("[[1, 16], [10, 32]]", RANDOM, "bands: [1, 16] and [10, 32] overlap"),
     ("[16, 16]", RANDOM, "bands: 16 and 16 overlap"),
     ("[[16, 8], [20, 30]]", RANDOM, "bands: [16, 8] is empty (LOW above HIGH)"),
-    ("[16, 2040]", RANDOM, "bands: 2040 tokens + bench.output_len 16 exceed the server's max_model_len 2048"),
+    ("[16, 2040]", RANDOM, "bands: 2040 (2040 tokens) + bench.output_len 16 exceed the server's max_model_len 2048"),
     ("[16, 64]", "bench=random_tiny, bench.num_prompts=3", "bands: 16 holds 3 distinct prompts of random prompts a "
      "run; a verdict over a band needs at least 4"),
     ("[[1, 16], [17, 64]]", RANDOM, "bands: random prompts have one length a band"),
     ("[16]", RANDOM, "bands: give 2 to 16 input-length bands"),
-    ("[16, x]", RANDOM, "bands: 'x' is neither a length (64) nor [LOW, HIGH] tokens"),
+    ("[16, x]", RANDOM, "bands: 'x' is neither a length (64), [LOW, HIGH] tokens nor a SPEED-Bench throughput subset"),
 ])
 def test_bad_bands_are_one_line_each(tmp_path: Path, bands: str, bench: str, fragment: str) -> None:
     with pytest.raises(UserError) as info:
         _plan(_write(tmp_path, bands, bench))
-    assert len(info.value.problems) in (1, 2) and fragment in info.value.problems[0], info.value.problems
+    assert len(info.value.problems) == 1 and fragment in info.value.problems[0], info.value.problems
 
 
 def test_a_prompt_files_band_empty_or_too_small_is_named(tiny_dir, tmp_path: Path) -> None:
@@ -113,3 +113,45 @@ def test_the_shipped_banded_runbooks_plan(tiny_dir) -> None:
     plan = plan_file(REPO / "runbooks" / "tiny_cpu_bands.yaml", lambda name: RUN_DIR, [])
     bands = {p.composed.cfg.bench.input_band for p in plan.steps if p.step.kind == "bench"}
     assert bands == {"1-16", "17-64", "65-128"}
+
+
+def test_the_scout_runbooks_speed_bench_bands_parse_under_vllms_own_parser() -> None:
+    from vllm.benchmarks.serve import add_cli_args
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    from llama4spec.engine.bench_flags import bench_flags
+
+    plan = plan_file(REPO / "runbooks" / "llama4_scout_eagle_bands.yaml", lambda name: RUN_DIR, [])
+    parser = FlexibleArgumentParser()
+    add_cli_args(parser)
+    subsets = set()
+    for p in (q for q in plan.steps if q.step.kind == "bench"):
+        args = parser.parse_args(bench_flags(p.composed.cfg, "http://127.0.0.1:8000", Path("/tmp"), "r.json", "x"))
+        assert args.dataset_name == "speed_bench" and args.dataset_path == "data/speed-bench"
+        assert args.speed_bench_output_len == 4096  # vLLM's default, which the plan checks against max_model_len
+        subsets.add(args.speed_bench_dataset_subset)
+    assert subsets == {"throughput_1k", "throughput_8k", "throughput_16k"}
+    sweep = next(p for p in plan.steps if p.step.kind == "sweep")
+    said: list[str] = []
+    from llama4spec.runbook.steps import kind
+
+    kind(sweep.step.kind).describe(sweep, said.append)
+    assert any("prepared with NVIDIA's script" in line and "4096 output tokens" in line for line in said), said
+
+
+def test_a_speed_bench_band_beyond_max_model_len_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "scout.yaml"
+    path.write_text((REPO / "runbooks" / "llama4_scout_eagle_bands.yaml").read_text().replace(
+        "throughput_16k]", "throughput_32k]"))
+    with pytest.raises(UserError) as info:
+        _plan(path)
+    assert info.value.problems == [
+        f"{path}: step 'sweep': bands: throughput_32k (32768 tokens) + its output length (--speed-bench-output-len) "
+        f"4096 exceed the server's max_model_len 32768; drop the band or raise memory.max_model_len"]
+
+
+def test_speed_bench_subsets_are_bands_of_speed_bench_only(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="SPEED-Bench subsets are bands of bench.dataset_name=speed_bench"):
+        _plan(_write(tmp_path, "[throughput_1k, throughput_8k]"))
+    with pytest.raises(UserError, match="give SPEED-Bench subsets or token counts, not both"):
+        _plan(_write(tmp_path, "[16, throughput_8k]"))

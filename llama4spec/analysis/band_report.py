@@ -54,7 +54,9 @@ def markdown(analysis: Analysis) -> list[str]:
     return ["## input length", "",
             "Each input-length band is analysed on its own (its tables above: speedups against no speculation "
             "in the same band); speculation pays in a band where some lookahead is declared faster than no "
-            "speculation.", "", *[f"- {line}" for line in said or ["no concurrency was measured in two bands"]], ""]
+            "speculation. No lookahead schedule is derived from bands analysed apart: vLLM's schedule is one k "
+            "per batch size for every input length.", "",
+            *[f"- {line}" for line in said or ["no concurrency was measured in two bands"]], ""]
 
 
 def record(analysis: Analysis) -> dict[str, Any] | None:

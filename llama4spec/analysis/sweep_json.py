@@ -126,7 +126,10 @@ def _interval(iv: Interval | None) -> dict[str, Any] | None:
 def _ratio_interval(iv: RatioInterval | None) -> dict[str, Any] | None:
     if iv is None:
         return None
-    return {"ratio": iv.ratio, "low": iv.low, "high": iv.high, "confidence": iv.confidence, "df": iv.df,
+    def bound(x: float) -> float | None:  # a bound beyond the record's (a tiny Holm level on a wide spread): null
+        return x if 0 <= x <= 1e12 else None
+
+    return {"ratio": iv.ratio, "low": bound(iv.low), "high": bound(iv.high), "confidence": iv.confidence, "df": iv.df,
             "method": iv.method}
 
 

@@ -142,6 +142,9 @@ def conflicts(keys: Keys, at: str, written: frozenset[str]) -> list[str]:
         problems.append(f"{at}: revisit: true restarts the servers of points still undecided, which needs "
                         f"'repeats: auto' (this step has repeats: {keys.repeats}); set repeats: auto or drop revisit")
     problems.extend(f"{at}: {p}" for p in keys.rule.problems())
+    if keys.bands and keys.verify_schedule:
+        problems.append(f"{at}: verify_schedule measures one lookahead per batch size for every input length, and "
+                        f"bands analyses each band apart; drop one of them")
     problems.extend(_starts_problems(keys, at, written))
     for design, names in DESIGN_KEYS.items():
         idle = [name for name in names if name in written]

@@ -23,6 +23,7 @@ from llama4spec.tiny.words import FIRST_WORD, WORDS, word
 BANDS = ((8, 0.0), (32, 0.25), (96, 1.0))
 TOKEN_BANDS = ((1, 16), (17, 64), (65, 128))  # the sweep's bands: [LOW, HIGH] prompt tokens, one per entry of BANDS
 PER_BAND = 24
+MAX_LOOKAHEAD = 7  # every continuation stays wholly in or out of the block for contrast.MAX_OUTPUT tokens and this k
 MAX_OFFSET = 2  # distinct prompt sets: offset 0 (shipped), 1, 2: each prompt that many words longer
 
 

@@ -1,12 +1,12 @@
 """Speculation by input length on a real server: the banded tiny set-up, end to end.
 
-A banded sweep (``bands:`` of a prompt file) of the contrast pair, copied under another path, against
-no speculation at concurrency 1, on a set of prompts distinct from the shipped one (``tiny.bands``,
+A banded sweep (``bands:`` of a prompt file) of the contrast pair at k=7 (acceptance length 8.0, 2.95
+and 1.0 by band), copied under another path, against no speculation at concurrency 1, on a set of prompts distinct from the shipped one (``tiny.bands``,
 offset 1) with the same share per band of continuations inside the draft's wrong block: none, a
 quarter, all. Each band's acceptance counters (vLLM's ``/metrics`` deltas, summed over its runs) equal
 the greedy simulation's for that band's prompts, position by position; and the report locates where
 speculation stops paying between two adjacent bands, the band after it the one whose drafts are all
-rejected. Two server starts and 6 points of 2 to 6 short runs (24 prompts of 16 tokens).
+rejected. Two server starts and 6 points of 2 to 6 short runs (24 prompts of 32 tokens).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from tests.helpers import free_port, run_cli, run_dir_of
 
 pytestmark = pytest.mark.engine
 
-K, OUTPUT, OFFSET = 3, 16, 1
+K, OUTPUT, OFFSET = bands.MAX_LOOKAHEAD, contrast.MAX_OUTPUT, 1  # the widest contrast the set-up holds
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ from rich.console import Console
 from llama4spec.analysis import band_report, bands, sweep_json, sweep_tables as render
 from llama4spec.analysis.model import Point
 from llama4spec.analysis.noise import prior as known_noise
+from llama4spec.analysis.schedule import derive_all
 from llama4spec.analysis.sweep_records import SweepRecord
 
 NOISE = known_noise(0.05, 0.0, "test")
@@ -80,6 +81,7 @@ def test_the_record_and_the_report_carry_the_bands():
     assert [r["acceptance_rate_per_position"] for r in rows if r["lookahead"] == 3] == [[0.9, 0.8, 0.7]]
     text = render.markdown(a)
     assert "### input 1-16 tokens, concurrency 1" in text and "## input length" in text
+    assert derive_all(a) == [] and "No lookahead schedule is derived from bands analysed apart" in text
     assert "stops paying between 1-16 tokens and 65-128 tokens" in text
     console = Console(record=True, width=300)
     render.render(console, a)

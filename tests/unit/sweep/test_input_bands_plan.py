@@ -156,3 +156,10 @@ def test_speed_bench_subsets_are_bands_of_speed_bench_only(tmp_path: Path) -> No
         _plan(_write(tmp_path, "[throughput_1k, throughput_8k]"))
     with pytest.raises(UserError, match="give SPEED-Bench subsets or token counts, not both"):
         _plan(_write(tmp_path, "[16, throughput_8k]"))
+
+
+def test_a_schedule_verified_beside_bands_is_refused(tmp_path: Path) -> None:
+    path = _write(tmp_path, "[16, 64]")
+    path.write_text(path.read_text() + "    verify_schedule: true\n")
+    with pytest.raises(UserError, match="verify_schedule measures one lookahead per batch size for every input length"):
+        _plan(path)

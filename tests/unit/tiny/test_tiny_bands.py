@@ -16,7 +16,7 @@ def test_each_band_continues_inside_the_block_at_its_share(offset: int) -> None:
     for length, inside in bands.BANDS:
         items = bands.band_items(length, inside, offset)
         assert len(items) == bands.PER_BAND and all(len(p.split()) == length + offset for p, _ in items)
-        assert all(contrast.category_of(p, 3, contrast.MAX_OUTPUT) == c for p, c in items)  # wholly in or out
+        assert all(contrast.category_of(p, bands.MAX_LOOKAHEAD, contrast.MAX_OUTPUT) == c for p, c in items)  # wholly in or out
         assert sum(c == contrast.IN_BLOCK for _, c in items) == round(inside * bands.PER_BAND)
 
 

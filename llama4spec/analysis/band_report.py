@@ -15,29 +15,34 @@ NO_SETTING = ("vLLM 0.32 has no lookahead per context length: num_speculative_to
               "every request (or one per batch size, draft.lookahead_schedule)")
 
 
-def _gain(b: Break) -> list[str]:
-    """Above the break: no speculation's output throughput over the best lookahead's, per band."""
-    out = []
-    for band, iv, verdict in b.gains:
-        if iv is None:
-            continue
-        bounds = f" [{1 / iv.high:.2f}, {1 / iv.low:.2f}]" if iv.low > 0 and math.isfinite(iv.high) else ""
-        decided = "declared" if verdict == "slower" else "not declared"
-        out.append(f"{1 / iv.ratio:.2f}x{bounds} the best lookahead's output throughput in {band.label} "
-                   f"(speculation {decided} slower there)")
-    return out
+def _gain(band, iv, verdict) -> str:
+    """No speculation's output throughput over the best lookahead's in one band above the break."""
+    bounds = f" [{1 / iv.high:.2f}, {1 / iv.low:.2f}]" if iv.low > 0 and math.isfinite(iv.high) else ""
+    decided = "declared" if verdict == "slower" else "not declared"
+    return f"{1 / iv.ratio:.2f}x{bounds} in {band.label} (speculation {decided} slower there)"
 
 
 def routing(b: Break) -> str | None:
-    """What can be done at a located break with vLLM 0.32 (None where none is located)."""
+    """What can be done at a located break with vLLM 0.32 (None where none is located): route the
+    prompts of the bands from which on speculation is declared slower in every band to a server
+    without speculation, with the measured gain there."""
     if not b.located:
         return None
-    gains = _gain(b)
-    measured = f"; measured, no speculation delivers {'; '.join(gains)}" if gains else ""
-    return (f"concurrency {b.concurrency}: {NO_SETTING}. What it can do: route prompts longer than "
-            f"{b.last_paying.high} tokens to a server without speculation and keep speculation for shorter "
-            f"ones{measured}. A speculative server started with a max_model_len below the longer prompts refuses "
-            f"them (HTTP 400), which makes such a route explicit")
+    slower = [i for i in range(len(b.gains)) if all(v == "slower" for _, _, v in b.gains[i:])]
+    if not slower:
+        return (f"concurrency {b.concurrency}: {NO_SETTING}. Above {b.last_paying.label} no band is declared slower "
+                f"either, so the bands measured promise no gain from routing its prompts elsewhere; more runs (or "
+                f"server starts) would settle it")
+    first = slower[0]
+    below = b.last_paying if first == 0 else b.gains[first - 1][0]
+    gains = "; ".join(_gain(*g) for g in b.gains[first:] if g[1] is not None)
+    between = (f"; in {', '.join(g[0].label for g in b.gains[:first])} neither is declared faster than the other"
+               if first > 0 else "")
+    return (f"concurrency {b.concurrency}: {NO_SETTING}. What it can do: route prompts longer than {below.high} "
+            f"tokens to a server without speculation and keep speculation for shorter ones; measured, no "
+            f"speculation delivers {gains} the best lookahead's output throughput{between}. A speculative server "
+            f"started with a max_model_len below the longer prompts refuses them (HTTP 400), which makes such a "
+            f"route explicit")
 
 
 def lines(analysis: Analysis) -> list[str]:

@@ -1,12 +1,13 @@
 """Speculation by input length on a real server: the banded tiny set-up, end to end.
 
-A banded sweep (``bands:`` of a prompt file) of the contrast pair at k=7 (acceptance length 8.0, 2.95
-and 1.0 by band), copied under another path, against no speculation at concurrency 1, on a set of prompts distinct from the shipped one (``tiny.bands``,
-offset 1) with the same share per band of continuations inside the draft's wrong block: none, a
-quarter, all. Each band's acceptance counters (vLLM's ``/metrics`` deltas, summed over its runs) equal
-the greedy simulation's for that band's prompts, position by position; and the report locates where
-speculation stops paying between two adjacent bands, the band after it the one whose drafts are all
-rejected. Two server starts and 6 points of 2 to 6 short runs (24 prompts of 32 tokens).
+A banded sweep (``bands:`` of a prompt file) of the contrast pair at k=7 against no speculation at
+concurrency 1, served from a copy of the whole tiny cache under another path, on a set of prompts
+distinct from the shipped one (``tiny.bands``, offset 1: each prompt a word longer), in the set-up's
+shortest band (no continuation inside the draft's wrong block: acceptance length 8.0) and its longest
+(every continuation inside: 1.0). Each band's acceptance counters (vLLM's ``/metrics`` deltas of every
+run) equal the greedy simulation's for that band's prompts, position by position; and the report
+locates where speculation stops paying between the two bands, before the band whose drafts are all
+rejected. Two server starts and 4 points of 2 to 5 short runs (24 prompts of 32 tokens).
 """
 
 from __future__ import annotations
@@ -18,48 +19,51 @@ from pathlib import Path
 import pytest
 
 from llama4spec.tiny import bands, contrast
-from llama4spec.tiny.paths import tiny_path
 from tests import tiny_sim
 from tests.helpers import free_port, run_cli, run_dir_of
 
 pytestmark = pytest.mark.engine
 
 K, OUTPUT, OFFSET = bands.MAX_LOOKAHEAD, contrast.MAX_OUTPUT, 1  # the widest contrast the set-up holds
+SHORT, LONG = 0, 2  # the bands measured: none and all of their prompts continuing inside the block
+MEASURED = [bands.TOKEN_BANDS[SHORT], bands.TOKEN_BANDS[LONG]]
 
 
 @pytest.fixture(scope="module")
 def banded(tmp_path_factory, tiny_dir) -> Path:
     tmp = tmp_path_factory.mktemp("bands")
-    pair = tmp / "elsewhere"
-    shutil.copytree(tiny_path("target"), pair / "t")
-    shutil.copytree(tiny_path("draft_contrast"), pair / "d")
+    elsewhere = tmp / "elsewhere"  # the whole tiny cache, copied: every tiny config resolves there
+    shutil.copytree(tiny_dir, elsewhere)
     prompts = tmp / "prompts.jsonl"
     prompts.write_text("".join(json.dumps({"prompt": p, "category": c}) + "\n" for p, c in bands.prompt_items(OFFSET)))
-    spans = ", ".join(f"[{low}, {high}]" for low, high in bands.TOKEN_BANDS)
+    spans = ", ".join(f"[{low}, {high}]" for low, high in MEASURED)
     runbook = tmp / "banded.yaml"
     runbook.write_text(f"""
 name: banded
 env:
   VLLM_CPU_KVCACHE_SPACE: "1"
-overrides: [target=tiny, target.model={pair / 't'}, memory=cpu, bench=tiny_bands, bench.dataset_path={prompts},
+overrides: [target=tiny, memory=cpu, bench=tiny_bands, bench.dataset_path={prompts},
             bench.output_len={OUTPUT}, serve.port={free_port()}]
 steps:
   - id: sweep
     kind: sweep
-    matrix: {{draft: [none, tiny_eagle_contrast], draft.model: ["{pair / 'd'}"], lookahead: [{K}], bench.max_concurrency: [1]}}
+    matrix: {{draft: [none, tiny_eagle_contrast], lookahead: [{K}], bench.max_concurrency: [1]}}
     bands: [{spans}]
     repeats: auto
-    max_repeats: 6
+    max_repeats: 5
     warmup: 1
     extra_args: [--ignore-eos]
 """)
-    done = run_cli("run", str(runbook), "--runs-dir", str(tmp / "runs"), timeout=900)
+    done = run_cli("run", str(runbook), "--runs-dir", str(tmp / "runs"), timeout=900,
+                   env={"LLAMA4SPEC_TINY_DIR": str(elsewhere)})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert str(elsewhere) in (run_dir_of(tmp / "runs") / "plan.json").read_text()  # served from the copy
     return run_dir_of(tmp / "runs")
 
 
 def test_each_bands_acceptance_is_the_simulations_for_its_prompts(banded: Path) -> None:
-    for (length, inside), (low, high) in zip(bands.BANDS, bands.TOKEN_BANDS):
+    for i in (SHORT, LONG):
+        (length, inside), (low, high) = bands.BANDS[i], bands.TOKEN_BANDS[i]
         (point,) = [d for d in banded.iterdir() if d.name.startswith("sweep-tiny_eagle_contrast")
                     and d.name.endswith(f"input_band-{low}-{high}")]
         record = json.loads((point / "record.json").read_text())
@@ -75,7 +79,7 @@ def test_each_bands_acceptance_is_the_simulations_for_its_prompts(banded: Path) 
 def test_the_break_lies_before_the_band_whose_drafts_are_all_rejected(banded: Path) -> None:
     analysis = json.loads((banded / "sweep" / "sweep.json").read_text())
     labels = [b["label"] for b in analysis["input_bands"]["bands"]]
-    assert labels == ["1-16 tokens", "17-64 tokens", "65-128 tokens"]
+    assert labels == [f"{low}-{high} tokens" for low, high in MEASURED]
     (found,) = analysis["input_bands"]["breaks"]
     lengths = {c["input_band"]: next(r["acceptance_length"] for r in c["rows"]) for c in analysis["concurrency"]}
     assert found["after"] is not None and found["before"] is not None, found["sentence"]

@@ -48,6 +48,9 @@ def test_the_break_lies_between_the_last_band_that_pays_and_the_next():
     assert found[1].located and found[1].last_paying == bands.InputBand(17, 64)
     assert found[1].first_not == bands.InputBand(65, 128) and found[1].slower == (bands.InputBand(65, 128),)
     assert found[4].last_paying == bands.InputBand(1, 16) and found[4].first_not == bands.InputBand(17, 64)
+    # at concurrency 4 the band after the break is undecided: the route starts where speculation is declared slower
+    assert "route prompts longer than 64 tokens" in band_report.routing(found[4])
+    assert "in 17-64 tokens neither is declared faster than the other" in band_report.routing(found[4])
     assert "stops paying between 17-64 tokens and 65-128 tokens" in found[1].sentence()
     route = band_report.routing(found[1])
     assert "vLLM 0.32 has no lookahead per context length" in route
@@ -63,6 +66,12 @@ def test_pays_in_every_band_and_in_none():
     assert band_report.routing(b) is None
     none = bands.analyse_points(_runs(1, "16", LOSES, "bench.input_len") + _runs(1, "64", LOSES, "bench.input_len"), NOISE)
     assert bands.breaks(none)[0].sentence().endswith("speculation pays in no band measured (16 tokens, 64 tokens)")
+
+
+def test_no_route_is_proposed_where_no_band_is_declared_slower():
+    a = bands.analyse_points(_runs(1, "16", PAYS) + _runs(1, "64", EVEN), NOISE)
+    (b,) = bands.breaks(a)
+    assert b.located and "promise no gain from routing" in band_report.routing(b)
 
 
 def test_a_band_that_pays_above_one_that_does_not_is_no_break():

@@ -7,7 +7,8 @@ shortest band (no continuation inside the draft's wrong block: acceptance length
 (every continuation inside: 1.0). Each band's acceptance counters (vLLM's ``/metrics`` deltas of every
 run) equal the greedy simulation's for that band's prompts, position by position; and the report
 locates where speculation stops paying between the two bands, before the band whose drafts are all
-rejected. Two server starts and 4 points of 2 to 5 short runs (24 prompts of 32 tokens).
+rejected. Two server starts and 4 points of 3 to 5 short runs (24 prompts of 32 tokens) after a warm-up of 8
+requests each (a server's first requests run slower).
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ steps:
     matrix: {{draft: [none, tiny_eagle_contrast], lookahead: [{K}], bench.max_concurrency: [1]}}
     bands: [{spans}]
     repeats: auto
+    min_repeats: 3
     max_repeats: 5
-    warmup: 1
+    warmup: 8
     extra_args: [--ignore-eos]
 """)
     done = run_cli("run", str(runbook), "--runs-dir", str(tmp / "runs"), timeout=900,

@@ -19,7 +19,8 @@ def _gain(band, iv, verdict) -> str:
     """No speculation's output throughput over the best lookahead's in one band above the break."""
     bounds = f" [{1 / iv.high:.2f}, {1 / iv.low:.2f}]" if iv.low > 0 and math.isfinite(iv.high) else ""
     decided = "declared" if verdict == "slower" else "not declared"
-    return f"{1 / iv.ratio:.2f}x{bounds} in {band.label} (speculation {decided} slower there)"
+    return (f"{1 / iv.ratio:.2f}x{bounds} the best lookahead's output throughput in {band.label} (speculation "
+            f"{decided} slower there)")
 
 
 def routing(b: Break) -> str | None:
@@ -40,7 +41,7 @@ def routing(b: Break) -> str | None:
                if first > 0 else "")
     return (f"concurrency {b.concurrency}: {NO_SETTING}. What it can do: route prompts longer than {below.high} "
             f"tokens to a server without speculation and keep speculation for shorter ones; measured, no "
-            f"speculation delivers {gains} the best lookahead's output throughput{between}. A speculative server "
+            f"speculation delivers {gains}{between}. A speculative server "
             f"started with a max_model_len below the longer prompts refuses them (HTTP 400), which makes such a "
             f"route explicit")
 

@@ -101,11 +101,13 @@ def add_axis(keys: Any, at: str, problems: list[str]) -> None:
     """The bands as a client axis of the sweep's matrix (refused beside a band key in it)."""
     if not keys.bands or not keys.matrix or not isinstance(keys.matrix, dict):
         return
+    key, values = axis(keys.bands)
     taken = [k for k in (LENGTH, BAND, SPEED) if k in keys.matrix]
+    if taken == [key] and keys.matrix[key] == values:  # added before (a runbook written back from its plan)
+        return
     if taken:
         problems.append(f"{at}: bands: sets {', '.join(taken)} per band, and the matrix sweeps it too; drop one")
         return
-    key, values = axis(keys.bands)
     keys.matrix = {**keys.matrix, key: values}
 
 

@@ -107,6 +107,12 @@ class BenchConfig:
     prompts_per_concurrency: Optional[int] = None
     output_len: Optional[int] = None
     input_len: Optional[int] = None  # random dataset
+    # A prompt file's (dataset_name=custom) prompts of this many tokens only, by the target's tokenizer:
+    # "LOW-HIGH" (inclusive), one input-length band of a sweep's ``bands:``. None: every prompt.
+    input_band: Optional[str] = None
+    # dataset_name=speed_bench: the SPEED-Bench subset (vLLM's --speed-bench-dataset-subset: qualitative,
+    # throughput_1k ... throughput_32k, a file of the directory NVIDIA's script prepares). None: vLLM's default.
+    speed_bench_subset: Optional[str] = None
     seed: int = 0
     temperature: float = 0.0
     request_rate: str = "inf"

@@ -100,6 +100,7 @@ def _values(cfg: Config, problems: list[str]) -> None:
     _at_least(problems, "bench.prompts_per_concurrency", b.prompts_per_concurrency)
     _at_least(problems, "bench.input_len", b.input_len)
     _at_least(problems, "bench.output_len", b.output_len)
+    problems.extend(input_band_problems(b) + _speed_bench_problems(b))
     _sampling(cfg, problems)
     if str(b.request_rate) != "inf":
         try:
@@ -115,6 +116,35 @@ def _values(cfg: Config, problems: list[str]) -> None:
     for key, value in cfg.env.items():
         if not isinstance(value, str):
             problems.append(f"env.{key}: values must be strings (got {value!r}); quote it")
+
+
+SPEED_BENCH_SUBSETS = ("qualitative", "throughput_1k", "throughput_2k", "throughput_8k", "throughput_16k",
+                      "throughput_32k")  # vLLM 0.32's --speed-bench-dataset-subset choices
+
+
+def _speed_bench_problems(b) -> list[str]:
+    if b.speed_bench_subset is None:
+        return []
+    if b.speed_bench_subset not in SPEED_BENCH_SUBSETS:
+        return [f"bench.speed_bench_subset={b.speed_bench_subset}: one of vLLM's: {', '.join(SPEED_BENCH_SUBSETS)}"]
+    if b.dataset_name != "speed_bench":
+        return [f"bench.speed_bench_subset={b.speed_bench_subset} is a SPEED-Bench subset, and bench.dataset_name is "
+                f"{b.dataset_name}; give bench.dataset_name=speed_bench or drop it"]
+    return []
+
+
+def input_band_problems(b) -> list[str]:
+    """``bench.input_band``: LOW-HIGH prompt tokens (0 < LOW <= HIGH), of a prompt file (custom)."""
+    if b.input_band is None:
+        return []
+    parts = str(b.input_band).split("-")
+    if len(parts) != 2 or not all(x.isdigit() for x in parts) or not 0 < int(parts[0]) <= int(parts[1]):
+        return [f"bench.input_band={b.input_band}: give LOW-HIGH prompt tokens with 0 < LOW <= HIGH (e.g. 17-48)"]
+    if b.dataset_name != "custom" or not b.dataset_path:
+        return [f"bench.input_band={b.input_band} selects a prompt file's prompts by token count, and "
+                f"bench.dataset_name is {b.dataset_name}; give bench.dataset_name=custom and bench.dataset_path, "
+                f"or bench.input_len for random prompts"]
+    return []
 
 
 def _positive(value) -> bool:

@@ -87,8 +87,13 @@ def _flags(cfg: Config, url: str, result_dir: Path, result_filename: str, label:
     if cfg.target.trust_remote_code:
         flags.append("--trust-remote-code")
     flags += dataset_flags(cfg)
+    if b.input_band is not None and "--dataset-path" in flags:  # the prompt file's band, written beside the result
+        flags[flags.index("--dataset-path") + 1] = str(band_file(result_dir, b.input_band))
     if b.input_len is not None:
         flags += ["--input-len", str(b.input_len)]
+    if b.dataset_name == "speed_bench":  # its own flags: the subset, and an output length that defaults to 4096
+        flags += ["--speed-bench-dataset-subset", b.speed_bench_subset] if b.speed_bench_subset else []
+        flags += ["--speed-bench-output-len", str(b.output_len)] if b.output_len is not None else []
     if b.output_len is not None:
         flags += ["--output-len", str(b.output_len)]
     flags += ["--num-prompts", str(prompts), WARMUP_FLAG, "0"]
@@ -114,6 +119,11 @@ def _flags(cfg: Config, url: str, result_dir: Path, result_filename: str, label:
         flags.append("--save-detailed")
     flags.append("--disable-tqdm")
     return flags
+
+
+def band_file(result_dir: Path, band: str) -> Path:
+    """Where a run's prompts of one input-length band (``bench.input_band``) are written before it."""
+    return result_dir / f"prompts-band-{band}.jsonl"
 
 
 # ---- the SLO: vLLM's --goodput ----

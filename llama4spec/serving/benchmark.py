@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from llama4spec.config.schema import Config
+from llama4spec.serving.band_prompts import write_band
 from llama4spec.engine.bench_flags import bench_flags, category_prompt_count, display_argv, num_prompts
 from llama4spec.engine.secrets import api_key_env
 from llama4spec.files import Expect, Unreadable, json_or_none, read_text, write_atomic
@@ -158,7 +159,9 @@ def write_requests_csv(record: BenchRecord, directory: Path) -> None:
 def _one_run(cfg: Config, url: str, result: Path, log: Path, *, label: str, extra_args: list[str] | tuple[str, ...],
              env: dict[str, str], prompts: int | None, on_progress: OnProgress | None,
              on_line: Callable[[str], None] | None, runner: BenchRunner) -> BenchRecord:
-    """One ``vllm bench serve`` run: its result and its acceptance deltas (not written)."""
+    """One ``vllm bench serve`` run: its result and its acceptance deltas (not written); a prompt
+    file's input-length band (``bench.input_band``) is written beside its result first."""
+    write_band(cfg, result.parent)
     flags = bench_flags(cfg, url, result.parent, result.name, label, extra_args, prompts=prompts)
     return _measured(cfg, url, flags, result, log, label=label, env=env, total=prompts or num_prompts(cfg),
                      on_progress=on_progress, on_line=on_line, runner=runner)

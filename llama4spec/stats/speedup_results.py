@@ -107,6 +107,7 @@ class AtConcurrency:
     # the other settings without speculation here (a server setting swept without a draft; two
     # identical servers: an A/A), each against ``baseline``, in the same Holm family as the rows
     others: list[Row] = field(default_factory=list)
+    band: str | None = None  # the input-length band these points measured (``analysis.bands``; None: not banded)
 
     @property
     def points(self) -> list[Point]:
@@ -126,7 +127,8 @@ class AtConcurrency:
 
     @property
     def title(self) -> str:
-        return (f"concurrency {self.concurrency}" + (f", temperature {self.temperature:g}" if self.temperature_swept else "")
+        return ((f"input {self.band}, " if self.band else "") + f"concurrency {self.concurrency}"
+                + (f", temperature {self.temperature:g}" if self.temperature_swept else "")
                 + (f", category {self.category}" if self.category else ""))
 
     @property
@@ -165,6 +167,8 @@ class Analysis:
     noise: Noise | None = None  # the estimate every comparison's between-start term came from (``points_noise``)
     # more than one temperature measured: each temperature's own analysis (the fields above: the lowest's)
     by_temperature: list[tuple[float, "Analysis"]] = field(default_factory=list)
+    # banded by input length: each band's own analysis (``analysis.bands.InputBand``), by ascending length
+    by_band: list[tuple[Any, "Analysis"]] = field(default_factory=list)
     # derived once and kept for every rendering of the analysis (``render.attributions``)
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -174,6 +178,8 @@ class Analysis:
         return self.by_temperature[0][0] if self.by_temperature else (self.at[0].temperature if self.at else 0.0)
 
     def verdict(self) -> str:
+        if self.by_band:
+            return "; ".join(f"input {band.label}: {sub.verdict()}" for band, sub in self.by_band)
         if self.by_temperature:
             return "; ".join(f"at temperature {t:g}: {sub.verdict()}" for t, sub in self.by_temperature)
         if not self.at or all(a.best_speedup is None for a in self.at):

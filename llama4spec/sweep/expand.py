@@ -17,6 +17,7 @@ from typing import Mapping
 
 from llama4spec.runbook.matrix import Make, ServerGroup, server_groups
 from llama4spec.runbook.spec import Runbook, Step
+from llama4spec.sweep import bands
 from llama4spec.sweep.design import Scope
 from llama4spec.sweep.expansion import Expansion
 from llama4spec.sweep.registry import in_phase_order
@@ -55,8 +56,10 @@ def expand_step(runbook: Runbook, step: Step, cli: list[str], taken: set[str], m
     servers left (or their repeated starts), a revisit of that pass, the schedule phase."""
     at = f"{runbook.path}: step '{step.id}'"
     matrix = step.keys.matrix or {}
-    x = Expansion.of(step, make, taken, matrix)
     groups = server_groups(runbook, step, matrix, cli, problems)
+    if step.keys.bands:  # refused bands are not expanded into points (said once)
+        matrix = bands.checked(step.keys.bands, [g.cfg for g in groups if g.cfg is not None], matrix, at, problems)
+    x = Expansion.of(step, make, taken, matrix)
     pinned = pin_async_scheduling(groups)
     if pinned:
         x.plan.async_pinned = pinned

@@ -15,6 +15,7 @@ from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import TooLarge, check_matrix, matrix_points, points_problem
 from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps.base import BaseKind
+from llama4spec.sweep import bands
 from llama4spec.sweep.rule import MAX_BLOCK_RUNS, Rule
 from llama4spec.sweep.planned import AUTO_DESIGN, GAP_S, INTERLEAVED, SEQUENTIAL, design_of
 from llama4spec.sweep.expand import expand_step
@@ -79,6 +80,9 @@ class Keys:
     # a device-hour price (a GPU's; a CPU server counts as one device): the frontier's price per million
     # output tokens, with and without the draft
     price: float | None = fields.number(None, 0, MAX_PRICE, optional=True)
+    # input-length bands, each measured and analysed on its own (``sweep.bands``): lengths of random
+    # prompts ([16, 64, 256]) or [LOW, HIGH] token counts of a prompt file's prompts
+    bands: list | None = fields.custom(bands.read, default=None)
 
 
 def noise_lines(prior: dict[str, Any] | None, margin: float, runs: tuple[int, int] = (MIN_REPEATS, MAX_REPEATS),
@@ -116,6 +120,7 @@ def noise_lines(prior: dict[str, Any] | None, margin: float, runs: tuple[int, in
 def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> None:
     """At most MAX_POINTS points over every sweep of the runbook: a matrix beyond them is refused
     (never expanded)."""
+    bands.add_axis(keys, at, problems)  # a client axis, counted with the points
     if isinstance(keys.matrix, TooLarge):  # an axis beyond its bound: refused (check_matrix said why)
         keys.matrix = None
         state["too_large"] = True
@@ -140,6 +145,9 @@ def conflicts(keys: Keys, at: str, written: frozenset[str]) -> list[str]:
         problems.append(f"{at}: revisit: true restarts the servers of points still undecided, which needs "
                         f"'repeats: auto' (this step has repeats: {keys.repeats}); set repeats: auto or drop revisit")
     problems.extend(f"{at}: {p}" for p in keys.rule.problems())
+    if keys.bands and keys.verify_schedule:
+        problems.append(f"{at}: verify_schedule measures one lookahead per batch size for every input length, and "
+                        f"bands analyses each band apart; drop one of them")
     problems.extend(_starts_problems(keys, at, written))
     for design, names in DESIGN_KEYS.items():
         idle = [name for name in names if name in written]
@@ -214,6 +222,8 @@ def describe(p, say) -> None:
     if keys.matrix:
         say("    matrix: " + " x ".join(f"{k} [{', '.join(v)}]" for k, v in keys.matrix.items()))
         say(f"    report over {len(st.points)} points (speedup, efficiency, best lookahead, plots)")
+        for line in bands.describe(keys.bands) if keys.bands else []:
+            say(f"    {line}")
         for line in design_lines(st.design_record(keys)) + frontier_lines(keys.matrix, keys.price):
             say(f"    {line}")
         rule = keys.rule

@@ -29,10 +29,10 @@ from llama4spec.sweep.sweep_records import SweepRecord
 from llama4spec.records.io import checked
 from llama4spec.console import say
 from llama4spec.frontier import words as frontier_words
-from llama4spec.analysis import plots
+from llama4spec.analysis import band_report, plots
 from llama4spec.sweep import tables as render, to_json as sweep_json
+from llama4spec.analysis.bands import analyse_points as analyse
 from llama4spec.stats.point import Point
-from llama4spec.stats.speedup_model import analyse
 from llama4spec.stats.speedup_results import Analysis
 from llama4spec.stats.checks import margin_problem
 from llama4spec.stats.equivalence import MARGIN
@@ -335,7 +335,7 @@ def page_part(read: PageRead, step: Mapping[str, Any], page) -> None:
     for pt in points if beside else []:
         by_c.setdefault(pt.concurrency, {})[pt.id] = beside.get(pt.id, ())
     notes = [f"warning: {line}" for line in groups.mixed(by_c)] + design_lines(_design(step))
-    notes += [f"prefix cache: {line}" for line in prefix_part.lines(ids, measured)]
+    notes += [f"prefix cache: {line}" for line in prefix_part.lines(ids, measured)] + band_report.lines(analysis)
     sid = str(step["id"])
     stops = {pid: dict(m.record.stop) for pid, m in measured.items() if m.record.stop}
     front = frontier_part.of_points(points, {p.id: measured[p.id].config for p in points}, analysis,

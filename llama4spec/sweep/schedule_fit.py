@@ -95,5 +95,7 @@ def derive(analysis: Analysis, draft: str) -> Schedule | None:
 
 
 def derive_all(analysis: Analysis) -> list[Schedule]:
+    if analysis.by_band:  # one k per batch size for every input length: not from bands analysed apart
+        return []
     drafts = dict.fromkeys(r.point.draft for a in analysis.at for r in a.rows if not r.point.scheduled)
     return [s for s in (derive(analysis, d) for d in drafts) if s is not None]

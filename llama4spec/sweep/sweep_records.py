@@ -109,6 +109,7 @@ class AtConcurrency(Record):
     concurrency: Concurrency
     temperature: OptTemperature = None
     category: OptText = None
+    input_band: OptText = None  # banded by input length: the band these points measured
     best: OptStepId = None
     best_lookahead: OptLookahead = None
     best_decided: Union[bool, None] = None
@@ -144,6 +145,29 @@ class Schedule(Record):
     missing: listed(StepId, MAX_LIST, "points") = []
 
 
+class InputBandSpan(Record):
+    low: Count
+    high: Count
+    label: Text
+
+
+class InputBreak(Record):
+    """Where speculation stops paying over the input-length bands at one concurrency (``analysis.bands``)."""
+
+    concurrency: Concurrency
+    paying: listed(Text, MAX_LIST, "bands")
+    after: Union[InputBandSpan, None] = None
+    before: Union[InputBandSpan, None] = None
+    slower: listed(Text, MAX_LIST, "bands") = []
+    sentence: Sentence
+    routing: OptSentence = None
+
+
+class InputBands(Record):
+    bands: listed(InputBandSpan, MAX_LIST, "bands (mappings)")
+    breaks: listed(InputBreak, MAX_LIST, "breaks (mappings)") = []
+
+
 class SweepRecord(Record):
     """sweep.json: the sweep's analysis (``sweep.to_json.to_record``) with its plots and design."""
 
@@ -153,6 +177,7 @@ class SweepRecord(Record):
     temperatures: listed(Temperature, 64, "temperatures") = []
     schedules: listed(Schedule, 1024, "schedules (mappings)") = []
     concurrency: listed(AtConcurrency, MAX_LIST, "concurrencies (mappings)")
+    input_bands: Union[InputBands, None] = None  # banded by input length
 
 
 SWEEP = Expect("sweep analysis", "it is not a sweep.json this tool wrote; run `llama4spec report` on the run again",

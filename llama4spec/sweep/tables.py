@@ -10,7 +10,7 @@ from rich.text import Text
 from rich.table import Table
 
 from llama4spec import figures as registry
-from llama4spec.analysis import categories, tail
+from llama4spec.analysis import band_report, categories, tail
 from llama4spec.stats.interval import BOOTSTRAP_FROM, CONFIDENCE, Interval
 from llama4spec.stats.noise import Noise
 from llama4spec.stats.point import Point, label
@@ -281,7 +281,7 @@ def markdown(analysis: Analysis, images: dict[str, str] | None = None) -> str:
     if by_t:
         lines += ["## temperature", "", f"Each temperature is analysed on its own; the lookahead schedule comes from "
                   f"temperature {analysis.reference_temperature:g}.", "", *[f"- {line}" for line in by_t], ""]
-    schedules = derive_all(analysis)
+    lines, schedules = lines + band_report.markdown(analysis), derive_all(analysis)
     if schedules:
         lines += ["### lookahead schedule", "", f"The recommended lookahead per measured concurrency, as batch-size "
                   f"bands (an undecided recommendation keeps its k and is marked); {SCHEDULE_NOTE}.", ""]
@@ -330,7 +330,7 @@ def render(console: Console, analysis: Analysis) -> None:
         categories.render(console, stats)
     for p, att in attributions(analysis)[0]:
         console.print(f"TPOT tail of {tail_title(p)}: {att.sentence()}", markup=False, highlight=False, soft_wrap=True)
-    for line in temperature_findings(analysis):
+    for line in [*temperature_findings(analysis), *band_report.lines(analysis)]:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(Text(analysis.verdict(), style="bold"), highlight=False, soft_wrap=True)
     console.print(method_line(analysis), markup=False, highlight=False, soft_wrap=True)

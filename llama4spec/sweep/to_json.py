@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from llama4spec import figures as registry
+from llama4spec.analysis import band_report
 from llama4spec.stats.point import Point
 from llama4spec.stats.speedup_model import temperature_findings
 from llama4spec.stats.speedup_results import Analysis, AtConcurrency
@@ -30,6 +31,7 @@ def to_record(analysis: Analysis) -> dict[str, Any]:
         "rule": {**RULE, "noise": noise_record(analysis.noise)},
         "schedules": _schedules(analysis),
         "concurrency": [_at_concurrency(a) for a in analysis.at],
+        **({"input_bands": bands} if (bands := band_report.record(analysis)) else {}),
     }
 
 
@@ -50,6 +52,7 @@ def _at_concurrency(a: AtConcurrency) -> dict[str, Any]:
         "concurrency": a.concurrency,
         "temperature": a.temperature,
         "category": a.category,
+        **({"input_band": a.band} if a.band else {}),
         "best": a.best.id if a.best else None,
         "best_lookahead": (a.best.lookahead if a.best and a.best.speculative else None),
         "best_decided": a.pick.decided if a.pick is not None and a.pick.point is not None else None,
@@ -126,7 +129,10 @@ def _interval(iv: Interval | None) -> dict[str, Any] | None:
 def _ratio_interval(iv: Interval | None) -> dict[str, Any] | None:
     if iv is None:
         return None
-    return {"ratio": iv.ratio, "low": iv.low, "high": iv.high, "confidence": iv.confidence, "df": iv.df,
+    def bound(x: float) -> float | None:  # a bound beyond the record's (a tiny Holm level on a wide spread): null
+        return x if 0 <= x <= 1e12 else None
+
+    return {"ratio": iv.ratio, "low": bound(iv.low), "high": bound(iv.high), "confidence": iv.confidence, "df": iv.df,
             "method": iv.method}
 
 

@@ -70,7 +70,7 @@ COST = {SERVER_GROUP: 420, OFFLINE_GROUP: 380, "test_capacity_engine": 340, "tes
         "test_fault_campaign_engine": 175, "test_multinode_engine": 150, "test_lossless_engine": 200,
         "test_slurm_engine": 130, "test_faults_engine": 130, "test_interleaved_engine": 175,
         "test_parallel_engine": 100, "test_calibrate_engine": 240, "test_methods_engine": 200,
-        "test_prefix_caching_engine": 90}
+        "test_prefix_caching_engine": 90, "test_bands_engine": 200}
 
 
 def group_of(nodeid: str) -> str:

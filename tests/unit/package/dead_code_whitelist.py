@@ -10,6 +10,7 @@ _._expand_kernel_impl  # engine/cpu_fix.py sets it on vLLM's cpu_triton_utils, w
 _.caption  # analysis/page.py's Table: read by the report.html template (Jinja2), not by Python
 _.numeric  # likewise
 _.provenance  # analysis/page.py's RunPage: read by the report.html template
+_.TOKEN_BANDS  # tiny/bands.py: the token bands of tiny_bands.jsonl's prompts, which runbooks/tiny_cpu_bands.yaml sweeps (tests/unit/tiny/test_tiny_bands.py checks them)
 _.prompt_items  # tiny/contrast.py: the generator of the shipped conf/dataset/prompts/tiny_contrast.jsonl (tests/unit/tiny/test_contrast.py checks the file against it)
 _.reports  # analysis/page.py RunPage.reports: read by the page template (templates/report.html.j2: page.reports)
 _.mean_ttft_ms  # likewise
@@ -18,6 +19,7 @@ _.mean_ttft_ms  # likewise
 _.predicted_speedup  # sweep/sweep_records.py Row: sweep.json's fitted model speedup
 _.best_lookahead  # sweep/sweep_records.py AtConcurrency: sweep.json's recommendation at a concurrency
 _.best_decided  # likewise
+_.input_bands  # sweep/sweep_records.py SweepRecord: sweep.json's input-length bands and where speculation stops paying
 _.speculation  # likewise
 _.baseline_output_throughput  # likewise
 _.without_speculation  # likewise

@@ -41,6 +41,7 @@ def test_completer_function() -> None:
     assert override_completions("draft=tiny") == ["draft=tiny_draft_model", "draft=tiny_draft_model_imperfect",
                                                   "draft=tiny_eagle", "draft=tiny_eagle3", "draft=tiny_eagle3_imperfect",
                                                   "draft=tiny_eagle_contrast", "draft=tiny_eagle_imperfect",
+                                                  "draft=tiny_eagle_imperfect_keep_block",
                                                   "draft=tiny_eagle_spread"]
     assert "target=llama4_scout" in override_completions("target=")
     assert override_completions("look") == ["lookahead="]
@@ -64,7 +65,7 @@ def test_completer_sees_a_searchpath_on_the_line(tmp_path: Path) -> None:
     ("llama4spec sweep look", ["lookahead="]),
     ("llama4spec sweep lookahead=1,3 --dry-run bench=random_t", ["bench=random_tiny"]),  # overrides after an option
     ("llama4spec offline draft=none -q looka", ["lookahead="]),
-    ("llama4spec doctor draft=tiny", ["draft=tiny_draft_model", "draft=tiny_draft_model_imperfect", "draft=tiny_eagle", "draft=tiny_eagle3", "draft=tiny_eagle3_imperfect", "draft=tiny_eagle_contrast", "draft=tiny_eagle_imperfect", "draft=tiny_eagle_spread"]),
+    ("llama4spec doctor draft=tiny", ["draft=tiny_draft_model", "draft=tiny_draft_model_imperfect", "draft=tiny_eagle", "draft=tiny_eagle3", "draft=tiny_eagle3_imperfect", "draft=tiny_eagle_contrast", "draft=tiny_eagle_imperfect", "draft=tiny_eagle_imperfect_keep_block", "draft=tiny_eagle_spread"]),
 ])
 def test_argcomplete_protocol(line: str, expected: list[str], tmp_path: Path) -> None:
     assert complete(line, tmp_path) == expected
@@ -72,7 +73,7 @@ def test_argcomplete_protocol(line: str, expected: list[str], tmp_path: Path) ->
 
 def test_argcomplete_protocol_with_bash_wordbreaks(tmp_path: Path) -> None:
     """bash splits words at '=': argcomplete answers the part after it."""
-    assert complete("llama4spec show draft=tin", tmp_path, WORDBREAKS) == ["tiny_draft_model", "tiny_draft_model_imperfect", "tiny_eagle", "tiny_eagle3", "tiny_eagle3_imperfect", "tiny_eagle_contrast", "tiny_eagle_imperfect", "tiny_eagle_spread"]
+    assert complete("llama4spec show draft=tin", tmp_path, WORDBREAKS) == ["tiny_draft_model", "tiny_draft_model_imperfect", "tiny_eagle", "tiny_eagle3", "tiny_eagle3_imperfect", "tiny_eagle_contrast", "tiny_eagle_imperfect", "tiny_eagle_imperfect_keep_block", "tiny_eagle_spread"]
 
 
 def test_normal_runs_do_not_import_argcomplete() -> None:

@@ -34,7 +34,7 @@ The rule, in four parts.
    eliminated and gets no more runs; the baseline keeps getting them while a verdict is open.
 
 Why Bonferroni over looks and not confidence sequences (Howard, Ramdas, McAuliffe and Sekhon
-2021): where the server start dominates the noise (as the issue's repeated sweeps suggest), its
+2021): where the server start dominates the noise (as repeated sweeps on one machine suggest), its
 effect is fixed once a server is up, so a comparison's information hardly grows with runs. A confidence sequence pays at every time for looking at all
 times and has nothing to gain here; a split that keeps nearly all of alpha for the last look costs
 a fraction of a point of power against a fixed design of ``max_repeats`` runs (for a one-sided

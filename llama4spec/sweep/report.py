@@ -152,7 +152,17 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
     points, ``budget_stop`` when its blocks stopped at a budget), the CSV (a row per point and
     repeat), the Markdown report; returns each PNG's series
     and the report."""
-    record = checked(SweepRecord, files["analysis"], sweep_json.to_record(analysis))  # nothing written if it breaks a rule
+    series, text, _ = _write_files(analysis, points, files, measured, colocation, design, budget_stop)
+    write_atomic(files["report"], text)
+    return series, text
+
+
+def _write_files(analysis: Analysis, points: list[Point], files: dict[str, Path], measured: dict[str, Measured] | None,
+                 colocation: dict[str, Any] | None, design: dict[str, Any] | None,
+                 budget_stop: str | None) -> tuple[dict[str, list[str]], str, dict[str, Any]]:
+    """``write``'s files but report.md: (each PNG's series, the report's text, sweep.json's analysis)."""
+    raw = sweep_json.to_record(analysis)
+    record = checked(SweepRecord, files["analysis"], raw)  # nothing written if it breaks a rule
     files["report"].parent.mkdir(parents=True, exist_ok=True)
     series = {
         "acceptance_by_position": plots.acceptance_by_position(points, files["acceptance_by_position"]),
@@ -162,7 +172,6 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
     }
     images = {title: files[stem].name for title, stem in IMAGES.items()}
     text = render.markdown(analysis, images)
-    write_atomic(files["report"], text)
     stops = {pid: m.record.stop for pid, m in (measured or {}).items() if m.record.stop}  # repeats: auto
     write_json(files["analysis"], {**record, "plots": series, **({"stops": stops} if stops else {}),
                                    **({"colocation": colocation} if colocation else {}),
@@ -171,7 +180,15 @@ def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
     if "table" in files:
         header, rows = csv_rows([pt.id for pt in points], measured or {})
         write_atomic(files["table"], csv_text(header, rows))
-    return series, text
+    return series, text, raw
+
+
+def _by_concurrency(points: list[Point], beside: dict[str, tuple[str, ...]] | None) -> dict[int, dict[str, tuple[str, ...]]]:
+    """Concurrency -> point id -> the groups that ran beside it (``runbook.colocation.mixed`` reads it)."""
+    by_c: dict[int, dict[str, tuple[str, ...]]] = {}
+    for pt in points if beside else []:
+        by_c.setdefault(pt.concurrency, {})[pt.id] = beside.get(pt.id, ())
+    return by_c
 
 
 def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str, Path], console: Console,
@@ -186,13 +203,10 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
     missing = [pid for pid in ids if pid not in measured]
     analysis = analyse(points, of_sweep(design, [m.config for m in measured.values()]), margin=margin_of(design),
                        block_rule=block_rule_of(design))
-    by_c: dict[int, dict[str, tuple[str, ...]]] = {}
-    for pt in points if beside else []:
-        by_c.setdefault(pt.concurrency, {})[pt.id] = beside.get(pt.id, ())
-    warnings = groups.mixed(by_c)
+    warnings = groups.mixed(_by_concurrency(points, beside))
     colocation = {"beside": {pid: list(v) for pid, v in beside.items()}, "warnings": warnings} if beside else None
     budget = stop_note(not_run)
-    _, text = write(analysis, points, files, measured, colocation, design, budget)
+    _, text, record = _write_files(analysis, points, files, measured, colocation, design, budget)
     render.render(console, analysis)
     front = frontier_part.of_points(points, {p.id: measured[p.id].config for p in points}, analysis,
                                     margin_of(design), price)
@@ -224,7 +238,7 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
         console.print(escape(line), highlight=False, soft_wrap=True)
         text += f"\n{line}\n"
     write_atomic(files["report"], text)
-    return text, {**sweep_json.to_record(analysis), "missing": missing, **({"not_measured": why} if missing else {}),
+    return text, {**record, "missing": missing, **({"not_measured": why} if missing else {}),
                   "frontier": frontier_words.record(front),
                   **({"design": design} if design else {}),
                   **({"stops": stops} if stops else {}), **({"colocation": colocation} if colocation else {}),
@@ -331,10 +345,7 @@ def page_part(read: PageRead, step: Mapping[str, Any], page) -> None:
     reasons = {**not_run(source.status.get("steps") or []), **left_out}
     missing = {pid: reasons.get(pid, "no record") for pid in ids if pid not in measured}
     beside = groups.beside_points(source.dir, {pid: m.where for pid, m in measured.items()})
-    by_c: dict[int, dict[str, tuple[str, ...]]] = {}
-    for pt in points if beside else []:
-        by_c.setdefault(pt.concurrency, {})[pt.id] = beside.get(pt.id, ())
-    notes = [f"warning: {line}" for line in groups.mixed(by_c)] + design_lines(_design(step))
+    notes = [f"warning: {line}" for line in groups.mixed(_by_concurrency(points, beside))] + design_lines(_design(step))
     notes += [f"prefix cache: {line}" for line in prefix_part.lines(ids, measured)] + band_report.lines(analysis)
     sid = str(step["id"])
     stops = {pid: dict(m.record.stop) for pid, m in measured.items() if m.record.stop}

@@ -36,7 +36,8 @@ def test_every_point_stops_once_within_its_bounds(sequential_run) -> None:
         assert record["stop"]["runs"] == record["repeats"]
         assert record["stop"]["reason"] in ("resolved", "eliminated", "max_repeats", "needs another server start")
     report = (run_dir / "perfect" / "report.md").read_text()
-    stops = report.split("measured until decided:", 1)[1]  # the stop reasons, one line a point
+    # the stop reasons, one line a point (the prefix cache's lines, a point each, follow them)
+    stops = report.split("measured until decided:", 1)[1].split("\n\n", 2)[1]
     assert stops.count("- perfect-tiny_eagle-k3-c1: ") == 1
     rows = (run_dir / "perfect" / "sweep.csv").read_text().splitlines()
     assert rows[0].split(",").count("stop") == 1

@@ -144,23 +144,14 @@ def artifacts(step_dir: Path) -> dict[str, Path]:
     return {**files, **frontier_part.files(step_dir)}
 
 
-def write(analysis: Analysis, points: list[Point], files: dict[str, Path],
-          measured: dict[str, Measured] | None = None,
-          colocation: dict[str, Any] | None = None,
-          design: dict[str, Any] | None = None, budget_stop: str | None = None) -> tuple[dict[str, list[str]], str]:
+def write_files(analysis: Analysis, points: list[Point], files: dict[str, Path],
+                measured: dict[str, Measured] | None = None, colocation: dict[str, Any] | None = None,
+                design: dict[str, Any] | None = None,
+                budget_stop: str | None = None) -> tuple[dict[str, list[str]], str, dict[str, Any]]:
     """The PNGs, the analysis JSON (with ``colocation`` when a launcher's groups measured the
     points, ``budget_stop`` when its blocks stopped at a budget), the CSV (a row per point and
-    repeat), the Markdown report; returns each PNG's series
-    and the report."""
-    series, text, _ = _write_files(analysis, points, files, measured, colocation, design, budget_stop)
-    write_atomic(files["report"], text)
-    return series, text
-
-
-def _write_files(analysis: Analysis, points: list[Point], files: dict[str, Path], measured: dict[str, Measured] | None,
-                 colocation: dict[str, Any] | None, design: dict[str, Any] | None,
-                 budget_stop: str | None) -> tuple[dict[str, list[str]], str, dict[str, Any]]:
-    """``write``'s files but report.md: (each PNG's series, the report's text, sweep.json's analysis)."""
+    repeat); returns each PNG's series, the Markdown report (report.md, written by the caller once
+    it has added to it) and sweep.json's analysis record."""
     raw = sweep_json.to_record(analysis)
     record = checked(SweepRecord, files["analysis"], raw)  # nothing written if it breaks a rule
     files["report"].parent.mkdir(parents=True, exist_ok=True)
@@ -206,7 +197,7 @@ def report_points(ids: list[str], measured: dict[str, Measured], files: dict[str
     warnings = groups.mixed(_by_concurrency(points, beside))
     colocation = {"beside": {pid: list(v) for pid, v in beside.items()}, "warnings": warnings} if beside else None
     budget = stop_note(not_run)
-    _, text, record = _write_files(analysis, points, files, measured, colocation, design, budget)
+    _, text, record = write_files(analysis, points, files, measured, colocation, design, budget)
     render.render(console, analysis)
     front = frontier_part.of_points(points, {p.id: measured[p.id].config for p in points}, analysis,
                                     margin_of(design), price)

@@ -138,7 +138,7 @@ def _probe_record(label: str, probe, thresholds: dict[str, float]) -> dict:
 
 
 def finished_capacity_run(run_dir: Path, capacities: dict[str, float] | None = None,
-                          console: Console | None = None) -> Path:
+                          console: Console | None = None, runbook: Path = CAPACITY) -> Path:
     """The run directory of the tiny capacity runbook as a finished run leaves it: the baseline's
     record (its medians: TTFT 20 ms, TPOT 10 ms), each setting's whole search (``simulated_search``)
     in its search.json with its probes' records, the capacity report and report.html written by the
@@ -149,7 +149,7 @@ def finished_capacity_run(run_dir: Path, capacities: dict[str, float] | None = N
     from llama4spec.runbook.plan import plan_file
     from llama4spec.capacity import search as search_step
 
-    plan = plan_file(CAPACITY, lambda name: run_dir, [])
+    plan = plan_file(runbook, lambda name: run_dir, [])
     base = plan.get("bench_baseline")
     record = BenchRecord(label=base.id, returncode=0, argv=base.argv, warmup=2,
                          result={"completed": 8, "failed": 0, "median_ttft_ms": 20.0, "median_tpot_ms": 10.0,

@@ -27,7 +27,7 @@ from llama4spec.config import methods
 from llama4spec.config.validate import slo_problems
 from llama4spec.frontier.load import MAX_LOAD
 from llama4spec.frontier.price import MAX_PRICE
-from llama4spec.runbook import fields
+from llama4spec.runbook import bands, fields
 from llama4spec.runbook.matrix import (TooLarge, bounded_id, check_matrix, file_label, is_client_axis,
                                        matrix_points, points_problem, server_groups, shared_config)
 from llama4spec.runbook.spec import PageRead, Reference, Traits
@@ -52,11 +52,16 @@ class Keys:
     load: float | None = fields.number(None, 0, MAX_LOAD, above=True, optional=True)
     # a device-hour price (a GPU's; a CPU server counts as one device): a million output tokens at each capacity
     price: float | None = fields.number(None, 0, MAX_PRICE, optional=True)
+    # input-length bands (``runbook.bands``): each server searched once per band, the gain over no
+    # speculation taken within a band, and where more capacity stops being gained between adjacent bands
+    bands: list | None = fields.custom(bands.read, default=None)
     # generated:
     points: list[str] = field(default_factory=list)  # its search steps, one per server
     names: dict[str, str] = field(default_factory=dict)  # search step -> the setting in words
     baseline: str | None = None  # the search step of no speculation
     relative_to: str | None = None  # slo.relative_to: the bench step whose medians the SLO multiplies
+    band_key: str | None = None  # banded: the bench key each band sets (bench.input_len, ...)
+    band_of: dict[str, str] = field(default_factory=dict)  # banded: search step -> its band's value
 
     def design_record(self) -> dict[str, Any]:
         return {"design": "sequential", "asked": "sequential"}
@@ -65,6 +70,7 @@ class Keys:
         """plan.json's ``capacity``: each search step's setting in words, and the baseline's search
         (what ``report`` and report.html need to analyse the searches again from their records)."""
         return {"names": dict(self.names), "baseline": self.baseline,
+                **({"band_key": self.band_key, "bands": dict(self.band_of)} if self.band_of else {}),
                 **({"load": self.load} if self.load is not None else {}),
                 **({"price": self.price} if self.price is not None else {})}
 
@@ -86,7 +92,7 @@ def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> No
                 problems.append(too_many)
                 keys.matrix, state["too_large"] = None, True
             else:
-                state["points"] = before + matrix_points(keys.matrix)
+                state["points"] = before + matrix_points(keys.matrix) * max(1, len(keys.bands or []))
     problems.extend(fields.warmup_flag_problems(keys.settings.extra_args, at))
     problems.extend(fields.own_flag_problems(keys.settings.extra_args, at, fields.PROBE_OWN_FLAGS))
     problems.extend(f"{at}: {p}" for p in keys.settings.problems())
@@ -115,6 +121,15 @@ def setting_name(cfg) -> str:
     return f"{methods.label(cfg.draft.method)} k={cfg.lookahead}"
 
 
+def _bands_refused(keys: Keys, groups: list, at: str, problems: list[str]) -> bool:
+    """Whether the step's bands are refused on its servers' configs (each problem said once; no
+    server is planned then)."""
+    found = bands.config_problems(keys.bands, [g.cfg for g in groups if g.cfg is not None], {}, at) \
+        if keys.bands else []
+    problems.extend(found)
+    return bool(found)
+
+
 def expand(runbook, step, cli: list[str], taken: set[str], make, problems: list[str], environ=None) -> list:
     """Per server: serve, search, stop; then this step (its points: the searches). The SLO is
     checked once, on the overrides every server shares: a problem there is one line, nothing planned."""
@@ -129,8 +144,11 @@ def expand(runbook, step, cli: list[str], taken: set[str], make, problems: list[
         return [step]
     ref = cfg.slo.relative_to
     groups = server_groups(runbook, step, keys.matrix or {}, cli, problems)
+    if _bands_refused(keys, groups, at, problems):
+        return [step]
+    band_key, band_values = bands.axis(keys.bands) if keys.bands else (None, [None])
     axes = list(keys.matrix or {})
-    out, points, names, baseline, previous = [], [], {}, None, None
+    out, points, names, baseline, previous, band_of = [], [], {}, None, None, {}
     for group in groups:
         label = "-".join(file_label(a, v) for a, v in group.constant(axes)) or "server"
         sid = bounded_id(f"{step.id}-{label}")
@@ -140,7 +158,14 @@ def expand(runbook, step, cli: list[str], taken: set[str], make, problems: list[
             problems.append(f"{at}: the generated step id '{clash}' is already used by another step; rename the "
                             f"capacity step or that step")
             continue
-        taken.update(ids)
+        searches = [ids[1]] if band_key is None else [bounded_id(f"{ids[1]}-{file_label(band_key, v)}")
+                                                      for v in band_values]
+        clash = next((i for i in searches if i in taken and i not in ids), None)
+        if clash:
+            problems.append(f"{at}: the generated step id '{clash}' is already used by another step; rename the "
+                            f"capacity step or that step")
+            continue
+        taken.update([*ids, *searches])
         name = setting_name(group.cfg)
         if name in names.values():
             name = f"{name} ({label})"
@@ -148,15 +173,21 @@ def expand(runbook, step, cli: list[str], taken: set[str], make, problems: list[
         out.append(make("serve", sid, needs=[*needs, *([previous] if previous else step.needs)],
                         description=f"capacity '{step.id}': server for {name}",
                         overrides=[*keys.overrides, *group.overrides]))
-        out.append(make("search", ids[1], needs=needs, description=f"capacity '{step.id}': request capacity of {name}",
-                        server=sid, relative_to=ref, settings=keys.settings))
+        for search, value in zip(searches, band_values):
+            band = f", input {band_key}={value}" if band_key else ""
+            out.append(make("search", search, needs=needs, server=sid, relative_to=ref, settings=keys.settings,
+                            description=f"capacity '{step.id}': request capacity of {name}{band}",
+                            overrides=[f"{band_key}={value}"] if band_key else []))
+            if band_key:
+                band_of[search] = value
         out.append(make("stop", ids[2], server=sid))
         previous = ids[2]
-        points.append(ids[1])
-        names[ids[1]] = name
+        points.extend(searches)
+        names.update(dict.fromkeys(searches, name))
         if not group.cfg.draft.method and baseline is None:
-            baseline = ids[1]
-    new_keys = dataclasses.replace(keys, points=points, names=names, baseline=baseline, relative_to=ref)
+            baseline = searches[0]
+    new_keys = dataclasses.replace(keys, points=points, names=names, baseline=baseline, relative_to=ref,
+                                   band_key=band_key, band_of=band_of)
     return [*out, dataclasses.replace(step, needs=list(dict.fromkeys([*step.needs, *points])), keys=new_keys)]
 
 
@@ -201,8 +232,14 @@ def describe(p, say) -> None:
     keys = p.step.keys
     if keys.matrix:
         say("    matrix: " + " x ".join(f"{k} [{', '.join(v)}]" for k, v in keys.matrix.items()))
-    say(f"    request capacity of {len(keys.points)} servers under the SLO; gain over "
+    servers = len(set(keys.names.values()))
+    say(f"    request capacity of {servers} servers under the SLO; gain over "
         f"{'no speculation' if keys.baseline else 'no baseline (no server without a draft)'}, with intervals")
+    per_band = ("each server searched once per band (one start serves every band), each setting's capacity "
+                "compared with no speculation's in the same band, and where speculation stops adding capacity "
+                "between adjacent bands reported")
+    for line in bands.describe(keys.bands, per_band) if keys.band_of else []:
+        say(f"    {line}")
     if keys.load is not None or keys.price is not None:
         parts = ([f"servers and devices (tensor x pipeline x data parallel; a CPU server one) each setting needs for "
                   f"{keys.load:g} req/s under the SLO, and those the draft saves"] if keys.load is not None else []) + \

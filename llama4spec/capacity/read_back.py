@@ -54,6 +54,7 @@ class Rebuilt:
     id: str
     settings: list[Setting]
     baseline: str | None
+    band_of: dict[str, str] = field(default_factory=dict)  # banded: search step -> its band
     found: Found | None = None
     points: list[str] = field(default_factory=list)
     demand: tuple[float | None, float | None] = (None, None)  # the step's load and price, as plan.json recorded
@@ -66,8 +67,9 @@ class Rebuilt:
     def read(self, ctx: MergeRead) -> None:
         """Its searches analysed (a search.json that is not one refused) before anything is written."""
         load, price = self.demand
-        self.found = capacity_report.analyse(self.settings, self.baseline, ctx.failures, strict=True,
-                                             reference=reference_medians(ctx, self.settings), load=load, price=price)
+        self.found = capacity_report.analyse_step(self.settings, self.baseline, self.band_of, ctx.failures,
+                                                  strict=True, reference=reference_medians(ctx, self.settings),
+                                                  load=load, price=price)
 
     def write(self, ctx: MergeRead) -> int:
         """Its report from its searches (read before) into ``ctx.out``, with the searches themselves
@@ -94,7 +96,8 @@ def merge_part(sid: str, sources: list[Any]) -> Rebuilt:
     source = planned[0]
     settings, baseline = capacity_report.from_plan_record(source.step(sid), source.kinds(),
                                                           [r for s in sources for r in s.runs])
-    return Rebuilt(sid, settings, baseline, demand=capacity_report.demand_of(source.step(sid)))
+    return Rebuilt(sid, settings, baseline, capacity_report.bands_of(source.step(sid)),
+                   demand=capacity_report.demand_of(source.step(sid)))
 
 
 def page_part(read: PageRead, step: Mapping[str, Any], page) -> None:
@@ -106,8 +109,9 @@ def page_part(read: PageRead, step: Mapping[str, Any], page) -> None:
     source, secrets = read.sources[0], read.secrets
     settings, baseline = capacity_report.from_plan_record(step, source.kinds(), source.runs)
     load, price = capacity_report.demand_of(step)
-    found = capacity_report.analyse(settings, baseline, not_run(source.status.get("steps") or []),
-                                    reference=reference_medians(read, settings), load=load, price=price)
+    found = capacity_report.analyse_step(settings, baseline, capacity_report.bands_of(step),
+                                         not_run(source.status.get("steps") or []),
+                                         reference=reference_medians(read, settings), load=load, price=price)
     sid = str(step["id"])
     figures = []
     if found.searches:  # every setting's runs against the rate, with the fitted curves

@@ -212,6 +212,36 @@ class Demand(Record):
     lines: Notes = []
 
 
+Ratio = Annotated[float, Field(ge=0, le=1e9, description="a ratio from 0 to 1e9")]
+Tokens = Annotated[int, Field(ge=1, le=10**7, description="prompt tokens from 1 to 1e7")]
+
+
+class Band(Record):
+    low: Tokens
+    high: Tokens
+    label: Line
+
+
+class BandGain(Record):
+    """One band's best speculative gain and its verdict (``capacity.bands``)."""
+
+    band: Line
+    best: Optional[Name] = None
+    ratio: Optional[Ratio] = None
+    low: Optional[Ratio] = None
+    high: Optional[Ratio] = None
+    verdict: Literal["more", "less", "undecided", "not measured"]
+
+
+class InputBands(Record):
+    """A capacity step banded by input length: its bands, each band's verdict, the break and routing."""
+
+    bands: Annotated[list[Band], Field(max_length=16, description="at most 16 bands")]
+    gains: Annotated[list[BandGain], Field(max_length=16, description="at most 16 bands")]
+    sentence: Line
+    routing: Optional[Line] = None
+
+
 class Capacity(Record):
     """capacity.json (``write_report.analyse``'s record)."""
 
@@ -227,6 +257,7 @@ class Capacity(Record):
     resolved: Slo = Slo()
     warnings: Notes = []
     demand: Optional[Demand] = None
+    input_bands: Optional[InputBands] = None  # banded: each setting's name ends in its band
 
 
 def checked_capacity(data: dict[str, Any], where: str) -> dict[str, Any]:

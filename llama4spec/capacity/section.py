@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
+from llama4spec.capacity import bands as capacity_bands
 from llama4spec.capacity import tables as capacity_report
 from llama4spec.analysis.page import Figure, Section, Table, register
 
@@ -52,6 +53,7 @@ def capacity_view(part: CapacitySection) -> dict[str, Any]:
         lines.append(f"{s['sentence']}; error bound {s['error_bound']:.2g}")
         lines += [note for note in s["notes"] if s.get("search") == "fit" and note not in s["sentence"]]
     lines += (r.get("demand") or {}).get("lines", [])
+    lines += capacity_bands.lines(r.get("input_bands"))
     return {"id": part.id, "title": part.title, "headline": r.get("headline") or "", "slo": capacity_report.slo_lines(
         r.get("thresholds") or {}, r.get("resolved") or {}), "table": table, "lines": lines,
         "missing": list((r.get("missing") or {}).items()), "figures": part.figures,

@@ -298,6 +298,7 @@ def run_probe(cfg: Config, url: str, flags: list[str], files: BenchFiles, record
     runs = list(record.runs or [record])[:keep] if record is not None else []
     result = Path(flags[flags.index("--result-dir") + 1]) / flags[flags.index("--result-filename") + 1]
     _mark(files.log, f"run {len(runs) + 1} of the probe")
+    write_band(cfg, result.parent)  # a prompt file's input-length band, where the probe sends one
     run = _measured(cfg, url, flags, result, files.log, label=label, env=bench_env(cfg, environ), total=prompts,
                     on_progress=on_progress, on_line=on_line, runner=runner)
     k = cfg.lookahead if cfg.draft.method else None

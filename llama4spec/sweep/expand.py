@@ -17,7 +17,7 @@ from typing import Mapping
 
 from llama4spec.runbook.matrix import Make, ServerGroup, server_groups
 from llama4spec.runbook.spec import Runbook, Step
-from llama4spec.sweep import bands
+from llama4spec.runbook import bands
 from llama4spec.sweep.design import Scope
 from llama4spec.sweep.expansion import Expansion
 from llama4spec.sweep.registry import in_phase_order

@@ -15,7 +15,7 @@ from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import TooLarge, check_matrix, matrix_points, points_problem
 from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps.base import BaseKind
-from llama4spec.sweep import bands
+from llama4spec.runbook import bands
 from llama4spec.sweep.rule import MAX_BLOCK_RUNS, Rule
 from llama4spec.sweep.planned import AUTO_DESIGN, GAP_S, INTERLEAVED, SEQUENTIAL, design_of
 from llama4spec.sweep.expand import expand_step
@@ -80,7 +80,7 @@ class Keys:
     # a device-hour price (a GPU's; a CPU server counts as one device): the frontier's price per million
     # output tokens, with and without the draft
     price: float | None = fields.number(None, 0, MAX_PRICE, optional=True)
-    # input-length bands, each measured and analysed on its own (``sweep.bands``): lengths of random
+    # input-length bands, each measured and analysed on its own (``runbook.bands``): lengths of random
     # prompts ([16, 64, 256]) or [LOW, HIGH] token counts of a prompt file's prompts
     bands: list | None = fields.custom(bands.read, default=None)
 

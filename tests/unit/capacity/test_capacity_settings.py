@@ -26,7 +26,7 @@ SETTINGS = [f.name for f in dataclasses.fields(Settings)]
 
 def test_every_setting_is_a_key_of_the_capacity_step_and_no_search_step_restates_one() -> None:
     assert set(SETTINGS) <= runbook_keys(kind("capacity").Keys)
-    assert [f.name for f in dataclasses.fields(search_step.Keys)] == ["server", "relative_to", "settings"]
+    assert [f.name for f in dataclasses.fields(search_step.Keys)] == ["server", "relative_to", "settings", "overrides"]
     assert runbook_keys(search_step.Keys) == set()  # generated only: a runbook writes no search step
 
 

@@ -190,11 +190,13 @@ def checked(bands: list[Any], cfgs: list[Any], matrix: dict[str, list[str]], at:
     return {k: v for k, v in matrix.items() if k not in (LENGTH, BAND, SPEED)} if found else matrix
 
 
-def describe(bands: list[Any]) -> list[str]:
-    """What the dry run says of a sweep's bands."""
+def describe(bands: list[Any], what: str | None = None) -> list[str]:
+    """What the dry run says of a step's bands; ``what``: what is done per band, when not a sweep's
+    comparison with no speculation in the same band."""
     key, values = axis(bands)
-    lines = [f"input-length bands ({key}): {', '.join(values)}; each band compared with no speculation in the "
-             f"same band, and where speculation stops paying between adjacent bands reported"]
+    lines = [f"input-length bands ({key}): {', '.join(values)}; " + (what or (
+        "each band compared with no speculation in the same band, and where speculation stops paying between "
+        "adjacent bands reported"))]
     if key == SPEED:
         lines.append(f"speed_bench: vLLM reads <bench.dataset_path>/<subset>.jsonl from a directory prepared with "
                      f"NVIDIA's script ({SPEED_SCRIPT}); vLLM does not download it. Each request asks for "

@@ -143,7 +143,14 @@ def rows(baseline: BenchRecord, candidate: BenchRecord) -> list[tuple[str, float
         a = base_rates[i] if i < len(base_rates) else None
         b = cand_rates[i] if i < len(cand_rates) else None
         out.append((f"acceptance at position {i}", a, b, None))
+    if baseline.prefix_cache is not None or candidate.prefix_cache is not None:  # the servers' own counters
+        out.append(("prefix-cache hit rate", _hit_rate(baseline), _hit_rate(candidate), None))
     return out
+
+
+def _hit_rate(record: BenchRecord) -> float | None:
+    """A record's prefix-cache hit rate (hits over queried prompt tokens, from the server's /metrics)."""
+    return record.prefix_cache.hit_rate if record.prefix_cache is not None else None
 
 
 def document(baseline: BenchRecord, candidate: BenchRecord, baseline_file: Path | str | None = None,
@@ -163,6 +170,7 @@ def document(baseline: BenchRecord, candidate: BenchRecord, baseline_file: Path 
         "speedup": {m["metric"]: m["speedup"] for m in found},
         "acceptance_length": {"baseline": baseline.acceptance_length, "candidate": candidate.acceptance_length},
         "acceptance_rate_per_position": {"baseline": baseline.acceptance_rates, "candidate": candidate.acceptance_rates},
+        "prefix_cache_hit_rate": {"baseline": _hit_rate(baseline), "candidate": _hit_rate(candidate)},
         "notes": notes(baseline, candidate),
     }
 

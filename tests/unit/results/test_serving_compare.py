@@ -67,3 +67,16 @@ def test_cli_compare_and_its_errors(cli, tmp_path: Path) -> None:
     res = cli("compare", str(bad), str(tmp_path / "missing.json"), timeout=120)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert res.stderr.startswith("error: ") and "not valid JSON" in res.stderr
+
+
+def test_the_servers_prefix_cache_hit_rates_are_a_row_and_in_the_json_where_recorded() -> None:
+    import dataclasses
+
+    from llama4spec.results.prefix_cache import PrefixCache
+
+    base, cand = compare.load(DATA / "scout_baseline.vllm.json"), compare.load(DATA / "scout_eagle.record.json")
+    assert "prefix-cache hit rate" not in {r[0] for r in compare.rows(base, cand)}  # neither recorded: no row
+    cand = dataclasses.replace(cand, prefix_cache=PrefixCache(queries=1000, hits=400))
+    rows = {r[0]: r for r in compare.rows(base, cand)}
+    assert rows["prefix-cache hit rate"][1:] == (None, 0.4, None)
+    assert compare.document(base, cand)["prefix_cache_hit_rate"] == {"baseline": None, "candidate": 0.4}

@@ -92,9 +92,10 @@ def analyse_concurrency(concurrency: int, points: list[Point], category: str | N
     family = ([base_measured] if base_measured else []) + others + fixed
     rule = sequential_rule(family)
     confidence = rule[2] if rule else block_rule[2] if block_rule else CONFIDENCE
+    paired = others + fixed  # back to back with the baseline: candidates, or another setting without speculation (A/A)
     comparisons = compare({p.id: runs(p) for p in family}, confidence, noise,
-                          starts_of(family), rule[:2] if rule else None, back_to_back(base_measured, fixed), margin,
-                          blocks_of(base_measured, fixed), block_rule[:2] if block_rule and not rule else None)
+                          starts_of(family), rule[:2] if rule else None, back_to_back(base_measured, paired), margin,
+                          blocks_of(base_measured, paired), block_rule[:2] if block_rule and not rule else None)
     fits: dict[str, Fit] = {}
     rows: list[Row] = []
     for p in spec:

@@ -101,6 +101,8 @@ def interleaving(groups: list[ServerGroup], environ: Mapping[str, str] | None) -
     from llama4spec.engine.devices import split
 
     base = [i for i, g in enumerate(groups) if g.cfg is not None and not g.cfg.draft.method]
+    if len(base) == len(groups) == 2:  # two settings without speculation (an A/A, a server knob): the first the reference
+        base = base[:1]
     if len(base) != 1 or len(groups) < 2:
         return ("it pairs each candidate with the one server without speculation; the matrix gives "
                 f"{len(base)} such server{'s' if len(base) != 1 else ''} and {len(groups) - len(base)} "

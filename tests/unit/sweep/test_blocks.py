@@ -483,3 +483,44 @@ def test_a_hostile_nested_design_record_is_read_bounded() -> None:
     design = _design(step)
     assert design["blocks"] == {"blocks": 3, "runs": 2, "order": ["ok"]} and design["starts"] == {"starts": 2, "order": []}
     assert "other" not in design and design_lines(design)[0].endswith("Order: ok")
+
+
+# -- blocks between any two settings: an A/A of a server knob ------------------------------------
+
+AA = {"matrix": {"draft": ["none"], "memory.max_num_batched_tokens": [2048, 2049], "bench.max_concurrency": [4]},
+      "starts": 4}
+
+
+def test_two_settings_without_speculation_are_paired_in_blocks_the_first_the_reference(tmp_path, monkeypatch) -> None:
+    plan = _plan(tmp_path, monkeypatch, **AA)
+    serves = [p for p in plan.steps if p.kind == "serve"]
+    assert len(serves) == 8  # 4 blocks of both servers
+    tokens = [p.composed.cfg.memory.max_num_batched_tokens for p in serves]
+    assert tokens == [2048, 2049] * 4  # the reference started first in every block, the other beside it
+    design = design_of(plan.get("sweep").step)
+    assert design["design"] == "interleaved" and not design.get("fallback")
+
+
+def test_an_aa_in_blocks_is_decided_on_the_blocks_own_spread() -> None:
+    """The second setting, no faster (ratio 1 with block offsets and drift shared by both servers of a
+    block), compared with the first on the blocks: equivalent within the margin or undecided, never
+    faster or slower; 1.2x faster: declared faster on 4 blocks' own spread."""
+    def aa(ratio: float):
+        base_runs, other_runs = [], []
+        rng = np.random.default_rng(7)
+        for j, off in enumerate([1.0, 0.6, 1.3, 0.8], 1):
+            for _ in range(3):
+                drift = float(np.exp(rng.normal(0, 0.03)))
+                base_runs.append(_run(100 * off * drift, j, "o"))
+                other_runs.append(_run(100 * ratio * off * drift * float(np.exp(rng.normal(0, 0.005))), j))
+        return [point("b", {"draft": {"method": None}, "memory": {"max_num_batched_tokens": 2048}},
+                      BenchRecord.of_runs("b", base_runs)),
+                point("o", {"draft": {"method": None}, "memory": {"max_num_batched_tokens": 2049}},
+                      BenchRecord.of_runs("o", other_runs))]
+
+    (at,) = analyse(aa(1.0), noise=known_noise(0.2, 0.2, "test"), margin=0.02).at
+    (row,) = at.others
+    assert row.comparison.method == "blocks" and row.comparison.basis == "4 blocks' own spread (3 df)"
+    assert row.comparison.verdict in ("equivalent", "undecided") and 0.98 < row.comparison.ratio < 1.02
+    (at,) = analyse(aa(1.2), noise=known_noise(0.2, 0.2, "test")).at
+    assert at.others[0].comparison.method == "blocks" and at.others[0].comparison.verdict == "faster"

@@ -69,3 +69,21 @@ def budget_line(cost: Cost, budget: Budget) -> str:
         return f"{head}; even the most ({in_unit(high, budget)}) fits"
     return (f"{head}; the least ({in_unit(low, budget)}) fits, the most ({in_unit(high, budget)}) does not: "
             f"the experiment may need more than it")
+
+
+def against(cost: Cost, measured_s: float) -> dict | None:
+    """status.json's ``cost``: a whole run's wall time against the wall time its plan predicted
+    ([least, most], with where the rates came from), in a sentence; None where the plan predicted
+    no time (no start, no run)."""
+    low, high = cost.wall_s
+    if high <= 0:
+        return None
+    sources = "; ".join(r.source for r in cost.sources) or "no rates"
+    if measured_s < low:
+        where = f"{100 * (1 - measured_s / low):.0f}% below the least"
+    elif measured_s > high:
+        where = f"{100 * (measured_s / high - 1):.0f}% above the most"
+    else:
+        where = "within the predicted range"
+    text = (f"wall time {duration(measured_s)}; the dry run predicted {_wall(low, high)} ({sources}): {where}")
+    return {"predicted_wall_s": [low, high], "measured_wall_s": measured_s, "source": sources, "sentence": text}

@@ -66,6 +66,18 @@ class JobEntry(Record):
     reason: Union[str, None] = Field(None, max_length=MAX_ERROR, description=f"text of at most {MAX_ERROR} characters")
 
 
+Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS, description="seconds from 0 to 1e8")]
+
+
+class CostAgainst(Record):
+    """The run's wall time against what its dry run predicted (``cost.lines.against``)."""
+
+    predicted_wall_s: Annotated[list[Seconds], Field(min_length=2, max_length=2, description="[least, most]")]
+    measured_wall_s: Seconds
+    source: Line
+    sentence: Line
+
+
 class StatusRecord(Record):
     """status.json."""
 
@@ -95,6 +107,7 @@ class StatusRecord(Record):
     node_types: Annotated[dict[Annotated[str, Field(max_length=MAX_ARG)], list[StepId]], Field(
         max_length=1_000, description="node types and the groups that ran on each")] = {}
     submit_seconds: Union[float, None] = Field(None, ge=0, le=MAX_SECONDS, description="seconds from 0 to 1e8")
+    cost: Union[CostAgainst, None] = None  # a whole run (not resumed): its wall time against the predicted
 
 
 FIX = "it is not a record this tool wrote"

@@ -1,13 +1,12 @@
 """The one executor: runbooks and one-step CLI commands alike.
 
-Before anything starts it runs the doctor once per engine step, checks every port and host
-once, and builds the tiny models if a step uses them. Servers live in one ExitStack (teardown
-registered the moment each starts, so this is teardown's one owner); the run's status is
-rewritten after every step, so a later failure loses nothing.
+Before anything starts it runs the doctor once per engine step, checks every port and host once, and builds
+the tiny models if a step uses them. Servers live in one ExitStack (teardown registered the moment each
+starts, so this is teardown's one owner); the run's status is rewritten after every step, so a later failure
+loses nothing; at the end it carries the run's wall time against the dry run's (``runbook.pricing.run_cost``).
 
-A failed step skips only what depends on it (``runbook.failures.blocked_by``): the rest of a
-sweep runs and its report covers what was measured; the run then ends with status "failed" and
-exit code 1. ``stop_on_error`` stops at the first failure instead.
+A failed step skips only what depends on it (``runbook.failures.blocked_by``): the rest of a sweep runs and
+its report covers what was measured; the run ends "failed", exit 1 (``stop_on_error``: at the first failure).
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ from llama4spec.runbook.plan import Plan, PlannedStep
 from llama4spec.runbook.output import CommandOutput, RunOutput
 from llama4spec.runbook.progress import Progress
 from llama4spec.runbook.recorder import NoRecords, Recorder
+from llama4spec.runbook.pricing import run_cost
 from llama4spec.runbook.rundir import not_run
 from llama4spec.runbook.steps.failed import StepFailed
 from llama4spec.serving.bench_runner import BenchRunner
@@ -114,8 +114,7 @@ class Run:
                 if p.step.traits.loads_models and p.composed is not None}
 
     def write_host(self) -> None:
-        """host.json: versions, host, and the models' resolved commits (rewritten after every step that
-        may have downloaded them)."""
+        """host.json: versions, host, the models' resolved commits (again after each step that may fetch them)."""
         if self.records.keeps:
             self.records.json("host.json", {**self.host_record, "models": self.models()})
 
@@ -259,6 +258,7 @@ class Run:
         """Every step, then ``then`` (the serve command's ``hold``) when none failed; the exit code."""
         self.write_start()
         self.output.opened(self)
+        began = time.monotonic()
         failed: str | None = None  # the first step that failed
         try:
             with sigterm_unwinds(), self.stack:
@@ -293,6 +293,7 @@ class Run:
             if self.summary["status"] != "interrupted":
                 self.summary["status"] = "failed" if failed else "done"
             self.summary["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            self.summary.update(run_cost(self.plan.pricing, self.summary, time.monotonic() - began))
             self.write_summary()
             self.write_page()
             self.output.closed(self)

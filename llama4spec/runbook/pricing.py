@@ -183,3 +183,16 @@ def document(plan: Any) -> dict[str, Any]:
             "budget": pricing.budget.record() if pricing.budget is not None else None,
             "cost": {"total": pricing.total.record(), "steps": {sid: c.record() for sid, c in pricing.steps.items()}},
             "steps": plan.to_record()}
+
+
+def run_cost(pricing: Pricing | None, summary: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """status.json's ``cost`` (``cost.lines.against``) for a run that took ``seconds``: a whole run's
+    wall time against its plan's prediction ([least, most]: the steps a decision skips are in the
+    range); nothing for a run that failed or resumed steps measured before it (it did not do the
+    work priced)."""
+    from llama4spec.cost.lines import against
+
+    whole = summary.get("status") == "done" and not summary.get("resumed") and \
+        not any(e.get("resumed") for e in summary.get("steps") or [])
+    found = against(pricing.total, seconds) if pricing is not None and whole else None
+    return {"cost": found} if found is not None else {}

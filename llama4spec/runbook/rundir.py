@@ -251,6 +251,9 @@ def summary_markdown(summary: dict[str, Any], description: str = "") -> str:
     skipped steps by reason, then every comparison and sweep report."""
     lines = [f"# {summary.get('runbook')}", "", description, "",
              f"status: **{summary.get('status')}**, started {summary.get('started')}", ""]
+    cost = summary.get("cost")
+    if isinstance(cost, dict) and isinstance(cost.get("sentence"), str):
+        lines += [cost["sentence"], ""]
     if isinstance(summary.get("merged_from"), list) and summary["merged_from"]:
         lines += ["merged from: " + ", ".join(str(d) for d in summary["merged_from"]), ""]
     lines += ["| step | kind | status | seconds |", "|---|---|---|---:|"]

@@ -90,6 +90,9 @@ def test_run_record_is_complete_and_keeps_no_secret(tiny_run) -> None:
     assert host["host"]["gpus"] or host["host"]["cpu"]
     env = json.loads((run_dir / "environment.json").read_text())
     assert env["HF_TOKEN"] == "***" and env["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    cost = json.loads((run_dir / "status.json").read_text())["cost"]  # the wall time against the dry run's
+    assert cost["predicted_wall_s"][0] <= cost["predicted_wall_s"][1] and cost["measured_wall_s"] > 0
+    assert cost["sentence"].startswith("wall time ") and cost["sentence"] in (run_dir / "summary.md").read_text()
     for path in run_dir.rglob("*"):
         if path.is_file():
             assert SECRET not in path.read_text(errors="replace"), path.name

@@ -40,3 +40,5 @@ _.acceptance_rate_per_drafted_position  # records/bench.py Acceptance: a field o
 _.run_number  # records/points.py Point: likewise (summary.json, read by vLLM's sweep plotters)
 _.price_per_million  # capacity/records.py DemandSetting: a field of capacity.json's model, validated by name
 _.devices_interval  # likewise
+_.predicted_wall_s  # records/status.py CostAgainst: a field of status.json's model (its published schema), checked where read
+_.measured_wall_s  # likewise

@@ -107,7 +107,8 @@ def interleaving(groups: list[ServerGroup], environ: Mapping[str, str] | None) -
         return ("it pairs each candidate with the one server without speculation; the matrix gives "
                 f"{len(base)} such server{'s' if len(base) != 1 else ''} and {len(groups) - len(base)} "
                 f"candidate{'s' if len(groups) - len(base) != 1 else ''}: sweep draft over none and a draft, "
-                f"e.g. draft: [none, tiny_eagle]")
+                f"e.g. draft: [none, tiny_eagle], or give exactly two settings without speculation (an A/A of a "
+                f"server knob: the first is the reference)")
     widest = max(groups, key=lambda g: g.cfg.parallel.tensor_parallel_size * g.cfg.parallel.pipeline_parallel_size)
     cfg = widest.cfg
     if max(1, cfg.parallel.nnodes) > 1:

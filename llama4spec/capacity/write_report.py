@@ -303,8 +303,8 @@ def run_report(plan, planned, console: Console, failures: Mapping[str, str] | No
     ref = plan.get(keys.relative_to) if keys.relative_to else None
     record = bench_record.read(ref.artifacts["record"]) if ref is not None else None
     found = analyse_step(settings, keys.baseline, keys.band_of, failures,
-                    reference=medians_of(record if record is not None and record.counted else None),
-                    load=keys.load, price=keys.price)
+                         reference=medians_of(record if record is not None and record.counted else None),
+                         load=keys.load, price=keys.price)
     return write(found, planned.artifacts, console), found.record
 
 

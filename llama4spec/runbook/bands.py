@@ -1,5 +1,6 @@
-"""A sweep's ``bands:`` key: its points banded by input length (prompt tokens), each band measured by a
-benchmark of its own and analysed on its own (``analysis.bands``).
+"""The ``bands:`` key of a sweep (and of a capacity step): its points banded by input length (prompt
+tokens), each band measured by a benchmark of its own (a capacity step: a search of its own on the
+same server) and analysed on its own (``analysis.bands``, ``capacity.bands``).
 
 - ``bands: [16, 64, 256]``: random prompts (``bench=random_tiny``), each band one input length
   (``bench.input_len``);

@@ -163,3 +163,26 @@ def test_a_schedule_verified_beside_bands_is_refused(tmp_path: Path) -> None:
     path.write_text(path.read_text() + "    verify_schedule: true\n")
     with pytest.raises(UserError, match="verify_schedule measures one lookahead per batch size for every input length"):
         _plan(path)
+
+
+SWEEP_CLI = ["sweep", "draft=none,tiny_eagle_imperfect", "lookahead=3", "target=tiny", "memory=cpu", "bench=random_tiny"]
+
+
+def test_the_sweep_command_bands_its_prompts_with_bands(cli) -> None:
+    done = cli(*SWEEP_CLI, "--bands", "16,128,512", "--dry-run", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "matrix: draft [none, tiny_eagle_imperfect] x bench.input_len [16, 128, 512]" in done.stdout
+    assert "input-length bands (bench.input_len): 16, 128, 512" in done.stdout
+
+
+@pytest.mark.parametrize("value, extra, said", [
+    ("16,16", [], "--bands: 16 and 16 overlap"),
+    ("x,y-z", [], "--bands: 'x' is neither a length (64), [LOW, HIGH] tokens nor a SPEED-Bench throughput subset"),
+    ("16,128", ["bench.input_len=8,32"], "--bands: sets bench.input_len per band, and the matrix sweeps it too"),
+    ("1-16,17-64", [], "bands: random prompts have one length a band"),
+])
+def test_bad_bands_on_the_sweep_command_are_one_line_exit_2(cli, value: str, extra: list, said: str) -> None:
+    done = cli(*SWEEP_CLI, *extra, "--bands", value, "--dry-run", timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr + done.stdout
+    lines = done.stderr.strip().splitlines()
+    assert said in lines[0] and len(lines) == (2 if value == "x,y-z" else 1), lines

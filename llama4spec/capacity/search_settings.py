@@ -25,6 +25,10 @@ class Settings:
                                   metavar="RPS")
     max_rate: float = described(fields.number(cap.MAX_RATE, 0, cap.MAX_RATE, above=True), "no probe above this rate",
                                 metavar="RPS")
+    min_rate: float = described(fields.number(cap.MIN_RATE, cap.MIN_RATE, cap.MAX_RATE),
+                                "no probe below this rate: a setting that fails the SLO there is said to hold nowhere "
+                                "above it (a probe sends at least the requests a verdict needs, so a low rate takes "
+                                "long: about 31 requests / rate seconds)", metavar="RPS")
     search: str = described(fields.choice(*names()),
                             "fit: each run at the crossing of one curve of attainment against the rate fitted to every "
                             "run; bisect: a verdict at each rate, bisecting between them")
@@ -54,7 +58,7 @@ class Settings:
     def bisect(self, target: float) -> cap.Settings:
         """The settings of a search by verdicts (and of every search's record), under the SLO's attainment."""
         return cap.Settings(start=self.start_rate, target=target, precision=self.stop_precision, cap=self.max_rate,
-                            min_runs=self.min_probe_runs, max_runs=self.max_probe_runs, max_probes=self.max_probes,
+                            floor=self.min_rate, min_runs=self.min_probe_runs, max_runs=self.max_probe_runs, max_probes=self.max_probes,
                             confidence=self.confidence, confirm=self.confirm)
 
     def problems(self, target: float = 0.95) -> list[str]:

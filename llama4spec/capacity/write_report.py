@@ -264,7 +264,8 @@ def fitted_settings(search: Search) -> cf.Settings:
     s = search.settings
     return cf.Settings(start=min(max(s.start, cf.MIN_RATE), s.cap), target=s.target,
                        precision=s.precision if 0 < s.precision < 1 else cf.PRECISION, confidence=s.confidence,
-                       max_runs=max(s.max_probes, cf.MIN_FIT_RUNS), cap=s.cap)
+                       max_runs=max(s.max_probes, cf.MIN_FIT_RUNS), cap=s.cap,
+                       floor=s.floor if s.floor < s.cap else cf.MIN_RATE)
 
 
 def fitted_answer(search: Search) -> capacity_report.Fitted:

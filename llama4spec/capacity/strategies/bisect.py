@@ -15,8 +15,8 @@ from llama4spec.capacity.strategies.base import Strategy, register
 class BisectSearch(Strategy):
     name = "bisect"
     rank = 1
-    reads = frozenset({"start_rate", "max_rate", "precision", "min_probe_runs", "max_probe_runs", "max_probes",
-                       "confirm", "confidence"})
+    reads = frozenset({"start_rate", "max_rate", "min_rate", "precision", "min_probe_runs", "max_probe_runs",
+                       "max_probes", "confirm", "confidence"})
     precision = cap.PRECISION
 
     def problems(self) -> list[str]:

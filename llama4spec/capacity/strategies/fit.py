@@ -29,7 +29,7 @@ def add_run(search: cap.Search, rate: float, run: cap.Run, why: str) -> cap.Sear
 class FitSearch(Strategy):
     name = "fit"
     rank = 0
-    reads = frozenset({"start_rate", "max_rate", "precision", "max_probes", "confidence"})
+    reads = frozenset({"start_rate", "max_rate", "min_rate", "precision", "max_probes", "confidence"})
     precision = cf.PRECISION
 
     @property
@@ -37,7 +37,7 @@ class FitSearch(Strategy):
         """The fit's settings: ``max_probes`` runs at most."""
         s = self.settings
         return cf.Settings(start=s.start_rate, target=self.target, precision=s.precision or cf.PRECISION,
-                           confidence=s.confidence, max_runs=s.max_probes, cap=s.max_rate)
+                           confidence=s.confidence, max_runs=s.max_probes, cap=s.max_rate, floor=s.min_rate)
 
     def problems(self) -> list[str]:
         """The rates and probes as a bisecting search reads them (search.json records them so), and the

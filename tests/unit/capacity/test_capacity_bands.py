@@ -53,22 +53,22 @@ def test_the_report_says_where_speculation_stops_adding_capacity(banded_run: Pat
     found = record["input_bands"]
     assert [g["band"] for g in found["gains"]] == ["1-16 tokens", "65-128 tokens"]
     short, long = found["gains"]
-    assert short["best"] == "EAGLE k=7" and short["low"] > 1 and short["verdict"] == "more"
+    assert short["best"] == "EAGLE k=3" and short["low"] > 1 and short["verdict"] == "more"
     assert long["high"] < 1 and long["verdict"] == "less"
     assert short["ratio"] == pytest.approx(7 / 3, rel=0.25) and long["ratio"] == pytest.approx(4 / 6, rel=0.25)
     assert found["sentence"].startswith("speculation stops adding capacity between 1-16 tokens and 65-128 tokens")
     assert "route prompts longer than 16 tokens to a server without speculation" in found["routing"]
     assert record["headline"] == found["sentence"]
     names = list(record["settings"])
-    assert names == ["no speculation, 1-16 tokens", "EAGLE k=7, 1-16 tokens", "no speculation, 65-128 tokens",
-                     "EAGLE k=7, 65-128 tokens"]
+    assert names == ["no speculation, 1-16 tokens", "EAGLE k=3, 1-16 tokens", "no speculation, 65-128 tokens",
+                     "EAGLE k=3, 65-128 tokens"]
     # each gain against no speculation in its own band, never across bands
-    eagle_long, none_long = record["settings"]["EAGLE k=7, 65-128 tokens"], record["settings"]["no speculation, 65-128 tokens"]
+    eagle_long, none_long = record["settings"]["EAGLE k=3, 65-128 tokens"], record["settings"]["no speculation, 65-128 tokens"]
     assert eagle_long["gain"]["ratio"] == pytest.approx(eagle_long["rate"] / none_long["rate"])
     text = (banded_run / "capacity" / "report.md").read_text()
-    assert "## Input length" in text and "| 65-128 tokens | EAGLE k=7 |" in text and found["routing"] in text
+    assert "## Input length" in text and "| 65-128 tokens | EAGLE k=3 |" in text and found["routing"] in text
     page = Parsed((banded_run / "report.html").read_text()).all_text()
-    assert found["sentence"] in page and "1-16 tokens: best EAGLE k=7 at" in page
+    assert found["sentence"] in page and "1-16 tokens: best EAGLE k=3 at" in page
 
 
 def test_report_rebuilds_the_banded_capacity_report(cli, banded_run: Path, tmp_path: Path) -> None:

@@ -54,7 +54,7 @@ def test_a_misspelled_setting_gets_the_closest_key(tmp_path: Path) -> None:
 def test_the_flags_and_their_help_come_from_the_settings() -> None:
     parser = argparse.ArgumentParser()
     flags = add_settings_flags(parser, Settings)
-    assert flags == {"start_rate": "--start-rate", "max_rate": "--max-rate", "search": "--search",
+    assert flags == {"start_rate": "--start-rate", "max_rate": "--max-rate", "min_rate": "--min-rate", "search": "--search",
                      "precision": "--precision", "min_probe_runs": "--min-probe-runs",
                      "max_probe_runs": "--max-probe-runs", "max_probes": "--max-probes", "duration_s": "--duration-s",
                      "confirm": "--confirm"}  # extra_args and confidence: runbook keys only
@@ -83,3 +83,20 @@ def test_the_search_settings_follow_from_the_one_object() -> None:
     assert (fit.start, fit.cap, fit.max_runs, fit.precision, fit.target) == (4.0, 50.0, 12, 0.10, 0.9)
     assert Settings(start_rate=80.0, max_rate=50.0).problems() == [
         "the start rate 80 is above the highest rate 50; start at or below it"]
+
+
+@pytest.mark.parametrize("search", ["fit", "bisect"])
+def test_a_setting_that_fails_everywhere_stops_at_min_rate_not_at_one_request_in_100_s(search: str) -> None:
+    """A search whose every run fails goes down by halves: with ``min_rate`` it stops there, said."""
+    from llama4spec.capacity import probing as cap
+    from llama4spec.capacity.strategies.base import of
+
+    settings = Settings(start_rate=8.0, min_rate=1.0, search=search, max_probes=24)
+    strategy = of(settings, 0.9)
+    found = cap.begin(settings.bisect(0.9))
+    rates, requests = [], cap.decidable_requests(found.settings)
+    while (move := strategy.move(found))[0] is not None:
+        rates.append(move[0])
+        found = strategy.add(found, move[0], cap.Run(0.0, requests, "tpot", 1.0, 0.1, {"tpot": 0.0}), move[1])
+    assert min(rates) >= 1.0 and 1.0 in rates  # it probed the lowest rate and nothing below it
+    assert "1" in strategy.move(found)[1] and "lowest rate" in strategy.move(found)[1]

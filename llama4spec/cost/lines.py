@@ -38,7 +38,7 @@ def _count(pair: list[int], one: str, many: str) -> str:
 
 
 def cost_line(cost: Cost, head: str = "cost") -> str:
-    """cost: 20-100 server starts, 240-1,200 runs, 6.2-31 h wall, 49-247 GPU-hours (from profile X)"""
+    """cost: 20-100 server starts, 240-1,200 runs, 6.3-32 h wall, 50-252 GPU-hours (from profile X)"""
     what = "engine" if cost.engines and not cost.servers else "server" if not cost.engines else "server/engine"
     gpu_h = cost.device_h
     text = (f"{head}: {_count(cost.starts, f'{what} start', f'{what} starts')}, {_count(cost.runs, 'run', 'runs')}, "

@@ -19,6 +19,7 @@ class Work:
     starts: tuple[int, int] = (0, 0)  # server or engine starts
     runs: tuple[int, int] = (0, 0)  # benchmark runs (each counted run, each side of a pair)
     run_s: float | None = None  # the seconds a run takes where the step sets it (a capacity probe's duration)
+    wait_s: float = 0.0  # the seconds each run also waits, not running (a pair's pause after the other server's run)
     devices: int = 0  # what the server or engine it starts holds
     holds: bool = False  # a server: its devices stay held until its stop step
     beside: bool = False  # started together with the server it is beside: its start adds no wall time

@@ -109,7 +109,7 @@ class _Walk:
         least = (0.0, 0.0)
         for i in (0, 1):
             starts, runs = work.starts[i], work.runs[i]
-            wall = (0 if work.beside else starts * start_s) + runs * run_s
+            wall = (0 if work.beside else starts * start_s) + runs * (run_s + (work.wait_s if rates else 0.0))
             if work.holds and starts:
                 self.live[i][sid] = work.devices
             held = sum(self.live[i].values()) + (work.devices if work.engine and starts else 0)  # engines: one at a time

@@ -266,12 +266,13 @@ def ready_problem(p) -> str | None:
 
 
 def work(p, before: Seen) -> Work:
-    """Its counted runs (a pair's: both sides; no speculation's collecting point: none of its own);
-    none at the least where its server may not start."""
+    """Its counted runs (a pair's: both sides, each after its pause, ``gap_s``; no speculation's
+    collecting point: none of its own); none at the least where its server may not start."""
     keys = p.step.keys
     runs = 0 if keys.paired else 2 * keys.repeats if keys.pair_with else keys.repeats
     server = before.work_of(keys.server)
-    return Work(runs=(0 if server is not None and server.starts[0] == 0 else runs, runs))
+    return Work(runs=(0 if server is not None and server.starts[0] == 0 else runs, runs),
+                wait_s=keys.gap_s if keys.pair_with else 0.0)
 
 
 KIND = BaseKind("bench", Keys, Traits(uses_server=True, benchmarks=True, measures=True, shows_env=True),

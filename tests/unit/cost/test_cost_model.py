@@ -34,7 +34,7 @@ def test_the_scout_sweep_on_the_fixture_profile_costs_10_to_50_blocks(tmp_path, 
     cost = _plan(_scout_with_profile(tmp_path)).pricing.steps["sweep"]
     # 5 lookaheads x 2..10 blocks, each both servers started together (420 s) then 5 pairs at 4 concurrencies
     assert cost.starts == [20, 100] and cost.runs == [400, 2000]
-    block = 420 + 4 * 5 * 2 * 75
+    block = 420 + 4 * 5 * 2 * (75 + 2)  # each run of a pair after its 2 s pause (gap_s)
     assert cost.wall_s == pytest.approx([10 * block, 50 * block])
     assert cost.device_h == pytest.approx((8 * 10 * block / 3600, 8 * 50 * block / 3600))  # 8 devices held
     assert cost.unit_what == "block" and cost.unit_s == pytest.approx(block)

@@ -133,7 +133,8 @@ class MoreBlocks(Gate):
             analysis = analyse(points, of_sweep(design_of(sweep), []), margin=sweep.keys.margin, block_rule=rule)
         except ValueError as err:  # records the analysis cannot take
             return f"not started: {err}"
-        mine = [(a.title, r.comparison) for a in analysis.at for r in a.rows if r.point.id in self.candidate]
+        mine = [(a.title, r.comparison) for a in analysis.at for r in [*a.rows, *a.others]  # others: an A/A's
+                if r.point.id in self.candidate]
         if not mine or any(c is None or not c.decided for _, c in mine):
             return self._budget(plan, p, analysis, rule)
         said = "; ".join(f"{c.sentence()} at {title}" for title, c in mine)

@@ -524,3 +524,20 @@ def test_an_aa_in_blocks_is_decided_on_the_blocks_own_spread() -> None:
     assert row.comparison.verdict in ("equivalent", "undecided") and 0.98 < row.comparison.ratio < 1.02
     (at,) = analyse(aa(1.2), noise=known_noise(0.2, 0.2, "test")).at
     assert at.others[0].comparison.method == "blocks" and at.others[0].comparison.verdict == "faster"
+
+
+def test_an_aa_in_blocks_added_until_decided_stops_once_equivalent(tmp_path, monkeypatch) -> None:
+    plan = _plan(tmp_path, monkeypatch, **{**AUTO, "matrix": AA["matrix"]})
+    points = plan.get("sweep").step.expanded.points
+    (base,) = [p for p in points if "2048" in p]
+    (other,) = [p for p in points if "2049" in p]
+    base_runs, other_runs = [], []
+    for j, ratio in enumerate([1.0, 1.0005, 0.9995], 1):
+        for i in range(3):
+            y = 100.0 * (1 + 0.05 * j) * (1 + 0.01 * i)
+            base_runs.append(_run(y, j, other))
+            other_runs.append(_run(y * ratio, j))
+    BenchRecord.of_runs(base, base_runs).write(plan.get(base).artifacts["record"])
+    BenchRecord.of_runs(other, other_runs).write(plan.get(other).artifacts["record"])
+    fourth = _gate(plan, 4)
+    assert "equivalent within +-2%" in fourth.step.keys.gate.missing_input(plan, fourth)

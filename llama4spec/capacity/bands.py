@@ -110,8 +110,9 @@ def routing(found: Sequence[BandGain]) -> str | None:
     if not tail:
         return None
     below = measured[len(measured) - len(tail) - 1].band
-    gains = "; ".join(f"{1 / g.ratio:.2f}x [{1 / g.high:.2f}, {'no upper bound' if not g.low else f'{1 / g.low:.2f}'}] "
-                      f"the requests of {g.best} in {g.band.label}" for g in tail if g.ratio and g.high)
+    gains = "; ".join((f"{1 / g.ratio:.2f}x [{1 / g.high:.2f}, {'no upper bound' if not g.low else f'{1 / g.low:.2f}'}]"
+                       if g.ratio else f"at least {1 / g.high:.2f}x") + f" the requests of {g.best} in {g.band.label}"
+                      for g in tail if g.high)
     return (f"{NO_SETTING}. What it can do: route prompts longer than {below.high} tokens to a server without "
             f"speculation and keep speculation for shorter ones; measured, no speculation carries {gains} under "
             f"the SLO")

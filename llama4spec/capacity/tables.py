@@ -101,6 +101,27 @@ class Fitted:
     decision: cfs.Decision
 
 
+def floor_bound(search: Search, f: Fitted) -> tuple[float, str] | None:
+    """A fitted search stopped at its lowest rate, every run failing: that rate as an upper bound on the
+    capacity where the runs there fail the target at the search's confidence (the one-sided
+    Clopper-Pearson upper bound of their pooled attainment below it), with the words; else None."""
+    from scipy import stats
+
+    if f.decision.stop != cfs.FLOOR_STOP or not search.probes:
+        return None
+    s, lowest = search.settings, min(search.probes, key=lambda p: p.rate)
+    n = sum(r.requests for r in lowest.runs)
+    good = sum(round(r.attainment * r.requests) for r in lowest.runs)
+    if n <= 0 or good >= n:
+        return None
+    upper = float(stats.beta.ppf(s.confidence, good + 1, n - good))
+    if upper >= s.target:
+        return None
+    return lowest.rate, (f"the SLO failed at the lowest rate, {lowest.rate:g} req/s ({good} of {n} requests good; "
+                         f"{s.confidence:.0%} upper bound {upper:.2f}, below the target {s.target:g}): the capacity "
+                         f"is below it")
+
+
 def _fitted_entry(name: str, search: Search, f: Fitted) -> dict[str, Any]:
     """capacity.json's entry for a fitted search: the crossing with its interval, what binds (the
     per-metric fits), the shape check and the isotonic estimate."""
@@ -112,6 +133,11 @@ def _fitted_entry(name: str, search: Search, f: Fitted) -> dict[str, Any]:
     if a.shape_fits and a.estimate is None:
         notes.append(f"no fitted crossing; isotonic estimate {a.isotonic_words}")
     notes += [o.words() for o in a.outliers]
+    bound = floor_bound(search, f)
+    if bound is not None:  # failed at the lowest rate: bounded above there, whatever the fit
+        rate, low, high = None, None, bound[0]
+        notes.append(bound[1])
+    said = f"; {bound[1]}" if bound is not None else ""
     done = d.rate is None
     if done and (why := cf.wide_words(a)):
         notes.append(why)
@@ -123,7 +149,7 @@ def _fitted_entry(name: str, search: Search, f: Fitted) -> dict[str, Any]:
             "probes": len(search.probes), "runs": a.runs, "error_bound": 1 - a.confidence, "notes": notes,
             "output_tps": [_throughput_at(search, low), _throughput_at(search, high)],
             "output_tps_at": _throughput_at(search, rate),
-            "sentence": cf.describe(name, a) + ("" if done else f" (so far; {d.reason})")}
+            "sentence": cf.describe(name, a) + said + ("" if done else f" (so far; {d.reason})")}
 
 
 def analyse(searches: Mapping[str, Search], baseline: str | None, slo: str,
@@ -150,7 +176,9 @@ def analyse(searches: Mapping[str, Search], baseline: str | None, slo: str,
             if name == baseline:
                 continue
             if name in fitted and baseline in fitted:
-                gains[name] = fitted_gain(fitted[name].answer, fitted[baseline].answer, between)
+                high, base_low = settings[name]["high"], settings[baseline]["low"]
+                gains[name] = (Gain(None, 0.0, high / base_low) if floor_bound(searches[name], fitted[name])
+                               and base_low else fitted_gain(fitted[name].answer, fitted[baseline].answer, between))
             elif name in caps and baseline in caps:
                 gains[name] = gain(caps[name], caps[baseline])
     for name, s in searches.items():

@@ -149,3 +149,33 @@ def test_groups_take_each_bands_baseline_by_the_baselines_setting() -> None:
     assert [(g.band.low, g.baseline, [s.id for s in g.settings]) for g in found] == [
         (16, "n-16", ["n-16", "e-16"]), (128, "n-128", ["n-128", "e-128"])]
     assert bands.groups(settings, "n-16", {})[0].band is None  # not banded: one group
+
+
+def test_a_setting_that_fails_down_to_min_rate_is_bounded_there_and_costs_capacity() -> None:
+    """Every run of EAGLE fails (30% good) from 8 req/s down to min_rate 2: its capacity is below 2
+    (the runs at 2 fail the 0.9 target at 95%), so its gain over a baseline that holds at about 20
+    is at most 2 / L0, declared below 1: a band where it runs so costs capacity, and the route says
+    how much more no speculation carries there."""
+    from llama4spec.capacity import probing as cap
+    from llama4spec.capacity import tables
+    from llama4spec.capacity.search_settings import Settings
+    from llama4spec.capacity.strategies.base import of
+    from llama4spec.capacity.write_report import fitted_answer
+    from tests.recorded_runs import simulated_search
+
+    settings = Settings(start_rate=8.0, min_rate=2.0)
+    strategy, failing = of(settings, 0.9), cap.begin(settings.bisect(0.9))
+    n = cap.decidable_requests(failing.settings)
+    while (move := strategy.move(failing))[0] is not None:
+        failing = strategy.add(failing, move[0], cap.Run(0.3, n, "tpot", 1.0, 0.1, {"ttft": 1.0, "tpot": 0.3}), move[1])
+    holding = simulated_search(settings, 20.0)
+    searches = {"no speculation": holding, "EAGLE k=3": failing}
+    record = tables.analyse(searches, "no speculation", "an SLO", fitted={k: fitted_answer(v) for k, v in searches.items()})
+    eagle, base = record["settings"]["EAGLE k=3"], record["settings"]["no speculation"]
+    assert eagle["rate"] is None and eagle["high"] == 2.0 and "the SLO failed at the lowest rate, 2 req/s" in eagle["sentence"]
+    assert eagle["gain"]["ratio"] is None and eagle["gain"]["high"] == pytest.approx(2.0 / base["low"]) and base["low"] > 2
+    found = [bands.band_gain(B1, {"settings": {"x": {"gain": {"ratio": 2.0, "low": 1.4, "high": 2.9}}}}),
+             bands.band_gain(B3, record)]
+    assert found[1].verdict == "less"
+    route = bands.routing(found)
+    assert f"at least {base['low'] / 2.0:.2f}x the requests of EAGLE k=3 in 65-128 tokens" in route

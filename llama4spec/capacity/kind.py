@@ -153,14 +153,9 @@ def expand(runbook, step, cli: list[str], taken: set[str], make, problems: list[
         label = "-".join(file_label(a, v) for a, v in group.constant(axes)) or "server"
         sid = bounded_id(f"{step.id}-{label}")
         ids = [sid, bounded_id(f"{sid}-search"), bounded_id(f"{sid}-stop")]
-        clash = next((i for i in ids if i in taken), None)
-        if clash:
-            problems.append(f"{at}: the generated step id '{clash}' is already used by another step; rename the "
-                            f"capacity step or that step")
-            continue
         searches = [ids[1]] if band_key is None else [bounded_id(f"{ids[1]}-{file_label(band_key, v)}")
                                                       for v in band_values]
-        clash = next((i for i in searches if i in taken and i not in ids), None)
+        clash = next((i for i in [*ids, *searches] if i in taken), None)
         if clash:
             problems.append(f"{at}: the generated step id '{clash}' is already used by another step; rename the "
                             f"capacity step or that step")

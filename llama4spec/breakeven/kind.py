@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llama4spec.breakeven.blocks import MAX_BLOCKS, fit_problem
+from llama4spec.breakeven.blocks import expand as expand_blocks
 from llama4spec.files import plain
 from llama4spec.runbook import fields
 from llama4spec.runbook.matrix import bounded_id, shared_config
@@ -58,16 +60,21 @@ class Keys:
     #   sweep.json): placed on the map too (``breakeven.draft_from``)
     given: list[Any] = field(default_factory=list)  # generated: the drafts draft_from holds (``Given``)
     points: list[str] = field(default_factory=list)  # generated: its bench steps
+    blocks: int = fields.count(0, 0, MAX_BLOCKS)  # back-to-back blocks: each server started this many times beside a
+    #   fresh server without speculation, its speedups from the blocks' own spread (``breakeven.blocks``); 0: one start each
+    order_seed: int = fields.count(0, 0, 2 ** 31 - 1)  # blocks: the seed of each round's order
     prior: dict[str, Any] | None = None  # generated: the noise its ratios carry (``noise_record``)
 
     @property
     def matrix(self) -> dict[str, list[str]]:
         """Its size as a matrix (``runbook.matrix.expand`` counts every expanding step's points)."""
-        servers = [str(i) for i in range(1 + len(self.lookaheads) * (self.grid + int(self.place)))]
+        maps = len(self.lookaheads) * (self.grid + int(self.place))
+        servers = [str(i) for i in range(2 * maps * self.blocks if self.blocks else 1 + maps)]
         return {"server": servers, "bench.max_concurrency": [str(c) for c in self.concurrencies]}
 
     def design_record(self) -> dict[str, Any]:
-        return {"design": "sequential", "asked": "sequential", **({"noise_prior": self.prior} if self.prior else {})}
+        design = "blocks" if self.blocks else "sequential"
+        return {"design": design, "asked": design, **({"noise_prior": self.prior} if self.prior else {})}
 
 
 def lengths(k: int, grid: int) -> list[float]:
@@ -81,6 +88,11 @@ def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> No
             problems.append(f"{at}: a breakeven step needs '{key}', e.g. lookaheads: [1, 3] and concurrencies: [1, 4]")
     problems.extend(fields.warmup_flag_problems(keys.extra_args, at))
     problems.extend(fields.own_flag_problems(keys.extra_args, at, fields.BENCH_OWN_FLAGS))
+    if keys.blocks == 1:
+        problems.append(f"{at}: 'blocks: 1' measures no spread between blocks; give 2 or more (e.g. blocks: 4), or 0 "
+                        f"for one start a server")
+    if keys.blocks and keys.noise:
+        problems.append(f"{at}: with 'blocks' the map's noise is the blocks' own spread; drop 'noise'")
 
 
 def _label(length: float) -> str:
@@ -109,6 +121,17 @@ def expand(runbook, step, cli: list[str], taken: set[str], make, problems: list[
                             f"k={k}, synthetic acceptance length {length:g}"))
         if keys.place:
             servers.append((f"k{k}-draft", [f"lookahead={k}"], f"k={k}, the draft {cfg.draft.name} itself"))
+    if keys.blocks:
+        why = fit_problem(cfg)
+        if why is not None:
+            problems.append(f"{at}: blocks: {why}; drop 'blocks' to start each server once")
+            return [step]
+        made = expand_blocks(step, keys, servers, make, taken, at, problems)
+        if made is None:
+            return [step]
+        out, points = made
+        return [*out, dataclasses.replace(step, needs=list(dict.fromkeys([*step.needs, *points])),
+                                          keys=dataclasses.replace(keys, points=points))]
     out, points, previous = [], [], None
     for name, overrides, what in servers:
         sid = bounded_id(f"{step.id}-{name}")
@@ -143,7 +166,7 @@ def plan(ctx, p) -> None:
     p.artifacts = artifacts(p)
     keys = p.step.keys
     if keys.points:  # expanded (a step refused is not composed)
-        keys.prior = at_plan(ctx, p, keys.noise, keys.overrides)
+        keys.prior = None if keys.blocks else at_plan(ctx, p, keys.noise, keys.overrides)
         if keys.draft_from:
             _read_draft(ctx, p)
 
@@ -177,6 +200,10 @@ def describe(p, say) -> None:
     for k in keys.lookaheads:
         say(f"    k={k}: synthetic acceptance lengths {', '.join(f'{x:g}' for x in lengths(k, keys.grid))}"
             + (", and the draft itself" if keys.place else ""))
+    if keys.blocks:
+        say(f"    back-to-back blocks: each server started {keys.blocks} times beside a fresh server without speculation "
+            f"(rounds in a random order from order_seed {keys.order_seed}), {keys.repeats} pairs of runs a block at each "
+            f"concurrency; each speedup from its blocks' own spread ({keys.blocks - 1} df)")
     say(f"    concurrencies {', '.join(map(str, keys.concurrencies))}, {keys.repeats} runs each; against no "
         f"speculation: the speedup curve, the break-even acceptance length and the cost of k=0, with intervals"
         + ("; the draft placed on the map and the self-check" if keys.place else ""))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Mapping
 
 from rich.console import Console
@@ -39,19 +40,29 @@ def run_report(plan, planned, console: Console, not_run: dict[str, str] | None =
     ids = planned.step.keys.points
     measured = measured_in_plan(plan, ids)
     base, synthetic, real = runs_of(measured)
-    from llama4spec.stats.components import pooled
-    from llama4spec.runbook.noise_prior import of_sweep
+    keys, left_out = planned.step.keys, []
+    if keys.blocks:  # each block's speedup a run of its point; no between-start term (the blocks' spread holds it)
+        from llama4spec.breakeven import blocks
 
-    prior = of_sweep({"noise_prior": planned.step.keys.prior}, [m.config for m in measured.values()])
-    noise = pooled(prior, {pid: m.record.samples("output_throughput") for pid, m in measured.items()},
-                   {pid: m.record.sample_starts("output_throughput") for pid, m in measured.items()})
-    m = build(base, synthetic, real, noise=noise, given=planned.step.keys.given)
+        paired = {pid: plan.get(pid).step.keys.pair_with for pid in ids if plan.get(pid).step.keys.pair_with}
+        base, synthetic, real, left_out = blocks.as_ratios(paired, base, synthetic, real)
+        noise = blocks.noise(keys.blocks)
+    else:
+        from llama4spec.stats.components import pooled
+        from llama4spec.runbook.noise_prior import of_sweep
+
+        prior = of_sweep({"noise_prior": keys.prior}, [m.config for m in measured.values()])
+        noise = pooled(prior, {pid: m.record.samples("output_throughput") for pid, m in measured.items()},
+                       {pid: m.record.sample_starts("output_throughput") for pid, m in measured.items()})
+    m = build(base, synthetic, real, noise=noise, given=keys.given)
+    if left_out:
+        m = dataclasses.replace(m, notes=(*m.notes, *left_out))
     missing = {pid: (not_run or {}).get(pid, "no record") for pid in ids if pid not in measured}
-    record = checked(BreakevenRecord, files["analysis"], {**report.to_record(m), "plot": [],
+    record = checked(BreakevenRecord, files["analysis"], {**report.to_record(m, keys.blocks), "plot": [],
                                                           "self_check": report.verdict(m), "not_measured": missing})
     files["report"].parent.mkdir(parents=True, exist_ok=True)  # the map's record checked: nothing half-written
     series = report.plot(m, files["plot"]) if m.curves else []
-    text = report.markdown(m, files["plot"].name if m.curves else None)
+    text = report.markdown(m, files["plot"].name if m.curves else None, keys.blocks)
     if missing:
         text += "\nnot measured:\n\n" + "".join(f"- {pid}: {why}\n" for pid, why in missing.items())
     write_atomic(files["report"], text)

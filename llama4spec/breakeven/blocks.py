@@ -19,24 +19,12 @@ import math
 from typing import Mapping, Sequence
 
 from llama4spec.breakeven.map_fit import Runs
+from llama4spec.runbook.block_order import rounds
 from llama4spec.runbook.matrix import bounded_id
+from llama4spec.sweep.planned import GAP_S
 from llama4spec.stats.noise import Noise, prior
 
-MAX_BLOCKS = 20
-GAP_S = 2.0  # the least pause between one server's last request and the other's run (the sweep's default)
 SOURCE = "the blocks' own spread (each speedup paired block by block; J - 1 df)"
-
-
-def fit_problem(cfg) -> str | None:
-    """Why two of the map's servers do not fit side by side (None: they do)."""
-    import os
-
-    from llama4spec.engine.devices import split
-
-    if max(1, cfg.parallel.nnodes) > 1:
-        return "its servers span nodes; two multi-node servers are not kept side by side"
-    per_node = cfg.parallel.tensor_parallel_size * cfg.parallel.pipeline_parallel_size
-    return split(cfg.hardware.device, per_node, cfg.hardware.devices_per_node, os.environ).why
 
 
 def expand(step, keys, servers: Sequence[tuple[str, list[str], str]], make, taken: set[str],
@@ -44,7 +32,6 @@ def expand(step, keys, servers: Sequence[tuple[str, list[str], str]], make, take
     """The blocks' steps and the map's points (each candidate's bench step of each block, then no
     speculation's collecting ones); None with a problem where a generated id is taken.
     ``servers``: (name, overrides, what) per server of the map, no speculation's first."""
-    from llama4spec.sweep.design_starts import rounds
 
     (_, base_overrides, _), cands = servers[0], list(servers[1:])
     out: list = []

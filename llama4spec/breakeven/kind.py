@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llama4spec.breakeven.blocks import MAX_BLOCKS, fit_problem
+from llama4spec.runbook.block_order import MAX_BLOCKS, side_by_side_problem
 from llama4spec.breakeven.blocks import expand as expand_blocks
 from llama4spec.files import plain
 from llama4spec.runbook import fields
@@ -122,7 +122,7 @@ def expand(runbook, step, cli: list[str], taken: set[str], make, problems: list[
         if keys.place:
             servers.append((f"k{k}-draft", [f"lookahead={k}"], f"k={k}, the draft {cfg.draft.name} itself"))
     if keys.blocks:
-        why = fit_problem(cfg)
+        why = side_by_side_problem(cfg)
         if why is not None:
             problems.append(f"{at}: blocks: {why}; drop 'blocks' to start each server once")
             return [step]

@@ -31,6 +31,7 @@ from llama4spec.runbook import bands, fields
 from llama4spec.runbook.matrix import (TooLarge, bounded_id, check_matrix, file_label, is_client_axis,
                                        matrix_points, points_problem, server_groups, shared_config)
 from llama4spec.runbook.spec import PageRead, Reference, Traits
+from llama4spec.runbook.block_order import MAX_BLOCKS
 from llama4spec.capacity.search_settings import Settings
 from llama4spec.runbook.steps.base import BaseKind
 
@@ -55,6 +56,10 @@ class Keys:
     # input-length bands (``runbook.bands``): each server searched once per band, the gain over no
     # speculation taken within a band, and where more capacity stops being gained between adjacent bands
     bands: list | None = fields.custom(bands.read, default=None)
+    # back-to-back blocks (``capacity.blocks``): each setting with a draft searched in this many blocks, each beside
+    # a fresh server without speculation, its gain from the blocks' own spread; 0: each server started once
+    blocks: int = fields.count(0, 0, MAX_BLOCKS)
+    order_seed: int = fields.count(0, 0, 2 ** 31 - 1)  # blocks: the seed of each round's order
     # generated:
     points: list[str] = field(default_factory=list)  # its search steps, one per server
     names: dict[str, str] = field(default_factory=dict)  # search step -> the setting in words
@@ -62,15 +67,18 @@ class Keys:
     relative_to: str | None = None  # slo.relative_to: the bench step whose medians the SLO multiplies
     band_key: str | None = None  # banded: the bench key each band sets (bench.input_len, ...)
     band_of: dict[str, str] = field(default_factory=dict)  # banded: search step -> its band's value
+    pairs: dict[str, str] = field(default_factory=dict)  # blocks: a setting's search -> its block's baseline search
 
     def design_record(self) -> dict[str, Any]:
-        return {"design": "sequential", "asked": "sequential"}
+        design = "blocks" if self.blocks else "sequential"
+        return {"design": design, "asked": design}
 
     def settings_record(self) -> dict[str, Any]:
         """plan.json's ``capacity``: each search step's setting in words, and the baseline's search
         (what ``report`` and report.html need to analyse the searches again from their records)."""
         return {"names": dict(self.names), "baseline": self.baseline,
                 **({"band_key": self.band_key, "bands": dict(self.band_of)} if self.band_of else {}),
+                **({"pairs": dict(self.pairs)} if self.pairs else {}),
                 **({"load": self.load} if self.load is not None else {}),
                 **({"price": self.price} if self.price is not None else {})}
 
@@ -92,10 +100,15 @@ def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> No
                 problems.append(too_many)
                 keys.matrix, state["too_large"] = None, True
             else:
-                state["points"] = before + matrix_points(keys.matrix) * max(1, len(keys.bands or []))
+                state["points"] = before + matrix_points(keys.matrix) * max(1, len(keys.bands or []), 2 * keys.blocks)
     problems.extend(fields.warmup_flag_problems(keys.settings.extra_args, at))
     problems.extend(fields.own_flag_problems(keys.settings.extra_args, at, fields.PROBE_OWN_FLAGS))
     problems.extend(f"{at}: {p}" for p in keys.settings.problems())
+    if keys.blocks == 1:
+        problems.append(f"{at}: 'blocks: 1' measures no spread between blocks; give 2 or more (e.g. blocks: 4), or 0 "
+                        f"for one start a server")
+    if keys.blocks and keys.bands:
+        problems.append(f"{at}: 'blocks' and 'bands' together are not offered; drop one (a step a band, in blocks)")
 
 
 def slo_check(cfg) -> list[str]:
@@ -148,6 +161,8 @@ def expand(runbook, step, cli: list[str], taken: set[str], make, problems: list[
         return [step]
     band_key, band_values = bands.axis(keys.bands) if keys.bands else (None, [None])
     axes = list(keys.matrix or {})
+    if keys.blocks:
+        return _expand_blocks(step, groups, axes, make, taken, at, problems, ref)
     out, points, names, baseline, previous, band_of = [], [], {}, None, None, {}
     for group in groups:
         label = "-".join(file_label(a, v) for a, v in group.constant(axes)) or "server"
@@ -186,6 +201,31 @@ def expand(runbook, step, cli: list[str], taken: set[str], make, problems: list[
     return [*out, dataclasses.replace(step, needs=list(dict.fromkeys([*step.needs, *points])), keys=new_keys)]
 
 
+def _expand_blocks(step, groups: list, axes: list[str], make, taken: set[str], at: str, problems: list[str],
+                   ref: str | None) -> list:
+    """A capacity step in back-to-back blocks (``capacity.blocks``), then this step."""
+    from llama4spec.runbook.block_order import side_by_side_problem
+    from llama4spec.capacity import blocks
+
+    keys = step.keys
+    groups = [g for g in groups if g.cfg is not None]
+    why = side_by_side_problem(groups[0].cfg) if groups else None
+    if why is not None:
+        problems.append(f"{at}: blocks: {why}; drop 'blocks' to start each server once")
+        return [step]
+    labels = ["-".join(file_label(a, v) for a, v in g.constant(axes)) or "server" for g in groups]
+    names = [setting_name(g.cfg) for g in groups]
+    names = [n if names.count(n) == 1 else f"{n} ({label})" for n, label in zip(names, labels)]
+    found = blocks.expand(step, keys, groups, labels, names, make, taken, at, problems,
+                          [ref] if ref in taken else [], ref)
+    if found is None:
+        return [step]
+    new_keys = dataclasses.replace(keys, points=found.points, names=found.names, baseline=found.baseline,
+                                   relative_to=ref, pairs=found.pairs)
+    return [*found.steps, dataclasses.replace(step, needs=list(dict.fromkeys([*step.needs, *found.points])),
+                                              keys=new_keys)]
+
+
 def references(keys: Keys) -> list[Reference]:
     return [Reference("slo.relative_to", keys.relative_to, "bench")] if keys.relative_to else []
 
@@ -201,7 +241,8 @@ def plan(ctx, p) -> None:
 
 
 def execute(run, p) -> dict[str, Any]:
-    from llama4spec.capacity.write_report import FIT_FIGURE, run_report
+    from llama4spec.capacity.step_report import run_report
+    from llama4spec.capacity.write_report import FIT_FIGURE
 
     text, record = run_report(run.plan, p, run.console, run.not_run())
     run.keep_comparison(p.id, text.replace("](latency-", f"]({p.id}/latency-").replace(f"]({FIT_FIGURE})",
@@ -233,6 +274,10 @@ def describe(p, say) -> None:
     per_band = ("each server searched once per band (one start serves every band), each setting's capacity "
                 "compared with no speculation's in the same band, and where speculation stops adding capacity "
                 "between adjacent bands reported")
+    if keys.pairs:
+        say(f"    back-to-back blocks: each setting with a draft searched in {keys.blocks} blocks, each beside a fresh "
+            f"server without speculation (rounds in a random order from order_seed {keys.order_seed}); each gain from "
+            f"its blocks' own spread ({keys.blocks - 1} df)")
     for line in bands.describe(keys.bands, per_band) if keys.band_of else []:
         say(f"    {line}")
     if keys.load is not None or keys.price is not None:

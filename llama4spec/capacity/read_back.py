@@ -13,6 +13,7 @@ from llama4spec.engine.secrets import redact
 from llama4spec.errors import UserError
 from llama4spec.files import json_or_none, plain, write_json
 from llama4spec.results import bench as bench_record
+from llama4spec.capacity import step_report
 from llama4spec.capacity import write_report as capacity_report
 from llama4spec.capacity.write_report import SEARCH, Found, Setting, medians_of, probe_dir, read_search
 from llama4spec.runbook.rundir import is_step_id, not_run
@@ -55,6 +56,7 @@ class Rebuilt:
     settings: list[Setting]
     baseline: str | None
     band_of: dict[str, str] = field(default_factory=dict)  # banded: search step -> its band
+    pairs: dict[str, str] = field(default_factory=dict)  # blocks: a setting's search -> its block's baseline search
     found: Found | None = None
     points: list[str] = field(default_factory=list)
     demand: tuple[float | None, float | None] = (None, None)  # the step's load and price, as plan.json recorded
@@ -67,8 +69,8 @@ class Rebuilt:
     def read(self, ctx: MergeRead) -> None:
         """Its searches analysed (a search.json that is not one refused) before anything is written."""
         load, price = self.demand
-        self.found = capacity_report.analyse_step(self.settings, self.baseline, self.band_of, ctx.failures,
-                                                  strict=True, reference=reference_medians(ctx, self.settings),
+        self.found = step_report.analyse_step(self.settings, self.baseline, self.band_of, ctx.failures,
+                                                  self.pairs, strict=True, reference=reference_medians(ctx, self.settings),
                                                   load=load, price=price)
 
     def write(self, ctx: MergeRead) -> int:
@@ -97,7 +99,7 @@ def merge_part(sid: str, sources: list[Any]) -> Rebuilt:
     settings, baseline = capacity_report.from_plan_record(source.step(sid), source.kinds(),
                                                           [r for s in sources for r in s.runs])
     return Rebuilt(sid, settings, baseline, capacity_report.bands_of(source.step(sid)),
-                   demand=capacity_report.demand_of(source.step(sid)))
+                   capacity_report.pairs_of(source.step(sid)), demand=capacity_report.demand_of(source.step(sid)))
 
 
 def page_part(read: PageRead, step: Mapping[str, Any], page) -> None:
@@ -109,8 +111,8 @@ def page_part(read: PageRead, step: Mapping[str, Any], page) -> None:
     source, secrets = read.sources[0], read.secrets
     settings, baseline = capacity_report.from_plan_record(step, source.kinds(), source.runs)
     load, price = capacity_report.demand_of(step)
-    found = capacity_report.analyse_step(settings, baseline, capacity_report.bands_of(step),
-                                         not_run(source.status.get("steps") or []),
+    found = step_report.analyse_step(settings, baseline, capacity_report.bands_of(step),
+                                         not_run(source.status.get("steps") or []), capacity_report.pairs_of(step),
                                          reference=reference_medians(read, settings), load=load, price=price)
     sid = str(step["id"])
     figures = []

@@ -242,6 +242,24 @@ class InputBands(Record):
     routing: Optional[Line] = None
 
 
+class BlockGain(Record):
+    """One setting's gain over no speculation from its back-to-back blocks (``capacity.blocks``)."""
+
+    name: Name
+    blocks: Annotated[list[Ratio], Field(max_length=20, description="at most 20 blocks' gains")]
+    ratio: Optional[Ratio] = None
+    low: Optional[Ratio] = None
+    high: Optional[Ratio] = None
+    verdict: Literal["more", "less", "undecided"]
+
+
+class Blocks(Record):
+    """A capacity step in back-to-back blocks: each setting's gain from its blocks, and the sentence."""
+
+    gains: Annotated[list[BlockGain], Field(max_length=1000, description="at most 1000 settings")]
+    sentence: Line
+
+
 class Capacity(Record):
     """capacity.json (``write_report.analyse``'s record)."""
 
@@ -258,6 +276,7 @@ class Capacity(Record):
     warnings: Notes = []
     demand: Optional[Demand] = None
     input_bands: Optional[InputBands] = None  # banded: each setting's name ends in its band
+    blocks: Optional[Blocks] = None  # in back-to-back blocks: each setting's name ends in its block
 
 
 def checked_capacity(data: dict[str, Any], where: str) -> dict[str, Any]:

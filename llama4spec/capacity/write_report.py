@@ -6,7 +6,6 @@ report.html analyse the same records again from plan.json (``from_plan_record``)
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from llama4spec.figures import SLO_MEDIANS
 from llama4spec.files import json_or_none, plain, write_atomic, write_json
 from llama4spec.results import bench as bench_record
 from llama4spec.capacity import bands, records
+from llama4spec.capacity.blocks import markdown as blocks_markdown
 from llama4spec.analysis import plots
 from llama4spec.capacity import tables as capacity_report
 from llama4spec.capacity.gain import Between
@@ -171,49 +171,6 @@ def analyse(settings: list[Setting], baseline: str | None, failures: Mapping[str
     return Found(record, searches, recorded, settings)
 
 
-def analyse_step(settings: list[Setting], baseline: str | None, band_of: Mapping[str, str],
-                 failures: Mapping[str, str] | None = None, **kw: Any) -> Found:
-    """``analyse`` of a capacity step; one banded by input length (``band_of``: search step -> band)
-    analysed per band (``capacity.bands.groups``: each band's gains over no speculation in the same
-    band, one noise term for all) and merged (``merged``)."""
-    parts = bands.groups(settings, baseline, band_of)
-    if parts[0].band is None:
-        return analyse(settings, baseline, failures, **kw)
-    kw["between"] = kw.get("between") or between_of(settings)
-    return merged([(g.band, analyse(g.settings, g.baseline, failures, **kw)) for g in parts])
-
-
-def merged(parts: list[tuple[Any, Found]]) -> Found:
-    """The bands' analyses as one: each setting named with its band ("EAGLE k=3, 16 tokens"), its
-    sentence led by the band; the bands' verdicts and the break as ``input_bands``, whose sentence
-    is the headline."""
-    first = parts[0][1].record
-    record: dict[str, Any] = {**first, "settings": {}, "missing": {}, "warnings": [], "demand": None}
-    out = Found(record)
-    for band, found in parts:
-        r = found.record
-
-        def tag(name: str, label: str = band.label) -> str:
-            return f"{name}, {label}"
-
-        record["settings"].update({tag(n): {**e, "sentence": f"{band.label}: {e['sentence']}"}
-                                   for n, e in r["settings"].items()})
-        record["missing"].update({tag(n): why for n, why in r["missing"].items()})
-        record["warnings"] += [w for w in r["warnings"] if w not in record["warnings"]]
-        out.searches.update({tag(n): x for n, x in found.searches.items()})
-        out.slos.update({tag(n): x for n, x in found.slos.items()})
-        out.settings += [dataclasses.replace(x, name=tag(x.name)) for x in found.settings]
-        d = r.get("demand")
-        if d:
-            mine = record["demand"] = record["demand"] or {**d, "settings": {}, "saved": {}, "lines": []}
-            mine["settings"].update({tag(n): x for n, x in d["settings"].items()})
-            mine["saved"].update({tag(n): x for n, x in d["saved"].items()})
-            mine["lines"] += [f"{band.label}: {line}" for line in d["lines"]]
-    record["input_bands"] = bands.record([(band, found.record) for band, found in parts])
-    record["headline"] = record["input_bands"]["sentence"]
-    return out
-
-
 def _demand(record: dict[str, Any], settings: list[Setting], load: float | None, price: float | None) -> None:
     """The load's servers and devices and the price at each capacity into ``record`` (and its headline)."""
     from llama4spec.capacity.demand import clause, demand
@@ -244,7 +201,7 @@ def write(found: Found, files: Mapping[str, Path], console: Console) -> str:
         images[s.name] = path.name
     banded = found.record.get("input_bands")
     text = capacity_report.markdown(found.record, images) + "\n".join(bands.markdown(banded)) + \
-        fitted_section(found, files["report"].parent)
+        "\n".join(blocks_markdown(found.record.get("blocks"))) + fitted_section(found, files["report"].parent)
     write_atomic(files["report"], text)
     write_json(files["analysis"], records.checked_capacity(found.record, plain(str(files["analysis"]))))
     capacity_report.render(console, found.record)
@@ -297,18 +254,6 @@ def fitted_section(found: Found, where: Path) -> str:
     return "\n".join([*lines, "", f"![attainment against rate]({FIT_FIGURE})", ""])
 
 
-def run_report(plan, planned, console: Console, failures: Mapping[str, str] | None = None) -> tuple[str, dict]:
-    """Analyse a capacity step's searches, write its files, print it; (markdown, record)."""
-    keys = planned.step.keys
-    settings = [Setting(sid, keys.names.get(sid, sid), plan.get(sid).dir) for sid in keys.points]
-    ref = plan.get(keys.relative_to) if keys.relative_to else None
-    record = bench_record.read(ref.artifacts["record"]) if ref is not None else None
-    found = analyse_step(settings, keys.baseline, keys.band_of, failures,
-                         reference=medians_of(record if record is not None and record.counted else None),
-                         load=keys.load, price=keys.price)
-    return write(found, planned.artifacts, console), found.record
-
-
 def from_plan_record(step: Mapping[str, Any], kinds: Mapping[str, str],
                      runs: list[Path]) -> tuple[list[Setting], str | None]:
     """A capacity step's settings and baseline from its plan.json entry (read back: input). Its
@@ -317,14 +262,15 @@ def from_plan_record(step: Mapping[str, Any], kinds: Mapping[str, str],
     is the step id."""
     record = step.get("capacity") if isinstance(step.get("capacity"), dict) else {}
     names = record.get("names") if isinstance(record.get("names"), dict) else {}
-    band_of = bands_of(step)  # a banded step names each setting once per band
+    band_of = bands_of(step)  # a banded step names each setting once per band, one in blocks once per block
+    blocked = bool(pairs_of(step))
     out: list[Setting] = []
     for sid in step.get("needs") or []:
         if kinds.get(sid) != "search":
             continue
         name = names.get(sid)
         name = plain(name, 200) if isinstance(name, str) and name.strip() else sid
-        if any(s.name == name and band_of.get(s.id) == band_of.get(sid) for s in out):
+        if not blocked and any(s.name == name and band_of.get(s.id) == band_of.get(sid) for s in out):
             name = sid
         where = next((r / sid for r in runs if (r / sid / SEARCH).exists()), runs[0] / sid)
         out.append(Setting(sid, name, where))
@@ -340,6 +286,16 @@ def bands_of(step: Mapping[str, Any]) -> dict[str, str]:
     if not isinstance(found, dict):
         return {}
     return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str) and len(v) <= 100}
+
+
+def pairs_of(step: Mapping[str, Any]) -> dict[str, str]:
+    """The pairs of searches (a setting's -> its block's no speculation's) a capacity step in
+    back-to-back blocks recorded in plan.json (read back: input; empty for a step not in blocks)."""
+    record = step.get("capacity") if isinstance(step.get("capacity"), dict) else {}
+    found = record.get("pairs")
+    if not isinstance(found, dict):
+        return {}
+    return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def demand_of(step: Mapping[str, Any]) -> tuple[float | None, float | None]:

@@ -16,7 +16,7 @@ from typing import Mapping
 from llama4spec.runbook.fields import AUTO
 from llama4spec.runbook.matrix import ServerGroup
 from llama4spec.sweep.design import Design, Scope
-from llama4spec.sweep.design_starts import rounds
+from llama4spec.runbook.block_order import rounds, side_by_side_problem
 from llama4spec.sweep.expansion import Expansion
 from llama4spec.sweep.gates import Dominance, MoreBlocks
 from llama4spec.sweep.planned import INTERLEAVED
@@ -96,10 +96,6 @@ def chosen_design(x: Expansion, groups: list[ServerGroup], environ: Mapping[str,
 def interleaving(groups: list[ServerGroup], environ: Mapping[str, str] | None) -> Interleaving | str:
     """The baseline of an interleaved sweep and whether two of its servers fit side by side; a
     string when the sweep cannot be interleaved at all."""
-    import os
-
-    from llama4spec.engine.devices import split
-
     base = [i for i, g in enumerate(groups) if g.cfg is not None and not g.cfg.draft.method]
     if len(base) == len(groups) == 2:  # two settings without speculation (an A/A, a server knob): the first the reference
         base = base[:1]
@@ -110,13 +106,7 @@ def interleaving(groups: list[ServerGroup], environ: Mapping[str, str] | None) -
                 f"e.g. draft: [none, tiny_eagle], or give exactly two settings without speculation (an A/A of a "
                 f"server knob: the first is the reference)")
     widest = max(groups, key=lambda g: g.cfg.parallel.tensor_parallel_size * g.cfg.parallel.pipeline_parallel_size)
-    cfg = widest.cfg
-    if max(1, cfg.parallel.nnodes) > 1:
-        return Interleaving(base[0], "its servers span nodes; two multi-node servers are not kept side by side")
-    per_node = cfg.parallel.tensor_parallel_size * cfg.parallel.pipeline_parallel_size
-    found = split(cfg.hardware.device, per_node, cfg.hardware.devices_per_node,
-                  os.environ if environ is None else environ)
-    return Interleaving(base[0], found.why)
+    return Interleaving(base[0], side_by_side_problem(widest.cfg, environ))
 
 
 def interleaved(x: Expansion, groups: list[ServerGroup], found: int) -> None:

@@ -10,9 +10,9 @@ with their start number (bench key ``adds_to``), which is what the pooled estima
 from __future__ import annotations
 
 import dataclasses
-import random
 from dataclasses import dataclass
 
+from llama4spec.runbook.block_order import rounds
 from llama4spec.runbook.matrix import ServerGroup
 from llama4spec.sweep.design import Design, Scope
 from llama4spec.sweep.expansion import Expansion
@@ -35,17 +35,6 @@ class RepeatedStarts(Design):
         if groups:  # each setting's server started again in rounds of a random order
             repeated_starts(x, groups)
         return []
-
-
-def rounds(settings: int, starts: int, seed: int) -> list[list[int]]:
-    """``starts`` rounds, each the indices 0 .. settings - 1 in a random order from ``seed``."""
-    rng = random.Random(seed)
-    out = []
-    for _ in range(starts):
-        order = list(range(settings))
-        rng.shuffle(order)
-        out.append(order)
-    return out
 
 
 def repeated_starts(x: Expansion, groups: list[ServerGroup]) -> None:

@@ -198,7 +198,7 @@ def test_thresholds_are_the_multiples_of_the_baselines_medians_and_resume_reuses
 
 
 def test_the_report_gives_each_capacity_its_gain_with_an_interval_and_a_plot(tmp_path: Path) -> None:
-    from llama4spec.capacity.write_report import run_report
+    from llama4spec.capacity.step_report import run_report
 
     plan = _plan(TINY, run_dir=tmp_path)
     _baseline_record(plan)

@@ -22,7 +22,7 @@ from llama4spec.analysis.points import point
 from llama4spec.results import bench as bench_record
 from llama4spec.results.bench import BenchRecord, without_pair
 from llama4spec.runbook.plan import plan_file
-from llama4spec.sweep.design_starts import rounds
+from llama4spec.runbook.block_order import rounds
 from llama4spec.sweep.planned import design_of
 
 SWEEP = {"id": "sweep", "kind": "sweep", "design": "interleaved", "starts": 3, "order_seed": 4, "repeats": 2,

@@ -137,8 +137,11 @@ class MoreBlocks(Gate):
                 if r.point.id in self.candidate]
         if not mine or any(c is None or not c.decided for _, c in mine):
             return self._budget(plan, p, analysis, rule)
+        if leader_question(analysis.at, self.candidate) is not None:  # the leader against the runner-up is open
+            return self._budget(plan, p, analysis, rule)
         said = "; ".join(f"{c.sentence()} at {title}" for title, c in mine)
-        return f"not started: decided against no speculation at every client setting after {self.block - 1} blocks ({said})"
+        return (f"not started: decided against no speculation at every client setting after {self.block - 1} blocks "
+                f"({said}), and not in an open contest for the best ({_best(analysis.at)})")
 
     def _budget(self, plan, p, analysis, rule) -> str | None:
         """Why the block is not started when it would exceed a budget (``budget_stop``), else None."""
@@ -152,7 +155,32 @@ class MoreBlocks(Gate):
 
     def describe(self, p, say) -> None:
         say(f"    started only if the candidate's comparison against no speculation is still open at some client "
-            f"setting after {self.block - 1} blocks (repeats: auto; at most {self.rule.max_repeats})")
+            f"setting after {self.block - 1} blocks, or it is the leader or the runner-up of an undecided best there "
+            f"(repeats: auto; at most {self.rule.max_repeats})")
+
+
+def leader_question(at: list, candidate: list[str]) -> str | None:
+    """The client setting (its title) where the candidate (its points) is the leader or the
+    runner-up of a best not yet decided: the leader (the pick) against the runner-up (the setting
+    with the highest median among those the pick is not yet declared faster than or equivalent
+    to), the question a further block of either settles first; None where there is none."""
+    for a in at:
+        pick = a.pick
+        if pick is None or pick.point is None or pick.decided or pick.single:
+            continue
+        rivals = [q for q in a.points if q.id != pick.point.id and (c := a.comparisons.get((pick.point.id, q.id)))
+                  is not None and not c.decided and q.output_throughput is not None]
+        if not rivals:
+            continue
+        runner = max(rivals, key=lambda q: q.output_throughput)
+        if pick.point.id in candidate or runner.id in candidate:
+            return a.title
+    return None
+
+
+def _best(at: list) -> str:
+    return "; ".join(f"best at {a.title}: {a.pick.label}, {'decided' if a.pick.decided else 'undecided'}"
+                     for a in at if a.pick is not None and a.pick.point is not None)
 
 
 @dataclass(frozen=True)

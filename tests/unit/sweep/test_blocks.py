@@ -541,3 +541,43 @@ def test_an_aa_in_blocks_added_until_decided_stops_once_equivalent(tmp_path, mon
     BenchRecord.of_runs(other, other_runs).write(plan.get(other).artifacts["record"])
     fourth = _gate(plan, 4)
     assert "equivalent within +-2%" in fourth.step.keys.gate.missing_input(plan, fourth)
+
+
+def _two_measured(plan, ratios: dict[int, tuple[list[float], list[float]]]) -> None:
+    """Records of 3 blocks of both candidates (k=1, k=3): no speculation at 100 a run drifting by
+    block, each candidate at its ratio of it in block j; no speculation's runs of each block tagged
+    with the candidate's point they were paired with."""
+    points = plan.get("sweep").step.expanded.points
+    for c, (k1, k3) in ratios.items():
+        base = next(pid for pid in points if pid.startswith(BASE) and pid.endswith(f"-c{c}"))
+        base_runs = []
+        for k, by_block in ((1, k1), (3, k3)):
+            cand, cand_runs = f"sweep-tiny_eagle-k{k}-c{c}", []
+            for j, ratio in enumerate(by_block, 1):
+                for i in range(2):
+                    y = 100.0 * (1 + 0.05 * j) * (1 + 0.01 * i)
+                    base_runs.append(_run(y, j, cand, c))
+                    cand_runs.append(_run(y * ratio * (1 + 0.002 * (i - 1)), j, None, c))
+            BenchRecord.of_runs(cand, cand_runs).write(plan.get(cand).artifacts["record"])
+        BenchRecord.of_runs(base, base_runs).write(plan.get(base).artifacts["record"])
+
+
+def test_a_block_goes_to_the_leader_and_the_runner_up_while_the_best_is_open(tmp_path, monkeypatch) -> None:
+    plan = _plan(tmp_path, monkeypatch, **{**AUTO, "matrix": {**AUTO["matrix"], "lookahead": [1, 3]}})
+
+    def gate(k: int):  # k's 4th block
+        p = next(p for p in plan.steps if p.kind == "serve" and p.step.keys.gate is not None
+                 and p.step.keys.gate.block == 4 and f"sweep-tiny_eagle-k{k}-c1" in p.step.keys.gate.candidate)
+        return p.step.keys.gate.missing_input(plan, p)
+
+    # both decided faster than no speculation; k=3 ahead of k=1 by 1%, undecided: both get a block
+    close = ([1.5, 1.52, 1.49], [1.52, 1.55, 1.50])
+    _two_measured(plan, {1: close, 4: close})
+    assert gate(1) is None and gate(3) is None
+    # k=3 clearly the best: neither question is open, and the reason names the best
+    apart = ([1.5, 1.52, 1.49], [3.0, 3.05, 2.98])
+    _two_measured(plan, {1: apart, 4: apart})
+    for k in (1, 3):
+        why = gate(k)
+        assert why.startswith("not started: decided against no speculation at every client setting after 3 blocks")
+        assert "not in an open contest for the best (best at concurrency 1: " in why and "k=3" in why

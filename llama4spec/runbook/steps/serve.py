@@ -123,20 +123,92 @@ def server_for(p, secret_env: dict[str, str]):
 def execute(run, p) -> dict[str, Any]:
     gate = p.step.keys.gate
     settled = gate.before_start(run, p) if gate is not None else {}
+    server = run.server(p.id)
+    if server is not None and server.alive():  # started together with the server it is beside
+        run.output.result(run, f"      ready at {server.url} after {server.ready_after_s:.0f} s (started together "
+                               f"with {p.step.keys.beside})")
+        return {**_started(server, p), "started_with": p.step.keys.beside, **settled}
     server = server_for(p, run.secrets(p))
     run.progress.note(f"      starting; log: {server.log_path}")
+    partner = _partner(run, p)
+    together = _start_beside(run, partner) if partner is not None else None
     try:  # a spinner with the phase read from the log (-v: the log itself), nothing with -q
         with run.progress.activity(f"{p.id}: starting the server") as live:
             server.start(on_phase=live.phase, on_line=live.line)
     except ServerError as err:
+        _abandon(together)
         run.partial(p.id, {"pid": server.proc.pid if server.proc else None})
         raise StepFailed(str(err), err.log_tail) from None
+    except BaseException:
+        _abandon(together)
+        raise
+    if together is not None:
+        _join(run, partner, together)
     run.keep_server(p.id, server)
     ready = f"      ready at {server.url} after {server.ready_after_s:.0f} s"
     run.output.result(run, ready)  # the serve command shows it even with -q
-    result = {"url": server.url, "ready_after_s": server.ready_after_s, "pid": server.proc.pid,
-              "async_scheduling": async_scheduling(_text(server.log_path), p.exec_argv)}
-    return {**result, **settled}
+    return {**_started(server, p), **settled}
+
+
+def _started(server, p) -> dict[str, Any]:
+    return {"url": server.url, "ready_after_s": server.ready_after_s, "pid": server.proc.pid,
+            "async_scheduling": async_scheduling(_text(server.log_path), p.exec_argv)}
+
+
+def _partner(run, p):
+    """The serve step to start together with this one: the step right after it, a server started
+    beside it (back-to-back blocks) with no gate of its own; None where there is none, or either
+    spans nodes."""
+    steps = run.plan.steps
+    at = next((i for i, q in enumerate(steps) if q.id == p.id), None)
+    q = steps[at + 1] if at is not None and at + 1 < len(steps) else None
+    if q is None or q.kind != "serve" or q.step.keys.beside != p.id or q.step.keys.gate is not None:
+        return None
+    return q if q.composed is not None and not p.nodes and not q.nodes else None
+
+
+@dataclass
+class _Together:
+    """A partner's server starting on a thread of its own, and how it ended (``error``)."""
+
+    server: Any
+    thread: Any
+    error: BaseException | None = None
+
+
+def _start_beside(run, q) -> _Together:
+    """``q``'s server started now, on a thread, while this step's starts: the two starts overlap
+    (their devices are apart), so a block's two servers are up after one start's wait, not two."""
+    import threading
+
+    together = _Together(server_for(q, run.secrets(q)), None)
+
+    def start() -> None:
+        try:
+            together.server.start()
+        except BaseException as err:  # its own step says so when it runs (it starts again there)
+            together.error = err
+
+    together.thread = threading.Thread(target=start, name=f"start {q.id}", daemon=True)
+    together.thread.start()
+    return together
+
+
+def _join(run, q, together: _Together) -> None:
+    """The partner's start waited for: kept as ``q``'s server when it is up (its step then finds it)."""
+    together.thread.join()
+    if together.error is None and together.server.alive():
+        run.keep_server(q.id, together.server)
+    else:
+        together.server.stop()
+
+
+def _abandon(together: _Together | None) -> None:
+    """This step's start failed or was interrupted: the partner's stopped too."""
+    if together is not None:
+        together.server.stop()
+        together.thread.join(timeout=30)
+        together.server.stop()  # spawned after the first stop: stopped now
 
 
 def _text(path) -> str:

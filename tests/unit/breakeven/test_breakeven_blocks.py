@@ -117,3 +117,23 @@ def test_a_block_without_its_pair_and_a_point_with_one_block_are_left_out_and_na
     assert notes == ["k3-1.0-b1: its block has no counted pair; left out", "k3-1.0-b0: one counted block, no spread; "
                      "left out"]
     assert blocks.block_ratio([2.0, 8.0], [4.0]) == pytest.approx(1.0) and blocks.block_ratio([], [1.0]) is None
+
+
+def test_a_blocks_two_servers_start_together(tmp_path: Path) -> None:
+    from llama4spec.runbook.steps.serve import _partner
+
+    plan = plan_file(RUNBOOK, lambda name: tmp_path, [])
+
+    class Run:  # what the serve step reads of a run: its plan
+        pass
+
+    run = Run()
+    run.plan = plan
+    for p in plan.steps:
+        if p.kind != "serve":
+            continue
+        partner = _partner(run, p)
+        if "-none-" in p.id:  # no speculation's server starts first, the candidate's together with it
+            assert partner is not None and partner.step.keys.beside == p.id
+        else:
+            assert partner is None

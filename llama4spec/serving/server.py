@@ -86,18 +86,33 @@ class OwnedServer:
         return f"{self.name}: {label}" if label else self.name
 
     def start(self, on_phase: OnText | None = None, on_line: OnText | None = None) -> "OwnedServer":
-        started = time.monotonic()
-        watch = ServerWatch(self.log_paths, on_phase, on_line, labels=self._labels())
+        self.launch(on_phase, on_line)
+        return self.wait_ready()
+
+    def launch(self, on_phase: OnText | None = None, on_line: OnText | None = None) -> "OwnedServer":
+        """Its processes started, not waited for (``wait_ready``). Called from the thread that owns
+        the server: a process tethered to its parent ends with the thread that spawned it."""
+        self._started = time.monotonic()
+        self._watch = ServerWatch(self.log_paths, on_phase, on_line, labels=self._labels())
         try:
-            watch.start()
+            self._watch.start()
             self._spawn()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def wait_ready(self) -> "OwnedServer":
+        """Waits until the launched server answers (any thread may wait)."""
+        watch = self._watch
+        try:
             wait_healthy(self.url, self.name, self.health_timeout_s, self.exit_status, self.log_path, watch.tick)
             self._ready()
             watch.ready()
         except BaseException:
             self.stop()
             raise
-        self.ready_after_s = time.monotonic() - started
+        self.ready_after_s = time.monotonic() - self._started
         return self
 
     def _ready(self) -> None:

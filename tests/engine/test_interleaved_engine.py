@@ -58,6 +58,10 @@ def test_two_servers_on_their_own_cores_with_runs_alternating(interleaved_run) -
                          ("sweep-none-k2-tiny_eagle_imperfect-k2-block2", "1"),
                          ("sweep-tiny_eagle_imperfect-k2-block2", "0")):  # crossed over
         assert f"VLLM_CPU_OMP_THREADS_BIND='{core}'" in (run_dir / server / "server.log").read_text()
+    for cand, base in (("sweep-tiny_eagle_imperfect-k2", "sweep-none-k2-tiny_eagle_imperfect-k2-block1"),
+                       ("sweep-tiny_eagle_imperfect-k2-block2", "sweep-none-k2-tiny_eagle_imperfect-k2-block2")):
+        assert status[cand]["result"]["started_with"] == base  # a block's two servers start together
+        assert status[cand]["seconds"] < 0.5 * status[base]["seconds"]
     base, cand = _record(run_dir, BASE), _record(run_dir, CAND)
     blocks = [j for j in range(1, BLOCKS + 1) for _ in range(REPEATS)]
     assert [r.get("pair") for r in base["runs"]] == [CAND] * REPEATS * BLOCKS

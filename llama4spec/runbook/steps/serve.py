@@ -177,16 +177,23 @@ class _Together:
 
 
 def _start_beside(run, q) -> _Together:
-    """``q``'s server started now, on a thread, while this step's starts: the two starts overlap
-    (their devices are apart), so a block's two servers are up after one start's wait, not two."""
+    """``q``'s server launched now and waited for on a thread while this step's starts: the two
+    starts overlap (their devices are apart), so a block's two servers are up after one start's
+    wait, not two."""
     import threading
 
     together = _Together(server_for(q, run.secrets(q)), None)
+    try:
+        together.server.launch()  # here: a tethered process ends with the thread that spawned it
+    except Exception as err:  # its own step says so when it runs (it starts again there)
+        together.error = err
 
     def start() -> None:
+        if together.error is not None:
+            return
         try:
-            together.server.start()
-        except BaseException as err:  # its own step says so when it runs (it starts again there)
+            together.server.wait_ready()
+        except BaseException as err:
             together.error = err
 
     together.thread = threading.Thread(target=start, name=f"start {q.id}", daemon=True)

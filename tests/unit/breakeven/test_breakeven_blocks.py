@@ -24,8 +24,8 @@ NAMES = ["k3-L1", "k3-L2", "k3-L3", "k3-L4", "k3-draft"]
 def test_each_server_of_the_map_is_started_in_blocks_beside_a_fresh_baseline(tmp_path: Path) -> None:
     plan = plan_file(RUNBOOK, lambda name: tmp_path, [])
     serves = [p for p in plan.steps if p.kind == "serve"]
-    assert len(serves) == 2 * 3 * len(NAMES)
-    for j in (1, 2, 3):  # each round visits every server of the map once
+    assert len(serves) == 2 * 4 * len(NAMES)
+    for j in (1, 2, 3, 4):  # each round visits every server of the map once
         mine = [p for p in serves if p.id.endswith(f"-b{j}") and "-none-" not in p.id]
         assert sorted(p.id.removeprefix("breakeven-").removesuffix(f"-b{j}") for p in mine) == sorted(NAMES)
         for p in mine:
@@ -34,11 +34,11 @@ def test_each_server_of_the_map_is_started_in_blocks_beside_a_fresh_baseline(tmp
             assert {p.step.keys.slot, base.step.keys.slot} == {0, 1} and base.step.keys.slot == (j + 1) % 2
             assert p.composed.cfg.serve.port == base.composed.cfg.serve.port + 1
     rounds = [[p.id.rsplit("-b", 1)[0] for p in serves if p.id.endswith(f"-b{j}") and "-none-" not in p.id]
-              for j in (1, 2, 3)]
+              for j in (1, 2, 3, 4)]
     assert len({tuple(r) for r in rounds}) > 1  # a seeded random order, not the grid's
     keys = plan.get("breakeven").step.keys
     pairs = [plan.get(pid) for pid in keys.points if plan.get(pid).step.keys.pair_with]
-    assert len(pairs) == 2 * 3 * len(NAMES) // 2 * 2  # every candidate point at both concurrencies
+    assert len(pairs) == 4 * len(NAMES) * 2  # every candidate point of every block at both concurrencies
     for p in pairs:
         other = plan.get(p.step.keys.pair_with)
         assert other.step.keys.paired and other.step.keys.start == p.step.keys.start and p.step.keys.block
@@ -47,9 +47,9 @@ def test_each_server_of_the_map_is_started_in_blocks_beside_a_fresh_baseline(tmp
 
 
 @pytest.mark.parametrize("old,new,said", [
-    ("blocks: 3", "blocks: 1", "'blocks: 1' measures no spread between blocks; give 2 or more"),
-    ("blocks: 3", "blocks: 3\n    noise: x.json", "with 'blocks' the map's noise is the blocks' own spread; drop 'noise'"),
-    ("blocks: 3", "blocks: 21", "'blocks' must be"),
+    ("blocks: 4", "blocks: 1", "'blocks: 1' measures no spread between blocks; give 2 or more"),
+    ("blocks: 4", "blocks: 4\n    noise: x.json", "with 'blocks' the map's noise is the blocks' own spread; drop 'noise'"),
+    ("blocks: 4", "blocks: 21", "'blocks' must be"),
 ])
 def test_bad_blocks_are_one_line_exit_2(cli, tiny_dir, tmp_path: Path, old: str, new: str, said: str) -> None:
     path = tmp_path / "runbook.yaml"

@@ -18,7 +18,7 @@ from tests.helpers import REPO
 from tests.recorded_runs import finished_capacity_run
 
 RUNBOOK = REPO / "runbooks" / "tiny_cpu_capacity_blocks.yaml"
-DRIFT = {1: 0.7, 2: 1.0, 3: 1.4}  # each block's servers both move by this (a between-start spread of +-40%)
+DRIFT = {1: 0.7, 2: 1.0, 3: 1.4, 4: 0.85}  # each block's servers both move by this (a between-start spread of +-40%)
 
 
 def _capacities() -> dict[str, float]:
@@ -39,7 +39,7 @@ def blocks_run(tmp_path_factory) -> Path:
 def test_each_setting_is_searched_in_blocks_beside_a_fresh_baseline(tmp_path: Path) -> None:
     plan = plan_file(RUNBOOK, lambda name: tmp_path, [])
     keys = plan.get("capacity").step.keys
-    assert sorted(keys.points) == sorted(_capacities()) and len(keys.pairs) == 6
+    assert sorted(keys.points) == sorted(_capacities()) and len(keys.pairs) == 8
     for cand, base in keys.pairs.items():
         c, b = plan.get(cand), plan.get(base)
         server, base_server = plan.get(c.step.keys.server), plan.get(b.step.keys.server)
@@ -56,12 +56,12 @@ def test_the_blocks_decide_gains_that_a_drift_between_starts_hides(blocks_run: P
     record = json.loads((blocks_run / "capacity" / "capacity.json").read_text())
     gains = {g["name"]: g for g in record["blocks"]["gains"]}
     k3, k1 = gains["EAGLE k=3"], gains["EAGLE k=1"]
-    assert len(k3["blocks"]) == 3 and k3["ratio"] == pytest.approx(1.3, rel=0.1) and k3["low"] > 1
+    assert len(k3["blocks"]) == 4 and k3["ratio"] == pytest.approx(1.3, rel=0.1) and k3["low"] > 1
     assert k3["verdict"] == "more" and k1["verdict"] == "less" and k1["high"] < 1
     # the capacities themselves move by 2x between blocks; the gains do not
     caps = [s["rate"] for n, s in record["settings"].items() if n.startswith("no speculation")]
     assert max(caps) / min(caps) > 1.7
-    assert record["headline"] == record["blocks"]["sentence"] and "over 3 back-to-back blocks" in record["headline"]
+    assert record["headline"] == record["blocks"]["sentence"] and "over 4 back-to-back blocks" in record["headline"]
     assert "EAGLE k=3, block 2" in record["settings"] and record["between"]["sd"] == 0
     text = (blocks_run / "capacity" / "report.md").read_text()
     assert "## Back-to-back blocks" in text and "| EAGLE k=3 |" in text and "| more |" in text
@@ -78,8 +78,8 @@ def test_report_rebuilds_the_blocks(cli, blocks_run: Path, tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("old,new,said", [
-    ("blocks: 3", "blocks: 1", "'blocks: 1' measures no spread between blocks; give 2 or more"),
-    ("blocks: 3", "blocks: 3\n    bands: [16, 64]", "'blocks' and 'bands' together are not offered"),
+    ("blocks: 4", "blocks: 1", "'blocks: 1' measures no spread between blocks; give 2 or more"),
+    ("blocks: 4", "blocks: 4\n    bands: [16, 64]", "'blocks' and 'bands' together are not offered"),
     ("draft: [none, tiny_eagle]", "draft: [tiny_eagle]", "blocks pair each setting with a draft with the one setting"),
 ])
 def test_bad_blocks_are_one_line_exit_2(cli, tiny_dir, tmp_path: Path, old: str, new: str, said: str) -> None:

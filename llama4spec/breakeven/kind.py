@@ -89,8 +89,8 @@ def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> No
     problems.extend(fields.warmup_flag_problems(keys.extra_args, at))
     problems.extend(fields.own_flag_problems(keys.extra_args, at, fields.BENCH_OWN_FLAGS))
     if keys.blocks == 1:
-        problems.append(f"{at}: 'blocks: 1' measures no spread between blocks; give 2 or more (e.g. blocks: 4), or 0 "
-                        f"for one start a server")
+        problems.append(f"{at}: 'blocks' is 1, which measures no spread between blocks; give 2 or more (e.g. 4), "
+                        f"or 0 for one start a server")
     if keys.blocks and keys.noise:
         problems.append(f"{at}: with 'blocks' the map's noise is the blocks' own spread; drop 'noise'")
 

@@ -105,8 +105,8 @@ def check(keys: Keys, at: str, problems: list[str], state: dict[str, Any]) -> No
     problems.extend(fields.own_flag_problems(keys.settings.extra_args, at, fields.PROBE_OWN_FLAGS))
     problems.extend(f"{at}: {p}" for p in keys.settings.problems())
     if keys.blocks == 1:
-        problems.append(f"{at}: 'blocks: 1' measures no spread between blocks; give 2 or more (e.g. blocks: 4), or 0 "
-                        f"for one start a server")
+        problems.append(f"{at}: 'blocks' is 1, which measures no spread between blocks; give 2 or more (e.g. 4), "
+                        f"or 0 for one start a server")
     if keys.blocks and keys.bands:
         problems.append(f"{at}: 'blocks' and 'bands' together are not offered; drop one (a step a band, in blocks)")
 

@@ -19,7 +19,7 @@ NAME = "breakeven"  # the runbook's name: runs/breakeven/<timestamp>
 STEP_ID = "breakeven"
 SOURCE = Path("<breakeven>")
 KEYS = {"lookaheads": "--lookaheads", "concurrencies": "--concurrencies", "grid": "--grid", "repeats": "--repeats",
-        "warmup": "--warmup", "place": "--no-place", "draft_from": "--draft-from"}
+        "warmup": "--warmup", "place": "--no-place", "draft_from": "--draft-from", "blocks": "--blocks"}
 
 
 def _list(text: str) -> list[int]:
@@ -69,6 +69,9 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--draft-from", metavar="PATH",
                    help="also place a draft measured earlier: a bench step's directory of a run, its record.json, "
                         "or a sweep's sweep.json")
+    p.add_argument("--blocks", type=int, metavar="J",
+                   help="measure the map in J back-to-back blocks: each server started J times beside a fresh server "
+                        "without speculation, each speedup from the blocks' own spread (default 0: one start each)")
     add_plan_options(p, "continue the map in DIR (runs/breakeven/<timestamp>): recorded points are reused")
 
 

@@ -142,9 +142,13 @@ def execute(run, p) -> dict[str, Any]:
     except BaseException:
         _abandon(together)
         raise
-    if together is not None:
-        _join(run, partner, together)
     run.keep_server(p.id, server)
+    if together is not None:
+        try:
+            _join(run, partner, together)
+        except BaseException:  # interrupted while waiting: the partner's stopped too
+            _abandon(together)
+            raise
     ready = f"      ready at {server.url} after {server.ready_after_s:.0f} s"
     run.output.result(run, ready)  # the serve command shows it even with -q
     return {**_started(server, p), **settled}

@@ -47,7 +47,7 @@ def test_each_server_of_the_map_is_started_in_blocks_beside_a_fresh_baseline(tmp
 
 
 @pytest.mark.parametrize("old,new,said", [
-    ("blocks: 4", "blocks: 1", "'blocks: 1' measures no spread between blocks; give 2 or more"),
+    ("blocks: 4", "blocks: 1", "'blocks' is 1, which measures no spread between blocks; give 2 or more"),
     ("blocks: 4", "blocks: 4\n    noise: x.json", "with 'blocks' the map's noise is the blocks' own spread; drop 'noise'"),
     ("blocks: 4", "blocks: 21", "'blocks' must be"),
 ])
@@ -137,3 +137,13 @@ def test_a_blocks_two_servers_start_together(tmp_path: Path) -> None:
             assert partner is not None and partner.step.keys.beside == p.id
         else:
             assert partner is None
+
+
+def test_the_command_line_measures_a_map_in_blocks_and_refuses_one_block(cli, tiny_dir) -> None:
+    tiny = ["draft=tiny_eagle_imperfect", "target=tiny", "memory=cpu", "bench=random_tiny"]
+    done = cli("breakeven", *tiny, "--lookaheads", "3", "--concurrencies", "4", "--blocks", "2", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert "back-to-back blocks: each server started 2 times beside a fresh server" in done.stdout
+    assert "breakeven-k3-L4-b2" in done.stdout and "breakeven-none-k3-draft-b2" in done.stdout
+    done = cli("breakeven", *tiny, "--lookaheads", "3", "--concurrencies", "4", "--blocks", "1", "--dry-run")
+    assert done.returncode == 2 and "--blocks is 1, which measures no spread" in done.stderr and "Traceback" not in done.stderr

@@ -78,7 +78,7 @@ def test_report_rebuilds_the_blocks(cli, blocks_run: Path, tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("old,new,said", [
-    ("blocks: 4", "blocks: 1", "'blocks: 1' measures no spread between blocks; give 2 or more"),
+    ("blocks: 4", "blocks: 1", "'blocks' is 1, which measures no spread between blocks; give 2 or more"),
     ("blocks: 4", "blocks: 4\n    bands: [16, 64]", "'blocks' and 'bands' together are not offered"),
     ("draft: [none, tiny_eagle]", "draft: [tiny_eagle]", "blocks pair each setting with a draft with the one setting"),
 ])

@@ -86,9 +86,10 @@ def analyse_blocks(settings: list[Setting], pairs: Mapping[str, str], failures: 
             continue
         c, b = by_id[cand], by_id[base]
         j = seen[c.name] = seen.get(c.name, 0) + 1
+        baseline = baseline or b.name
+        b = dataclasses.replace(b, name=f"{b.name} beside {c.name}")  # each block's own baseline, named apart
         found = analyse([b, c], b.id, failures, **kw)
         parts.append((f"block {j}", found))
-        baseline = baseline or b.name
         g = found.record["settings"].get(c.name, {}).get("gain")
         per_setting.setdefault(c.name, []).append(g["ratio"] if g else None)
     if not parts:  # no pair of searches to read: every setting as not measured

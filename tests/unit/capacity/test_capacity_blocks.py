@@ -63,6 +63,7 @@ def test_the_blocks_decide_gains_that_a_drift_between_starts_hides(blocks_run: P
     assert max(caps) / min(caps) > 1.7
     assert record["headline"] == record["blocks"]["sentence"] and "over 4 back-to-back blocks" in record["headline"]
     assert "EAGLE k=3, block 2" in record["settings"] and record["between"]["sd"] == 0
+    assert len(record["settings"]) == 16 and "no speculation beside EAGLE k=1, block 4" in record["settings"]
     text = (blocks_run / "capacity" / "report.md").read_text()
     assert "## Back-to-back blocks" in text and "| EAGLE k=3 |" in text and "| more |" in text
 

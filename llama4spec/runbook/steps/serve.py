@@ -166,7 +166,8 @@ def _partner(run, p):
     steps = run.plan.steps
     at = next((i for i, q in enumerate(steps) if q.id == p.id), None)
     q = steps[at + 1] if at is not None and at + 1 < len(steps) else None
-    if q is None or q.kind != "serve" or q.step.keys.beside != p.id or q.step.keys.gate is not None:
+    if q is None or not q.step.traits.serves or getattr(q.step.keys, "beside", None) != p.id \
+            or q.step.keys.gate is not None:
         return None
     return q if q.composed is not None and not p.nodes and not q.nodes else None
 

@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 
 from llama4spec.breakeven.map_fit import Runs
 from llama4spec.runbook.block_order import rounds
-from llama4spec.runbook.matrix import bounded_id
+from llama4spec.runbook.matrix import bounded_id, claim_ids
 from llama4spec.sweep.planned import GAP_S
 from llama4spec.stats.noise import Noise, prior
 
@@ -46,12 +46,8 @@ def expand(step, keys, servers: Sequence[tuple[str, list[str], str]], make, take
             mine = [bounded_id(f"{sid}-c{c}") for c in keys.concurrencies]
             theirs = [bounded_id(f"{bsid}-c{c}") for c in keys.concurrencies]
             ids = [sid, bsid, *mine, *theirs, bounded_id(f"{sid}-stop"), bounded_id(f"{bsid}-stop")]
-            clash = next((x for x in ids if x in taken), None)
-            if clash:
-                problems.append(f"{at}: the generated step id '{clash}' is already used by another step; rename the "
-                                f"breakeven step or that step")
+            if not claim_ids(ids, taken, at, "breakeven", problems):
                 return None
-            taken.update(ids)
             out.append(make("serve", bsid, needs=[previous] if previous else list(step.needs), slot=base_slot,
                             description=f"breakeven '{step.id}': no speculation, block {j} of {keys.blocks} beside "
                                         f"{what} (back-to-back blocks)",

@@ -20,7 +20,7 @@ from llama4spec.runbook.block_order import MAX_BLOCKS, side_by_side_problem
 from llama4spec.breakeven.blocks import expand as expand_blocks
 from llama4spec.files import plain
 from llama4spec.runbook import fields
-from llama4spec.runbook.matrix import bounded_id, shared_config
+from llama4spec.runbook.matrix import bounded_id, claim_ids, shared_config
 from llama4spec.runbook.spec import Traits
 from llama4spec.runbook.steps.base import BaseKind
 
@@ -136,12 +136,8 @@ def expand(runbook, step, cli: list[str], taken: set[str], make, problems: list[
     for name, overrides, what in servers:
         sid = bounded_id(f"{step.id}-{name}")
         ids = [sid, *(bounded_id(f"{sid}-c{c}") for c in keys.concurrencies), bounded_id(f"{sid}-stop")]
-        clash = next((i for i in ids if i in taken), None)
-        if clash:
-            problems.append(f"{at}: the generated step id '{clash}' is already used by another step; rename the "
-                            f"breakeven step or that step")
+        if not claim_ids(ids, taken, at, "breakeven", problems):
             return [step]
-        taken.update(ids)
         out.append(make("serve", sid, needs=[previous] if previous else list(step.needs),
                         description=f"breakeven '{step.id}': server for {what}",
                         overrides=[*keys.overrides, *overrides]))

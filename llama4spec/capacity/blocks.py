@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from llama4spec.runbook.block_order import rounds
+from llama4spec.runbook.matrix import bounded_id, claim_ids
 
 CONFIDENCE = 0.95
 
@@ -54,13 +55,9 @@ def expand(step, keys, groups: Sequence[Any], labels: Sequence[str], names: Sequ
             sid = f"{step.id}-{labels[i]}-b{j}"
             bsid = f"{step.id}-{labels[b]}-for-{labels[i]}-b{j}"
             ids = [sid, bsid, f"{sid}-search", f"{bsid}-search", f"{sid}-stop", f"{bsid}-stop"]
-            ids = [_bounded(x) for x in ids]
-            clash = next((x for x in ids if x in taken), None)
-            if clash:
-                problems.append(f"{at}: the generated step id '{clash}' is already used by another step; rename the "
-                                f"capacity step or that step")
+            ids = [bounded_id(x) for x in ids]
+            if not claim_ids(ids, taken, at, "capacity", problems):
                 return None
-            taken.update(ids)
             out.append(make("serve", ids[1], needs=[*needs, *([previous] if previous else step.needs)], slot=base_slot,
                             description=f"capacity '{step.id}': no speculation, block {j} of {keys.blocks} beside "
                                         f"{names[i]} (back-to-back blocks)",
@@ -81,12 +78,6 @@ def expand(step, keys, groups: Sequence[Any], labels: Sequence[str], names: Sequ
             pairs[ids[2]] = ids[3]
             first_base = first_base or ids[3]
     return Planned(out, points, named, pairs, first_base)
-
-
-def _bounded(sid: str) -> str:
-    from llama4spec.runbook.matrix import bounded_id
-
-    return bounded_id(sid)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from llama4spec.config.validate import slo_problems
 from llama4spec.frontier.load import MAX_LOAD
 from llama4spec.frontier.price import MAX_PRICE
 from llama4spec.runbook import bands, fields
-from llama4spec.runbook.matrix import (TooLarge, bounded_id, check_matrix, file_label, is_client_axis,
+from llama4spec.runbook.matrix import (TooLarge, bounded_id, check_matrix, claim_ids, file_label, is_client_axis,
                                        matrix_points, points_problem, server_groups, shared_config)
 from llama4spec.runbook.spec import PageRead, Reference, Traits
 from llama4spec.runbook.block_order import MAX_BLOCKS
@@ -170,12 +170,8 @@ def expand(runbook, step, cli: list[str], taken: set[str], make, problems: list[
         ids = [sid, bounded_id(f"{sid}-search"), bounded_id(f"{sid}-stop")]
         searches = [ids[1]] if band_key is None else [bounded_id(f"{ids[1]}-{file_label(band_key, v)}")
                                                       for v in band_values]
-        clash = next((i for i in [*ids, *searches] if i in taken), None)
-        if clash:
-            problems.append(f"{at}: the generated step id '{clash}' is already used by another step; rename the "
-                            f"capacity step or that step")
+        if not claim_ids([*ids, *searches], taken, at, "capacity", problems):
             continue
-        taken.update([*ids, *searches])
         name = setting_name(group.cfg)
         if name in names.values():
             name = f"{name} ({label})"

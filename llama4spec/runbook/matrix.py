@@ -277,6 +277,18 @@ def bounded_id(text: str) -> str:
     return f"{text[:MAX_GENERATED_ID - 13]}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
 
+def claim_ids(ids: list[str], taken: set[str], at: str, kind: str, problems: list[str]) -> bool:
+    """Whether a step's generated ids are all free: then taken (added to ``taken``); else the first
+    one already used is a problem (naming the ``kind`` of step to rename) and nothing is taken."""
+    clash = next((i for i in ids if i in taken), None)
+    if clash:
+        problems.append(f"{at}: the generated step id '{clash}' is already used by another step; rename the "
+                        f"{kind} step or that step")
+        return False
+    taken.update(ids)
+    return True
+
+
 @dataclasses.dataclass
 class ServerGroup:
     """One server of a sweep and the server-side combinations it stands for."""

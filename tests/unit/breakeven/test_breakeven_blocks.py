@@ -147,3 +147,19 @@ def test_the_command_line_measures_a_map_in_blocks_and_refuses_one_block(cli, ti
     assert "breakeven-k3-L4-b2" in done.stdout and "breakeven-none-k3-draft-b2" in done.stdout
     done = cli("breakeven", *tiny, "--lookaheads", "3", "--concurrencies", "4", "--blocks", "1", "--dry-run")
     assert done.returncode == 2 and "--blocks is 1, which measures no spread" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_generated_step_id_already_taken_is_one_problem_and_nothing_is_taken(tmp_path: Path) -> None:
+    import yaml
+
+    data = yaml.safe_load(RUNBOOK.read_text())
+    data["steps"].insert(0, {"id": "breakeven-k3-L2-b3-c4", "kind": "serve", "overrides": ["draft=none"]})
+    path = tmp_path / "clash.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    from llama4spec.errors import UserError
+
+    with pytest.raises(UserError) as err:
+        plan_file(path, lambda name: tmp_path, [])
+    said = [p for p in err.value.problems if "already used" in p]
+    assert said == [f"{path}: step 'breakeven': the generated step id 'breakeven-k3-L2-b3-c4' is already used by "
+                    f"another step; rename the breakeven step or that step"]
